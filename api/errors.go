@@ -1,0 +1,72 @@
+package api
+
+import (
+	"fmt"
+	"net/http"
+)
+
+// Error codes carried in ErrorDetail.Code. Each has one HTTP status (see Status).
+const (
+	CodeInvalidJSON      = "invalid_json"
+	CodeInvalidName      = "invalid_name"
+	CodeInvalidTTL       = "invalid_ttl"
+	CodeInvalidArgument  = "invalid_argument"
+	CodeLeaseNotFound    = "lease_not_found"
+	CodeNotFound         = "not_found"
+	CodeMethodNotAllowed = "method_not_allowed"
+	CodeLockHeld         = "lock_held"
+	CodeWaitTimeout      = "wait_timeout"
+	CodeNotHolder        = "not_holder"
+	CodeBodyTooLarge     = "body_too_large"
+	CodeNoLeader         = "no_leader"
+	CodeInternal         = "internal"
+)
+
+// Status returns the HTTP status that goes with an error code.
+func Status(code string) int {
+	switch code {
+	case CodeInvalidJSON, CodeInvalidName, CodeInvalidTTL, CodeInvalidArgument:
+		return http.StatusBadRequest
+	case CodeLeaseNotFound, CodeNotFound:
+		return http.StatusNotFound
+	case CodeMethodNotAllowed:
+		return http.StatusMethodNotAllowed
+	case CodeLockHeld, CodeWaitTimeout, CodeNotHolder:
+		return http.StatusConflict
+	case CodeBodyTooLarge:
+		return http.StatusRequestEntityTooLarge
+	case CodeNoLeader:
+		return http.StatusServiceUnavailable
+	default:
+		return http.StatusInternalServerError
+	}
+}
+
+// Error is an API error as a Go error value: the server returns it from handlers and the
+// client returns it to callers, so both sides match on the same Code.
+type Error struct {
+	// Code is one of the Code* constants.
+	Code string
+	// Message is the human sentence.
+	Message string
+}
+
+// Errorf builds an *Error with a formatted message.
+func Errorf(code, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// Error implements error.
+func (e *Error) Error() string { return e.Code + ": " + e.Message }
+
+// Is lets errors.Is match two *Error values by code alone, so callers can compare against
+// a sentinel such as &api.Error{Code: api.CodeLockHeld}.
+func (e *Error) Is(target error) bool {
+	t, ok := target.(*Error)
+	return ok && t.Code == e.Code
+}
+
+// Body returns the JSON payload for the error.
+func (e *Error) Body() ErrorBody {
+	return ErrorBody{Error: ErrorDetail{Code: e.Code, Message: e.Message}}
+}

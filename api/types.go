@@ -1,0 +1,151 @@
+package api
+
+// CreateLeaseRequest is the body of POST /v1/leases.
+type CreateLeaseRequest struct {
+	// TTLMs is the lease's time to live in milliseconds; zero means DefaultTTLMs.
+	TTLMs int64 `json:"ttl_ms"`
+}
+
+// Lease is the answer to creating, renewing (keepalive) or reading a lease.
+type Lease struct {
+	// LeaseID is the lease's secret identifier: whoever knows it can keep the lease alive,
+	// release its locks and revoke it, so it is never shown in a lock's status.
+	LeaseID string `json:"lease_id"`
+	// TTLMs is the lease's time to live in milliseconds.
+	TTLMs int64 `json:"ttl_ms"`
+	// Locks lists the locks the lease holds (GET only), sorted by name.
+	Locks []string `json:"locks,omitempty"`
+}
+
+// RevokeResult is the answer to DELETE /v1/leases/{id}.
+type RevokeResult struct {
+	// LeaseID is the revoked lease.
+	LeaseID string `json:"lease_id"`
+	// Released lists the locks the lease held, now free or handed to their next waiter.
+	Released []string `json:"released"`
+}
+
+// AcquireRequest is the body of PUT /v1/locks/{name}. Every field is optional.
+type AcquireRequest struct {
+	// LeaseID names an existing lease to hold the lock with. Empty means: create a lease
+	// with TTLMs in the same log entry as the acquire.
+	LeaseID string `json:"lease_id,omitempty"`
+	// TTLMs is the TTL of the lease created when LeaseID is empty; zero means DefaultTTLMs.
+	// It must be zero when LeaseID is set.
+	TTLMs int64 `json:"ttl_ms,omitempty"`
+	// WaitMs is how long to wait in the lock's FIFO queue when it is held; zero answers at
+	// once with lock_held. At most MaxWaitMs.
+	WaitMs int64 `json:"wait_ms,omitempty"`
+	// Owner is a free-form label shown in the lock's status (a host name, a job id).
+	Owner string `json:"owner,omitempty"`
+}
+
+// Grant is the answer to a successful acquire.
+type Grant struct {
+	// Name is the lock's name.
+	Name string `json:"name"`
+	// Token is the fencing token: the Raft log index of the entry that granted the lock.
+	// Pass it to every storage write made under the lock.
+	Token uint64 `json:"token"`
+	// LeaseID is the lease that holds the lock.
+	LeaseID string `json:"lease_id"`
+	// TTLMs is that lease's TTL.
+	TTLMs int64 `json:"ttl_ms"`
+	// Owner is the label given at acquire time.
+	Owner string `json:"owner,omitempty"`
+}
+
+// ReleaseRequest is the body of DELETE /v1/locks/{name}.
+type ReleaseRequest struct {
+	// LeaseID is the holder's lease.
+	LeaseID string `json:"lease_id"`
+	// Token is the token of the grant being released; a release with any other token is
+	// refused, so a retried release can never free a later grant.
+	Token uint64 `json:"token"`
+}
+
+// ReleaseResult is the answer to a successful release.
+type ReleaseResult struct {
+	// Name is the lock's name.
+	Name string `json:"name"`
+	// Released is always true in a 2xx answer.
+	Released bool `json:"released"`
+}
+
+// LockStatus is the state of one lock. A free lock with no waiters has Held false, Token
+// zero and a ModifyIndex at least the index of the entry that freed it.
+type LockStatus struct {
+	// Name is the lock's name.
+	Name string `json:"name"`
+	// Held reports whether a lease holds the lock.
+	Held bool `json:"held"`
+	// Token is the fencing token of the current grant, zero when free.
+	Token uint64 `json:"token"`
+	// Owner is the holder's label.
+	Owner string `json:"owner,omitempty"`
+	// Waiters is the number of leases queued for the lock.
+	Waiters int `json:"waiters"`
+	// ModifyIndex is the log index of the last change to the lock; it never goes backwards.
+	// Pass it as wait_index to block until the next change.
+	ModifyIndex uint64 `json:"modify_index"`
+}
+
+// LockList is the answer to GET /v1/locks?prefix=P: the held or awaited locks whose names
+// start with P, sorted by name.
+type LockList struct {
+	// Locks are the matching locks.
+	Locks []LockStatus `json:"locks"`
+}
+
+// Node describes one member of the cluster.
+type Node struct {
+	// ID is the node's Raft server ID.
+	ID string `json:"id"`
+	// RaftAddr is the address of the node's Raft transport.
+	RaftAddr string `json:"raft_addr"`
+	// HTTPAddr is the address of the node's HTTP API (host:port), empty until the node has
+	// registered it.
+	HTTPAddr string `json:"http_addr"`
+	// Voter reports whether the node votes in elections.
+	Voter bool `json:"voter"`
+	// Leader reports whether the node is the current leader.
+	Leader bool `json:"leader"`
+}
+
+// Cluster is the answer to GET /v1/cluster, as seen by the node that answers.
+type Cluster struct {
+	// LeaderID is the current leader's ID, empty during an election.
+	LeaderID string `json:"leader_id"`
+	// Term is the answering node's current Raft term.
+	Term uint64 `json:"term"`
+	// CommitIndex is the answering node's commit index.
+	CommitIndex uint64 `json:"commit_index"`
+	// AppliedIndex is the index of the last entry the answering node has applied.
+	AppliedIndex uint64 `json:"applied_index"`
+	// Nodes are the members of the Raft configuration, sorted by ID.
+	Nodes []Node `json:"nodes"`
+}
+
+// AddNodeRequest is the body of POST /v1/cluster/nodes: add (or re-register) a voter.
+type AddNodeRequest struct {
+	// ID is the new node's Raft server ID.
+	ID string `json:"id"`
+	// RaftAddr is where its Raft transport listens.
+	RaftAddr string `json:"raft_addr"`
+	// HTTPAddr is where its HTTP API listens (host:port).
+	HTTPAddr string `json:"http_addr"`
+}
+
+// ErrorBody is the payload of every non-2xx answer.
+type ErrorBody struct {
+	// Error carries the code and a human sentence.
+	Error ErrorDetail `json:"error"`
+}
+
+// ErrorDetail is a machine-matchable code with a human message.
+type ErrorDetail struct {
+	// Code is one of the Code* constants.
+	Code string `json:"code"`
+	// Message says what happened and, where it helps, what to do next.
+	Message string `json:"message"`
+}

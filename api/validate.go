@@ -1,0 +1,97 @@
+package api
+
+import (
+	"unicode"
+	"unicode/utf8"
+)
+
+// Limits of the API. Durations are milliseconds.
+const (
+	// DefaultTTLMs is the TTL of a lease whose request leaves ttl_ms at zero.
+	DefaultTTLMs = 10_000
+	// MinTTLMs is the shortest lease: shorter than this, ordinary scheduling and network
+	// delays would expire healthy leases.
+	MinTTLMs = 500
+	// MaxTTLMs is the longest lease (24 h).
+	MaxTTLMs = 24 * 60 * 60 * 1000
+	// MaxWaitMs bounds one waiting acquire or blocking query; clients re-issue longer waits.
+	MaxWaitMs = 300_000
+	// MaxNameLen is the longest lock name in bytes.
+	MaxNameLen = 512
+	// MaxOwnerLen is the longest owner label in bytes.
+	MaxOwnerLen = 256
+	// MaxBodyBytes is the largest request body the server reads.
+	MaxBodyBytes = 64 << 10
+	// LeaseIDLen is the length of a lease ID in hex characters (128 random bits).
+	LeaseIDLen = 32
+)
+
+// ValidateName checks a lock name: 1 to MaxNameLen bytes of UTF-8 with no control
+// characters. Slashes are allowed, so names can be paths such as "accounts/A".
+func ValidateName(name string) *Error {
+	if name == "" {
+		return Errorf(CodeInvalidName, "lock name is empty")
+	}
+	if len(name) > MaxNameLen {
+		return Errorf(CodeInvalidName, "lock name is %d bytes; at most %d are allowed", len(name), MaxNameLen)
+	}
+	if !utf8.ValidString(name) {
+		return Errorf(CodeInvalidName, "lock name is not valid UTF-8")
+	}
+	for _, r := range name {
+		if unicode.IsControl(r) {
+			return Errorf(CodeInvalidName, "lock name contains the control character %U", r)
+		}
+	}
+	return nil
+}
+
+// ValidateOwner checks an owner label: at most MaxOwnerLen bytes of UTF-8 without control
+// characters.
+func ValidateOwner(owner string) *Error {
+	if len(owner) > MaxOwnerLen {
+		return Errorf(CodeInvalidArgument, "owner is %d bytes; at most %d are allowed", len(owner), MaxOwnerLen)
+	}
+	if !utf8.ValidString(owner) {
+		return Errorf(CodeInvalidArgument, "owner is not valid UTF-8")
+	}
+	for _, r := range owner {
+		if unicode.IsControl(r) {
+			return Errorf(CodeInvalidArgument, "owner contains the control character %U", r)
+		}
+	}
+	return nil
+}
+
+// NormalizeTTL applies the default to a zero TTL and checks the range.
+func NormalizeTTL(ttlMs int64) (int64, *Error) {
+	if ttlMs == 0 {
+		return DefaultTTLMs, nil
+	}
+	if ttlMs < MinTTLMs || ttlMs > MaxTTLMs {
+		return 0, Errorf(CodeInvalidTTL, "ttl_ms is %d; it must be between %d and %d", ttlMs, MinTTLMs, MaxTTLMs)
+	}
+	return ttlMs, nil
+}
+
+// ValidateWait checks a wait in milliseconds: 0 to MaxWaitMs.
+func ValidateWait(waitMs int64) *Error {
+	if waitMs < 0 || waitMs > MaxWaitMs {
+		return Errorf(CodeInvalidArgument, "wait_ms is %d; it must be between 0 and %d", waitMs, MaxWaitMs)
+	}
+	return nil
+}
+
+// ValidateLeaseID checks the form of a lease ID: LeaseIDLen lowercase hex characters.
+func ValidateLeaseID(id string) *Error {
+	if len(id) != LeaseIDLen {
+		return Errorf(CodeInvalidArgument, "lease_id must be %d hex characters", LeaseIDLen)
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return Errorf(CodeInvalidArgument, "lease_id must be %d lowercase hex characters", LeaseIDLen)
+		}
+	}
+	return nil
+}

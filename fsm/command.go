@@ -1,0 +1,321 @@
+package fsm
+
+import (
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"math"
+)
+
+// Type is the first byte of an encoded command. Its high bit (FlagSkippable) marks a
+// command that a node which does not know the type may apply as a plain tick instead of
+// refusing, so newer nodes can add advisory commands without stopping older ones.
+type Type uint8
+
+// Command types. Values are part of the log format: never renumber them.
+const (
+	TypeCreateLease  Type = 1
+	TypeRenew        Type = 2
+	TypeRevoke       Type = 3
+	TypeAcquire      Type = 4
+	TypeRelease      Type = 5
+	TypeTick         Type = 6
+	TypeRegisterNode Type = 7
+	TypeDequeue      Type = 8
+	TypeRemoveNode   Type = 9
+
+	// FlagSkippable, set in the type byte, lets a node that does not know the type skip
+	// the command (it still advances time) instead of refusing it.
+	FlagSkippable Type = 0x80
+)
+
+// String names the type for logs.
+func (t Type) String() string {
+	switch t &^ FlagSkippable {
+	case TypeCreateLease:
+		return "create_lease"
+	case TypeRenew:
+		return "renew"
+	case TypeRevoke:
+		return "revoke"
+	case TypeAcquire:
+		return "acquire"
+	case TypeRelease:
+		return "release"
+	case TypeTick:
+		return "tick"
+	case TypeRegisterNode:
+		return "register_node"
+	case TypeDequeue:
+		return "dequeue"
+	case TypeRemoveNode:
+		return "remove_node"
+	}
+	return fmt.Sprintf("type(%d)", uint8(t))
+}
+
+// LeaseID is a lease's 128-bit identifier. The leader draws it at random before proposing,
+// because knowing it is what authorizes keepalive, release and revoke.
+type LeaseID [16]byte
+
+// String returns the ID as 32 lowercase hex characters, its form in the HTTP API.
+func (id LeaseID) String() string { return hex.EncodeToString(id[:]) }
+
+// ParseLeaseID parses the hex form of a lease ID.
+func ParseLeaseID(s string) (LeaseID, error) {
+	var id LeaseID
+	if len(s) != 2*len(id) {
+		return id, fmt.Errorf("fsm: lease id %q: want %d hex characters", s, 2*len(id))
+	}
+	if _, err := hex.Decode(id[:], []byte(s)); err != nil {
+		return id, fmt.Errorf("fsm: lease id %q: %w", s, err)
+	}
+	return id, nil
+}
+
+// NodeInfo is a cluster member's registration: how to reach its Raft and HTTP endpoints.
+// It lives in the state machine so that any node can find the leader's HTTP address.
+type NodeInfo struct {
+	ID       string
+	RaftAddr string
+	HTTPAddr string
+}
+
+// Command is one state machine command. Which fields matter depends on Type; the rest
+// stay zero and are not encoded.
+type Command struct {
+	// Type selects the command.
+	Type Type
+	// Now is the leader's cluster time in milliseconds when it proposed the command.
+	Now int64
+	// Lease is the lease the command acts on (CreateLease, Revoke, Acquire, Release, Dequeue).
+	Lease LeaseID
+	// Leases are the leases renewed by one batched Renew.
+	Leases []LeaseID
+	// TTL is the lease TTL in milliseconds (CreateLease, and Acquire with NewLease).
+	TTL int64
+	// NewLease makes an Acquire create Lease with TTL in the same entry.
+	NewLease bool
+	// Name is the lock's name (Acquire, Release, Dequeue).
+	Name string
+	// Wait is how long an Acquire may wait in the queue, in milliseconds; 0 means no wait.
+	Wait int64
+	// Owner is the holder's label (Acquire).
+	Owner string
+	// Token is the grant being released (Release).
+	Token uint64
+	// Node is the member registered (RegisterNode) or removed (RemoveNode, ID only).
+	Node NodeInfo
+}
+
+// Limits on decoded fields: far above what the API accepts, low enough that a corrupt
+// length cannot make a node allocate without bound.
+const (
+	maxStringLen = 4096
+	maxRenewIDs  = 1 << 20
+)
+
+// Encode appends the command's binary form to buf and returns the extended buffer.
+// The form is the type byte, then Now as a uvarint, then the type's fields.
+func (c *Command) Encode(buf []byte) []byte {
+	buf = append(buf, byte(c.Type))
+	buf = binary.AppendUvarint(buf, uint64(c.Now))
+	switch c.Type &^ FlagSkippable {
+	case TypeCreateLease:
+		buf = append(buf, c.Lease[:]...)
+		buf = binary.AppendUvarint(buf, uint64(c.TTL))
+	case TypeRenew:
+		buf = binary.AppendUvarint(buf, uint64(len(c.Leases)))
+		for i := range c.Leases {
+			buf = append(buf, c.Leases[i][:]...)
+		}
+	case TypeRevoke:
+		buf = append(buf, c.Lease[:]...)
+	case TypeAcquire:
+		buf = append(buf, c.Lease[:]...)
+		if c.NewLease {
+			buf = append(buf, 1)
+			buf = binary.AppendUvarint(buf, uint64(c.TTL))
+		} else {
+			buf = append(buf, 0)
+		}
+		buf = appendString(buf, c.Name)
+		buf = binary.AppendUvarint(buf, uint64(c.Wait))
+		buf = appendString(buf, c.Owner)
+	case TypeRelease:
+		buf = append(buf, c.Lease[:]...)
+		buf = appendString(buf, c.Name)
+		buf = binary.AppendUvarint(buf, c.Token)
+	case TypeDequeue:
+		buf = append(buf, c.Lease[:]...)
+		buf = appendString(buf, c.Name)
+	case TypeRegisterNode:
+		buf = appendString(buf, c.Node.ID)
+		buf = appendString(buf, c.Node.RaftAddr)
+		buf = appendString(buf, c.Node.HTTPAddr)
+	case TypeRemoveNode:
+		buf = appendString(buf, c.Node.ID)
+	}
+	return buf
+}
+
+// DecodeCommand parses a command written by Encode. It never panics: truncated or
+// malformed input yields an error wrapping ErrShortCommand, ErrCorruptCommand or
+// ErrUnknownCommand. A skippable command of an unknown type decodes to its type and Now
+// with no other fields.
+func DecodeCommand(b []byte) (Command, error) {
+	var c Command
+	d := decoder{b: b}
+	c.Type = Type(d.byte())
+	c.Now = d.int64()
+	switch c.Type &^ FlagSkippable {
+	case TypeCreateLease:
+		c.Lease = d.leaseID()
+		c.TTL = d.int64()
+	case TypeRenew:
+		n := d.uvarint()
+		if n > maxRenewIDs || n*16 > uint64(len(d.b)) {
+			d.fail(ErrCorruptCommand)
+			break
+		}
+		c.Leases = make([]LeaseID, n)
+		for i := range c.Leases {
+			c.Leases[i] = d.leaseID()
+		}
+	case TypeRevoke:
+		c.Lease = d.leaseID()
+	case TypeAcquire:
+		c.Lease = d.leaseID()
+		switch d.byte() {
+		case 0:
+		case 1:
+			c.NewLease = true
+			c.TTL = d.int64()
+		default:
+			d.fail(ErrCorruptCommand)
+		}
+		c.Name = d.string()
+		c.Wait = d.int64()
+		c.Owner = d.string()
+	case TypeRelease:
+		c.Lease = d.leaseID()
+		c.Name = d.string()
+		c.Token = d.uvarint()
+	case TypeDequeue:
+		c.Lease = d.leaseID()
+		c.Name = d.string()
+	case TypeRegisterNode:
+		c.Node.ID = d.string()
+		c.Node.RaftAddr = d.string()
+		c.Node.HTTPAddr = d.string()
+	case TypeRemoveNode:
+		c.Node.ID = d.string()
+	case TypeTick:
+	default:
+		if d.err == nil && c.Type&FlagSkippable == 0 {
+			d.fail(fmt.Errorf("%w: %d", ErrUnknownCommand, uint8(c.Type)))
+		}
+		return c, d.err
+	}
+	if d.err == nil && len(d.b) != 0 {
+		d.fail(fmt.Errorf("%w: %d trailing bytes", ErrCorruptCommand, len(d.b)))
+	}
+	return c, d.err
+}
+
+func appendString(buf []byte, s string) []byte {
+	buf = binary.AppendUvarint(buf, uint64(len(s)))
+	return append(buf, s...)
+}
+
+// decoder reads fields from a byte slice, remembering the first error so that callers can
+// read a whole record and check once.
+type decoder struct {
+	b   []byte
+	err error
+}
+
+func (d *decoder) fail(err error) {
+	if d.err == nil {
+		d.err = err
+	}
+	d.b = nil
+}
+
+func (d *decoder) byte() byte {
+	if d.err != nil {
+		return 0
+	}
+	if len(d.b) < 1 {
+		d.fail(ErrShortCommand)
+		return 0
+	}
+	v := d.b[0]
+	d.b = d.b[1:]
+	return v
+}
+
+func (d *decoder) uvarint() uint64 {
+	if d.err != nil {
+		return 0
+	}
+	v, n := binary.Uvarint(d.b)
+	if n == 0 {
+		d.fail(ErrShortCommand)
+		return 0
+	}
+	if n < 0 {
+		d.fail(ErrCorruptCommand)
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+// int64 reads a uvarint that must fit a non-negative int64 (times, TTLs, waits).
+func (d *decoder) int64() int64 {
+	v := d.uvarint()
+	if v > math.MaxInt64 {
+		d.fail(ErrCorruptCommand)
+		return 0
+	}
+	return int64(v)
+}
+
+func (d *decoder) string() string {
+	n := d.uvarint()
+	if d.err != nil {
+		return ""
+	}
+	if n > maxStringLen {
+		d.fail(ErrCorruptCommand)
+		return ""
+	}
+	if uint64(len(d.b)) < n {
+		d.fail(ErrShortCommand)
+		return ""
+	}
+	s := string(d.b[:n])
+	d.b = d.b[n:]
+	return s
+}
+
+func (d *decoder) leaseID() LeaseID {
+	var id LeaseID
+	if d.err != nil {
+		return id
+	}
+	if len(d.b) < len(id) {
+		d.fail(ErrShortCommand)
+		return id
+	}
+	copy(id[:], d.b)
+	d.b = d.b[len(id):]
+	return id
+}
+
+// isDecodeError reports whether err came from decoding.
+func isDecodeError(err error) bool {
+	return errors.Is(err, ErrShortCommand) || errors.Is(err, ErrCorruptCommand) || errors.Is(err, ErrUnknownCommand)
+}

@@ -1,0 +1,18 @@
+// Package fsm is raftlock's deterministic lock state machine: the commands the leader
+// proposes, how each committed entry changes the lock table, and the snapshot format.
+//
+// Everything here is a pure function of the log. Time arrives as the Now field the leader
+// wrote into each command (cluster time, in milliseconds); applying an entry sets the
+// machine's time to max(time, Now) and expires every lease and waiter whose deadline is at
+// or before it. The package reads no clock, no random source, no network and no disk except
+// the snapshot stream it is handed, so replaying the same log on any node yields the same
+// state, byte for byte in its snapshot.
+//
+// The fencing token of a grant is the Raft log index of the entry that granted it: the
+// acquire entry when the lock was free, or the release, revoke or expiry entry that handed
+// it to the next waiter.
+//
+// Expected outcomes (a held lock, a stale token, an unknown lease) are Results returned from
+// Apply, not errors; an undecodable or unknown command is a Result with StatusInvalid and
+// changes nothing, so a bad entry can never take a node down.
+package fsm

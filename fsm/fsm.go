@@ -1,0 +1,276 @@
+package fsm
+
+import (
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/hashicorp/raft"
+)
+
+// EventKind says what an Event reports.
+type EventKind uint8
+
+// Event kinds.
+const (
+	// EventLockChanged: lock Name changed at Index (granted, released, queue changed).
+	EventLockChanged EventKind = iota + 1
+	// EventGranted: a queued Lease was granted lock Name with Token.
+	EventGranted
+	// EventWaitEnded: Lease left the queue of lock Name without a grant (its wait ended,
+	// it was dequeued, or the lease is gone).
+	EventWaitEnded
+	// EventApplied: every entry up to Index has been applied.
+	EventApplied
+	// EventRestored: the state was replaced by a snapshot; anything may have changed.
+	EventRestored
+)
+
+// Event tells an observer what an applied entry did, so that waiting requests are answered
+// by the commit that decides them, without polling. Events carry no state of their own:
+// the state machine behaves the same with or without an observer.
+type Event struct {
+	Kind  EventKind
+	Name  string
+	Lease LeaseID
+	Token uint64
+	Owner string
+	Index uint64
+}
+
+// FSM is the lock state machine. It implements raft.FSM, raft.BatchingFSM and
+// raft.ConfigurationStore. Apply runs on raft's FSM goroutine; the read methods may be
+// called from any goroutine.
+type FSM struct {
+	mu      sync.RWMutex
+	s       *state
+	observe func(Event)
+	pending []Event // events of the entries being applied, emitted after mu is released
+	applied atomic.Uint64
+}
+
+// New returns an empty state machine. observe, when non-nil, is called on raft's FSM
+// goroutine after each entry (or batch) is applied, with the FSM's lock released, so it may
+// read the FSM; it must not block.
+func New(observe func(Event)) *FSM {
+	f := &FSM{observe: observe}
+	f.s = newState(f.record)
+	return f
+}
+
+// record queues an event while the write lock is held.
+func (f *FSM) record(e Event) {
+	if f.observe != nil {
+		f.pending = append(f.pending, e)
+	}
+}
+
+// flush hands the queued events to the observer; it is called with mu released, from the
+// only goroutine that applies.
+func (f *FSM) flush(last Event) {
+	if f.observe == nil {
+		return
+	}
+	f.mu.Lock()
+	evs := f.pending
+	f.pending = nil
+	f.mu.Unlock()
+	for _, e := range evs {
+		f.observe(e)
+	}
+	f.observe(last)
+}
+
+// Apply implements raft.FSM. It returns a *Result.
+func (f *FSM) Apply(l *raft.Log) interface{} {
+	f.mu.Lock()
+	r := f.applyLocked(l)
+	f.mu.Unlock()
+	f.flush(Event{Kind: EventApplied, Index: l.Index})
+	return r
+}
+
+// ApplyBatch implements raft.BatchingFSM: one lock acquisition for a batch of entries.
+func (f *FSM) ApplyBatch(logs []*raft.Log) []interface{} {
+	out := make([]interface{}, len(logs))
+	f.mu.Lock()
+	for i, l := range logs {
+		out[i] = f.applyLocked(l)
+	}
+	f.mu.Unlock()
+	if n := len(logs); n > 0 {
+		f.flush(Event{Kind: EventApplied, Index: logs[n-1].Index})
+	}
+	return out
+}
+
+// StoreConfiguration implements raft.ConfigurationStore. The state machine keeps no copy
+// of the configuration; it only counts the entry as applied, so that a read waiting for
+// the commit index is not stranded behind a configuration change.
+func (f *FSM) StoreConfiguration(index uint64, _ raft.Configuration) {
+	f.mu.Lock()
+	if index > f.s.applied {
+		f.s.applied = index
+	}
+	f.applied.Store(f.s.applied)
+	f.mu.Unlock()
+	f.flush(Event{Kind: EventApplied, Index: index})
+}
+
+func (f *FSM) applyLocked(l *raft.Log) *Result {
+	var r *Result
+	if l.Type != raft.LogCommand {
+		if l.Index > f.s.applied {
+			f.s.applied = l.Index
+		}
+		r = &Result{Index: l.Index}
+	} else if c, err := DecodeCommand(l.Data); err != nil {
+		f.s.applied = l.Index
+		r = &Result{Status: StatusInvalid, Index: l.Index, Err: err}
+	} else {
+		r = f.s.apply(l.Index, &c)
+	}
+	f.applied.Store(f.s.applied)
+	return r
+}
+
+// ApplyCommand applies a command at index directly, without raft. Tests and tools use it
+// to drive the state machine exactly as committed entries would.
+func (f *FSM) ApplyCommand(index uint64, c *Command) *Result {
+	return f.Apply(&raft.Log{Index: index, Type: raft.LogCommand, Data: c.Encode(nil)}).(*Result)
+}
+
+// AppliedIndex returns the index of the last entry applied.
+func (f *FSM) AppliedIndex() uint64 { return f.applied.Load() }
+
+// Time returns the state machine's cluster time in milliseconds.
+func (f *FSM) Time() int64 {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.s.time
+}
+
+// LockView is a read-only copy of a lock's state.
+type LockView struct {
+	Name        string
+	Held        bool
+	Holder      LeaseID
+	Token       uint64
+	Owner       string
+	Waiters     []LeaseID
+	ModifyIndex uint64
+}
+
+func (s *state) view(name string) LockView {
+	lk := s.locks[name]
+	if lk == nil {
+		return LockView{Name: name, ModifyIndex: s.freedIndex}
+	}
+	v := LockView{Name: name, Held: true, Holder: lk.holder, Token: lk.token, Owner: lk.owner, ModifyIndex: lk.modify}
+	for _, w := range lk.queue {
+		v.Waiters = append(v.Waiters, w.lease)
+	}
+	return v
+}
+
+// Lock returns the state of lock name. A free lock reports the index of the last entry
+// that freed any lock as its ModifyIndex: at least the index that freed this one, and
+// never lower than an index reported before.
+func (f *FSM) Lock(name string) LockView {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.s.view(name)
+}
+
+// Locks returns the held locks whose names start with prefix, sorted by name, at most
+// limit of them when limit > 0.
+func (f *FSM) Locks(prefix string, limit int) []LockView {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	var names []string
+	for n := range f.s.locks {
+		if strings.HasPrefix(n, prefix) {
+			names = append(names, n)
+		}
+	}
+	sort.Strings(names)
+	if limit > 0 && len(names) > limit {
+		names = names[:limit]
+	}
+	out := make([]LockView, len(names))
+	for i, n := range names {
+		out[i] = f.s.view(n)
+	}
+	return out
+}
+
+// LeaseView is a read-only copy of a lease's state.
+type LeaseView struct {
+	ID       LeaseID
+	TTL      int64
+	Deadline int64
+	Locks    []string
+	Waiting  []string
+}
+
+// Lease returns the state of a lease and whether it exists.
+func (f *FSM) Lease(id LeaseID) (LeaseView, bool) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	l := f.s.leases[id]
+	if l == nil {
+		return LeaseView{}, false
+	}
+	return LeaseView{ID: id, TTL: l.ttl, Deadline: l.deadline, Locks: sortedNames(l.held), Waiting: sortedNames(l.waiting)}, true
+}
+
+// LeaseCount returns the number of live leases.
+func (f *FSM) LeaseCount() int {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return len(f.s.leases)
+}
+
+// NextDeadline returns the earliest pending deadline (of a lease or of a waiter) in
+// cluster time, and false when nothing is pending.
+func (f *FSM) NextDeadline() (int64, bool) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	_, a, okA := f.s.leaseExp.Next()
+	_, b, okB := f.s.waitExp.Next()
+	switch {
+	case okA && okB:
+		return min(a, b), true
+	case okA:
+		return a, true
+	case okB:
+		return b, true
+	}
+	return 0, false
+}
+
+// Nodes returns the registered nodes sorted by ID.
+func (f *FSM) Nodes() []NodeInfo {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	out := make([]NodeInfo, 0, len(f.s.nodes))
+	for _, n := range f.s.nodes {
+		out = append(out, n)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}
+
+// Node returns the registration of node id.
+func (f *FSM) Node(id string) (NodeInfo, bool) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	n, ok := f.s.nodes[id]
+	return n, ok
+}
+
+var (
+	_ raft.BatchingFSM        = (*FSM)(nil)
+	_ raft.ConfigurationStore = (*FSM)(nil)
+)

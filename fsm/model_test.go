@@ -1,0 +1,217 @@
+package fsm
+
+import (
+	"fmt"
+	"math/rand"
+	"slices"
+	"sort"
+)
+
+// model is the reference the state machine is checked against: the same rules written as
+// plainly as possible, with no heaps, no indexes and no cleverness.
+type model struct {
+	time   int64
+	leases map[LeaseID]*modelLease
+	locks  map[string]*modelLock
+}
+
+type modelLease struct{ ttl, deadline int64 }
+
+type modelLock struct {
+	holder LeaseID
+	token  uint64
+	owner  string
+	queue  []modelWaiter
+}
+
+type modelWaiter struct {
+	lease    LeaseID
+	owner    string
+	deadline int64
+}
+
+func newModel() *model {
+	return &model{leases: map[LeaseID]*modelLease{}, locks: map[string]*modelLock{}}
+}
+
+// handover gives lock name to its first waiter at index, or frees it.
+func (m *model) handover(index uint64, name string) {
+	lk := m.locks[name]
+	if len(lk.queue) == 0 {
+		delete(m.locks, name)
+		return
+	}
+	w := lk.queue[0]
+	lk.queue = lk.queue[1:]
+	lk.holder, lk.token, lk.owner = w.lease, index, w.owner
+}
+
+func (m *model) dropWaiter(name string, id LeaseID) {
+	lk := m.locks[name]
+	lk.queue = slices.DeleteFunc(lk.queue, func(w modelWaiter) bool { return w.lease == id })
+}
+
+func (m *model) removeLeases(index uint64, ids []LeaseID) {
+	for _, id := range ids {
+		delete(m.leases, id)
+		for name := range m.locks {
+			m.dropWaiter(name, id)
+		}
+	}
+	names := m.lockNames()
+	for _, id := range ids {
+		for _, name := range names {
+			if lk := m.locks[name]; lk != nil && lk.holder == id {
+				m.handover(index, name)
+			}
+		}
+	}
+}
+
+func (m *model) lockNames() []string {
+	var names []string
+	for n := range m.locks {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+func (m *model) apply(index uint64, c *Command) Status {
+	m.time = max(m.time, c.Now)
+	for _, lk := range m.locks {
+		lk.queue = slices.DeleteFunc(lk.queue, func(w modelWaiter) bool { return w.deadline <= m.time })
+	}
+	var dead []LeaseID
+	for id, l := range m.leases {
+		if l.deadline <= m.time {
+			dead = append(dead, id)
+		}
+	}
+	m.removeLeases(index, dead)
+
+	switch c.Type {
+	case TypeCreateLease:
+		if m.leases[c.Lease] == nil {
+			m.leases[c.Lease] = &modelLease{ttl: c.TTL, deadline: m.time + c.TTL}
+		}
+	case TypeRenew:
+		for _, id := range c.Leases {
+			if l := m.leases[id]; l != nil {
+				l.deadline = m.time + l.ttl
+			}
+		}
+	case TypeRevoke:
+		if m.leases[c.Lease] == nil {
+			return StatusLeaseNotFound
+		}
+		m.removeLeases(index, []LeaseID{c.Lease})
+	case TypeAcquire:
+		l := m.leases[c.Lease]
+		if l == nil && !c.NewLease {
+			return StatusLeaseNotFound
+		}
+		lk := m.locks[c.Name]
+		if lk != nil && lk.holder != c.Lease && c.Wait <= 0 {
+			return StatusLockHeld
+		}
+		if l == nil {
+			l = &modelLease{ttl: c.TTL}
+			m.leases[c.Lease] = l
+		}
+		l.deadline = m.time + l.ttl
+		switch {
+		case lk == nil:
+			m.locks[c.Name] = &modelLock{holder: c.Lease, token: index, owner: c.Owner}
+		case lk.holder == c.Lease:
+		default:
+			i := slices.IndexFunc(lk.queue, func(w modelWaiter) bool { return w.lease == c.Lease })
+			if i < 0 {
+				lk.queue = append(lk.queue, modelWaiter{lease: c.Lease, owner: c.Owner, deadline: m.time + c.Wait})
+			} else {
+				lk.queue[i].deadline = m.time + c.Wait
+			}
+			return StatusQueued
+		}
+	case TypeRelease:
+		lk := m.locks[c.Name]
+		if m.leases[c.Lease] == nil {
+			return StatusLeaseNotFound
+		}
+		if lk == nil || lk.holder != c.Lease || lk.token != c.Token {
+			return StatusNotHolder
+		}
+		m.handover(index, c.Name)
+	case TypeDequeue:
+		lk := m.locks[c.Name]
+		if lk != nil && lk.holder == c.Lease {
+			return StatusOK
+		}
+		if lk != nil {
+			m.dropWaiter(c.Name, c.Lease)
+		}
+		return StatusNotHolder
+	}
+	return StatusOK
+}
+
+// gen draws random commands over a small universe of leases and locks, so that
+// contention, queues, expiry and handover happen often.
+type gen struct {
+	rng    *rand.Rand
+	ids    []LeaseID
+	names  []string
+	now    int64
+	tokens func(name string) uint64 // the current token of a lock, to release it
+}
+
+func newGen(seed int64, tokens func(string) uint64) *gen {
+	g := &gen{rng: rand.New(rand.NewSource(seed)), tokens: tokens}
+	for i := 0; i < 6; i++ {
+		var id LeaseID
+		id[0], id[15] = byte(i+1), byte(0xA0+i)
+		g.ids = append(g.ids, id)
+	}
+	g.names = []string{"a", "accounts/A", "accounts/B", "z/\u00e9"}
+	return g
+}
+
+func (g *gen) next() Command {
+	g.now += int64(g.rng.Intn(250))
+	c := Command{Now: g.now}
+	if g.rng.Intn(8) == 0 {
+		c.Now -= int64(g.rng.Intn(200)) // proposals may commit out of time order
+	}
+	id := g.ids[g.rng.Intn(len(g.ids))]
+	name := g.names[g.rng.Intn(len(g.names))]
+	switch op := g.rng.Intn(100); {
+	case op < 10:
+		c.Type, c.Lease, c.TTL = TypeCreateLease, id, int64(500+g.rng.Intn(1500))
+	case op < 20:
+		c.Type = TypeRenew
+		for _, i := range g.rng.Perm(len(g.ids))[:g.rng.Intn(4)] {
+			c.Leases = append(c.Leases, g.ids[i])
+		}
+	case op < 25:
+		c.Type, c.Lease = TypeRevoke, id
+	case op < 60:
+		c.Type, c.Lease, c.Name = TypeAcquire, id, name
+		c.Owner = fmt.Sprintf("w%d", g.rng.Intn(3))
+		if g.rng.Intn(2) == 0 {
+			c.Wait = int64(g.rng.Intn(1500))
+		}
+		if g.rng.Intn(3) == 0 {
+			c.NewLease, c.TTL = true, int64(500+g.rng.Intn(1500))
+		}
+	case op < 80:
+		c.Type, c.Lease, c.Name, c.Token = TypeRelease, id, name, g.tokens(name)
+		if g.rng.Intn(5) == 0 {
+			c.Token-- // a stale token
+		}
+	case op < 85:
+		c.Type, c.Lease, c.Name = TypeDequeue, id, name
+	default:
+		c.Type = TypeTick
+	}
+	return c
+}

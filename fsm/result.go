@@ -1,0 +1,67 @@
+package fsm
+
+// Status is the outcome of applying one command.
+type Status uint8
+
+// Outcomes. The zero value is StatusOK.
+const (
+	// StatusOK: the command took effect (for Acquire: the lease holds the lock).
+	StatusOK Status = iota
+	// StatusQueued: an Acquire with a wait found the lock held and queued the lease.
+	StatusQueued
+	// StatusLockHeld: an Acquire without a wait found the lock held by another lease.
+	StatusLockHeld
+	// StatusLeaseNotFound: the command named a lease that does not exist (never did,
+	// expired, or was revoked).
+	StatusLeaseNotFound
+	// StatusNotHolder: a Release named a lease or token that does not hold the lock, or a
+	// Dequeue found the lease not holding it (it has left the queue either way).
+	StatusNotHolder
+	// StatusInvalid: the entry could not be decoded or breaks a rule the encoder never
+	// breaks; nothing changed.
+	StatusInvalid
+	// StatusSkipped: a skippable command of an unknown type; only time advanced.
+	StatusSkipped
+)
+
+// String names the status for logs and tests.
+func (s Status) String() string {
+	switch s {
+	case StatusOK:
+		return "ok"
+	case StatusQueued:
+		return "queued"
+	case StatusLockHeld:
+		return "lock_held"
+	case StatusLeaseNotFound:
+		return "lease_not_found"
+	case StatusNotHolder:
+		return "not_holder"
+	case StatusInvalid:
+		return "invalid"
+	case StatusSkipped:
+		return "skipped"
+	}
+	return "status(?)"
+}
+
+// Result is what Apply returns for one entry, through raft's ApplyFuture.Response.
+type Result struct {
+	// Status is the outcome.
+	Status Status
+	// Index is the log index of the entry.
+	Index uint64
+	// Token is the grant's fencing token (Acquire, Dequeue of a holder), which is the index
+	// of the entry that granted the lock: Index itself when this entry granted it.
+	Token uint64
+	// TTL is the lease's TTL (CreateLease, Acquire).
+	TTL int64
+	// Owner is the grant's owner label (Acquire).
+	Owner string
+	// Released lists the locks a Revoke freed or handed over, sorted.
+	Released []string
+	// Renewed reports, per lease of a Renew in order, whether it still existed.
+	Renewed []bool
+	// Err explains StatusInvalid.
+	Err error
+}

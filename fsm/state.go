@@ -1,0 +1,319 @@
+package fsm
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/raftlock/raftlock/leases"
+)
+
+// lease is one live lease. held and waiting are nil until used, so a lease that holds
+// nothing costs a map entry and this struct.
+type lease struct {
+	id       LeaseID
+	ttl      int64
+	deadline int64
+	held     map[string]struct{}
+	waiting  map[string]struct{}
+}
+
+// lock is a held lock. A lock that is free has no waiters (a release hands it to the first
+// one) and so is deleted from the table: free locks take no memory.
+type lock struct {
+	holder LeaseID
+	token  uint64
+	owner  string
+	modify uint64
+	queue  []waiter
+}
+
+// waiter is a lease queued for a lock, with its wait deadline in cluster time.
+type waiter struct {
+	lease    LeaseID
+	owner    string
+	deadline int64
+}
+
+// state is the whole replicated state. It has no locking of its own: FSM serializes it.
+type state struct {
+	time       int64
+	applied    uint64 // index of the last entry applied (command or configuration)
+	freedIndex uint64 // index of the last entry that freed a lock (dropped its state)
+	leases     map[LeaseID]*lease
+	locks      map[string]*lock
+	nodes      map[string]NodeInfo
+	leaseExp   leases.Table // keyed by string(lease ID bytes)
+	waitExp    leases.Table // keyed by waitKey(name, lease)
+	notify     func(Event)
+}
+
+func newState(notify func(Event)) *state {
+	if notify == nil {
+		notify = func(Event) {}
+	}
+	return &state{
+		leases: make(map[LeaseID]*lease),
+		locks:  make(map[string]*lock),
+		nodes:  make(map[string]NodeInfo),
+		notify: notify,
+	}
+}
+
+// waitKey orders waiters by lock name then lease. Names never contain NUL, so the key is
+// unambiguous.
+func waitKey(name string, id LeaseID) string {
+	return name + "\x00" + string(id[:])
+}
+
+func splitWaitKey(k string) (string, LeaseID) {
+	i := strings.LastIndexByte(k[:len(k)-16], 0)
+	var id LeaseID
+	copy(id[:], k[i+1:])
+	return k[:i], id
+}
+
+// apply applies one decoded command at index. Time moves first, then everything that has
+// expired by the new time is expired, then the command itself takes effect.
+func (s *state) apply(index uint64, c *Command) *Result {
+	if c.Now > s.time {
+		s.time = c.Now
+	}
+	s.applied = index
+	s.expire(index)
+	r := &Result{Index: index}
+	switch c.Type &^ FlagSkippable {
+	case TypeTick:
+	case TypeCreateLease:
+		r.TTL = s.createLease(c.Lease, c.TTL).ttl
+	case TypeRenew:
+		r.Renewed = make([]bool, len(c.Leases))
+		for i, id := range c.Leases {
+			if l := s.leases[id]; l != nil {
+				s.touch(l)
+				r.Renewed[i] = true
+			}
+		}
+	case TypeRevoke:
+		l := s.leases[c.Lease]
+		if l == nil {
+			r.Status = StatusLeaseNotFound
+			break
+		}
+		r.Released = s.removeLeases(index, []*lease{l})
+	case TypeAcquire:
+		s.acquire(index, c, r)
+	case TypeRelease:
+		l := s.leases[c.Lease]
+		lk := s.locks[c.Name]
+		switch {
+		case l == nil:
+			r.Status = StatusLeaseNotFound
+		case lk == nil || lk.holder != c.Lease || lk.token != c.Token:
+			r.Status = StatusNotHolder
+		default:
+			s.release(index, c.Name, lk)
+		}
+	case TypeDequeue:
+		s.dequeue(index, c, r)
+	case TypeRegisterNode:
+		s.nodes[c.Node.ID] = c.Node
+	case TypeRemoveNode:
+		delete(s.nodes, c.Node.ID)
+	default:
+		r.Status = StatusSkipped
+	}
+	return r
+}
+
+func (s *state) createLease(id LeaseID, ttl int64) *lease {
+	if l := s.leases[id]; l != nil {
+		return l // a re-proposed create is a no-op
+	}
+	l := &lease{id: id, ttl: ttl}
+	s.leases[id] = l
+	s.touch(l)
+	return l
+}
+
+// touch renews a lease: its deadline becomes the current time plus its TTL. The current
+// time is at least the entry's Now, which the leader read after the request arrived.
+func (s *state) touch(l *lease) {
+	l.deadline = s.time + l.ttl
+	s.leaseExp.Set(string(l.id[:]), l.deadline)
+}
+
+func (s *state) acquire(index uint64, c *Command, r *Result) {
+	if c.Name == "" || len(c.Name) > maxStringLen || strings.IndexByte(c.Name, 0) >= 0 {
+		r.Status, r.Err = StatusInvalid, fmt.Errorf("%w: bad lock name", ErrCorruptCommand)
+		return
+	}
+	l := s.leases[c.Lease]
+	if l == nil && !c.NewLease {
+		r.Status = StatusLeaseNotFound
+		return
+	}
+	lk := s.locks[c.Name]
+	if lk != nil && lk.holder != c.Lease && c.Wait <= 0 {
+		// Held, no wait: refuse without creating the lease, so a failed one-shot acquire
+		// leaves nothing behind.
+		r.Status = StatusLockHeld
+		return
+	}
+	if l == nil {
+		l = s.createLease(c.Lease, c.TTL)
+	} else {
+		s.touch(l)
+	}
+	r.TTL = l.ttl
+	switch {
+	case lk == nil:
+		lk = &lock{holder: l.id, token: index, owner: c.Owner, modify: index}
+		s.locks[c.Name] = lk
+		addName(&l.held, c.Name)
+		s.notify(Event{Kind: EventLockChanged, Name: c.Name, Index: index})
+		r.Token, r.Owner = index, c.Owner
+	case lk.holder == l.id:
+		r.Token, r.Owner = lk.token, lk.owner // idempotent: the same grant again
+	default:
+		deadline := s.time + c.Wait
+		if _, queued := l.waiting[c.Name]; !queued {
+			lk.queue = append(lk.queue, waiter{lease: l.id, owner: c.Owner, deadline: deadline})
+			addName(&l.waiting, c.Name)
+			lk.modify = index
+			s.notify(Event{Kind: EventLockChanged, Name: c.Name, Index: index})
+		} else {
+			for i := range lk.queue {
+				if lk.queue[i].lease == l.id {
+					lk.queue[i].deadline = deadline // a re-issued wait extends the old one
+				}
+			}
+		}
+		s.waitExp.Set(waitKey(c.Name, l.id), deadline)
+		r.Status = StatusQueued
+	}
+}
+
+func (s *state) dequeue(index uint64, c *Command, r *Result) {
+	lk := s.locks[c.Name]
+	if lk != nil && lk.holder == c.Lease {
+		r.Token, r.Owner = lk.token, lk.owner
+		return
+	}
+	r.Status = StatusNotHolder
+	if l := s.leases[c.Lease]; l != nil && lk != nil {
+		if _, queued := l.waiting[c.Name]; queued {
+			s.leaveQueue(index, c.Name, l)
+		}
+	}
+}
+
+// expire removes every waiter whose wait has ended and every lease whose deadline has
+// passed at the current time. All expired leases leave every queue before any of their
+// locks is handed over, so no lock is handed to a lease that expires in the same entry.
+func (s *state) expire(index uint64) {
+	for _, k := range s.waitExp.PopExpired(s.time) {
+		name, id := splitWaitKey(k)
+		if l := s.leases[id]; l != nil {
+			s.leaveQueue(index, name, l)
+		}
+	}
+	keys := s.leaseExp.PopExpired(s.time)
+	if len(keys) == 0 {
+		return
+	}
+	dead := make([]*lease, 0, len(keys))
+	for _, k := range keys {
+		var id LeaseID
+		copy(id[:], k)
+		dead = append(dead, s.leases[id])
+	}
+	s.removeLeases(index, dead)
+}
+
+// removeLeases deletes leases (revoked or expired): first from every queue, then their
+// locks are released in name order, handing each to its next waiter. It returns the
+// released names when one lease is removed.
+func (s *state) removeLeases(index uint64, ls []*lease) []string {
+	for _, l := range ls {
+		for _, name := range sortedNames(l.waiting) {
+			s.leaveQueue(index, name, l)
+		}
+		delete(s.leases, l.id)
+		s.leaseExp.Delete(string(l.id[:]))
+	}
+	var released []string
+	for _, l := range ls {
+		names := sortedNames(l.held)
+		for _, name := range names {
+			s.release(index, name, s.locks[name])
+		}
+		released = names
+	}
+	if released == nil {
+		released = []string{}
+	}
+	return released
+}
+
+// leaveQueue takes lease l out of the queue of lock name.
+func (s *state) leaveQueue(index uint64, name string, l *lease) {
+	delete(l.waiting, name)
+	s.waitExp.Delete(waitKey(name, l.id))
+	lk := s.locks[name]
+	for i := range lk.queue {
+		if lk.queue[i].lease == l.id {
+			lk.queue = append(lk.queue[:i], lk.queue[i+1:]...)
+			break
+		}
+	}
+	lk.modify = index
+	s.notify(Event{Kind: EventWaitEnded, Name: name, Lease: l.id, Index: index})
+	s.notify(Event{Kind: EventLockChanged, Name: name, Index: index})
+}
+
+// release frees lock name, held by lk, and hands it to the first waiter in the same entry:
+// the new grant's token is this entry's index.
+func (s *state) release(index uint64, name string, lk *lock) {
+	if old := s.leases[lk.holder]; old != nil {
+		delete(old.held, name)
+	}
+	if len(lk.queue) == 0 {
+		delete(s.locks, name)
+		s.freedIndex = index
+		s.notify(Event{Kind: EventLockChanged, Name: name, Index: index})
+		return
+	}
+	w := lk.queue[0]
+	lk.queue[0] = waiter{}
+	lk.queue = lk.queue[1:]
+	if len(lk.queue) == 0 {
+		lk.queue = nil
+	}
+	next := s.leases[w.lease]
+	delete(next.waiting, name)
+	s.waitExp.Delete(waitKey(name, w.lease))
+	addName(&next.held, name)
+	lk.holder, lk.token, lk.owner, lk.modify = w.lease, index, w.owner, index
+	s.notify(Event{Kind: EventGranted, Name: name, Lease: w.lease, Token: index, Owner: w.owner, Index: index})
+	s.notify(Event{Kind: EventLockChanged, Name: name, Index: index})
+}
+
+func addName(m *map[string]struct{}, name string) {
+	if *m == nil {
+		*m = make(map[string]struct{}, 1)
+	}
+	(*m)[name] = struct{}{}
+}
+
+func sortedNames(m map[string]struct{}) []string {
+	if len(m) == 0 {
+		return nil
+	}
+	out := make([]string, 0, len(m))
+	for n := range m {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
