@@ -31,7 +31,9 @@ const (
 // by the commit that decides them, without polling. Events carry no state of their own:
 // the state machine behaves the same with or without an observer.
 type Event struct {
-	Kind  EventKind
+	Kind EventKind
+	// Freed marks an EventLockChanged that freed the lock (its state was dropped).
+	Freed bool
 	Name  string
 	Lease LeaseID
 	Token uint64

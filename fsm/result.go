@@ -62,6 +62,8 @@ type Result struct {
 	Released []string
 	// Renewed reports, per lease of a Renew in order, whether it still existed.
 	Renewed []bool
+	// RenewedTTL gives, per lease of a Renew in order, its TTL (zero when it did not exist).
+	RenewedTTL []int64
 	// Err explains StatusInvalid.
 	Err error
 }

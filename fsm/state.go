@@ -88,10 +88,11 @@ func (s *state) apply(index uint64, c *Command) *Result {
 		r.TTL = s.createLease(c.Lease, c.TTL).ttl
 	case TypeRenew:
 		r.Renewed = make([]bool, len(c.Leases))
+		r.RenewedTTL = make([]int64, len(c.Leases))
 		for i, id := range c.Leases {
 			if l := s.leases[id]; l != nil {
 				s.touch(l)
-				r.Renewed[i] = true
+				r.Renewed[i], r.RenewedTTL[i] = true, l.ttl
 			}
 		}
 	case TypeRevoke:
@@ -281,7 +282,7 @@ func (s *state) release(index uint64, name string, lk *lock) {
 	if len(lk.queue) == 0 {
 		delete(s.locks, name)
 		s.freedIndex = index
-		s.notify(Event{Kind: EventLockChanged, Name: name, Index: index})
+		s.notify(Event{Kind: EventLockChanged, Name: name, Index: index, Freed: true})
 		return
 	}
 	w := lk.queue[0]

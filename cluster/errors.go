@@ -1,0 +1,27 @@
+package cluster
+
+import "errors"
+
+// Errors returned by Node. Transport maps each to an HTTP status.
+var (
+	// ErrNotLeader: this node is not a ready leader; send the request to the leader.
+	ErrNotLeader = errors.New("cluster: not the leader")
+	// ErrNoLeader: no leader is known (an election is running); retry shortly.
+	ErrNoLeader = errors.New("cluster: no leader")
+	// ErrUnknownOutcome: leadership was lost after the command was proposed, so it may or
+	// may not have been applied. Every lock operation is safe to retry.
+	ErrUnknownOutcome = errors.New("cluster: leadership lost while the command was in flight; outcome unknown, retry")
+	// ErrLeaseNotFound: the lease does not exist (never did, expired, or was revoked).
+	ErrLeaseNotFound = errors.New("cluster: lease not found")
+	// ErrLockHeld: the lock is held by another lease and the request did not wait.
+	ErrLockHeld = errors.New("cluster: lock held")
+	// ErrWaitTimeout: the wait ended before the lock was granted; the lease has left the
+	// lock's queue.
+	ErrWaitTimeout = errors.New("cluster: wait timed out")
+	// ErrNotHolder: the lease and token given do not hold the lock.
+	ErrNotHolder = errors.New("cluster: not the holder")
+	// ErrShutdown: the node is shutting down.
+	ErrShutdown = errors.New("cluster: node shut down")
+	// ErrInvalidCommand: the state machine refused a command as malformed.
+	ErrInvalidCommand = errors.New("cluster: invalid command")
+)

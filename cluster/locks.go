@@ -1,0 +1,210 @@
+package cluster
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"time"
+
+	"github.com/raftlock/raftlock/fsm"
+)
+
+// Grant is a lock held by a lease.
+type Grant struct {
+	Name  string
+	Token uint64
+	Lease fsm.LeaseID
+	TTL   int64
+	Owner string
+}
+
+// AcquireRequest asks for a lock. With NewLease the node draws a fresh lease ID and
+// creates the lease with TTL in the same entry as the acquire.
+type AcquireRequest struct {
+	Name     string
+	Lease    fsm.LeaseID
+	NewLease bool
+	TTL      int64 // milliseconds, for NewLease
+	Wait     time.Duration
+	Owner    string
+}
+
+// newLeaseID draws 128 random bits: a lease ID is the bearer secret that authorizes
+// keepalive, release and revoke, so it must not be guessable.
+func newLeaseID() fsm.LeaseID {
+	var id fsm.LeaseID
+	if _, err := rand.Read(id[:]); err != nil {
+		panic(fmt.Sprintf("cluster: crypto/rand failed: %v", err)) // never happens on Linux
+	}
+	return id
+}
+
+// CreateLease creates a lease with ttl milliseconds.
+func (n *Node) CreateLease(ctx context.Context, ttl int64) (fsm.LeaseID, error) {
+	id := newLeaseID()
+	if _, err := n.propose(ctx, &fsm.Command{Type: fsm.TypeCreateLease, Lease: id, TTL: ttl}); err != nil {
+		return id, err
+	}
+	return id, nil
+}
+
+// KeepAlive renews a lease through the leader's Renew batch and returns its TTL once the
+// batch is applied.
+func (n *Node) KeepAlive(ctx context.Context, id fsm.LeaseID) (int64, error) {
+	if err := n.waitReady(ctx); err != nil {
+		return 0, err
+	}
+	req := renewReq{id: id, resp: make(chan renewResp, 1)}
+	t := time.NewTimer(n.cfg.RenewWindow + 2*n.cfg.ApplyTimeout)
+	defer t.Stop()
+	select {
+	case n.renewCh <- req:
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	case <-t.C:
+		return 0, ErrNoLeader
+	}
+	select {
+	case r := <-req.resp:
+		return r.ttl, r.err
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	case <-t.C:
+		return 0, ErrNoLeader // the term ended with the request queued
+	}
+}
+
+// Revoke deletes a lease and releases its locks, handing each to its next waiter. It
+// returns the released lock names.
+func (n *Node) Revoke(ctx context.Context, id fsm.LeaseID) ([]string, error) {
+	r, err := n.propose(ctx, &fsm.Command{Type: fsm.TypeRevoke, Lease: id})
+	if err != nil {
+		return nil, err
+	}
+	if r.Status == fsm.StatusLeaseNotFound {
+		return nil, ErrLeaseNotFound
+	}
+	return r.Released, nil
+}
+
+// Release releases lock name held by lease with token.
+func (n *Node) Release(ctx context.Context, name string, lease fsm.LeaseID, token uint64) error {
+	r, err := n.propose(ctx, &fsm.Command{Type: fsm.TypeRelease, Name: name, Lease: lease, Token: token})
+	if err != nil {
+		return err
+	}
+	switch r.Status {
+	case fsm.StatusLeaseNotFound:
+		return ErrLeaseNotFound
+	case fsm.StatusNotHolder:
+		return ErrNotHolder
+	}
+	return nil
+}
+
+// Acquire takes a lock. If it is held and req.Wait > 0, the lease waits in the lock's FIFO
+// queue and Acquire returns when the commit that grants the lock (or ends the wait) is
+// applied. If ctx ends first, the lease leaves the queue (and, if it was granted the lock
+// meanwhile, releases it) before Acquire returns.
+func (n *Node) Acquire(ctx context.Context, req AcquireRequest) (Grant, error) {
+	if req.NewLease {
+		req.Lease = newLeaseID()
+	}
+	var events <-chan fsm.Event
+	if req.Wait > 0 {
+		// Register before proposing: the grant may be applied before Apply returns to us.
+		ch, cancel := n.events.waitFor(req.Name, req.Lease)
+		defer cancel()
+		events = ch
+	}
+	waitMs := req.Wait.Milliseconds()
+	if req.Wait > 0 && waitMs == 0 {
+		waitMs = 1
+	}
+	c := &fsm.Command{Type: fsm.TypeAcquire, Name: req.Name, Lease: req.Lease, NewLease: req.NewLease, TTL: req.TTL, Wait: waitMs, Owner: req.Owner}
+	r, err := n.propose(ctx, c)
+	if err != nil {
+		return Grant{}, err
+	}
+	g := Grant{Name: req.Name, Lease: req.Lease, TTL: r.TTL, Token: r.Token, Owner: r.Owner}
+	switch r.Status {
+	case fsm.StatusOK:
+		return g, nil
+	case fsm.StatusLockHeld:
+		return Grant{}, ErrLockHeld
+	case fsm.StatusLeaseNotFound:
+		return Grant{}, ErrLeaseNotFound
+	case fsm.StatusQueued:
+		return n.awaitGrant(ctx, req, g, events)
+	}
+	return Grant{}, fmt.Errorf("cluster: acquire: unexpected status %s", r.Status)
+}
+
+// awaitGrant waits for the state machine to grant the lock or end the wait. The state
+// machine ends the wait at its deadline in cluster time; the local timer, a little later,
+// only covers a leader that is cut off and no longer sees commits.
+func (n *Node) awaitGrant(ctx context.Context, req AcquireRequest, g Grant, events <-chan fsm.Event) (Grant, error) {
+	backstop := time.NewTimer(req.Wait + 2*n.cfg.ElectionTimeout + n.cfg.TickInterval)
+	defer backstop.Stop()
+	var keepalive <-chan time.Time
+	if req.NewLease {
+		// Nobody else knows this lease yet, so the waiting request keeps it alive.
+		t := time.NewTicker(time.Duration(req.TTL) * time.Millisecond / 3)
+		defer t.Stop()
+		keepalive = t.C
+	}
+	for {
+		select {
+		case e := <-events:
+			if e.Kind == fsm.EventGranted {
+				g.Token, g.Owner = e.Token, e.Owner
+				return g, nil
+			}
+			n.cleanupImplicitLease(req)
+			return Grant{}, ErrWaitTimeout
+		case <-keepalive:
+			if _, err := n.KeepAlive(ctx, req.Lease); err != nil {
+				n.log.Debug("keepalive for a waiting acquire failed", "error", err)
+			}
+		case <-backstop.C:
+			return n.abandonWait(req, ErrWaitTimeout)
+		case <-ctx.Done():
+			return n.abandonWait(req, ctx.Err())
+		}
+	}
+}
+
+// abandonWait takes the lease out of the queue. If the lock was granted meanwhile and
+// the caller is gone, it is released so that the next waiter does not wait a TTL.
+func (n *Node) abandonWait(req AcquireRequest, cause error) (Grant, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.ApplyTimeout)
+	defer cancel()
+	r, err := n.propose(ctx, &fsm.Command{Type: fsm.TypeDequeue, Name: req.Name, Lease: req.Lease})
+	if err != nil {
+		return Grant{}, err
+	}
+	if r.Status == fsm.StatusOK { // granted just before the wait ended
+		g := Grant{Name: req.Name, Lease: req.Lease, TTL: req.TTL, Token: r.Token, Owner: r.Owner}
+		if cause == ErrWaitTimeout {
+			return g, nil
+		}
+		if err := n.Release(ctx, req.Name, req.Lease, r.Token); err != nil {
+			n.log.Warn("releasing a lock granted to an abandoned wait failed", "lock", req.Name, "error", err)
+		}
+	}
+	n.cleanupImplicitLease(req)
+	return Grant{}, cause
+}
+
+// cleanupImplicitLease revokes a lease the acquire created itself when the wait fails:
+// the caller never learned its ID, so it could never be used.
+func (n *Node) cleanupImplicitLease(req AcquireRequest) {
+	if !req.NewLease {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.ApplyTimeout)
+	defer cancel()
+	if _, err := n.Revoke(ctx, req.Lease); err != nil && err != ErrLeaseNotFound {
+		n.log.Debug("revoking the lease of a failed wait", "error", err)
+	}
+}

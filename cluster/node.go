@@ -1,0 +1,212 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
+	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+
+	"github.com/raftlock/raftlock/fsm"
+	"github.com/raftlock/raftlock/leases"
+)
+
+// Node is one member of a raftlock cluster. It is safe for concurrent use.
+type Node struct {
+	cfg       Config
+	log       hclog.Logger
+	raft      *raft.Raft
+	fsm       *fsm.FSM
+	store     *raftboltdb.BoltStore
+	transport *raft.NetworkTransport
+	clock     *leases.Clock
+
+	// leadership state, replaced on every leadership change
+	leaderMu  sync.Mutex
+	leaderCtx context.CancelFunc
+	readyCh   chan struct{} // closed when this term's leader is ready
+	ready     atomic.Bool
+	leaderWG  sync.WaitGroup
+
+	lastProposal atomic.Int64 // cluster time of the latest proposal, for the tick loop
+	kick         chan struct{}
+	renewCh      chan renewReq
+
+	events   *registry
+	applied  *appliedWaiter
+	stopping chan struct{}
+	stopOnce sync.Once
+	notifyCh chan bool
+	loopDone chan struct{}
+}
+
+// New opens (or creates) the node's stores under cfg.DataDir, starts raft, and
+// bootstraps the cluster when cfg.Bootstrap is set and there is no prior state.
+func New(cfg Config) (*Node, error) {
+	cfg.setDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+		return nil, fmt.Errorf("cluster: creating data dir: %w", err)
+	}
+	n := &Node{
+		cfg:      cfg,
+		log:      cfg.Logger.Named("cluster"),
+		clock:    leases.NewClock(nil),
+		readyCh:  make(chan struct{}),
+		kick:     make(chan struct{}, 1),
+		renewCh:  make(chan renewReq, 1024),
+		events:   newRegistry(),
+		applied:  newAppliedWaiter(),
+		stopping: make(chan struct{}),
+		notifyCh: make(chan bool, 16),
+		loopDone: make(chan struct{}),
+	}
+	n.fsm = fsm.New(n.observe)
+
+	store, err := raftboltdb.New(raftboltdb.Options{Path: filepath.Join(cfg.DataDir, "raft.db")})
+	if err != nil {
+		return nil, fmt.Errorf("cluster: opening %s: %w", filepath.Join(cfg.DataDir, "raft.db"), err)
+	}
+	n.store = store
+	logs, err := raft.NewLogCache(512, store)
+	if err != nil {
+		store.Close()
+		return nil, fmt.Errorf("cluster: log cache: %w", err)
+	}
+	snaps, err := raft.NewFileSnapshotStoreWithLogger(cfg.DataDir, 2, cfg.Logger.Named("snapshots"))
+	if err != nil {
+		store.Close()
+		return nil, fmt.Errorf("cluster: snapshot store: %w", err)
+	}
+	var advertise net.Addr // nil: advertise the listener's own address
+	if cfg.RaftAdvertise != cfg.RaftBind {
+		if advertise, err = net.ResolveTCPAddr("tcp", cfg.RaftAdvertise); err != nil {
+			store.Close()
+			return nil, fmt.Errorf("cluster: raft advertise address %q: %w", cfg.RaftAdvertise, err)
+		}
+	}
+	trans, err := raft.NewTCPTransportWithLogger(cfg.RaftBind, advertise, 5, 10*time.Second, cfg.Logger.Named("raft-net"))
+	if err != nil {
+		store.Close()
+		return nil, fmt.Errorf("cluster: raft transport on %s: %w", cfg.RaftBind, err)
+	}
+	n.transport = trans
+
+	rc := raft.DefaultConfig()
+	rc.LocalID = raft.ServerID(cfg.ID)
+	rc.HeartbeatTimeout = cfg.HeartbeatTimeout
+	rc.ElectionTimeout = cfg.ElectionTimeout
+	rc.LeaderLeaseTimeout = cfg.LeaderLeaseTimeout
+	rc.CommitTimeout = cfg.CommitTimeout
+	rc.SnapshotThreshold = cfg.SnapshotThreshold
+	rc.SnapshotInterval = cfg.SnapshotInterval
+	rc.TrailingLogs = cfg.TrailingLogs
+	rc.BatchApplyCh = true
+	rc.NotifyCh = n.notifyCh
+	rc.Logger = cfg.Logger.Named("raft")
+
+	r, err := raft.NewRaft(rc, n.fsm, logs, store, snaps, trans)
+	if err != nil {
+		trans.Close()
+		store.Close()
+		return nil, fmt.Errorf("cluster: starting raft: %w", err)
+	}
+	n.raft = r
+
+	if len(cfg.Bootstrap) > 0 {
+		has, err := raft.HasExistingState(logs, store, snaps)
+		if err != nil {
+			n.closeRaft()
+			return nil, fmt.Errorf("cluster: reading raft state: %w", err)
+		}
+		if !has {
+			var servers []raft.Server
+			for _, p := range cfg.Bootstrap {
+				servers = append(servers, raft.Server{ID: raft.ServerID(p.ID), Address: raft.ServerAddress(p.RaftAddr), Suffrage: raft.Voter})
+			}
+			if err := r.BootstrapCluster(raft.Configuration{Servers: servers}).Error(); err != nil && !errors.Is(err, raft.ErrCantBootstrap) {
+				n.closeRaft()
+				return nil, fmt.Errorf("cluster: bootstrap: %w", err)
+			}
+			n.log.Info("bootstrapped a new cluster", "voters", len(servers))
+		}
+	}
+	go n.leadershipLoop()
+	return n, nil
+}
+
+// RaftAddr returns the Raft address other nodes dial.
+func (n *Node) RaftAddr() string { return string(n.transport.LocalAddr()) }
+
+// ID returns the node's server ID.
+func (n *Node) ID() string { return n.cfg.ID }
+
+// FSM returns the node's state machine, for reads that need no consensus.
+func (n *Node) FSM() *fsm.FSM { return n.fsm }
+
+// Raft returns the underlying raft instance, for tests and diagnostics.
+func (n *Node) Raft() *raft.Raft { return n.raft }
+
+// Shutdown stops the node. A leader first tries to hand leadership to another voter, so
+// that a rolling restart costs no election timeout.
+func (n *Node) Shutdown() error {
+	var err error
+	n.stopOnce.Do(func() {
+		if n.raft.State() == raft.Leader && len(n.servers()) > 1 {
+			if terr := n.raft.LeadershipTransfer().Error(); terr != nil {
+				n.log.Debug("leadership transfer before shutdown failed", "error", terr)
+			}
+		}
+		close(n.stopping)
+		err = n.closeRaft()
+		<-n.loopDone
+		n.stopLeading()
+	})
+	return err
+}
+
+func (n *Node) closeRaft() error {
+	err := n.raft.Shutdown().Error()
+	if cerr := n.transport.Close(); err == nil {
+		err = cerr
+	}
+	if cerr := n.store.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+func (n *Node) servers() []raft.Server {
+	f := n.raft.GetConfiguration()
+	if f.Error() != nil {
+		return nil
+	}
+	return f.Configuration().Servers
+}
+
+// observe receives the state machine's events on raft's FSM goroutine.
+func (n *Node) observe(e fsm.Event) {
+	switch e.Kind {
+	case fsm.EventApplied:
+		n.applied.advance(e.Index)
+		select {
+		case n.kick <- struct{}{}:
+		default:
+		}
+	case fsm.EventRestored:
+		n.applied.advance(e.Index)
+		n.events.restored(n.fsm)
+	default:
+		n.events.deliver(e)
+	}
+}

@@ -1,0 +1,51 @@
+package cluster_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/raftlock/raftlock/cluster"
+	"github.com/raftlock/raftlock/cluster/clustertest"
+)
+
+func TestNode_AcquireConflictAndHandover(t *testing.T) {
+	c := clustertest.Start(t, 3, nil)
+	ctx := clustertest.Ctx(t, 30*time.Second)
+	l := c.Nodes[c.Leader(10*time.Second)]
+
+	a, err := l.Acquire(ctx, cluster.AcquireRequest{Name: "card/1", NewLease: true, TTL: 10_000, Owner: "A"})
+	if err != nil {
+		t.Fatalf("acquire: %v", err)
+	}
+	if _, err := l.Acquire(ctx, cluster.AcquireRequest{Name: "card/1", NewLease: true, TTL: 10_000}); !errors.Is(err, cluster.ErrLockHeld) {
+		t.Fatalf("second acquire without wait: %v, want ErrLockHeld", err)
+	}
+	follower := c.Nodes[c.Follower()]
+	if _, err := follower.Acquire(ctx, cluster.AcquireRequest{Name: "x", NewLease: true, TTL: 1000}); !errors.Is(err, cluster.ErrNotLeader) {
+		t.Fatalf("acquire on a follower: %v, want ErrNotLeader", err)
+	}
+
+	got := make(chan cluster.Grant, 1)
+	errc := make(chan error, 1)
+	go func() {
+		g, err := l.Acquire(ctx, cluster.AcquireRequest{Name: "card/1", NewLease: true, TTL: 10_000, Wait: 20 * time.Second, Owner: "B"})
+		got <- g
+		errc <- err
+	}()
+	c.WaitFor(10*time.Second, "B queued", func() bool { return len(l.FSM().Lock("card/1").Waiters) == 1 })
+	if err := l.Release(ctx, "card/1", a.Lease, a.Token+1); !errors.Is(err, cluster.ErrNotHolder) {
+		t.Fatalf("release with a wrong token: %v", err)
+	}
+	if err := l.Release(ctx, "card/1", a.Lease, a.Token); err != nil {
+		t.Fatalf("release: %v", err)
+	}
+	b := <-got
+	if err := <-errc; err != nil {
+		t.Fatalf("waiting acquire: %v", err)
+	}
+	v := l.FSM().Lock("card/1")
+	if b.Token <= a.Token || v.Token != b.Token || v.Holder != b.Lease || b.Owner != "B" {
+		t.Fatalf("handover: a=%+v b=%+v state=%+v", a, b, v)
+	}
+}

@@ -1,0 +1,219 @@
+package cluster
+
+import (
+	"context"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/raftlock/raftlock/fsm"
+)
+
+// ReadBarrier makes a following read of the state machine linearizable: it notes the
+// commit index, confirms with a heartbeat round that this node still leads, and waits
+// until the state machine has applied that index. No log entry is written. On a follower
+// it returns ErrNotLeader.
+func (n *Node) ReadBarrier(ctx context.Context) error {
+	if err := n.waitReady(ctx); err != nil {
+		return err
+	}
+	commit := n.raft.CommitIndex()
+	if err := n.raft.VerifyLeader().Error(); err != nil {
+		return n.notLeader()
+	}
+	select {
+	case <-n.applied.wait(commit):
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-n.stopping:
+		return ErrShutdown
+	}
+}
+
+// LockStatus returns the state of lock name. Unless stale, the read is linearizable. With
+// wait > 0 it is a blocking query: it returns as soon as the lock's modify index exceeds
+// waitIndex, or after wait with the current state.
+func (n *Node) LockStatus(ctx context.Context, name string, stale bool, waitIndex uint64, wait time.Duration) (fsm.LockView, error) {
+	if !stale {
+		if err := n.ReadBarrier(ctx); err != nil {
+			return fsm.LockView{}, err
+		}
+	}
+	var timeout <-chan time.Time
+	if wait > 0 {
+		t := time.NewTimer(wait)
+		defer t.Stop()
+		timeout = t.C
+	}
+	for {
+		v := n.fsm.Lock(name)
+		if wait <= 0 || v.ModifyIndex > waitIndex {
+			return v, nil
+		}
+		// Watch, then look again: a change between the two reads is not missed.
+		ch, cancel := n.events.watch(name, !v.Held)
+		v2 := n.fsm.Lock(name)
+		if v2.ModifyIndex > waitIndex || v2.Held != v.Held {
+			cancel()
+			continue
+		}
+		select {
+		case <-ch:
+		case <-timeout:
+			cancel()
+			return n.fsm.Lock(name), nil
+		case <-ctx.Done():
+			cancel()
+			return fsm.LockView{}, ctx.Err()
+		case <-n.stopping:
+			cancel()
+			return fsm.LockView{}, ErrShutdown
+		}
+	}
+}
+
+// Locks lists held locks by prefix (at most limit when limit > 0).
+func (n *Node) Locks(ctx context.Context, prefix string, limit int, stale bool) ([]fsm.LockView, error) {
+	if !stale {
+		if err := n.ReadBarrier(ctx); err != nil {
+			return nil, err
+		}
+	}
+	return n.fsm.Locks(prefix, limit), nil
+}
+
+// Lease returns a lease's state.
+func (n *Node) Lease(ctx context.Context, id fsm.LeaseID, stale bool) (fsm.LeaseView, error) {
+	if !stale {
+		if err := n.ReadBarrier(ctx); err != nil {
+			return fsm.LeaseView{}, err
+		}
+	}
+	v, ok := n.fsm.Lease(id)
+	if !ok {
+		return v, ErrLeaseNotFound
+	}
+	return v, nil
+}
+
+// IsLeader reports whether this node is a ready leader.
+func (n *Node) IsLeader() bool { return n.ready.Load() }
+
+// LeaderHTTPAddr returns the leader's registered HTTP address, or "" when no leader is
+// known or it has not registered yet.
+func (n *Node) LeaderHTTPAddr() string {
+	_, id := n.raft.LeaderWithID()
+	if id == "" {
+		return ""
+	}
+	info, ok := n.fsm.Node(string(id))
+	if !ok {
+		return ""
+	}
+	return info.HTTPAddr
+}
+
+// Ready reports whether the node can serve: a leader is known and this node has applied
+// everything up to its commit index.
+func (n *Node) Ready() bool {
+	addr, _ := n.raft.LeaderWithID()
+	return addr != "" && n.fsm.AppliedIndex() >= n.raft.CommitIndex()
+}
+
+// NeedsRegistration reports whether the state machine lacks this node's current
+// addresses, which a follower then registers through the leader.
+func (n *Node) NeedsRegistration() bool {
+	self, ok := n.fsm.Node(n.cfg.ID)
+	return !ok || self != n.selfInfo()
+}
+
+// SelfInfo returns this node's registration.
+func (n *Node) SelfInfo() fsm.NodeInfo { return n.selfInfo() }
+
+// Member describes one server of the Raft configuration.
+type Member struct {
+	ID       string
+	RaftAddr string
+	HTTPAddr string
+	Voter    bool
+	Leader   bool
+}
+
+// Status is the node's view of the cluster.
+type Status struct {
+	LeaderID     string
+	Term         uint64
+	CommitIndex  uint64
+	AppliedIndex uint64
+	Members      []Member
+}
+
+// Status returns the node's view of the cluster.
+func (n *Node) Status() Status {
+	_, leader := n.raft.LeaderWithID()
+	term, _ := strconv.ParseUint(n.raft.Stats()["term"], 10, 64)
+	s := Status{
+		LeaderID:     string(leader),
+		Term:         term,
+		CommitIndex:  n.raft.CommitIndex(),
+		AppliedIndex: n.fsm.AppliedIndex(),
+	}
+	for _, srv := range n.servers() {
+		m := Member{ID: string(srv.ID), RaftAddr: string(srv.Address), Voter: srv.Suffrage == raft.Voter, Leader: srv.ID == leader}
+		if info, ok := n.fsm.Node(m.ID); ok {
+			m.HTTPAddr = info.HTTPAddr
+		}
+		s.Members = append(s.Members, m)
+	}
+	sort.Slice(s.Members, func(i, j int) bool { return s.Members[i].ID < s.Members[j].ID })
+	return s
+}
+
+// AddVoter adds (or re-registers) a voting member and records its addresses.
+func (n *Node) AddVoter(ctx context.Context, info fsm.NodeInfo) error {
+	if err := n.waitReady(ctx); err != nil {
+		return err
+	}
+	if err := n.raft.AddVoter(raft.ServerID(info.ID), raft.ServerAddress(info.RaftAddr), 0, n.cfg.ApplyTimeout).Error(); err != nil {
+		return n.raftErr(err)
+	}
+	_, err := n.propose(ctx, &fsm.Command{Type: fsm.TypeRegisterNode, Node: info})
+	return err
+}
+
+// RemoveServer removes a member from the cluster and forgets its addresses.
+func (n *Node) RemoveServer(ctx context.Context, id string) error {
+	if err := n.waitReady(ctx); err != nil {
+		return err
+	}
+	if err := n.raft.RemoveServer(raft.ServerID(id), 0, n.cfg.ApplyTimeout).Error(); err != nil {
+		return n.raftErr(err)
+	}
+	_, err := n.propose(ctx, &fsm.Command{Type: fsm.TypeRemoveNode, Node: fsm.NodeInfo{ID: id}})
+	return err
+}
+
+func (n *Node) raftErr(err error) error {
+	switch err {
+	case raft.ErrNotLeader:
+		return n.notLeader()
+	case raft.ErrLeadershipLost:
+		return ErrUnknownOutcome
+	case raft.ErrRaftShutdown:
+		return ErrShutdown
+	}
+	return err
+}
+
+// HasMember reports whether id is in the Raft configuration.
+func (n *Node) HasMember(id string) bool {
+	for _, s := range n.servers() {
+		if string(s.ID) == id {
+			return true
+		}
+	}
+	return false
+}
