@@ -1,0 +1,108 @@
+package transport
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+
+	"github.com/raftlock/raftlock/api"
+	"github.com/raftlock/raftlock/fsm"
+)
+
+// readBody reads at most api.MaxBodyBytes of the request body.
+func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, api.MaxBodyBytes))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return nil, api.Errorf(api.CodeBodyTooLarge, "request body exceeds %d bytes", api.MaxBodyBytes)
+		}
+		return nil, api.Errorf(api.CodeInvalidJSON, "reading request body: %v", err)
+	}
+	return body, nil
+}
+
+// decodeStrict decodes one JSON object into v, refusing unknown fields, wrong types and
+// trailing data. An empty body is allowed when optional is true and leaves v unchanged.
+func decodeStrict(body []byte, v any, optional bool) error {
+	if len(bytes.TrimSpace(body)) == 0 {
+		if optional {
+			return nil
+		}
+		return api.Errorf(api.CodeInvalidJSON, "request body is empty; a JSON object is required")
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			return api.Errorf(api.CodeInvalidJSON, "field %q must be a %s, not a JSON %s", te.Field, te.Type, te.Value)
+		}
+		return api.Errorf(api.CodeInvalidJSON, "request body is not a valid JSON object: %v", err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return api.Errorf(api.CodeInvalidJSON, "request body has data after the JSON object")
+	}
+	return nil
+}
+
+// parseLeaseID validates and parses a lease ID from a path or body.
+func parseLeaseID(s string) (fsm.LeaseID, error) {
+	if e := api.ValidateLeaseID(s); e != nil {
+		return fsm.LeaseID{}, e
+	}
+	id, err := fsm.ParseLeaseID(s)
+	if err != nil {
+		return id, api.Errorf(api.CodeInvalidArgument, "%v", err)
+	}
+	return id, nil
+}
+
+// queryUint parses an optional unsigned integer query parameter.
+func queryUint(q url.Values, key string, max uint64) (uint64, error) {
+	s := q.Get(key)
+	if s == "" {
+		return 0, nil
+	}
+	v, err := strconv.ParseUint(s, 10, 64)
+	if err != nil || v > max {
+		return 0, api.Errorf(api.CodeInvalidArgument, "query parameter %s=%q must be an integer from 0 to %d", key, s, max)
+	}
+	return v, nil
+}
+
+// queryBool parses a flag given as ?stale, ?stale=true or ?stale=1.
+func queryBool(q url.Values, key string) (bool, error) {
+	vals, ok := q[key]
+	if !ok {
+		return false, nil
+	}
+	switch vals[0] {
+	case "", "1", "true":
+		return true, nil
+	case "0", "false":
+		return false, nil
+	}
+	return false, api.Errorf(api.CodeInvalidArgument, "query parameter %s=%q must be true or false", key, vals[0])
+}
+
+// knownQuery refuses query parameters the route does not take, so that a typo such as
+// ?wait_ms=1000&waitindex=5 is an error rather than a silent non-blocking read.
+func knownQuery(q url.Values, allowed ...string) error {
+	for k := range q {
+		ok := false
+		for _, a := range allowed {
+			ok = ok || k == a
+		}
+		if !ok {
+			return api.Errorf(api.CodeInvalidArgument, "unknown query parameter %q", k)
+		}
+	}
+	return nil
+}
+

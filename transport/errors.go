@@ -1,0 +1,56 @@
+package transport
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+
+	"github.com/raftlock/raftlock/api"
+	"github.com/raftlock/raftlock/cluster"
+)
+
+// errorFor maps an error from decoding or from the node to the API error the client sees.
+// It is the only place that decides status codes.
+func errorFor(err error) *api.Error {
+	var ae *api.Error
+	if errors.As(err, &ae) {
+		return ae
+	}
+	switch {
+	case errors.Is(err, cluster.ErrLockHeld):
+		return api.Errorf(api.CodeLockHeld, "the lock is held by another lease; retry later or pass wait_ms to queue for it")
+	case errors.Is(err, cluster.ErrWaitTimeout):
+		return api.Errorf(api.CodeWaitTimeout, "the wait ended before the lock was granted; the lease has left the queue")
+	case errors.Is(err, cluster.ErrNotHolder):
+		return api.Errorf(api.CodeNotHolder, "this lease and token do not hold the lock (it was released, expired or granted again)")
+	case errors.Is(err, cluster.ErrLeaseNotFound):
+		return api.Errorf(api.CodeLeaseNotFound, "the lease does not exist: it expired, was revoked, or never existed; create a new one")
+	case errors.Is(err, cluster.ErrNoLeader), errors.Is(err, cluster.ErrNotLeader):
+		return api.Errorf(api.CodeNoLeader, "no leader is available (an election is in progress); retry after the Retry-After delay")
+	case errors.Is(err, cluster.ErrUnknownOutcome):
+		return api.Errorf(api.CodeNoLeader, "leadership changed while the request was in flight; it may or may not have been applied, and is safe to retry")
+	case errors.Is(err, cluster.ErrShutdown):
+		return api.Errorf(api.CodeNoLeader, "this node is shutting down; retry on another node")
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		return api.Errorf(api.CodeNoLeader, "the request ended before the cluster answered; retry")
+	}
+	return api.Errorf(api.CodeInternal, "internal error: %v", err)
+}
+
+// writeError writes err as a JSON error body with its status code.
+func writeError(w http.ResponseWriter, err error) {
+	ae := errorFor(err)
+	status := api.Status(ae.Code)
+	if status == http.StatusServiceUnavailable {
+		w.Header().Set("Retry-After", "1")
+	}
+	writeJSON(w, status, ae.Body())
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	_ = enc.Encode(v) // the client may be gone; nothing useful to do
+}

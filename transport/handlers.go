@@ -1,0 +1,321 @@
+package transport
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/raftlock/raftlock/api"
+	"github.com/raftlock/raftlock/cluster"
+	"github.com/raftlock/raftlock/fsm"
+)
+
+func (s *Server) handleCreateLease(w http.ResponseWriter, r *http.Request) {
+	body, err := readBody(w, r)
+	var req api.CreateLeaseRequest
+	if err == nil {
+		err = decodeStrict(body, &req, true)
+	}
+	var ttl int64
+	if err == nil {
+		var ae *api.Error
+		if ttl, ae = api.NormalizeTTL(req.TTLMs); ae != nil {
+			err = ae
+		}
+	}
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	id, err := s.node.CreateLease(r.Context(), ttl)
+	if s.forwarded(w, r, body, err) {
+		return
+	}
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, api.Lease{LeaseID: id.String(), TTLMs: ttl})
+}
+
+func (s *Server) handleKeepAlive(w http.ResponseWriter, r *http.Request) {
+	body, err := readBody(w, r)
+	var id fsm.LeaseID
+	if err == nil {
+		err = decodeStrict(body, &struct{}{}, true)
+	}
+	if err == nil {
+		id, err = parseLeaseID(r.PathValue("id"))
+	}
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	ttl, err := s.node.KeepAlive(r.Context(), id)
+	if s.forwarded(w, r, body, err) {
+		return
+	}
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, api.Lease{LeaseID: id.String(), TTLMs: ttl})
+}
+
+func (s *Server) handleGetLease(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	err := knownQuery(q, "stale")
+	var stale bool
+	var id fsm.LeaseID
+	if err == nil {
+		stale, err = queryBool(q, "stale")
+	}
+	if err == nil {
+		id, err = parseLeaseID(r.PathValue("id"))
+	}
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	v, err := s.node.Lease(r.Context(), id, stale)
+	if s.forwarded(w, r, nil, err) {
+		return
+	}
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	locks := v.Locks
+	if locks == nil {
+		locks = []string{}
+	}
+	writeJSON(w, http.StatusOK, struct {
+		api.Lease
+		Locks []string `json:"locks"`
+	}{api.Lease{LeaseID: id.String(), TTLMs: v.TTL}, locks})
+}
+
+func (s *Server) handleRevoke(w http.ResponseWriter, r *http.Request) {
+	id, err := parseLeaseID(r.PathValue("id"))
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	released, err := s.node.Revoke(r.Context(), id)
+	if s.forwarded(w, r, nil, err) {
+		return
+	}
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	if released == nil {
+		released = []string{}
+	}
+	writeJSON(w, http.StatusOK, api.RevokeResult{LeaseID: id.String(), Released: released})
+}
+
+// decodeAcquire turns a PUT /v1/locks/{name} request into the node's request.
+func decodeAcquire(name string, body []byte) (cluster.AcquireRequest, error) {
+	var req api.AcquireRequest
+	if e := api.ValidateName(name); e != nil {
+		return cluster.AcquireRequest{}, e
+	}
+	if err := decodeStrict(body, &req, true); err != nil {
+		return cluster.AcquireRequest{}, err
+	}
+	if e := api.ValidateWait(req.WaitMs); e != nil {
+		return cluster.AcquireRequest{}, e
+	}
+	if e := api.ValidateOwner(req.Owner); e != nil {
+		return cluster.AcquireRequest{}, e
+	}
+	out := cluster.AcquireRequest{Name: name, Wait: time.Duration(req.WaitMs) * time.Millisecond, Owner: req.Owner}
+	if req.LeaseID != "" {
+		if req.TTLMs != 0 {
+			return out, api.Errorf(api.CodeInvalidArgument, "ttl_ms applies only when a lease is created; omit it when passing lease_id")
+		}
+		id, err := parseLeaseID(req.LeaseID)
+		if err != nil {
+			return out, err
+		}
+		out.Lease = id
+		return out, nil
+	}
+	ttl, e := api.NormalizeTTL(req.TTLMs)
+	if e != nil {
+		return out, e
+	}
+	out.NewLease, out.TTL = true, ttl
+	return out, nil
+}
+
+func (s *Server) handleAcquire(w http.ResponseWriter, r *http.Request) {
+	body, err := readBody(w, r)
+	var req cluster.AcquireRequest
+	if err == nil {
+		req, err = decodeAcquire(r.PathValue("name"), body)
+	}
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	g, err := s.node.Acquire(r.Context(), req)
+	if s.forwarded(w, r, body, err) {
+		return
+	}
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, api.Grant{Name: g.Name, Token: g.Token, LeaseID: g.Lease.String(), TTLMs: g.TTL, Owner: g.Owner})
+}
+
+// decodeRelease validates a DELETE /v1/locks/{name} request.
+func decodeRelease(name string, body []byte) (fsm.LeaseID, uint64, error) {
+	var req api.ReleaseRequest
+	if e := api.ValidateName(name); e != nil {
+		return fsm.LeaseID{}, 0, e
+	}
+	if err := decodeStrict(body, &req, false); err != nil {
+		return fsm.LeaseID{}, 0, err
+	}
+	if req.Token == 0 {
+		return fsm.LeaseID{}, 0, api.Errorf(api.CodeInvalidArgument, "token is required: pass the token of the grant being released")
+	}
+	id, err := parseLeaseID(req.LeaseID)
+	return id, req.Token, err
+}
+
+func (s *Server) handleRelease(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	body, err := readBody(w, r)
+	var id fsm.LeaseID
+	var token uint64
+	if err == nil {
+		id, token, err = decodeRelease(name, body)
+	}
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	err = s.node.Release(r.Context(), name, id, token)
+	if s.forwarded(w, r, body, err) {
+		return
+	}
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, api.ReleaseResult{Name: name, Released: true})
+}
+
+func lockStatus(v fsm.LockView) api.LockStatus {
+	return api.LockStatus{Name: v.Name, Held: v.Held, Token: v.Token, Owner: v.Owner, Waiters: len(v.Waiters), ModifyIndex: v.ModifyIndex}
+}
+
+func (s *Server) handleLockStatus(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	q := r.URL.Query()
+	err := knownQuery(q, "stale", "wait_index", "wait_ms")
+	var stale bool
+	var waitIndex, waitMs uint64
+	if err == nil {
+		if e := api.ValidateName(name); e != nil {
+			err = e
+		}
+	}
+	if err == nil {
+		stale, err = queryBool(q, "stale")
+	}
+	if err == nil {
+		waitIndex, err = queryUint(q, "wait_index", 1<<63-1)
+	}
+	if err == nil {
+		waitMs, err = queryUint(q, "wait_ms", api.MaxWaitMs)
+	}
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	v, err := s.node.LockStatus(r.Context(), name, stale, waitIndex, time.Duration(waitMs)*time.Millisecond)
+	if s.forwarded(w, r, nil, err) {
+		return
+	}
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, lockStatus(v))
+}
+
+func (s *Server) handleListLocks(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	err := knownQuery(q, "stale", "prefix")
+	var stale bool
+	if err == nil {
+		stale, err = queryBool(q, "stale")
+	}
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	views, err := s.node.Locks(r.Context(), q.Get("prefix"), s.cfg.MaxListLocks, stale)
+	if s.forwarded(w, r, nil, err) {
+		return
+	}
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	out := api.LockList{Locks: make([]api.LockStatus, len(views))}
+	for i, v := range views {
+		out.Locks[i] = lockStatus(v)
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) handleCluster(w http.ResponseWriter, r *http.Request) {
+	st := s.node.Status()
+	out := api.Cluster{LeaderID: st.LeaderID, Term: st.Term, CommitIndex: st.CommitIndex, AppliedIndex: st.AppliedIndex, Nodes: []api.Node{}}
+	for _, m := range st.Members {
+		out.Nodes = append(out.Nodes, api.Node{ID: m.ID, RaftAddr: m.RaftAddr, HTTPAddr: m.HTTPAddr, Voter: m.Voter, Leader: m.Leader})
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) handleAddNode(w http.ResponseWriter, r *http.Request) {
+	body, err := readBody(w, r)
+	var req api.AddNodeRequest
+	if err == nil {
+		err = decodeStrict(body, &req, false)
+	}
+	if err == nil && (req.ID == "" || req.RaftAddr == "" || req.HTTPAddr == "") {
+		err = api.Errorf(api.CodeInvalidArgument, "id, raft_addr and http_addr are all required")
+	}
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	err = s.node.AddVoter(r.Context(), fsm.NodeInfo{ID: req.ID, RaftAddr: req.RaftAddr, HTTPAddr: req.HTTPAddr})
+	if s.forwarded(w, r, body, err) {
+		return
+	}
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, api.Node{ID: req.ID, RaftAddr: req.RaftAddr, HTTPAddr: req.HTTPAddr, Voter: true})
+}
+
+func (s *Server) handleRemoveNode(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	err := s.node.RemoveServer(r.Context(), id)
+	if s.forwarded(w, r, nil, err) {
+		return
+	}
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"removed": id})
+}

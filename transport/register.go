@@ -1,0 +1,84 @@
+package transport
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/raftlock/raftlock/api"
+)
+
+// registerLoop makes sure the state machine knows this node's HTTP address, so that
+// other nodes can forward to it when it leads. The leader registers itself when it takes
+// office; a follower asks the leader through POST /v1/cluster/nodes.
+func (s *Server) registerLoop(ctx context.Context) {
+	t := time.NewTicker(s.cfg.RegisterInterval)
+	defer t.Stop()
+	for {
+		if s.node.NeedsRegistration() && !s.node.IsLeader() {
+			if leader := s.node.LeaderHTTPAddr(); leader != "" {
+				info := s.node.SelfInfo()
+				err := postNode(ctx, s.fwd, "http://"+leader, api.AddNodeRequest{ID: info.ID, RaftAddr: info.RaftAddr, HTTPAddr: info.HTTPAddr})
+				if err != nil {
+					s.log.Debug("registering with the leader failed; will retry", "leader", leader, "error", err)
+				} else {
+					s.log.Info("registered HTTP address with the leader", "http_addr", info.HTTPAddr)
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func postNode(ctx context.Context, c *http.Client, base string, req api.AddNodeRequest) error {
+	body, _ := json.Marshal(req)
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimRight(base, "/")+"/v1/cluster/nodes", bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	hr.Header.Set("Content-Type", "application/json")
+	resp, err := c.Do(hr)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		var eb api.ErrorBody
+		_ = json.NewDecoder(resp.Body).Decode(&eb)
+		return fmt.Errorf("transport: %s answered %d %s: %s", base, resp.StatusCode, eb.Error.Code, eb.Error.Message)
+	}
+	return nil
+}
+
+// Join asks an existing cluster, through any of its nodes at joinURL, to add this node as
+// a voter. It retries with backoff until it succeeds or ctx ends, logging each attempt.
+func Join(ctx context.Context, joinURL string, req api.AddNodeRequest, log hclog.Logger) error {
+	c := &http.Client{}
+	backoff := 200 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		err := postNode(ctx, c, joinURL, req)
+		if err == nil {
+			log.Info("joined the cluster", "via", joinURL, "attempts", attempt)
+			return nil
+		}
+		log.Warn("join attempt failed; retrying", "via", joinURL, "attempt", attempt, "error", err)
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("transport: joining via %s: %w (last error: %v)", joinURL, ctx.Err(), err)
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, 5*time.Second)
+	}
+}

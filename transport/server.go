@@ -1,0 +1,223 @@
+package transport
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/raftlock/raftlock/api"
+	"github.com/raftlock/raftlock/cluster"
+	"github.com/raftlock/raftlock/fsm"
+)
+
+// Node is what the server needs of a cluster node; *cluster.Node satisfies it.
+type Node interface {
+	ID() string
+	CreateLease(ctx context.Context, ttl int64) (fsm.LeaseID, error)
+	KeepAlive(ctx context.Context, id fsm.LeaseID) (int64, error)
+	Revoke(ctx context.Context, id fsm.LeaseID) ([]string, error)
+	Lease(ctx context.Context, id fsm.LeaseID, stale bool) (fsm.LeaseView, error)
+	Acquire(ctx context.Context, req cluster.AcquireRequest) (cluster.Grant, error)
+	Release(ctx context.Context, name string, lease fsm.LeaseID, token uint64) error
+	LockStatus(ctx context.Context, name string, stale bool, waitIndex uint64, wait time.Duration) (fsm.LockView, error)
+	Locks(ctx context.Context, prefix string, limit int, stale bool) ([]fsm.LockView, error)
+	Status() cluster.Status
+	AddVoter(ctx context.Context, info fsm.NodeInfo) error
+	RemoveServer(ctx context.Context, id string) error
+	LeaderHTTPAddr() string
+	IsLeader() bool
+	Ready() bool
+	NeedsRegistration() bool
+	SelfInfo() fsm.NodeInfo
+}
+
+var _ Node = (*cluster.Node)(nil)
+
+// Config configures a Server. Zero values mean the documented defaults.
+type Config struct {
+	// Addr is the listen address (host:port). Required unless a listener is passed to Serve.
+	Addr string
+	// Node is the cluster node served. Required.
+	Node Node
+	// Logger receives the server's logs; nil means hclog's default.
+	Logger hclog.Logger
+	// MaxHops bounds how many times a request is forwarded; zero means 2. A request that
+	// arrives at a non-leader with the limit spent gets 503 no_leader: the nodes disagree
+	// about who leads, which resolves within an election.
+	MaxHops int
+	// MaxListLocks bounds GET /v1/locks answers; zero means 10000.
+	MaxListLocks int
+	// RegisterInterval is how often a follower checks that the state machine holds its
+	// HTTP address; zero means 1 s.
+	RegisterInterval time.Duration
+}
+
+// Server serves the HTTP API for one node.
+type Server struct {
+	cfg    Config
+	node   Node
+	log    hclog.Logger
+	http   *http.Server
+	mux    *http.ServeMux
+	fwd    *http.Client
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// hopHeader counts how many times a request has been forwarded.
+const hopHeader = "X-Raftlock-Hops"
+
+// NewServer builds a server; call Serve or ListenAndServe to start it.
+func NewServer(cfg Config) (*Server, error) {
+	if cfg.Node == nil {
+		return nil, errors.New("transport: config: Node is required")
+	}
+	if cfg.MaxHops == 0 {
+		cfg.MaxHops = 2
+	}
+	if cfg.MaxListLocks == 0 {
+		cfg.MaxListLocks = 10000
+	}
+	if cfg.RegisterInterval == 0 {
+		cfg.RegisterInterval = time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = hclog.Default()
+	}
+	s := &Server{cfg: cfg, node: cfg.Node, log: cfg.Logger.Named("http"), mux: http.NewServeMux(), done: make(chan struct{})}
+	s.fwd = &http.Client{Transport: &http.Transport{
+		DialContext:         (&net.Dialer{Timeout: 2 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		MaxIdleConnsPerHost: 256,
+		IdleConnTimeout:     90 * time.Second,
+	}}
+	s.routes()
+	s.http = &http.Server{
+		Handler:           s.recoverer(s.mux),
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		// A waiting acquire or blocking query may legitimately take MaxWaitMs.
+		WriteTimeout:   time.Duration(api.MaxWaitMs)*time.Millisecond + 30*time.Second,
+		IdleTimeout:    2 * time.Minute,
+		MaxHeaderBytes: 64 << 10,
+		ErrorLog:       s.log.StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true}),
+	}
+	return s, nil
+}
+
+func (s *Server) routes() {
+	m := s.mux
+	m.HandleFunc("POST /v1/leases", s.handleCreateLease)
+	m.HandleFunc("POST /v1/leases/{id}/keepalive", s.handleKeepAlive)
+	m.HandleFunc("GET /v1/leases/{id}", s.handleGetLease)
+	m.HandleFunc("DELETE /v1/leases/{id}", s.handleRevoke)
+	m.HandleFunc("PUT /v1/locks/{name...}", s.handleAcquire)
+	m.HandleFunc("DELETE /v1/locks/{name...}", s.handleRelease)
+	m.HandleFunc("GET /v1/locks/{name...}", s.handleLockStatus)
+	m.HandleFunc("GET /v1/locks", s.handleListLocks)
+	m.HandleFunc("GET /v1/cluster", s.handleCluster)
+	m.HandleFunc("POST /v1/cluster/nodes", s.handleAddNode)
+	m.HandleFunc("DELETE /v1/cluster/nodes/{id}", s.handleRemoveNode)
+	m.HandleFunc("GET /healthz", s.handleHealthz)
+	m.HandleFunc("GET /readyz", s.handleReadyz)
+	m.HandleFunc("/", s.handleUnknown)
+}
+
+// Handler returns the server's HTTP handler, for tests that serve it themselves.
+func (s *Server) Handler() http.Handler { return s.http.Handler }
+
+// Serve serves on l and runs the follower registration loop until Shutdown.
+func (s *Server) Serve(l net.Listener) error {
+	ctx, cancel := context.WithCancel(context.Background())
+	s.cancel = cancel
+	go func() {
+		defer close(s.done)
+		s.registerLoop(ctx)
+	}()
+	s.log.Info("serving HTTP API", "addr", l.Addr().String())
+	err := s.http.Serve(l)
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return err
+}
+
+// ListenAndServe listens on cfg.Addr and serves.
+func (s *Server) ListenAndServe() error {
+	l, err := net.Listen("tcp", s.cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("transport: listening on %s: %w", s.cfg.Addr, err)
+	}
+	return s.Serve(l)
+}
+
+// Shutdown stops accepting requests and waits for in-flight ones until ctx ends; waiting
+// acquires still open then are cut off (their clients retry elsewhere).
+func (s *Server) Shutdown(ctx context.Context) error {
+	if s.cancel != nil {
+		s.cancel()
+		<-s.done
+	}
+	err := s.http.Shutdown(ctx)
+	if errors.Is(err, context.DeadlineExceeded) {
+		return s.http.Close()
+	}
+	return err
+}
+
+// recoverer turns a panic in a handler into a 500 JSON answer and a log line, so one bad
+// request cannot take the node down.
+func (s *Server) recoverer(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				s.log.Error("handler panic", "method", r.Method, "path", r.URL.Path, "panic", v)
+				writeError(w, fmt.Errorf("handler panic: %v", v))
+			}
+		}()
+		next.ServeHTTP(w, r)
+	})
+}
+
+// handleUnknown answers paths no route matches (404) and known paths with the wrong
+// method (405), in the API's JSON error form.
+func (s *Server) handleUnknown(w http.ResponseWriter, r *http.Request) {
+	var allowed []string
+	for _, m := range []string{http.MethodGet, http.MethodPut, http.MethodPost, http.MethodDelete} {
+		if m == r.Method {
+			continue
+		}
+		probe := r.Clone(r.Context())
+		probe.Method = m
+		if _, pattern := s.mux.Handler(probe); pattern != "" && pattern != "/" {
+			allowed = append(allowed, m)
+		}
+	}
+	if len(allowed) > 0 {
+		for _, m := range allowed {
+			w.Header().Add("Allow", m)
+		}
+		writeError(w, api.Errorf(api.CodeMethodNotAllowed, "%s is not allowed on %s", r.Method, r.URL.Path))
+		return
+	}
+	writeError(w, api.Errorf(api.CodeNotFound, "no API route %s %s; see the API table in the README", r.Method, r.URL.Path))
+}
+
+func (s *Server) handleHealthz(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]any{"status": "ok", "node": s.node.ID()})
+}
+
+func (s *Server) handleReadyz(w http.ResponseWriter, r *http.Request) {
+	if !s.node.Ready() {
+		writeError(w, api.Errorf(api.CodeNoLeader, "not ready: no leader known yet, or this node is still catching up"))
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"status": "ready", "node": s.node.ID()})
+}
