@@ -105,4 +105,3 @@ func knownQuery(q url.Values, allowed ...string) error {
 	}
 	return nil
 }
-
