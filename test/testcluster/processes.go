@@ -1,0 +1,205 @@
+package testcluster
+
+import (
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/raftlock/raftlock/cluster/clustertest"
+)
+
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+)
+
+// Binary builds cmd/raftlock once per test process and returns its path.
+func Binary(t testing.TB) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		_, file, _, _ := runtime.Caller(0)
+		root := filepath.Join(filepath.Dir(file), "..", "..")
+		dir, err := os.MkdirTemp("", "raftlock-bin-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "raftlock")
+		args := []string{"build", "-o", binPath}
+		if raceEnabled {
+			args = append(args, "-race")
+		}
+		cmd := exec.Command("go", append(args, "./cmd/raftlock")...)
+		cmd.Dir = root
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("go build ./cmd/raftlock: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return binPath
+}
+
+// Processes is a cluster of `raftlock serve` processes.
+type Processes struct {
+	t     testing.TB
+	bin   string
+	dir   string
+	ids   []string
+	http  []string
+	raft  []string
+	boot  string
+	mu    sync.Mutex
+	procs []*exec.Cmd
+	Extra []string // extra serve flags for every node
+}
+
+// StartProcesses starts n server processes and waits for a leader that every node knows.
+func StartProcesses(t testing.TB, n int, extra ...string) *Processes {
+	t.Helper()
+	p := &Processes{t: t, bin: Binary(t), dir: t.TempDir(), Extra: extra}
+	var boot []string
+	for i := 0; i < n; i++ {
+		id := fmt.Sprintf("n%d", i+1)
+		p.ids = append(p.ids, id)
+		p.http = append(p.http, clustertest.FreePort(t))
+		p.raft = append(p.raft, clustertest.FreePort(t))
+		boot = append(boot, id+"="+p.raft[i])
+	}
+	p.boot = strings.Join(boot, ",")
+	p.procs = make([]*exec.Cmd, n)
+	for i := 0; i < n; i++ {
+		p.Start(i)
+	}
+	t.Cleanup(p.KillAll)
+	p.WaitLeader(20 * time.Second)
+	return p
+}
+
+// Start starts (or restarts) node i's process.
+func (p *Processes) Start(i int) {
+	p.t.Helper()
+	logf, err := os.OpenFile(filepath.Join(p.dir, p.ids[i]+".log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	args := append([]string{"serve", "--id", p.ids[i], "--http-addr", p.http[i], "--raft-addr", p.raft[i],
+		"--data-dir", filepath.Join(p.dir, p.ids[i]), "--bootstrap", p.boot}, p.Extra...)
+	cmd := exec.Command(p.bin, args...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		p.t.Fatalf("starting %s: %v", p.ids[i], err)
+	}
+	go func() { cmd.Wait(); logf.Close() }()
+	p.mu.Lock()
+	p.procs[i] = cmd
+	p.mu.Unlock()
+}
+
+// Log returns node i's log so far, for failure messages.
+func (p *Processes) Log(i int) string {
+	b, _ := os.ReadFile(filepath.Join(p.dir, p.ids[i]+".log"))
+	return string(b)
+}
+
+// Signal sends sig to node i's process.
+func (p *Processes) Signal(i int, sig syscall.Signal) {
+	p.mu.Lock()
+	cmd := p.procs[i]
+	p.mu.Unlock()
+	if cmd != nil && cmd.Process != nil {
+		_ = cmd.Process.Signal(sig)
+	}
+}
+
+// Kill kills node i with SIGKILL and waits until it is gone.
+func (p *Processes) Kill(i int) {
+	p.mu.Lock()
+	cmd := p.procs[i]
+	p.procs[i] = nil
+	p.mu.Unlock()
+	if cmd != nil && cmd.Process != nil {
+		_ = cmd.Process.Signal(syscall.SIGCONT)
+		_ = cmd.Process.Kill()
+		clustertest.WaitFor(p.t, 10*time.Second, p.ids[i]+" to exit", func() bool {
+			return cmd.Process.Signal(syscall.Signal(0)) != nil
+		})
+	}
+}
+
+// KillAll kills every node.
+func (p *Processes) KillAll() {
+	for i := range p.procs {
+		p.Kill(i)
+	}
+}
+
+// URL returns node i's base URL.
+func (p *Processes) URL(i int) string { return "http://" + p.http[i] }
+
+// Endpoints returns every node's base URL.
+func (p *Processes) Endpoints() []string {
+	var out []string
+	for i := range p.http {
+		out = append(out, p.URL(i))
+	}
+	return out
+}
+
+// LeaderIndex asks the running nodes who leads and returns its index, or -1. It needs a
+// majority of answering nodes to agree, and the leader to be ready.
+func (p *Processes) LeaderIndex() int {
+	for i := range p.ids {
+		p.mu.Lock()
+		alive := p.procs[i] != nil
+		p.mu.Unlock()
+		if !alive {
+			continue
+		}
+		info, err := ClusterInfo(p.URL(i))
+		if err != nil || info.LeaderID == "" {
+			continue
+		}
+		for j, id := range p.ids {
+			if id == info.LeaderID && j == i {
+				c := http.Client{Timeout: time.Second}
+				if resp, err := c.Get(p.URL(i) + "/v1/locks?prefix=%00"); err == nil {
+					resp.Body.Close()
+					if resp.StatusCode == http.StatusOK {
+						return i
+					}
+				}
+			}
+		}
+	}
+	return -1
+}
+
+// WaitLeader waits until a ready leader answers a linearizable read, and returns it.
+func (p *Processes) WaitLeader(timeout time.Duration) int {
+	p.t.Helper()
+	idx := -1
+	deadline := time.Now().Add(timeout)
+	for idx = p.LeaderIndex(); idx < 0; idx = p.LeaderIndex() {
+		if time.Now().After(deadline) {
+			for i := range p.ids {
+				p.t.Logf("log of %s:\n%s", p.ids[i], p.Log(i))
+			}
+			p.t.Fatalf("no ready leader after %v", timeout)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return idx
+}
