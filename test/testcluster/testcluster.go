@@ -140,3 +140,21 @@ func ClusterInfo(base string) (api.Cluster, error) {
 	}
 	return out, json.NewDecoder(resp.Body).Decode(&out)
 }
+
+// WaitStatus polls GET /v1/locks/{name} on base until cond holds (10 s at most).
+func WaitStatus(t testing.TB, base, name string, cond func(api.LockStatus) bool) api.LockStatus {
+	t.Helper()
+	var last api.LockStatus
+	clustertest.WaitFor(t, 10*time.Second, "status of lock "+name, func() bool {
+		resp, err := http.Get(base + "/v1/locks/" + name)
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&last) != nil {
+			return false
+		}
+		return cond(last)
+	})
+	return last
+}
