@@ -66,7 +66,7 @@ func (n *Node) lead(ctx context.Context) {
 	// Apply everything committed before this term: only then is fsm.Time the newest
 	// cluster time in the log, the base that this term's clock counts from.
 	for {
-		err := n.raft.Barrier(n.cfg.ApplyTimeout).Error()
+		err := n.wait(n.raft.Barrier(n.cfg.ApplyTimeout))
 		if err == nil {
 			break
 		}
@@ -199,7 +199,7 @@ func (n *Node) apply(c *fsm.Command) (*fsm.Result, error) {
 	c.Now = now
 	n.lastProposal.Store(now)
 	f := n.raft.Apply(c.Encode(nil), n.cfg.ApplyTimeout)
-	if err := f.Error(); err != nil {
+	if err := n.wait(f); err != nil {
 		switch {
 		case errors.Is(err, raft.ErrNotLeader):
 			return nil, n.notLeader()
@@ -217,6 +217,19 @@ func (n *Node) apply(c *fsm.Command) (*fsm.Result, error) {
 		return r, errors.Join(ErrInvalidCommand, r.Err)
 	}
 	return r, nil
+}
+
+// wait waits for a raft future, or for this node to shut down: raft does not answer
+// futures still queued when it shuts down.
+func (n *Node) wait(f raft.Future) error {
+	done := make(chan error, 1)
+	go func() { done <- f.Error() }()
+	select {
+	case err := <-done:
+		return err
+	case <-n.stopping:
+		return raft.ErrRaftShutdown
+	}
 }
 
 // propose is apply for request handlers: it first waits for this node to be a ready leader.

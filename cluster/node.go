@@ -148,6 +148,16 @@ func New(cfg Config) (*Node, error) {
 // RaftAddr returns the Raft address other nodes dial.
 func (n *Node) RaftAddr() string { return string(n.transport.LocalAddr()) }
 
+// LogBounds returns the first and last index held in the node's log store; entries before
+// first have been compacted into a snapshot.
+func (n *Node) LogBounds() (first, last uint64, err error) {
+	if first, err = n.store.FirstIndex(); err != nil {
+		return 0, 0, err
+	}
+	last, err = n.store.LastIndex()
+	return first, last, err
+}
+
 // ID returns the node's server ID.
 func (n *Node) ID() string { return n.cfg.ID }
 

@@ -20,7 +20,7 @@ func (n *Node) ReadBarrier(ctx context.Context) error {
 		return err
 	}
 	commit := n.raft.CommitIndex()
-	if err := n.raft.VerifyLeader().Error(); err != nil {
+	if err := n.wait(n.raft.VerifyLeader()); err != nil {
 		return n.notLeader()
 	}
 	select {
@@ -177,7 +177,7 @@ func (n *Node) AddVoter(ctx context.Context, info fsm.NodeInfo) error {
 	if err := n.waitReady(ctx); err != nil {
 		return err
 	}
-	if err := n.raft.AddVoter(raft.ServerID(info.ID), raft.ServerAddress(info.RaftAddr), 0, n.cfg.ApplyTimeout).Error(); err != nil {
+	if err := n.wait(n.raft.AddVoter(raft.ServerID(info.ID), raft.ServerAddress(info.RaftAddr), 0, n.cfg.ApplyTimeout)); err != nil {
 		return n.raftErr(err)
 	}
 	_, err := n.propose(ctx, &fsm.Command{Type: fsm.TypeRegisterNode, Node: info})
@@ -189,7 +189,7 @@ func (n *Node) RemoveServer(ctx context.Context, id string) error {
 	if err := n.waitReady(ctx); err != nil {
 		return err
 	}
-	if err := n.raft.RemoveServer(raft.ServerID(id), 0, n.cfg.ApplyTimeout).Error(); err != nil {
+	if err := n.wait(n.raft.RemoveServer(raft.ServerID(id), 0, n.cfg.ApplyTimeout)); err != nil {
 		return n.raftErr(err)
 	}
 	_, err := n.propose(ctx, &fsm.Command{Type: fsm.TypeRemoveNode, Node: fsm.NodeInfo{ID: id}})
