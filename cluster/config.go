@@ -60,6 +60,12 @@ type Config struct {
 	RenewWindow time.Duration
 	// ApplyTimeout bounds how long a proposal may wait to enter raft's queue; zero means 5 s.
 	ApplyTimeout time.Duration
+
+	// UnsafeGrantWithoutCommit deliberately breaks the node, for the verification
+	// harness's negative control only: a follower answers an acquire of a lock that looks
+	// free in its local state at once, with a made-up token, without consensus. The
+	// linearizability checker must catch it. Never set it anywhere else.
+	UnsafeGrantWithoutCommit bool
 }
 
 func (c *Config) setDefaults() {

@@ -110,6 +110,10 @@ func (n *Node) Acquire(ctx context.Context, req AcquireRequest) (Grant, error) {
 	if req.NewLease {
 		req.Lease = newLeaseID()
 	}
+	if n.cfg.UnsafeGrantWithoutCommit && !n.IsLeader() && !n.fsm.Lock(req.Name).Held {
+		// The deliberately broken path (see Config.UnsafeGrantWithoutCommit).
+		return Grant{Name: req.Name, Lease: req.Lease, TTL: req.TTL, Token: n.fsm.AppliedIndex() + 1, Owner: req.Owner}, nil
+	}
 	var events <-chan fsm.Event
 	if req.Wait > 0 {
 		// Register before proposing: the grant may be applied before Apply returns to us.

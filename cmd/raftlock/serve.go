@@ -37,6 +37,7 @@ node to a running cluster with --join pointing at any member's HTTP address.`,
 			&cli.DurationFlag{Name: "election-timeout", Usage: "raft election and heartbeat timeout", Value: 500 * time.Millisecond},
 			&cli.Uint64Flag{Name: "snapshot-threshold", Usage: "log entries between snapshots", Value: 8192},
 			&cli.Uint64Flag{Name: "trailing-logs", Usage: "log entries kept after a snapshot", Value: 10240},
+			&cli.BoolFlag{Name: "unsafe-grant-without-commit", Hidden: true, Usage: "BREAKS SAFETY: for the verification harness's negative control only"},
 		},
 		Action: func(c *cli.Context) error {
 			logger := hclog.New(&hclog.LoggerOptions{
@@ -63,6 +64,11 @@ node to a running cluster with --join pointing at any member's HTTP address.`,
 				LeaderLeaseTimeout: et / 2,
 				SnapshotThreshold:  c.Uint64("snapshot-threshold"),
 				TrailingLogs:       c.Uint64("trailing-logs"),
+
+				UnsafeGrantWithoutCommit: c.Bool("unsafe-grant-without-commit"),
+			}
+			if cfg.UnsafeGrantWithoutCommit {
+				logger.Warn("UNSAFE: --unsafe-grant-without-commit is set; this node grants locks without consensus")
 			}
 			return runServe(c.Context, cfg, c.String("join"), logger)
 		},

@@ -1,0 +1,67 @@
+// Package deps checks that the project's import graph follows DESIGN.md:
+// cmd -> transport -> cluster -> fsm -> {leases, fencing}, with api, fencing and client
+// importable without any server package.
+package deps
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/raftlock/raftlock/"
+
+// allowed lists, for each package, the project packages it may import directly (test
+// helpers and commands may import anything below them).
+var allowed = map[string][]string{
+	"api":                  {},
+	"leases":               {},
+	"fencing":              {},
+	"fsm":                  {"leases", "fencing"},
+	"cluster":              {"fsm", "leases", "fencing"},
+	"cluster/clustertest":  {"cluster"},
+	"transport":            {"cluster", "fsm", "leases", "api"},
+	"client":               {"api"},
+	"ledger":               {"fencing", "api"},
+	"fencing/fencingtest":  {"fencing"},
+	"test/testcluster":     {"api", "cluster", "cluster/clustertest", "transport"},
+	"test/fault":           {},
+	"test/deps":            {},
+	"cmd/ledger":           {"ledger", "fencing"},
+	"cmd/raftlock":         {"api", "client", "cluster", "transport", "fsm", "fencing"},
+	"cmd/raftlock-bench":   {"api", "client"},
+	"test/verify":          {"api", "client", "fencing", "ledger", "test/testcluster"},
+	"test/verify/nemesis":  {},
+	"test/verify/checker":  {"api"},
+	"test/verify/workload": {"api", "client", "fencing"},
+	"test/verify/harness":  {"api", "client", "fencing", "ledger", "test/testcluster"},
+}
+
+func TestImportGraphFollowsDesign(t *testing.T) {
+	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}}{{range .Imports}} {{.}}{{end}}`, module+"...").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		fields := strings.Fields(line)
+		pkg := strings.TrimPrefix(fields[0], module)
+		ok, known := allowed[pkg]
+		if !known {
+			t.Errorf("package %s is not in the import-graph table; add it with the imports DESIGN.md allows", pkg)
+			continue
+		}
+		for _, imp := range fields[1:] {
+			if !strings.HasPrefix(imp, module) {
+				continue
+			}
+			dep := strings.TrimPrefix(imp, module)
+			permitted := false
+			for _, a := range ok {
+				permitted = permitted || a == dep
+			}
+			if !permitted {
+				t.Errorf("%s imports %s, which breaks the one-way dependency rule", pkg, dep)
+			}
+		}
+	}
+}
