@@ -12,8 +12,8 @@ import (
 type registry struct {
 	mu      sync.Mutex
 	waiters map[waitKey][]chan fsm.Event
-	watches map[string][]chan struct{}
-	free    []chan struct{} // watches of free locks: woken whenever any lock is freed
+	watches map[string][]*watcher
+	free    []*watcher // watches of free locks: also woken whenever any lock is freed
 }
 
 type waitKey struct {
@@ -21,8 +21,22 @@ type waitKey struct {
 	lease fsm.LeaseID
 }
 
+// watcher is one blocking query's wake-up channel. A watch on a free lock sits in two lists,
+// so closing goes through fire, which closes once.
+type watcher struct {
+	ch    chan struct{}
+	fired bool
+}
+
+func (w *watcher) fire() {
+	if !w.fired {
+		w.fired = true
+		close(w.ch)
+	}
+}
+
 func newRegistry() *registry {
-	return &registry{waiters: map[waitKey][]chan fsm.Event{}, watches: map[string][]chan struct{}{}}
+	return &registry{waiters: map[waitKey][]chan fsm.Event{}, watches: map[string][]*watcher{}}
 }
 
 // waitFor registers interest in the outcome of lease's wait for lock name. The returned
@@ -51,26 +65,31 @@ func (r *registry) waitFor(name string, lease fsm.LeaseID) (<-chan fsm.Event, fu
 	}
 }
 
-// watch returns a channel closed at the next change of lock name (or, when the lock is
-// free, at the next freeing of any lock, which moves a free lock's modify index).
-// The returned func unregisters a watch that is no longer wanted.
-func (r *registry) watch(name string, free bool) (<-chan struct{}, func()) {
-	ch := make(chan struct{})
+// waiting returns how many requests are waiting for lease's wait on lock name.
+func (r *registry) waiting(name string, lease fsm.LeaseID) int {
 	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.waiters[waitKey{name, lease}])
+}
+
+// watch returns a channel closed at the next change of lock name; when the lock is free
+// (free is true) also at the next freeing of any lock, which moves a free lock's modify
+// index. The returned func unregisters a watch that is no longer wanted.
+func (r *registry) watch(name string, free bool) (<-chan struct{}, func()) {
+	w := &watcher{ch: make(chan struct{})}
+	r.mu.Lock()
+	r.watches[name] = append(r.watches[name], w)
 	if free {
-		r.free = append(r.free, ch)
-	} else {
-		r.watches[name] = append(r.watches[name], ch)
+		r.free = append(r.free, w)
 	}
 	r.mu.Unlock()
-	return ch, func() {
+	return w.ch, func() {
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		if free {
-			r.free = without(r.free, ch)
-			return
+			r.free = without(r.free, w)
 		}
-		if list := without(r.watches[name], ch); len(list) > 0 {
+		if list := without(r.watches[name], w); len(list) > 0 {
 			r.watches[name] = list
 		} else {
 			delete(r.watches, name)
@@ -78,9 +97,9 @@ func (r *registry) watch(name string, free bool) (<-chan struct{}, func()) {
 	}
 }
 
-func without(list []chan struct{}, ch chan struct{}) []chan struct{} {
+func without(list []*watcher, w *watcher) []*watcher {
 	for i, c := range list {
-		if c == ch {
+		if c == w {
 			return append(list[:i], list[i+1:]...)
 		}
 	}
@@ -100,13 +119,13 @@ func (r *registry) deliver(e fsm.Event) {
 			}
 		}
 	case fsm.EventLockChanged:
-		for _, ch := range r.watches[e.Name] {
-			close(ch)
+		for _, w := range r.watches[e.Name] {
+			w.fire()
 		}
 		delete(r.watches, e.Name)
 		if e.Freed {
-			for _, ch := range r.free {
-				close(ch)
+			for _, w := range r.free {
+				w.fire()
 			}
 			r.free = nil
 		}
@@ -137,13 +156,13 @@ func (r *registry) restored(f *fsm.FSM) {
 		}
 	}
 	for name, list := range r.watches {
-		for _, ch := range list {
-			close(ch)
+		for _, w := range list {
+			w.fire()
 		}
 		delete(r.watches, name)
 	}
-	for _, ch := range r.free {
-		close(ch)
+	for _, w := range r.free {
+		w.fire()
 	}
 	r.free = nil
 }
@@ -200,4 +219,14 @@ func (a *appliedWaiter) wait(index uint64) <-chan struct{} {
 	}
 	a.waiting = append(a.waiting, appliedWait{index, ch})
 	return ch
+}
+
+func (r *registry) watchCount() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := len(r.free)
+	for _, l := range r.watches {
+		n += len(l)
+	}
+	return n
 }

@@ -180,7 +180,13 @@ func (n *Node) awaitGrant(ctx context.Context, req AcquireRequest, g Grant, even
 
 // abandonWait takes the lease out of the queue. If the lock was granted meanwhile and
 // the caller is gone, it is released so that the next waiter does not wait a TTL.
+//
+// When another request for the same lease and lock is still waiting (a client re-issuing a
+// long wait in chunks), the lease stays queued: that request now owns the wait.
 func (n *Node) abandonWait(req AcquireRequest, cause error) (Grant, error) {
+	if n.events.waiting(req.Name, req.Lease) > 1 {
+		return Grant{}, cause
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.ApplyTimeout)
 	defer cancel()
 	r, err := n.propose(ctx, &fsm.Command{Type: fsm.TypeDequeue, Name: req.Name, Lease: req.Lease})

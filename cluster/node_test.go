@@ -49,3 +49,30 @@ func TestNode_AcquireConflictAndHandover(t *testing.T) {
 		t.Fatalf("handover: a=%+v b=%+v state=%+v", a, b, v)
 	}
 }
+
+// A blocking query on a free lock wakes when the lock is taken, not at its timeout.
+func TestNode_BlockingQueryOnFreeLockWakes(t *testing.T) {
+	c := clustertest.Start(t, 3, nil)
+	ctx := clustertest.Ctx(t, 30*time.Second)
+	l := c.Nodes[c.Leader(10*time.Second)]
+	v, err := l.LockStatus(ctx, "free", false, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan time.Duration, 1)
+	go func() {
+		start := time.Now()
+		l.LockStatus(ctx, "free", false, v.ModifyIndex, 20*time.Second)
+		got <- time.Since(start)
+	}()
+	c.WaitFor(5*time.Second, "the query to register", func() bool { return l.WatchCount() > 0 })
+	if _, err := l.Acquire(ctx, cluster.AcquireRequest{Name: "free", NewLease: true, TTL: 10_000}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case d := <-got:
+		t.Logf("blocking query woke %v after it started", d)
+	case <-time.After(15 * time.Second):
+		t.Fatal("blocking query on a free lock did not wake when the lock was taken")
+	}
+}

@@ -217,3 +217,7 @@ func (n *Node) HasMember(id string) bool {
 	}
 	return false
 }
+
+// WatchCount returns the number of registered blocking-query watches, for tests and
+// diagnostics.
+func (n *Node) WatchCount() int { return n.events.watchCount() }

@@ -1,0 +1,580 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/raftlock/raftlock/api"
+)
+
+// Defaults of the client's options.
+const (
+	// DefaultTimeout bounds one attempt of one request on one endpoint, not counting the
+	// time the server is asked to wait (wait_ms). A caller's context bounds the whole call.
+	DefaultTimeout = 5 * time.Second
+	// DefaultMinBackoff and DefaultMaxBackoff bound the pause between rounds of attempts
+	// when no endpoint answered (or all answered no_leader). The pause doubles each round,
+	// with jitter.
+	DefaultMinBackoff = 50 * time.Millisecond
+	DefaultMaxBackoff = time.Second
+)
+
+// leaderHeader is set by a follower that forwarded the request: the leader's HTTP address.
+const leaderHeader = "X-Raftlock-Leader"
+
+// Client talks to a raftlock cluster over its HTTP JSON API. Any endpoint serves any
+// request (followers forward to the leader); on a connection error or a no_leader answer
+// the client tries the other endpoints, with exponential backoff and jitter between
+// rounds, until the caller's context ends. A Client is safe for concurrent use.
+type Client struct {
+	endpoints  []string // base URLs without a trailing slash
+	hc         *http.Client
+	timeout    time.Duration
+	minBackoff time.Duration
+	maxBackoff time.Duration
+	log        hclog.Logger
+
+	mu        sync.Mutex
+	preferred int // index of the endpoint that answered last
+}
+
+// Option configures a Client.
+type Option func(*Client)
+
+// WithHTTPClient sets the HTTP client; nil keeps the default, which has its own transport
+// with keep-alive connections. Its Timeout, if any, bounds waiting requests too, so leave
+// it zero and use WithTimeout.
+func WithHTTPClient(hc *http.Client) Option {
+	return func(c *Client) {
+		if hc != nil {
+			c.hc = hc
+		}
+	}
+}
+
+// WithTimeout bounds each attempt on one endpoint (DefaultTimeout when d <= 0). A request
+// that asks the server to wait gets that wait on top. When an attempt times out the next
+// endpoint is tried, so a hung node (SIGSTOP, a partition) costs at most d.
+func WithTimeout(d time.Duration) Option {
+	return func(c *Client) {
+		if d > 0 {
+			c.timeout = d
+		}
+	}
+}
+
+// WithLogger sets the logger for retries and lease events; nil means no logging.
+func WithLogger(l hclog.Logger) Option {
+	return func(c *Client) {
+		if l != nil {
+			c.log = l
+		}
+	}
+}
+
+// WithRetryBackoff sets the pause between rounds of failed attempts: it starts at min,
+// doubles each round up to max, and each pause is drawn at random from its upper half.
+// Values <= 0 keep the defaults.
+func WithRetryBackoff(min, max time.Duration) Option {
+	return func(c *Client) {
+		if min > 0 {
+			c.minBackoff = min
+		}
+		if max > 0 {
+			c.maxBackoff = max
+		}
+	}
+}
+
+// New returns a client for the cluster reachable at endpoints: base URLs such as
+// "http://127.0.0.1:7001" (a bare "host:port" means http). One endpoint is enough, since
+// any node answers any request, but listing every node lets the client survive the loss
+// of the one it talks to.
+func New(endpoints []string, opts ...Option) (*Client, error) {
+	c := &Client{
+		timeout:    DefaultTimeout,
+		minBackoff: DefaultMinBackoff,
+		maxBackoff: DefaultMaxBackoff,
+		log:        hclog.NewNullLogger(),
+	}
+	for _, e := range endpoints {
+		e = strings.TrimSpace(e)
+		if e == "" {
+			continue
+		}
+		if !strings.Contains(e, "://") {
+			e = "http://" + e
+		}
+		u, err := url.Parse(e)
+		if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+			return nil, fmt.Errorf("client: endpoint %q is not an http(s) URL such as http://127.0.0.1:7001", e)
+		}
+		c.endpoints = append(c.endpoints, strings.TrimRight(e, "/"))
+	}
+	if len(c.endpoints) == 0 {
+		return nil, errors.New("client: no endpoints given")
+	}
+	for _, o := range opts {
+		o(c)
+	}
+	if c.maxBackoff < c.minBackoff {
+		c.maxBackoff = c.minBackoff
+	}
+	if c.hc == nil {
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.MaxIdleConnsPerHost = 64
+		tr.DialContext = (&net.Dialer{Timeout: 2 * time.Second, KeepAlive: 30 * time.Second}).DialContext
+		c.hc = &http.Client{Transport: tr}
+	}
+	return c, nil
+}
+
+// Endpoints returns the endpoints the client uses.
+func (c *Client) Endpoints() []string { return append([]string(nil), c.endpoints...) }
+
+// request describes one API call; do sends it to as many endpoints as it takes.
+type request struct {
+	op     string // for error messages: "acquire \"accounts/A\""
+	method string
+	path   string // escaped
+	query  url.Values
+	// body returns the JSON body for the next attempt (nil: no body). It is called per
+	// attempt so that a waiting acquire can send the wait that remains.
+	body func() any
+	// waitFn, when set, returns the server-side wait of the next attempt (wait_ms or a
+	// blocking query's wait), which is added to the attempt timeout.
+	waitFn func() time.Duration
+	// attemptTimeout overrides the client's timeout for this call when > 0.
+	attemptTimeout time.Duration
+	// maxBackoff overrides the client's maximum backoff for this call when > 0.
+	maxBackoff time.Duration
+}
+
+// result tells the caller about the attempt that was answered.
+type result struct {
+	// sent is when the answered attempt was sent, on this process's monotonic clock.
+	sent time.Time
+	// attempts counts the attempts made; more than one means an earlier attempt may have
+	// been applied without its answer reaching us.
+	attempts int
+}
+
+// do sends r until an endpoint answers with anything but no_leader, or ctx ends. A 2xx
+// answer is decoded into out (when non-nil); an API error is returned as a client error.
+func (c *Client) do(ctx context.Context, r *request, out any) (result, error) {
+	var res result
+	n := len(c.endpoints)
+	c.mu.Lock()
+	idx := c.preferred
+	c.mu.Unlock()
+	backoff := c.minBackoff
+	maxBackoff := c.maxBackoff
+	if r.maxBackoff > 0 {
+		maxBackoff = r.maxBackoff
+		backoff = min(backoff, maxBackoff)
+	}
+	var last error
+	for {
+		for i := 0; i < n; i++ {
+			ep := (idx + i) % n
+			res.attempts++
+			sent, err := c.attempt(ctx, ep, r, out)
+			if err == nil {
+				res.sent = sent
+				return res, nil
+			}
+			if !retryable(err) {
+				return res, err
+			}
+			if ctx.Err() != nil {
+				// The attempt failed because the caller's context ended, not the endpoint.
+				return res, c.ctxErr(ctx, r, last)
+			}
+			last = err
+			c.log.Debug("request failed, trying the next endpoint", "op", r.op, "endpoint", c.endpoints[ep], "error", err)
+			c.setPreferred((ep + 1) % n)
+		}
+		idx = c.getPreferred()
+		// Full jitter in the upper half: spread clients out but keep the pause meaningful.
+		pause := backoff/2 + rand.N(backoff/2+1)
+		t := time.NewTimer(pause)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return res, c.ctxErr(ctx, r, last)
+		case <-t.C:
+		}
+		backoff = min(2*backoff, maxBackoff)
+	}
+}
+
+// ctxErr reports that ctx ended while the request was still being retried.
+func (c *Client) ctxErr(ctx context.Context, r *request, last error) error {
+	if last == nil {
+		return fmt.Errorf("client: %s: %w", r.op, ctx.Err())
+	}
+	return fmt.Errorf("client: %s: %w; last error: %w", r.op, ctx.Err(), last)
+}
+
+// retryable reports whether another endpoint (or a later attempt) may answer differently.
+func retryable(err error) bool {
+	return errors.Is(err, ErrUnavailable) || errors.Is(err, ErrNoLeader)
+}
+
+func (c *Client) getPreferred() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.preferred
+}
+
+func (c *Client) setPreferred(i int) {
+	c.mu.Lock()
+	c.preferred = i
+	c.mu.Unlock()
+}
+
+// attempt sends r once to endpoint ep and returns the send time.
+func (c *Client) attempt(ctx context.Context, ep int, r *request, out any) (time.Time, error) {
+	base := c.endpoints[ep]
+	u := base + r.path
+	if len(r.query) > 0 {
+		u += "?" + r.query.Encode()
+	}
+	var body io.Reader
+	if r.body != nil {
+		b, err := json.Marshal(r.body())
+		if err != nil {
+			return time.Time{}, wrap(ErrInvalid, err, "%s: encoding the request", r.op)
+		}
+		body = bytes.NewReader(b)
+	}
+	timeout := c.timeout
+	if r.attemptTimeout > 0 {
+		timeout = r.attemptTimeout
+	}
+	if r.waitFn != nil {
+		timeout += r.waitFn()
+	}
+	actx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(actx, r.method, u, body)
+	if err != nil {
+		return time.Time{}, wrap(ErrInvalid, err, "%s: building the request", r.op)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	req.Header.Set("Accept", "application/json")
+	sent := time.Now()
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return sent, wrap(ErrUnavailable, err, "%s: %v", r.op, err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	if err != nil {
+		return sent, wrap(ErrUnavailable, err, "%s: reading the answer of %s: %v", r.op, base, err)
+	}
+	if leader := resp.Header.Get(leaderHeader); leader != "" {
+		c.noteLeader(leader)
+	} else if resp.StatusCode < 500 {
+		c.setPreferred(ep)
+	}
+	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
+		if out == nil {
+			return sent, nil
+		}
+		if err := json.Unmarshal(data, out); err != nil {
+			return sent, wrap(ErrServer, err, "%s: %s answered %s with a body that is not the API's JSON", r.op, base, resp.Status)
+		}
+		return sent, nil
+	}
+	var eb api.ErrorBody
+	if err := json.Unmarshal(data, &eb); err != nil || eb.Error.Code == "" {
+		switch resp.StatusCode {
+		case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+			// A proxy or load balancer in front of a node that is down.
+			return sent, wrap(ErrUnavailable, nil, "%s: %s answered %s", r.op, base, resp.Status)
+		}
+		return sent, wrap(ErrServer, nil, "%s: %s answered %s: %.200q", r.op, base, resp.Status, data)
+	}
+	return sent, fromAPI(r.op, &api.Error{Code: eb.Error.Code, Message: eb.Error.Message})
+}
+
+// noteLeader makes the endpoint whose host is the leader's HTTP address the preferred
+// one, so that later requests skip the forwarding hop.
+func (c *Client) noteLeader(addr string) {
+	for i, e := range c.endpoints {
+		if u, err := url.Parse(e); err == nil && u.Host == addr {
+			c.setPreferred(i)
+			return
+		}
+	}
+}
+
+// lockPath escapes each segment of a lock name, so that names such as "accounts/A" or
+// "a b?c" reach the server unchanged.
+func lockPath(name string) string {
+	segs := strings.Split(name, "/")
+	for i, s := range segs {
+		segs[i] = url.PathEscape(s)
+	}
+	return "/v1/locks/" + strings.Join(segs, "/")
+}
+
+// ms converts a duration to whole milliseconds, rounding up so that a positive duration
+// never becomes zero (which means "default" or "do not wait" in the API).
+func ms(d time.Duration) int64 {
+	if d <= 0 {
+		return 0
+	}
+	return int64((d + time.Millisecond - 1) / time.Millisecond)
+}
+
+func checkName(op, name string) error {
+	if ae := api.ValidateName(name); ae != nil {
+		return wrap(ErrInvalid, ae, "%s: %s", op, ae.Message)
+	}
+	return nil
+}
+
+func checkLeaseID(op, id string) error {
+	if ae := api.ValidateLeaseID(id); ae != nil {
+		return wrap(ErrInvalid, ae, "%s: %s", op, ae.Message)
+	}
+	return nil
+}
+
+// CreateLease creates a lease with the given TTL (zero means the server's default,
+// api.DefaultTTLMs). Nothing keeps it alive: use NewLease for a lease with keepalives.
+// A create that is retried after an unanswered attempt may leave an unused lease behind,
+// which expires after its TTL.
+func (c *Client) CreateLease(ctx context.Context, ttl time.Duration) (api.Lease, error) {
+	l, _, err := c.createLease(ctx, ttl)
+	return l, err
+}
+
+func (c *Client) createLease(ctx context.Context, ttl time.Duration) (api.Lease, result, error) {
+	var out api.Lease
+	res, err := c.do(ctx, &request{
+		op: "create lease", method: http.MethodPost, path: "/v1/leases",
+		body: func() any { return api.CreateLeaseRequest{TTLMs: ms(ttl)} },
+	}, &out)
+	return out, res, err
+}
+
+// KeepAlive renews a lease once: its deadline becomes TTL after the server received the
+// request. It fails with ErrLeaseNotFound when the lease has expired or been revoked.
+func (c *Client) KeepAlive(ctx context.Context, leaseID string) (api.Lease, error) {
+	l, _, err := c.keepAlive(ctx, leaseID, 0, 0)
+	return l, err
+}
+
+func (c *Client) keepAlive(ctx context.Context, leaseID string, attemptTimeout, maxBackoff time.Duration) (api.Lease, result, error) {
+	op := "keepalive"
+	if err := checkLeaseID(op, leaseID); err != nil {
+		return api.Lease{}, result{}, err
+	}
+	var out api.Lease
+	res, err := c.do(ctx, &request{
+		op: op, method: http.MethodPost, path: "/v1/leases/" + leaseID + "/keepalive",
+		attemptTimeout: attemptTimeout, maxBackoff: maxBackoff,
+	}, &out)
+	return out, res, err
+}
+
+// Revoke deletes a lease and releases every lock it holds (each goes to its next waiter).
+// A revoke that had to be retried and then finds no lease reports success: the earlier
+// attempt revoked it.
+func (c *Client) Revoke(ctx context.Context, leaseID string) (api.RevokeResult, error) {
+	op := "revoke"
+	if err := checkLeaseID(op, leaseID); err != nil {
+		return api.RevokeResult{}, err
+	}
+	var out api.RevokeResult
+	res, err := c.do(ctx, &request{op: op, method: http.MethodDelete, path: "/v1/leases/" + leaseID}, &out)
+	if err != nil && res.attempts > 1 && errors.Is(err, ErrLeaseNotFound) {
+		return api.RevokeResult{LeaseID: leaseID, Released: []string{}}, nil
+	}
+	return out, err
+}
+
+// GetLease reads a lease: its TTL and the locks it holds. The read is linearizable.
+func (c *Client) GetLease(ctx context.Context, leaseID string) (api.Lease, error) {
+	op := "get lease"
+	if err := checkLeaseID(op, leaseID); err != nil {
+		return api.Lease{}, err
+	}
+	var out api.Lease
+	_, err := c.do(ctx, &request{op: op, method: http.MethodGet, path: "/v1/leases/" + leaseID}, &out)
+	return out, err
+}
+
+// AcquireOptions are the optional parts of an acquire. The zero value takes the lock at
+// once with a new lease of the default TTL, or fails with ErrLockHeld.
+type AcquireOptions struct {
+	// LeaseID is the lease to hold the lock with. Empty means: create a new lease of TTL in
+	// the same log entry as the grant (its ID is in the answer). Nothing keeps such a lease
+	// alive; prefer a Lease and a Mutex for work that outlives one TTL.
+	LeaseID string
+	// TTL is the TTL of the lease created when LeaseID is empty; zero means the server's
+	// default (api.DefaultTTLMs). It must be zero when LeaseID is set.
+	TTL time.Duration
+	// Wait is how long to wait in the lock's FIFO queue when it is held; zero fails at
+	// once with ErrLockHeld. At most api.MaxWaitMs; Mutex.Lock waits longer by re-issuing.
+	// The wait is server-side: the answer comes from the commit that grants the lock.
+	Wait time.Duration
+	// Owner is a free-form label shown in the lock's status; empty means none.
+	Owner string
+}
+
+// Acquire takes lock name and returns the grant with its fencing token. Acquire is
+// idempotent for a given lease (a retry returns the same grant), so the client retries it
+// across endpoints. If ctx ends while the server is waiting, the server takes the lease
+// out of the queue (and releases the lock if it was granted meanwhile).
+func (c *Client) Acquire(ctx context.Context, name string, opts AcquireOptions) (api.Grant, error) {
+	g, _, err := c.acquire(ctx, name, opts)
+	return g, err
+}
+
+func (c *Client) acquire(ctx context.Context, name string, opts AcquireOptions) (api.Grant, result, error) {
+	op := fmt.Sprintf("acquire %q", name)
+	if err := checkName(op, name); err != nil {
+		return api.Grant{}, result{}, err
+	}
+	if opts.LeaseID != "" {
+		if err := checkLeaseID(op, opts.LeaseID); err != nil {
+			return api.Grant{}, result{}, err
+		}
+	}
+	if opts.Wait < 0 || ms(opts.Wait) > api.MaxWaitMs {
+		return api.Grant{}, result{}, wrap(ErrInvalid, nil, "%s: wait %v is outside 0 to %v", op, opts.Wait, time.Duration(api.MaxWaitMs)*time.Millisecond)
+	}
+	// A retried waiting acquire asks only for the wait that remains, so that failover does
+	// not stretch the caller's wait.
+	waitEnd := time.Now().Add(opts.Wait)
+	remaining := func() time.Duration {
+		if opts.Wait <= 0 {
+			return 0
+		}
+		return max(time.Until(waitEnd), time.Millisecond)
+	}
+	var out api.Grant
+	res, err := c.do(ctx, &request{
+		op: op, method: http.MethodPut, path: lockPath(name),
+		body: func() any {
+			return api.AcquireRequest{LeaseID: opts.LeaseID, TTLMs: ms(opts.TTL), WaitMs: ms(remaining()), Owner: opts.Owner}
+		},
+		waitFn: remaining,
+	}, &out)
+	return out, res, err
+}
+
+// Release releases lock name held by leaseID with the grant's token. The token makes a
+// retried or late release harmless: it can never free a later grant of the same lock,
+// which has a different token. It fails with ErrNotHolder when lease and token do not
+// hold the lock (including when an earlier, unanswered attempt of this release succeeded).
+func (c *Client) Release(ctx context.Context, name, leaseID string, token uint64) error {
+	_, err := c.release(ctx, name, leaseID, token)
+	return err
+}
+
+func (c *Client) release(ctx context.Context, name, leaseID string, token uint64) (result, error) {
+	op := fmt.Sprintf("release %q", name)
+	if err := checkName(op, name); err != nil {
+		return result{}, err
+	}
+	if err := checkLeaseID(op, leaseID); err != nil {
+		return result{}, err
+	}
+	if token == 0 {
+		return result{}, wrap(ErrInvalid, nil, "%s: the token of the grant is required", op)
+	}
+	return c.do(ctx, &request{
+		op: op, method: http.MethodDelete, path: lockPath(name),
+		body: func() any { return api.ReleaseRequest{LeaseID: leaseID, Token: token} },
+	}, &api.ReleaseResult{})
+}
+
+// StatusOptions are the optional parts of a status read. The zero value is a
+// linearizable read that answers at once.
+type StatusOptions struct {
+	// WaitIndex, with Wait > 0, makes the read a blocking query: it answers as soon as the
+	// lock's ModifyIndex exceeds WaitIndex, or after Wait with the current state.
+	WaitIndex uint64
+	// Wait bounds a blocking query; zero answers at once. At most api.MaxWaitMs.
+	Wait time.Duration
+	// Stale lets any node answer from its own state, which may lag the leader's.
+	Stale bool
+}
+
+// Status reads the state of lock name. A free lock has Held false and Token zero.
+func (c *Client) Status(ctx context.Context, name string, opts StatusOptions) (api.LockStatus, error) {
+	op := fmt.Sprintf("status %q", name)
+	if err := checkName(op, name); err != nil {
+		return api.LockStatus{}, err
+	}
+	if opts.Wait < 0 || ms(opts.Wait) > api.MaxWaitMs {
+		return api.LockStatus{}, wrap(ErrInvalid, nil, "%s: wait %v is outside 0 to %v", op, opts.Wait, time.Duration(api.MaxWaitMs)*time.Millisecond)
+	}
+	q := url.Values{}
+	if opts.Stale {
+		q.Set("stale", "true")
+	}
+	if opts.Wait > 0 {
+		q.Set("wait_index", strconv.FormatUint(opts.WaitIndex, 10))
+		q.Set("wait_ms", strconv.FormatInt(ms(opts.Wait), 10))
+	}
+	var out api.LockStatus
+	_, err := c.do(ctx, &request{
+		op: op, method: http.MethodGet, path: lockPath(name), query: q,
+		waitFn: func() time.Duration { return opts.Wait },
+	}, &out)
+	return out, err
+}
+
+// List returns the held or awaited locks whose names start with prefix (all of them when
+// prefix is empty), sorted by name. The read is linearizable.
+func (c *Client) List(ctx context.Context, prefix string) ([]api.LockStatus, error) {
+	return c.list(ctx, prefix, false)
+}
+
+func (c *Client) list(ctx context.Context, prefix string, stale bool) ([]api.LockStatus, error) {
+	q := url.Values{}
+	if prefix != "" {
+		q.Set("prefix", prefix)
+	}
+	if stale {
+		q.Set("stale", "true")
+	}
+	var out api.LockList
+	_, err := c.do(ctx, &request{op: "list locks", method: http.MethodGet, path: "/v1/locks", query: q}, &out)
+	return out.Locks, err
+}
+
+// ListStale is List answered by any node from its own state, which may lag the leader's.
+func (c *Client) ListStale(ctx context.Context, prefix string) ([]api.LockStatus, error) {
+	return c.list(ctx, prefix, true)
+}
+
+// Cluster returns the cluster's members, leader, term and indexes as seen by the node
+// that answers.
+func (c *Client) Cluster(ctx context.Context) (api.Cluster, error) {
+	var out api.Cluster
+	_, err := c.do(ctx, &request{op: "cluster", method: http.MethodGet, path: "/v1/cluster"}, &out)
+	return out, err
+}

@@ -1,0 +1,86 @@
+// Package client is the Go client of raftlock: leases kept alive in the background,
+// a Mutex with fencing tokens and server-side blocking waits, and low-level calls that
+// mirror the HTTP JSON API one to one.
+//
+// It imports only the api package and the standard library (plus go-hclog), so a worker
+// can depend on it without pulling in a server.
+//
+// # Taking a lock
+//
+//	c, err := client.New([]string{"http://10.0.0.1:7001", "http://10.0.0.2:7001", "http://10.0.0.3:7001"})
+//	lease, err := c.NewLease(ctx, 10*time.Second)
+//	defer lease.Close(context.Background())
+//	m := client.NewMutex(lease, "payments/order-1001")
+//	if err := m.Lock(ctx); err != nil { ... }
+//	// pass m.Token() with every write the storage must fence, e.g. "Fencing-Token: 4711"
+//	m.Unlock(ctx)
+//
+// Any endpoint serves any request: followers forward to the leader. On a connection
+// error, a timed-out attempt (WithTimeout) or a 503 no_leader answer the client tries the
+// next endpoint, and pauses with exponential backoff and jitter after each full round,
+// until the caller's context ends. Acquire, Release, KeepAlive and Revoke are safe to
+// retry: an acquire with a lease is idempotent (a retry returns the same grant), and a
+// release names the grant's token, so a late or repeated release can never free a later
+// grant.
+//
+// Errors from the API match one of the package's sentinel errors (ErrLockHeld,
+// ErrWaitTimeout, ErrNotHolder, ErrLeaseNotFound, ErrNoLeader, ...) and the server's
+// *api.Error, both with errors.Is.
+//
+// # What a lock does not promise
+//
+// No lock service can promise that a client which believes it holds a lock still holds
+// it: the holder can pause (a stop-the-world GC, swapping, SIGSTOP, a VM migration) between
+// checking and writing, for longer than its lease. The lock gives mutual exclusion in the
+// common case and efficiency; safety comes from the fencing token. Every grant carries a
+// token that strictly increases, and the storage must accept a write only if its token is
+// at least the highest it has accepted for that resource, atomically with the write (see
+// the fencing package). A holder that wakes from a pause with an old token is refused.
+//
+// # The timing contract: SafeUntil
+//
+// A Lease tells its holder until when it may assume the lease is still alive, on the
+// client's own monotonic clock:
+//
+//	SafeUntil = send time of the last answered keepalive (or create, or acquire)
+//	            + TTL - drift margin
+//
+// Why this is safe: the server stamps the lease's deadline as cluster time + TTL, reading
+// cluster time after the request arrived (so after it was sent), and cluster time never
+// runs faster than real time (it advances only with the leader's monotonic clock, and
+// stands still while there is no leader). So the cluster cannot expire the lease before
+// send time + TTL has passed on any correctly running clock. The drift margin (default
+// DefaultDriftMargin: TTL/10, at least 100 ms) absorbs the rate difference between this
+// machine's clock and the servers' and the delay before the holder reacts.
+//
+// A worked example, with a TTL of 10 s and the default margin of 1 s, times on the
+// client's monotonic clock:
+//
+//	t = 0.000 s   NewLease sends POST /v1/leases
+//	t = 0.030 s   answered: SafeUntil = 0 + 10 - 1 = 9.000 s
+//	t = 3.100 s   keepalive sent (about every TTL/3, jittered)
+//	t = 3.140 s   answered: SafeUntil = 3.100 + 9 = 12.100 s
+//	t = 6.050 s   keepalive sent; the network to every node is cut
+//	              the client retries across endpoints, faster than every TTL/3
+//	t = 12.100 s  no keepalive answered: Done (and Mutex.Lost) close, Err matches
+//	              ErrLeaseLost. The holder must stop writing.
+//	              The cluster cannot expire the lease before 3.100 + 10 = 13.100 s,
+//	              1 s after the holder was told.
+//
+// A keepalive answered after SafeUntil has passed does not revive the lease: once Done
+// is closed it stays closed. A keepalive answered with lease_not_found (the lease expired
+// or was revoked) closes Done at once.
+//
+// SafeUntil is only as good as the holder's ability to look at it: a pause between
+// "SafeUntil is in the future" and the write defeats it. That is what fencing tokens are
+// for.
+//
+// # Waiting for a lock
+//
+// Mutex.Lock waits on the server (a PUT with wait_ms): the answer comes from the commit
+// that hands the lock over, with no polling. Waits longer than the wait chunk (default
+// DefaultWaitChunk) are re-issued; a re-issued wait joins the back of the queue. When the
+// caller's context ends, the request is cancelled and the server takes the lease out of
+// the queue (releasing the lock if it was granted in the meantime), so nothing is left
+// behind. A waiter whose lease is lost stops waiting with ErrLeaseLost.
+package client

@@ -1,0 +1,152 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/raftlock/raftlock/api"
+)
+
+func leaseCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "lease",
+		Usage: "create, renew, show or revoke a lease",
+		Description: `A lease holds locks for as long as it is renewed: it expires TTL after its last
+keepalive (on the cluster's clock), and its locks are then released. The lease ID is a
+secret: whoever knows it can renew the lease, release its locks and revoke it.`,
+		Subcommands: []*cli.Command{
+			clientCommand(&cli.Command{
+				Name:  "create",
+				Usage: "create a lease and print its ID",
+				Flags: clientFlags(&cli.DurationFlag{Name: "ttl", Usage: "time to live (500ms to 24h)", Value: 10 * time.Second}),
+			}, runLeaseCreate),
+			clientCommand(&cli.Command{
+				Name:      "keepalive",
+				Usage:     "renew a lease once: it expires TTL from now",
+				ArgsUsage: "ID",
+				Flags:     clientFlags(),
+			}, runLeaseKeepAlive),
+			clientCommand(&cli.Command{
+				Name:      "get",
+				Usage:     "show a lease's TTL and the locks it holds",
+				ArgsUsage: "ID",
+				Flags:     clientFlags(),
+			}, runLeaseGet),
+			clientCommand(&cli.Command{
+				Name:      "revoke",
+				Usage:     "delete a lease and release its locks",
+				ArgsUsage: "ID",
+				Flags:     clientFlags(),
+			}, runLeaseRevoke),
+		},
+	}
+}
+
+func runLeaseCreate(c *cli.Context, a parsedArgs) error {
+	if len(a.args) != 0 || a.dash {
+		return usageErrorf(c, "lease create takes no arguments")
+	}
+	cl, err := newClient(c)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := callContext(c, 0)
+	defer cancel()
+	l, err := cl.CreateLease(ctx, c.Duration("ttl"))
+	if err != nil {
+		return commandError(err)
+	}
+	return printLease(c, l)
+}
+
+// leaseArg returns the lease ID argument.
+func leaseArg(c *cli.Context, a parsedArgs) (string, error) {
+	if len(a.args) != 1 || a.dash {
+		return "", usageErrorf(c, "give exactly one lease ID")
+	}
+	if e := api.ValidateLeaseID(a.args[0]); e != nil {
+		return "", usageErrorf(c, "%s", e.Message)
+	}
+	return a.args[0], nil
+}
+
+func runLeaseKeepAlive(c *cli.Context, a parsedArgs) error {
+	id, err := leaseArg(c, a)
+	if err != nil {
+		return err
+	}
+	cl, err := newClient(c)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := callContext(c, 0)
+	defer cancel()
+	l, err := cl.KeepAlive(ctx, id)
+	if err != nil {
+		return commandError(err)
+	}
+	return printLease(c, l)
+}
+
+func runLeaseGet(c *cli.Context, a parsedArgs) error {
+	id, err := leaseArg(c, a)
+	if err != nil {
+		return err
+	}
+	cl, err := newClient(c)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := callContext(c, 0)
+	defer cancel()
+	l, err := cl.GetLease(ctx, id)
+	if err != nil {
+		return commandError(err)
+	}
+	if l.Locks == nil {
+		l.Locks = []string{}
+	}
+	return printLease(c, l)
+}
+
+func runLeaseRevoke(c *cli.Context, a parsedArgs) error {
+	id, err := leaseArg(c, a)
+	if err != nil {
+		return err
+	}
+	cl, err := newClient(c)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := callContext(c, 0)
+	defer cancel()
+	r, err := cl.Revoke(ctx, id)
+	if err != nil {
+		return commandError(err)
+	}
+	if c.Bool("json") {
+		return printJSON(c.App.Writer, r)
+	}
+	fmt.Fprintf(c.App.Writer, "revoked %s\n", r.LeaseID)
+	if len(r.Released) > 0 {
+		fmt.Fprintf(c.App.Writer, "released %s\n", strings.Join(r.Released, ", "))
+	}
+	return nil
+}
+
+func printLease(c *cli.Context, l api.Lease) error {
+	if c.Bool("json") {
+		return printJSON(c.App.Writer, l)
+	}
+	w := tabwriter.NewWriter(c.App.Writer, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(w, "lease\t%s\n", l.LeaseID)
+	fmt.Fprintf(w, "ttl\t%s\n", fmtMs(l.TTLMs))
+	if l.Locks != nil {
+		fmt.Fprintf(w, "locks\t%s\n", strings.Join(l.Locks, ", "))
+	}
+	return w.Flush()
+}

@@ -1,0 +1,91 @@
+package main
+
+import (
+	"fmt"
+	"text/tabwriter"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/raftlock/raftlock/api"
+	"github.com/raftlock/raftlock/client"
+)
+
+func statusCommand() *cli.Command {
+	return clientCommand(&cli.Command{
+		Name:      "status",
+		Usage:     "show one lock, or the held and awaited locks",
+		ArgsUsage: "[NAME]",
+		Description: `With NAME, shows that lock: whether it is held, its fencing token, owner, number of
+waiters and modify index. Without NAME, lists the held or awaited locks whose names
+start with --prefix (all of them by default).
+
+Reads are linearizable (answered by the leader) unless --stale lets any node answer from
+its own, possibly lagging, state.`,
+		Flags: clientFlags(
+			&cli.StringFlag{Name: "prefix", Usage: "list the locks whose names start with this"},
+			&cli.BoolFlag{Name: "stale", Usage: "let any node answer from its own state"},
+		),
+	}, runStatus)
+}
+
+func runStatus(c *cli.Context, a parsedArgs) error {
+	if len(a.args) > 1 || a.dash {
+		return usageErrorf(c, "status takes at most one lock NAME")
+	}
+	cl, err := newClient(c)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := callContext(c, 0)
+	defer cancel()
+	if len(a.args) == 1 {
+		if c.IsSet("prefix") {
+			return usageErrorf(c, "give either NAME or --prefix, not both")
+		}
+		if err := checkName(c, a.args[0]); err != nil {
+			return err
+		}
+		st, err := cl.Status(ctx, a.args[0], client.StatusOptions{Stale: c.Bool("stale")})
+		if err != nil {
+			return commandError(err)
+		}
+		if c.Bool("json") {
+			return printJSON(c.App.Writer, st)
+		}
+		w := tabwriter.NewWriter(c.App.Writer, 0, 4, 2, ' ', 0)
+		fmt.Fprintf(w, "lock\t%s\n", st.Name)
+		fmt.Fprintf(w, "held\t%t\n", st.Held)
+		if st.Held {
+			fmt.Fprintf(w, "token\t%d\n", st.Token)
+			fmt.Fprintf(w, "owner\t%s\n", st.Owner)
+		}
+		fmt.Fprintf(w, "waiters\t%d\n", st.Waiters)
+		fmt.Fprintf(w, "modify index\t%d\n", st.ModifyIndex)
+		return w.Flush()
+	}
+	var list []api.LockStatus
+	if c.Bool("stale") {
+		list, err = cl.ListStale(ctx, c.String("prefix"))
+	} else {
+		list, err = cl.List(ctx, c.String("prefix"))
+	}
+	if err != nil {
+		return commandError(err)
+	}
+	if list == nil {
+		list = []api.LockStatus{}
+	}
+	if c.Bool("json") {
+		return printJSON(c.App.Writer, api.LockList{Locks: list})
+	}
+	if len(list) == 0 {
+		fmt.Fprintln(c.App.Writer, "no held or awaited locks")
+		return nil
+	}
+	w := tabwriter.NewWriter(c.App.Writer, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "NAME\tHELD\tTOKEN\tOWNER\tWAITERS\tMODIFY INDEX")
+	for _, st := range list {
+		fmt.Fprintf(w, "%s\t%t\t%d\t%s\t%d\t%d\n", st.Name, st.Held, st.Token, st.Owner, st.Waiters, st.ModifyIndex)
+	}
+	return w.Flush()
+}
