@@ -24,10 +24,18 @@ test:
 fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzDecodeCommand$$' -fuzztime=$(FUZZTIME) ./fsm
 	$(GO) test -run='^$$' -fuzz='^FuzzRestore$$' -fuzztime=$(FUZZTIME) ./fsm
+	$(GO) test -run='^$$' -fuzz='^FuzzDecodeAcquire$$' -fuzztime=$(FUZZTIME) ./transport
+	$(GO) test -run='^$$' -fuzz='^FuzzDecodeRelease$$' -fuzztime=$(FUZZTIME) ./transport
+	$(GO) test -run='^$$' -fuzz='^FuzzParseToken$$' -fuzztime=$(FUZZTIME) ./fencing
 
-## verify: the longer fault and process-level tests
+## verify: the longer fault-injection campaign, then the GC-pause demo with its outcome asserted
 verify: build
 	$(GO) test -race -count=1 -tags verify -timeout 40m ./test/...
+	scripts/gc-pause-demo.sh
+
+## demo: the GC-pause double charge with a Redis lock, and its prevention with raftlock
+demo:
+	scripts/gc-pause-demo.sh
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')
