@@ -221,3 +221,21 @@ func (n *Node) HasMember(id string) bool {
 // WatchCount returns the number of registered blocking-query watches, for tests and
 // diagnostics.
 func (n *Node) WatchCount() int { return n.events.watchCount() }
+
+// MetricsSnapshot returns the node's gauges for the metrics endpoint.
+func (n *Node) MetricsSnapshot() map[string]float64 {
+	st := n.Status()
+	leader := 0.0
+	if n.IsLeader() {
+		leader = 1
+	}
+	return map[string]float64{
+		"raftlock_is_leader":         leader,
+		"raftlock_raft_term":         float64(st.Term),
+		"raftlock_raft_commit_index": float64(st.CommitIndex),
+		"raftlock_applied_index":     float64(st.AppliedIndex),
+		"raftlock_cluster_time_ms":   float64(n.fsm.Time()),
+		"raftlock_leases":            float64(n.fsm.LeaseCount()),
+		"raftlock_locks_held":        float64(n.fsm.LockCount()),
+	}
+}

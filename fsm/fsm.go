@@ -276,3 +276,10 @@ var (
 	_ raft.BatchingFSM        = (*FSM)(nil)
 	_ raft.ConfigurationStore = (*FSM)(nil)
 )
+
+// LockCount returns the number of held locks (free locks take no state).
+func (f *FSM) LockCount() int {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return len(f.s.locks)
+}

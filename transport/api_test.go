@@ -246,3 +246,24 @@ func TestAPI_NoLeaderIs503NotAHang(t *testing.T) {
 		t.Fatalf("readyz without a leader: %d %s", st, code)
 	}
 }
+
+func TestAPI_Metrics(t *testing.T) {
+	c := testcluster.StartInProcess(t, 3, nil)
+	l := c.URL(c.Leader(10 * time.Second))
+	call(t, "PUT", l+"/v1/locks/m", `{}`, nil)
+	resp, err := http.Get(l + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	for _, want := range []string{
+		"raftlock_locks_held 1",
+		"raftlock_is_leader 1",
+		`raftlock_http_requests_total{code="200",route="PUT /v1/locks/{name...}"} 1`,
+	} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
+	}
+}

@@ -47,6 +47,7 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, body []byte) {
 		req.Header.Set("Content-Type", ct)
 	}
 	req.Header.Set(hopHeader, strconv.Itoa(hops+1))
+	s.met.forwarded.Inc()
 	resp, err := s.fwd.Do(req)
 	if err != nil {
 		s.log.Debug("forwarding to the leader failed", "leader", addr, "error", err)

@@ -34,6 +34,7 @@ type Node interface {
 	Ready() bool
 	NeedsRegistration() bool
 	SelfInfo() fsm.NodeInfo
+	MetricsSnapshot() map[string]float64
 }
 
 var _ Node = (*cluster.Node)(nil)
@@ -65,6 +66,7 @@ type Server struct {
 	http   *http.Server
 	mux    *http.ServeMux
 	fwd    *http.Client
+	met    *metrics
 	cancel context.CancelFunc
 	done   chan struct{}
 }
@@ -95,9 +97,10 @@ func NewServer(cfg Config) (*Server, error) {
 		MaxIdleConnsPerHost: 256,
 		IdleConnTimeout:     90 * time.Second,
 	}}
+	s.met = newMetrics(cfg.Node)
 	s.routes()
 	s.http = &http.Server{
-		Handler:           s.recoverer(s.mux),
+		Handler:           s.met.instrument(s.recoverer(s.mux)),
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		// A waiting acquire or blocking query may legitimately take MaxWaitMs.
@@ -124,6 +127,7 @@ func (s *Server) routes() {
 	m.HandleFunc("DELETE /v1/cluster/nodes/{id}", s.handleRemoveNode)
 	m.HandleFunc("GET /healthz", s.handleHealthz)
 	m.HandleFunc("GET /readyz", s.handleReadyz)
+	m.Handle("GET /metrics", s.met.handler())
 	m.HandleFunc("/", s.handleUnknown)
 }
 
