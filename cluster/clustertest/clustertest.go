@@ -6,6 +6,7 @@ package clustertest
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"path/filepath"
 	"sync"
@@ -25,15 +26,28 @@ type Cluster struct {
 	cfgs  []cluster.Config
 }
 
-// FreePort returns a loopback address with a port that was free a moment ago.
+// FreePort returns a loopback address with a port that was free a moment ago. It picks
+// from 20000-32767, below Linux's ephemeral range (32768-60999), so that the port cannot be
+// taken meanwhile by the local end of some outgoing connection, as a port from
+// "127.0.0.1:0" can.
 func FreePort(t testing.TB) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("listen: %v", err)
-	}
+	l := Listen(t)
 	defer l.Close()
 	return l.Addr().String()
+}
+
+// Listen opens a loopback listener on a port from 20000-32767 (see FreePort).
+func Listen(t testing.TB) net.Listener {
+	t.Helper()
+	for i := 0; i < 1000; i++ {
+		port := 20000 + rand.IntN(12768)
+		if l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port)); err == nil {
+			return l
+		}
+	}
+	t.Fatal("no free port in 20000-32767 after 1000 tries")
+	return nil
 }
 
 // Logger returns an hclog logger that writes through t.Log.

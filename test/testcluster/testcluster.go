@@ -37,8 +37,12 @@ type InProcess struct {
 func StartInProcess(t testing.TB, n int, tune func(i int, c *cluster.Config)) *InProcess {
 	t.Helper()
 	ip := &InProcess{t: t}
+	// Hold the HTTP listeners from the start, so nothing can take their ports while the
+	// cluster elects a leader.
+	listeners := make([]net.Listener, n)
 	for i := 0; i < n; i++ {
-		ip.addrs = append(ip.addrs, clustertest.FreePort(t))
+		listeners[i] = clustertest.Listen(t)
+		ip.addrs = append(ip.addrs, listeners[i].Addr().String())
 	}
 	ip.servers = make([]*transport.Server, n)
 	ip.Cluster = clustertest.Start(t, n, func(i int, c *cluster.Config) {
@@ -48,7 +52,7 @@ func StartInProcess(t testing.TB, n int, tune func(i int, c *cluster.Config)) *I
 		}
 	})
 	for i := range ip.addrs {
-		ip.serve(i)
+		ip.serve(i, listeners[i])
 	}
 	t.Cleanup(func() {
 		for i := range ip.servers {
@@ -59,17 +63,18 @@ func StartInProcess(t testing.TB, n int, tune func(i int, c *cluster.Config)) *I
 	return ip
 }
 
-func (ip *InProcess) serve(i int) {
+func (ip *InProcess) serve(i int, l net.Listener) {
 	ip.t.Helper()
 	srv, err := transport.NewServer(transport.Config{Node: ip.Nodes[i], Logger: clustertest.Logger(ip.t, fmt.Sprintf("n%d-http", i+1)), RegisterInterval: 100 * time.Millisecond})
 	if err != nil {
 		ip.t.Fatal(err)
 	}
-	var l net.Listener
-	clustertest.WaitFor(ip.t, 10*time.Second, "HTTP port "+ip.addrs[i], func() bool {
-		l, err = net.Listen("tcp", ip.addrs[i])
-		return err == nil
-	})
+	if l == nil {
+		clustertest.WaitFor(ip.t, 10*time.Second, "HTTP port "+ip.addrs[i], func() bool {
+			l, err = net.Listen("tcp", ip.addrs[i])
+			return err == nil
+		})
+	}
 	ip.mu.Lock()
 	ip.servers[i] = srv
 	ip.mu.Unlock()
@@ -92,7 +97,7 @@ func (ip *InProcess) RestartNode(i int) {
 	ip.t.Helper()
 	ip.StopHTTP(i)
 	ip.Restart(i)
-	ip.serve(i)
+	ip.serve(i, nil)
 }
 
 // StopNode stops node i (raft and HTTP).
