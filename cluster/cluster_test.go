@@ -189,6 +189,19 @@ func TestCluster_SnapshotInstallOnLaggingFollower(t *testing.T) {
 	})
 	c.Restart(f)
 	waitSameState(t, c)
+
+	// A full restart recovers every node from its snapshot plus the log after it.
+	for i := range c.Nodes {
+		c.Stop(i)
+	}
+	for i := range c.Nodes {
+		c.Restart(i)
+	}
+	l = leaderNode(c)
+	waitSameState(t, c)
+	if n := l.FSM().LockCount(); n != 150 {
+		t.Fatalf("%d locks held after restarting from snapshots, want 150", n)
+	}
 }
 
 // Invariant 5: a read through any node right after an acknowledged write sees it.
