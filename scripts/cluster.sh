@@ -27,6 +27,21 @@ need_bin() {
   fi
 }
 
+port_busy() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+check_ports() { # refuse to start over something else listening on our ports
+  local id
+  for id in "${NODES[@]}"; do
+    if pid_of "$id" >/dev/null; then continue; fi
+    for port in "$(http_port "$id")" "$(raft_port "$id")"; do
+      if port_busy "$port"; then
+        echo "cluster.sh: port $port (for $id) is already in use; is another cluster running? ('scripts/cluster.sh stop', or stop whatever listens there)" >&2
+        exit 1
+      fi
+    done
+  done
+}
+
 pid_of() {
   local f="$STATE/$1/pid"
   [[ -f $f ]] && kill -0 "$(cat "$f")" 2>/dev/null && cat "$f"
@@ -60,6 +75,7 @@ wait_ready() {
 
 cmd_start() {
   need_bin
+  check_ports
   for id in "${NODES[@]}"; do
     if pid=$(pid_of "$id"); then
       echo "$id already running (pid $pid)"
@@ -107,6 +123,7 @@ cmd_status() {
 
 cmd_run() {
   need_bin
+  check_ports
   mkdir -p "$STATE"
   trap 'echo; echo "stopping all three nodes..."; cmd_stop; exit 0' INT TERM
   for id in "${NODES[@]}"; do
