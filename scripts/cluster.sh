@@ -130,10 +130,8 @@ cmd_run() {
     mkdir -p "$STATE/$id/data"
     "$BIN" serve --id "$id" \
       --http-addr "127.0.0.1:$(http_port "$id")" --raft-addr "127.0.0.1:$(raft_port "$id")" \
-      --data-dir "$STATE/$id/data" --bootstrap "$BOOTSTRAP" 2>&1 | sed -u "s/^/[$id] /" &
-    # the pid of serve itself, not of sed
-    sleep 0.1
-    pgrep -f -- "serve --id $id --http-addr" | head -1 >"$STATE/$id/pid" || true
+      --data-dir "$STATE/$id/data" --bootstrap "$BOOTSTRAP" > >(sed -u "s/^/[$id] /") 2>&1 &
+    echo $! >"$STATE/$id/pid" # serve's own pid: the log prefixer runs in a process substitution
   done
   wait_ready
   cat <<TRY
