@@ -110,12 +110,7 @@ func TestCluster_RestartKeepsEverything(t *testing.T) {
 	c.Restart(f)
 	waitSameState(t, c)
 
-	for i := range c.Nodes {
-		c.Stop(i)
-	}
-	for i := range c.Nodes {
-		c.Restart(i)
-	}
+	c.RestartAll()
 	l = leaderNode(c)
 	for i, g := range grants {
 		v := l.FSM().Lock(g.Name)
@@ -191,12 +186,7 @@ func TestCluster_SnapshotInstallOnLaggingFollower(t *testing.T) {
 	waitSameState(t, c)
 
 	// A full restart recovers every node from its snapshot plus the log after it.
-	for i := range c.Nodes {
-		c.Stop(i)
-	}
-	for i := range c.Nodes {
-		c.Restart(i)
-	}
+	c.RestartAll()
 	l = leaderNode(c)
 	waitSameState(t, c)
 	if n := l.FSM().LockCount(); n != 150 {

@@ -170,6 +170,18 @@ func (c *Cluster) Restart(i int) *cluster.Node {
 	return node
 }
 
+// RestartAll stops every node, then starts them all again from their data directories:
+// a full-cluster restart.
+func (c *Cluster) RestartAll() {
+	c.t.Helper()
+	for i := range c.Nodes {
+		c.Stop(i)
+	}
+	for i := range c.Nodes {
+		c.Restart(i)
+	}
+}
+
 // Shutdown stops every node.
 func (c *Cluster) Shutdown() {
 	for i := range c.Nodes {
