@@ -19,6 +19,8 @@ run: build
 test:
 	$(GO) vet $(PKGS)
 	$(GO) test -race -count=1 -timeout 15m $(PKGS)
+	$(GO) test -run='^$$' -bench=. -benchtime=1x ./fsm ./api
+	cd bench/etcd && $(GO) vet -mod=mod ./...
 	$(MAKE) --no-print-directory fuzz
 
 fuzz:
@@ -32,6 +34,10 @@ fuzz:
 verify: build
 	$(GO) test -race -count=1 -tags verify -timeout 40m ./test/...
 	scripts/gc-pause-demo.sh
+
+## bench: raftlock beside etcd on this machine (about 6 min; BENCHFLAGS=--quick for about 1)
+bench:
+	scripts/bench.sh $(BENCHFLAGS)
 
 ## demo: the GC-pause double charge with a Redis lock, and its prevention with raftlock
 demo:

@@ -1,0 +1,143 @@
+package benchkit
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// memBackend is an in-memory lock service: a one-slot channel per lock. With broken set,
+// Lock grants every request at once with the same token, which the workloads must flag.
+type memBackend struct {
+	mu     sync.Mutex
+	locks  map[string]chan struct{}
+	token  atomic.Uint64
+	broken bool
+}
+
+func (b *memBackend) Name() string      { return "mem" }
+func (b *memBackend) Target() string    { return "memory" }
+func (b *memBackend) ServerPIDs() []int { return []int{os.Getpid()} }
+func (b *memBackend) NewSession(context.Context, int) (Session, error) {
+	return &memSession{b: b}, nil
+}
+
+func (b *memBackend) slot(name string) chan struct{} {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.locks == nil {
+		b.locks = map[string]chan struct{}{}
+	}
+	if b.locks[name] == nil {
+		b.locks[name] = make(chan struct{}, 1)
+	}
+	return b.locks[name]
+}
+
+type memSession struct{ b *memBackend }
+
+func (s *memSession) Lock(ctx context.Context, name string) (uint64, error) {
+	if s.b.broken {
+		time.Sleep(100 * time.Microsecond)
+		return 1, nil
+	}
+	select {
+	case s.b.slot(name) <- struct{}{}:
+		return s.b.token.Add(1), nil
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
+}
+
+func (s *memSession) Unlock(_ context.Context, name string, _ uint64) error {
+	if !s.b.broken {
+		<-s.b.slot(name)
+	}
+	return nil
+}
+
+func (s *memSession) Close(context.Context) error { return nil }
+
+func TestRun_Workloads(t *testing.T) {
+	for _, wl := range []string{Uncontended, Parallel, Contended} {
+		r, err := Run(context.Background(), &memBackend{}, Config{Workload: wl, Clients: 4, Duration: 300 * time.Millisecond, Warmup: 50 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Ops == 0 || r.Errors != 0 || r.Violations != 0 || r.Latency == nil || !r.CPUMeasured {
+			t.Errorf("%s: %+v", wl, r)
+		}
+		if wl == Contended && (r.Gap == nil || len(r.PerClient) != 4) {
+			t.Errorf("contended: no gap or per-client counts: %+v", r)
+		}
+	}
+}
+
+func TestRun_ContendedFlagsABrokenLock(t *testing.T) {
+	r, err := Run(context.Background(), &memBackend{broken: true}, Config{Workload: Contended, Clients: 4, Duration: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Violations == 0 {
+		t.Fatalf("a lock that grants everyone the same token was not flagged: %+v", r)
+	}
+}
+
+func TestSummarize(t *testing.T) {
+	var d []time.Duration
+	for i := 100; i >= 1; i-- {
+		d = append(d, time.Duration(i)*time.Millisecond)
+	}
+	l := Summarize(d)
+	if l.Count != 100 || l.P50 != 50 || l.P90 != 90 || l.P99 != 99 || l.Max != 100 {
+		t.Fatalf("got %+v", l)
+	}
+	if Summarize(nil) != nil {
+		t.Fatal("no samples should summarize to nil")
+	}
+}
+
+func TestFlagValue(t *testing.T) {
+	args := []string{"raftlock", "serve", "--id", "n1", "--http-addr=127.0.0.1:7001", "-data-dir", "d"}
+	for flag, want := range map[string]string{"--id": "n1", "--http-addr": "127.0.0.1:7001", "--data-dir": "d", "--join": ""} {
+		if got := FlagValue(args, flag); got != want {
+			t.Errorf("FlagValue(%s) = %q, want %q", flag, got, want)
+		}
+	}
+}
+
+func TestProcReadings(t *testing.T) {
+	if _, err := ProcCPU(os.Getpid()); err != nil {
+		t.Fatal(err)
+	}
+	if rss, _, err := ProcMem(os.Getpid()); err != nil || rss <= 0 {
+		t.Fatalf("rss %d, err %v", rss, err)
+	}
+	if _, err := MachineBusy(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestCompare(t *testing.T) {
+	mk := func(sys string, scale float64) []*Result {
+		return []*Result{
+			{System: sys, Workload: Uncontended, Clients: 1, OpsPerSec: 100 * scale, Latency: &Latency{P50: 2 / scale}},
+			{System: sys, Workload: Parallel, Clients: 64, OpsPerSec: 1000 * scale, Latency: &Latency{P50: 20 / scale}},
+			{System: sys, Workload: Contended, Clients: 16, OpsPerSec: 100 * scale, Gap: &Latency{P99: 10 / scale}, PerClient: []int64{5, 5, 6}},
+		}
+	}
+	var buf bytes.Buffer
+	checked, met := Compare(&buf, mk("fast", 20), mk("slow", 1))
+	if checked != 8 || met != 8 {
+		t.Errorf("checked %d, met %d:\n%s", checked, met, buf.String())
+	}
+	PrintTable(&buf, mk("fast", 1))
+	if !strings.Contains(buf.String(), "FIFO fairness") {
+		t.Errorf("table lacks the fairness line:\n%s", buf.String())
+	}
+}

@@ -1,0 +1,203 @@
+// Command etcd-bench runs raftlock's lock workloads (uncontended, parallel, contended)
+// against an etcd cluster with the standard Go client's concurrency.Mutex, one
+// concurrency.Session (lease, 10 s TTL by default) per client, and prints the same table
+// as raftlock-bench, so that scripts/bench.sh can put the two side by side.
+//
+//	etcd-bench [flags] WORKLOAD...      uncontended parallel contended, or all
+//
+// It lives in a module of its own so that raftlock itself keeps no etcd dependency. The
+// workload loops, the statistics and the report are raftlock's bench/benchkit, shared
+// with raftlock-bench, so both systems are driven and measured the same way. Like
+// raftlock-bench it sends every request to the leader (found with the Status API), and
+// reads the CPU of the etcd processes from /proc.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+
+	"github.com/raftlock/raftlock/bench/benchkit"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	code, err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "etcd-bench:", err)
+	}
+	os.Exit(code)
+}
+
+// options are the command's flags.
+type options struct {
+	endpoints string
+	target    string
+	duration  time.Duration
+	warmup    time.Duration
+	clients   int
+	ttl       int
+	pids      string
+	state     string
+	json      bool
+	jsonOut   string
+	quiet     bool
+}
+
+var lockWorkloads = []string{benchkit.Uncontended, benchkit.Parallel, benchkit.Contended}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
+	var o options
+	fs := flag.NewFlagSet("etcd-bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&o.endpoints, "endpoints", "127.0.0.1:12379,127.0.0.1:22379,127.0.0.1:32379", "etcd client endpoints, comma-separated")
+	fs.StringVar(&o.target, "target", "leader", "where requests go: 'leader' (found with the Status API) or 'all' (the client balances over every endpoint)")
+	fs.DurationVar(&o.duration, "duration", 10*time.Second, "measured time of each workload")
+	fs.DurationVar(&o.warmup, "warmup", 2*time.Second, "unmeasured time before each workload")
+	fs.IntVar(&o.clients, "clients", 0, "concurrent clients (0: 1 uncontended, 64 parallel, 16 contended)")
+	fs.IntVar(&o.ttl, "ttl", 10, "session (lease) TTL in seconds")
+	fs.StringVar(&o.pids, "pids", "", "etcd pids to charge CPU to, comma-separated (default: $ETCD_STATE/*/pid, else the local etcd processes serving the endpoints)")
+	fs.StringVar(&o.state, "state", os.Getenv("ETCD_STATE"), "state directory of scripts/etcd-local.sh, for pid files")
+	fs.BoolVar(&o.json, "json", false, "print the results as JSON on stdout instead of a table")
+	fs.StringVar(&o.jsonOut, "json-out", "", "also write the results as JSON to this file")
+	fs.BoolVar(&o.quiet, "quiet", false, "no progress lines")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: etcd-bench [flags] WORKLOAD...   (uncontended, parallel, contended, or all)")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return 2, nil
+	}
+	var names []string
+	for _, a := range fs.Args() {
+		switch {
+		case a == "all":
+			names = append(names, lockWorkloads...)
+		case a == benchkit.Uncontended || a == benchkit.Parallel || a == benchkit.Contended:
+			names = append(names, a)
+		default:
+			return 2, fmt.Errorf("unknown workload %q; known: %s, all", a, strings.Join(lockWorkloads, ", "))
+		}
+	}
+	if len(names) == 0 {
+		fs.Usage()
+		return 2, nil
+	}
+	progress := stderr
+	if o.quiet {
+		progress = nil
+	}
+
+	b, err := newBackend(ctx, o)
+	if err != nil {
+		return 1, err
+	}
+	defer b.cli.Close()
+	if progress != nil {
+		fmt.Fprintf(progress, "etcd-bench on %s; %d etcd process(es) found for CPU readings %v; %s\n", benchkit.Machine(), len(b.pids), b.pids, b.target)
+	}
+	var results []*benchkit.Result
+	for _, name := range names {
+		clients := o.clients
+		if clients == 0 {
+			clients = benchkit.DefaultClients(name)
+		}
+		r, err := benchkit.Run(ctx, b, benchkit.Config{Workload: name, Clients: clients, Duration: o.duration, Warmup: o.warmup, Progress: progress})
+		if err != nil {
+			return 1, fmt.Errorf("%s: %w", name, err)
+		}
+		r.Notes = append(r.Notes, fmt.Sprintf("concurrency.Mutex, one concurrency.Session per client (TTL %d s), etcd %s", o.ttl, b.version))
+		results = append(results, r)
+	}
+	if o.json {
+		if err := benchkit.WriteJSON(stdout, results); err != nil {
+			return 1, err
+		}
+	} else {
+		fmt.Fprintf(stdout, "etcd-bench, %s, %s\n\n", benchkit.Machine(), benchkit.Stamp())
+		benchkit.PrintTable(stdout, results)
+	}
+	if o.jsonOut != "" {
+		f, err := os.Create(o.jsonOut)
+		if err != nil {
+			return 1, err
+		}
+		defer f.Close()
+		if err := benchkit.WriteJSON(f, results); err != nil {
+			return 1, err
+		}
+	}
+	for _, r := range results {
+		if r.Violations > 0 {
+			return 3, fmt.Errorf("%s: %d safety violation(s)", r.Workload, r.Violations)
+		}
+	}
+	return 0, nil
+}
+
+// findLeader returns the endpoint of the etcd leader and the server version.
+func findLeader(ctx context.Context, endpoints []string) (string, string, error) {
+	cli, err := clientv3.New(clientv3.Config{Endpoints: endpoints, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		return "", "", err
+	}
+	defer cli.Close()
+	deadline := time.Now().Add(15 * time.Second)
+	var last error
+	for time.Now().Before(deadline) {
+		for _, ep := range endpoints {
+			sctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			st, err := cli.Status(sctx, ep)
+			cancel()
+			if err != nil {
+				last = err
+				continue
+			}
+			if st.Leader != 0 && st.Leader == st.Header.MemberId {
+				return ep, st.Version, nil
+			}
+		}
+		benchkit.Sleep(ctx, 100*time.Millisecond)
+		if ctx.Err() != nil {
+			return "", "", ctx.Err()
+		}
+	}
+	return "", "", fmt.Errorf("no leader among %v within 15 s: %w", endpoints, errors.Join(last, errors.New("no member says it leads")))
+}
+
+// serverPIDs finds the etcd processes: pids given, pid files, or a /proc scan for etcd
+// processes whose --listen-client-urls names one of the endpoints.
+func serverPIDs(o options, endpoints []string) ([]int, error) {
+	if o.pids != "" {
+		return benchkit.ParsePIDs(o.pids)
+	}
+	if o.state != "" {
+		if pids := benchkit.ReadPIDFiles(filepath.Join(o.state, "*", "pid")); len(pids) > 0 {
+			return pids, nil
+		}
+	}
+	return benchkit.FindProcs(func(args []string) bool {
+		if filepath.Base(args[0]) != "etcd" {
+			return false
+		}
+		urls := benchkit.FlagValue(args, "--listen-client-urls")
+		for _, ep := range endpoints {
+			if urls != "" && strings.Contains(urls, strings.TrimPrefix(strings.TrimPrefix(ep, "http://"), "https://")) {
+				return true
+			}
+		}
+		return false
+	}), nil
+}

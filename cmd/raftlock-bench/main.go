@@ -1,0 +1,286 @@
+// Command raftlock-bench measures a raftlock cluster: lock throughput and latency,
+// handover gaps and fairness under contention, the cost of keeping many leases alive,
+// and memory, snapshot and restart figures with many locks held.
+//
+//	raftlock-bench [flags] WORKLOAD...           uncontended parallel contended keepalive scale, or all
+//	raftlock-bench compare RAFTLOCK.json ETCD.json
+//	raftlock-bench table FILE.json...
+//
+// It talks to the cluster over the HTTP API only (no server package is linked in) and
+// sends lock traffic to the leader's endpoint, found with GET /v1/cluster, so that no
+// request pays for a follower's forwarding hop. Server CPU is read from /proc for the
+// server processes (--pids, $RAFTLOCK_STATE/*/pid, or the local `raftlock serve`
+// processes of the cluster's members). Every run has a warm-up, a bounded duration, a
+// progress line a second on stderr, and a table at the end (or JSON with --json).
+//
+// scripts/bench.sh runs it beside the etcd comparison (bench/etcd); docs/PERFORMANCE.md
+// explains the method and holds a real run.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/raftlock/raftlock/bench/benchkit"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := newApp(os.Stdout, os.Stderr).RunContext(ctx, os.Args); err != nil {
+		fmt.Fprintln(os.Stderr, "raftlock-bench:", err)
+		code := 1
+		if ec, ok := err.(cli.ExitCoder); ok {
+			code = ec.ExitCode()
+		}
+		os.Exit(code)
+	}
+}
+
+// exitViolations is the exit status when a run saw a safety violation.
+const exitViolations = 3
+
+// workloads lists every workload in the order "all" runs them.
+var workloads = []string{benchkit.Uncontended, benchkit.Parallel, benchkit.Contended, "keepalive", "scale"}
+
+// options are the flags of a run.
+type options struct {
+	Endpoints []string
+	Target    string
+	Duration  time.Duration
+	Warmup    time.Duration
+	Clients   int
+	WaitMs    int64
+	TTL       time.Duration
+	Leases    int
+	LeaseTTL  time.Duration
+	Locks     int
+	Snapshot  bool
+	Restart   bool
+	Keep      bool
+	PIDs      string
+	StateDir  string
+	JSON      bool
+	JSONOut   string
+	Quiet     bool
+	Stdout    io.Writer
+	Stderr    io.Writer
+}
+
+func newApp(stdout, stderr io.Writer) *cli.App {
+	return &cli.App{
+		Name:      "raftlock-bench",
+		Usage:     "benchmark a raftlock cluster",
+		ArgsUsage: "WORKLOAD... (uncontended, parallel, contended, keepalive, scale, or all)",
+		Writer:    stdout,
+		ErrWriter: stderr,
+		Flags: []cli.Flag{
+			&cli.StringSliceFlag{Name: "endpoints", Usage: "HTTP API endpoints of the cluster", EnvVars: []string{"RAFTLOCK_ENDPOINTS"},
+				Value: cli.NewStringSlice("http://127.0.0.1:7001", "http://127.0.0.1:7002", "http://127.0.0.1:7003")},
+			&cli.StringFlag{Name: "target", Value: "leader", Usage: "where lock traffic goes: 'leader' (found with GET /v1/cluster) or 'all' (clients spread over the endpoints; followers forward)"},
+			&cli.DurationFlag{Name: "duration", Value: 10 * time.Second, Usage: "measured time of each workload"},
+			&cli.DurationFlag{Name: "warmup", Value: 2 * time.Second, Usage: "unmeasured time before each workload"},
+			&cli.IntFlag{Name: "clients", Usage: "concurrent clients (0: 1 uncontended, 64 parallel, 16 contended, 64 to fill scale)"},
+			&cli.Int64Flag{Name: "wait-ms", Value: 30000, Usage: "server-side wait of each acquire (wait_ms)"},
+			&cli.DurationFlag{Name: "ttl", Value: 10 * time.Second, Usage: "TTL of each client's lease (kept alive at TTL/3)"},
+			&cli.IntFlag{Name: "leases", Value: 10000, Usage: "keepalive: live leases kept alive"},
+			&cli.DurationFlag{Name: "lease-ttl", Value: 10 * time.Second, Usage: "keepalive: TTL of those leases (each is renewed every TTL/3)"},
+			&cli.IntFlag{Name: "locks", Value: 1_000_000, Usage: "scale: locks held"},
+			&cli.BoolFlag{Name: "snapshot", Value: true, Usage: "scale: wait for a snapshot that holds every lock and report its size"},
+			&cli.BoolFlag{Name: "restart", Value: true, Usage: "scale: restart one follower and time it until ready"},
+			&cli.BoolFlag{Name: "keep", Usage: "scale: leave the locks held (default: revoke their leases at the end)"},
+			&cli.StringFlag{Name: "pids", Usage: "server pids to charge CPU to, comma-separated (default: $RAFTLOCK_STATE/*/pid, else the local serve processes of the members)"},
+			&cli.StringFlag{Name: "state", EnvVars: []string{"RAFTLOCK_STATE"}, Usage: "state directory of scripts/cluster.sh, for pid files"},
+			&cli.BoolFlag{Name: "json", Usage: "print the results as JSON on stdout instead of a table"},
+			&cli.StringFlag{Name: "json-out", Usage: "also write the results as JSON to this file"},
+			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress lines"},
+		},
+		Action: func(c *cli.Context) error {
+			o := options{
+				Endpoints: c.StringSlice("endpoints"), Target: c.String("target"),
+				Duration: c.Duration("duration"), Warmup: c.Duration("warmup"), Clients: c.Int("clients"),
+				WaitMs: c.Int64("wait-ms"), TTL: c.Duration("ttl"), Leases: c.Int("leases"), LeaseTTL: c.Duration("lease-ttl"),
+				Locks: c.Int("locks"), Snapshot: c.Bool("snapshot"), Restart: c.Bool("restart"), Keep: c.Bool("keep"),
+				PIDs: c.String("pids"), StateDir: c.String("state"), JSON: c.Bool("json"), JSONOut: c.String("json-out"),
+				Quiet: c.Bool("quiet"), Stdout: stdout, Stderr: stderr,
+			}
+			names, err := expand(c.Args().Slice())
+			if err != nil {
+				return cli.Exit(err.Error(), 2)
+			}
+			results, err := run(c.Context, o, names)
+			if err != nil {
+				return err
+			}
+			for _, r := range results {
+				if r.Violations > 0 {
+					return cli.Exit(fmt.Sprintf("%s: %d safety violation(s)", r.Workload, r.Violations), exitViolations)
+				}
+			}
+			return nil
+		},
+		Commands: []*cli.Command{
+			{
+				Name:      "compare",
+				Usage:     "print two systems' results side by side, with the ratio and issue 5's targets",
+				ArgsUsage: "A.json B.json",
+				Action: func(c *cli.Context) error {
+					if c.NArg() != 2 {
+						return cli.Exit("compare needs two JSON files (raftlock's, then etcd's)", 2)
+					}
+					a, err := benchkit.ReadJSON(c.Args().Get(0))
+					if err != nil {
+						return err
+					}
+					b, err := benchkit.ReadJSON(c.Args().Get(1))
+					if err != nil {
+						return err
+					}
+					benchkit.PrintTable(stdout, append(append([]*benchkit.Result{}, a...), b...))
+					fmt.Fprintln(stdout)
+					checked, met := benchkit.Compare(stdout, a, b)
+					fmt.Fprintf(stdout, "\ntargets met: %d of %d\n", met, checked)
+					return nil
+				},
+			},
+			{
+				Name:      "table",
+				Usage:     "print results saved with --json-out as a table",
+				ArgsUsage: "FILE.json...",
+				Action: func(c *cli.Context) error {
+					var all []*benchkit.Result
+					for _, f := range c.Args().Slice() {
+						rs, err := benchkit.ReadJSON(f)
+						if err != nil {
+							return err
+						}
+						all = append(all, rs...)
+					}
+					benchkit.PrintTable(stdout, all)
+					return nil
+				},
+			},
+		},
+	}
+}
+
+// expand turns the arguments into workload names ("all" is every workload).
+func expand(args []string) ([]string, error) {
+	if len(args) == 0 {
+		return nil, errors.New("name at least one workload: " + strings.Join(workloads, ", ") + ", or all")
+	}
+	var out []string
+	for _, a := range args {
+		if a == "all" {
+			out = append(out, workloads...)
+			continue
+		}
+		known := false
+		for _, w := range workloads {
+			known = known || w == a
+		}
+		if !known {
+			return nil, fmt.Errorf("unknown workload %q; known: %s, all", a, strings.Join(workloads, ", "))
+		}
+		out = append(out, a)
+	}
+	return out, nil
+}
+
+// run runs the named workloads one after another and reports them.
+func run(ctx context.Context, o options, names []string) ([]*benchkit.Result, error) {
+	if o.Clients < 0 || o.Leases <= 0 || o.Locks <= 0 || o.WaitMs <= 0 || o.TTL < 500*time.Millisecond || o.LeaseTTL < 500*time.Millisecond {
+		return nil, cli.Exit("--clients must be >= 0, --leases, --locks and --wait-ms > 0, --ttl and --lease-ttl >= 500ms", 2)
+	}
+	progress := o.Stderr
+	if o.Quiet {
+		progress = nil
+	}
+	hc := newHTTPClient(max(o.Clients, 256))
+	defer hc.close()
+	cv, err := discover(ctx, hc, o.Endpoints, o.PIDs, o.StateDir)
+	if err != nil {
+		return nil, err
+	}
+	b := &backend{hc: hc, cv: cv, ttlMs: o.TTL.Milliseconds(), waitMs: o.WaitMs}
+	var results []*benchkit.Result
+	logf(progress, "raftlock-bench on %s; %d server process(es) found for CPU readings %v", benchkit.Machine(), len(cv.pids), cv.pids)
+	for _, name := range names {
+		if err := b.aim(ctx, o); err != nil {
+			return results, err
+		}
+		var r *benchkit.Result
+		switch name {
+		case "keepalive":
+			r, err = runKeepalive(ctx, o, b, progress)
+		case "scale":
+			r, err = runScale(ctx, o, b, progress)
+		default:
+			clients := o.Clients
+			if clients == 0 {
+				clients = benchkit.DefaultClients(name)
+			}
+			r, err = benchkit.Run(ctx, b, benchkit.Config{Workload: name, Clients: clients, Duration: o.Duration, Warmup: o.Warmup, Progress: progress})
+		}
+		if err != nil {
+			return results, fmt.Errorf("%s: %w", name, err)
+		}
+		results = append(results, r)
+	}
+	if o.JSON {
+		if err := benchkit.WriteJSON(o.Stdout, results); err != nil {
+			return results, err
+		}
+	} else {
+		fmt.Fprintf(o.Stdout, "raftlock-bench, %s, %s\n\n", benchkit.Machine(), benchkit.Stamp())
+		benchkit.PrintTable(o.Stdout, results)
+	}
+	if o.JSONOut != "" {
+		f, err := os.Create(o.JSONOut)
+		if err != nil {
+			return results, err
+		}
+		defer f.Close()
+		if err := benchkit.WriteJSON(f, results); err != nil {
+			return results, err
+		}
+	}
+	return results, nil
+}
+
+// aim points the lock traffic at the leader (or at every endpoint with --target all).
+func (b *backend) aim(ctx context.Context, o options) error {
+	switch o.Target {
+	case "leader":
+		l, err := b.cv.leader(ctx, b.hc)
+		if err != nil {
+			return err
+		}
+		b.bases = []string{l.URL()}
+		b.target = fmt.Sprintf("all requests to the leader %s at %s", l.ID, l.URL())
+	case "all":
+		b.bases = nil
+		for _, ep := range o.Endpoints {
+			b.bases = append(b.bases, strings.TrimRight(ep, "/"))
+		}
+		b.target = fmt.Sprintf("clients spread over %s (followers forward to the leader)", strings.Join(b.bases, ", "))
+	default:
+		return cli.Exit(fmt.Sprintf("--target %q: want leader or all", o.Target), 2)
+	}
+	return nil
+}
+
+func logf(w io.Writer, format string, args ...any) {
+	if w != nil {
+		fmt.Fprintf(w, format+"\n", args...)
+	}
+}

@@ -1,0 +1,440 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/raftlock/raftlock/api"
+	"github.com/raftlock/raftlock/bench/benchkit"
+)
+
+// Issue 5's scale targets, stated for 1,000,000 held locks.
+const (
+	scaleTargetLocks   = 1_000_000
+	scaleTargetRSSMiB  = 1024
+	scaleTargetRestart = 10 // seconds to ready
+	scaleLeaseTTL      = 60 * time.Second
+	scaleDefaultFill   = 64
+	scaleSnapshotWait  = 2 * time.Minute
+	scaleReadyWait     = 2 * time.Minute
+)
+
+// runScale fills the cluster with --locks held locks and reports each node's memory,
+// the size and write time of a snapshot holding them all, and how long a follower takes
+// from restart to ready. The locks are held by a few leases (one per filling client),
+// kept alive, and revoked at the end unless --keep.
+func runScale(ctx context.Context, o options, b *backend, progress io.Writer) (*benchkit.Result, error) {
+	leader, err := b.cv.leader(ctx, b.hc)
+	if err != nil {
+		return nil, err
+	}
+	clients := o.Clients
+	if clients == 0 {
+		clients = scaleDefaultFill
+	}
+	total := o.Locks
+	prefix := "bench/" + strconv.FormatInt(time.Now().UnixNano(), 36) + "/scale/"
+	res := &benchkit.Result{System: "raftlock", Workload: "scale", Clients: clients, Op: "acquire",
+		Target: fmt.Sprintf("acquires to the leader %s at %s", leader.ID, leader.URL())}
+	before := memory(b.cv)
+	retries0 := b.Retries()
+
+	sessions := make([]*session, clients)
+	for i := range sessions {
+		if sessions[i], err = b.newSession(ctx, i, scaleLeaseTTL.Milliseconds()); err != nil {
+			closeAll(sessions)
+			return nil, err
+		}
+	}
+	released := false
+	defer func() {
+		if !released {
+			closeAll(sessions)
+		}
+	}()
+
+	// Fill.
+	var next, held, errs atomic.Int64
+	var mu sync.Mutex
+	var errSamples []string
+	lat := make([][]time.Duration, clients)
+	meter := benchkit.NewCPUMeter(b.cv.pids)
+	meter.Start()
+	var wg sync.WaitGroup
+	for i, s := range sessions {
+		body, _ := json.Marshal(api.AcquireRequest{LeaseID: s.lease})
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				j := next.Add(1) - 1
+				if j >= int64(total) {
+					return
+				}
+				start := time.Now()
+				if _, err := s.acquire(ctx, fmt.Sprintf("%s%07d", prefix, j), body, 0); err != nil {
+					if ctx.Err() == nil {
+						errs.Add(1)
+						mu.Lock()
+						if len(errSamples) < 5 {
+							errSamples = append(errSamples, err.Error())
+						}
+						mu.Unlock()
+					}
+					continue
+				}
+				lat[i] = append(lat[i], time.Since(start))
+				held.Add(1)
+			}
+		}()
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	fillStart, lastHeld, lastT := time.Now(), int64(0), time.Now()
+	for waiting := true; waiting; {
+		select {
+		case <-done:
+			waiting = false
+		case <-ctx.Done():
+			<-done
+			return nil, ctx.Err()
+		case now := <-time.After(time.Second):
+			h := held.Load()
+			logf(progress, "raftlock scale       %3.0fs  %8d of %d locks held  %8.0f acquires/s  errors %d",
+				now.Sub(fillStart).Seconds(), h, total, float64(h-lastHeld)/now.Sub(lastT).Seconds(), errs.Load())
+			lastHeld, lastT = h, now
+		}
+	}
+	use := meter.Stop()
+	res.Ops, res.Errors, res.ErrSamples, res.Retries = held.Load(), errs.Load(), errSamples, b.Retries()-retries0
+	var all []time.Duration
+	for _, l := range lat {
+		all = append(all, l...)
+	}
+	res.Latency = benchkit.Summarize(all)
+	res.SetCPU(use)
+	res.Metrics = append(res.Metrics, benchkit.Metric{Name: "locks held", Value: float64(res.Ops), Unit: fmt.Sprintf("(by %d leases, filled in %.1f s)", clients, use.Wall.Seconds())})
+	info, err := nodeInfo(ctx, b.hc, leader)
+	if err != nil {
+		return nil, err
+	}
+	fillEnd := info.CommitIndex
+
+	// Memory.
+	targetNote := ""
+	if res.Ops < scaleTargetLocks {
+		targetNote = fmt.Sprintf(" [target stated for %d locks]", scaleTargetLocks)
+	}
+	after := memory(b.cv)
+	for _, n := range b.cv.nodes {
+		m, ok := after[n.ID]
+		if !ok {
+			continue
+		}
+		rss := benchkit.Metric{Name: "RSS " + n.ID + targetNote, Value: float64(m.rss) / (1 << 20), Unit: fmt.Sprintf("MiB (peak %.0f MiB)", float64(m.peak)/(1<<20))}
+		res.Metrics = append(res.Metrics, rss.Check(true, scaleTargetRSSMiB))
+		if m0, ok := before[n.ID]; ok && res.Ops > 0 && m.rss > m0.rss {
+			res.Metrics = append(res.Metrics, benchkit.Metric{Name: "RSS growth per lock " + n.ID, Value: float64(m.rss-m0.rss) / float64(res.Ops), Unit: "bytes"})
+		}
+	}
+	if len(after) == 0 {
+		res.Notes = append(res.Notes, "memory not measured: no server process found (see --pids)")
+	}
+
+	// Snapshot.
+	if o.Snapshot {
+		if err := waitSnapshots(ctx, b, sessions, prefix, fillEnd, res, progress); err != nil {
+			res.Notes = append(res.Notes, "snapshot: "+err.Error())
+		}
+	}
+
+	// Restart one follower.
+	if o.Restart {
+		if err := restartFollower(ctx, o, b, leader, res, progress); err != nil {
+			res.Notes = append(res.Notes, "restart: "+err.Error())
+		}
+	}
+
+	if !o.Keep {
+		start := time.Now()
+		closeAll(sessions)
+		released = true
+		res.Metrics = append(res.Metrics, benchkit.Metric{Name: "revoking the leases (releasing every lock)", Value: time.Since(start).Seconds(), Unit: "s"})
+	} else {
+		released = true // --keep: leave the locks held (their leases expire once not kept alive)
+		for _, s := range sessions {
+			close(s.stop)
+			<-s.done
+		}
+		res.Notes = append(res.Notes, fmt.Sprintf("--keep: the locks stay held until their leases expire (TTL %v)", scaleLeaseTTL))
+	}
+	return res, nil
+}
+
+type mem struct{ rss, peak int64 }
+
+// memory reads each found node's resident set size.
+func memory(cv *clusterView) map[string]mem {
+	out := map[string]mem{}
+	for _, n := range cv.nodes {
+		if n.PID == 0 {
+			continue
+		}
+		if rss, peak, err := benchkit.ProcMem(n.PID); err == nil {
+			out[n.ID] = mem{rss, peak}
+		}
+	}
+	return out
+}
+
+func closeAll(sessions []*session) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var wg sync.WaitGroup
+	for _, s := range sessions {
+		if s != nil {
+			wg.Add(1)
+			go func() { defer wg.Done(); _ = s.Close(ctx) }()
+		}
+	}
+	wg.Wait()
+}
+
+// snapshotInfo describes a snapshot on disk in hashicorp/raft's file snapshot store:
+// DataDir/snapshots/TERM-INDEX-MILLIS/{state.bin,meta.json}.
+type snapshotInfo struct {
+	Index   uint64
+	Size    int64
+	Persist time.Duration // from the store creating it to meta.json being written
+}
+
+// latestSnapshot returns the newest complete snapshot under dataDir.
+func latestSnapshot(dataDir string) (snapshotInfo, bool) {
+	dir := filepath.Join(dataDir, "snapshots")
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return snapshotInfo{}, false
+	}
+	var best snapshotInfo
+	found := false
+	for _, e := range ents {
+		parts := strings.Split(e.Name(), "-")
+		if !e.IsDir() || strings.HasSuffix(e.Name(), ".tmp") || len(parts) != 3 {
+			continue
+		}
+		index, err1 := strconv.ParseUint(parts[1], 10, 64)
+		millis, err2 := strconv.ParseInt(parts[2], 10, 64)
+		st, err3 := os.Stat(filepath.Join(dir, e.Name(), "state.bin"))
+		meta, err4 := os.Stat(filepath.Join(dir, e.Name(), "meta.json"))
+		if errors.Join(err1, err2, err3, err4) != nil || (found && index <= best.Index) {
+			continue
+		}
+		best = snapshotInfo{Index: index, Size: st.Size(), Persist: meta.ModTime().Sub(time.UnixMilli(millis))}
+		found = true
+	}
+	return best, found
+}
+
+// waitSnapshots keeps the cluster busy with acquire/release cycles on spare locks (raft
+// snapshots only after enough new entries) until every node whose data directory is
+// known has a snapshot taken after the fill, then reports its size and write time, and
+// the longest cycle seen meanwhile (a snapshot is encoded while applying waits).
+func waitSnapshots(ctx context.Context, b *backend, sessions []*session, prefix string, fillEnd uint64, res *benchkit.Result, progress io.Writer) error {
+	var nodes []*node
+	for _, n := range b.cv.nodes {
+		if n.DataDir != "" {
+			nodes = append(nodes, n)
+		}
+	}
+	if len(nodes) == 0 {
+		return errors.New("no data directory known (the server processes were not found)")
+	}
+	fctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	var cycles atomic.Int64
+	var worst atomic.Int64
+	for i, s := range sessions {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			name := fmt.Sprintf("%sfiller/%d", prefix, i)
+			for fctx.Err() == nil {
+				start := time.Now()
+				tok, err := s.Lock(fctx, name)
+				if err == nil {
+					err = s.Unlock(fctx, name, tok)
+				}
+				if err != nil {
+					benchkit.Sleep(fctx, 10*time.Millisecond)
+					continue
+				}
+				cycles.Add(1)
+				if d := int64(time.Since(start)); d > worst.Load() {
+					worst.Store(d)
+				}
+			}
+		}()
+	}
+	defer func() { cancel(); wg.Wait() }()
+	start := time.Now()
+	for {
+		got := map[string]snapshotInfo{}
+		for _, n := range nodes {
+			if s, ok := latestSnapshot(n.DataDir); ok && s.Index >= fillEnd {
+				got[n.ID] = s
+			}
+		}
+		if len(got) == len(nodes) {
+			for _, n := range nodes {
+				s := got[n.ID]
+				res.Metrics = append(res.Metrics,
+					benchkit.Metric{Name: "snapshot size " + n.ID, Value: float64(s.Size) / (1 << 20), Unit: fmt.Sprintf("MiB (%.0f bytes per lock, index %d)", float64(s.Size)/float64(max(res.Ops, 1)), s.Index)},
+					benchkit.Metric{Name: "snapshot write " + n.ID, Value: s.Persist.Seconds(), Unit: "s (store created -> meta.json written)"})
+			}
+			res.Metrics = append(res.Metrics, benchkit.Metric{Name: "longest acquire+release cycle while snapshotting", Value: float64(worst.Load()) / 1e6, Unit: fmt.Sprintf("ms (%d cycles to reach the snapshot threshold, %.1f s)", cycles.Load(), time.Since(start).Seconds())})
+			return nil
+		}
+		if time.Since(start) > scaleSnapshotWait {
+			return fmt.Errorf("no snapshot after index %d on every node within %v", fillEnd, scaleSnapshotWait)
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		logf(progress, "raftlock scale       waiting for snapshots after index %d: %d of %d nodes, %d filler cycles", fillEnd, len(got), len(nodes), cycles.Load())
+		benchkit.Sleep(ctx, time.Second)
+	}
+}
+
+// restartFollower stops one follower (SIGTERM), starts it again with the same command
+// line, directory, environment and log file, and times it from start until it answers
+// /readyz and has applied everything the leader had committed when it was stopped.
+func restartFollower(ctx context.Context, o options, b *backend, leader *node, res *benchkit.Result, progress io.Writer) error {
+	var n *node
+	for _, c := range b.cv.nodes {
+		if c.ID != leader.ID && c.PID != 0 {
+			n = c
+			break
+		}
+	}
+	if n == nil {
+		return errors.New("no follower process found (see --pids)")
+	}
+	old := n.PID
+	args, err := benchkit.ProcArgs(old)
+	if err != nil {
+		return err
+	}
+	cwd, err := os.Readlink(fmt.Sprintf("/proc/%d/cwd", old))
+	if err != nil {
+		return err
+	}
+	exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", old))
+	if err != nil || strings.HasSuffix(exe, " (deleted)") {
+		exe = args[0]
+		if !filepath.IsAbs(exe) && strings.Contains(exe, "/") {
+			exe = filepath.Join(cwd, exe)
+		}
+	}
+	env, _ := os.ReadFile(fmt.Sprintf("/proc/%d/environ", old))
+	var logFile *os.File
+	if out, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/1", old)); err == nil && filepath.IsAbs(out) && !strings.HasPrefix(out, "/dev/") {
+		logFile, _ = os.OpenFile(out, os.O_WRONLY|os.O_APPEND, 0)
+	}
+	if logFile != nil {
+		defer logFile.Close()
+	}
+
+	logf(progress, "raftlock scale       restarting follower %s (pid %d)", n.ID, old)
+	stopStart := time.Now()
+	_ = syscall.Kill(old, syscall.SIGTERM)
+	for benchkit.ProcAlive(old) && time.Since(stopStart) < 15*time.Second {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if benchkit.ProcAlive(old) {
+		_ = syscall.Kill(old, syscall.SIGKILL)
+		for benchkit.ProcAlive(old) && time.Since(stopStart) < 20*time.Second {
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	stopTime := time.Since(stopStart)
+	info, err := nodeInfo(ctx, b.hc, leader)
+	if err != nil {
+		return err
+	}
+	target := info.CommitIndex
+
+	cmd := exec.Command(exe, args[1:]...)
+	cmd.Dir = cwd
+	if len(env) > 0 {
+		cmd.Env = strings.Split(strings.TrimRight(string(env), "\x00"), "\x00")
+	}
+	if logFile != nil {
+		cmd.Stdout, cmd.Stderr = logFile, logFile
+	}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true} // outlives this benchmark
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("starting %s again: %w", n.ID, err)
+	}
+	go func() { _ = cmd.Wait() }()
+	n.PID = cmd.Process.Pid
+	for i, p := range b.cv.pids {
+		if p == old {
+			b.cv.pids[i] = n.PID
+		}
+	}
+	updatePIDFile(o.StateDir, old, n.PID)
+
+	var ready time.Duration
+	for {
+		if time.Since(start) > scaleReadyWait {
+			return fmt.Errorf("%s not ready within %v of its restart", n.ID, scaleReadyWait)
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		cctx, cancel := context.WithTimeout(ctx, time.Second)
+		err := b.hc.do(cctx, "GET", n.URL()+"/readyz", nil, nil)
+		cancel()
+		if err == nil {
+			if ni, err := nodeInfo(ctx, b.hc, n); err == nil && ni.AppliedIndex >= target {
+				ready = time.Since(start)
+				break
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	m := benchkit.Metric{Name: "restart to ready " + n.ID, Value: ready.Seconds(), Unit: fmt.Sprintf("s (stopping took %.1f s)", stopTime.Seconds())}
+	res.Metrics = append(res.Metrics, m.Check(true, scaleTargetRestart))
+	if rss, peak, err := benchkit.ProcMem(n.PID); err == nil {
+		res.Metrics = append(res.Metrics, benchkit.Metric{Name: "RSS after restart " + n.ID, Value: float64(rss) / (1 << 20), Unit: fmt.Sprintf("MiB (peak %.0f MiB)", float64(peak)/(1<<20))})
+	}
+	logf(progress, "raftlock scale       %s ready %.2f s after its restart (pid %d)", n.ID, ready.Seconds(), n.PID)
+	return nil
+}
+
+// updatePIDFile points the pid file of scripts/cluster.sh at the restarted process, so
+// that `scripts/cluster.sh stop` still stops it.
+func updatePIDFile(stateDir string, old, pid int) {
+	if stateDir == "" {
+		return
+	}
+	files, _ := filepath.Glob(filepath.Join(stateDir, "*", "pid"))
+	for _, f := range files {
+		if b, err := os.ReadFile(f); err == nil && strings.TrimSpace(string(b)) == strconv.Itoa(old) {
+			_ = os.WriteFile(f, []byte(strconv.Itoa(pid)+"\n"), 0o644)
+		}
+	}
+}
