@@ -19,6 +19,7 @@ const (
 	CodeNotHolder        = "not_holder"
 	CodeBodyTooLarge     = "body_too_large"
 	CodeNoLeader         = "no_leader"
+	CodeUnknownOutcome   = "unknown_outcome"
 	CodeInternal         = "internal"
 )
 
@@ -35,7 +36,7 @@ func Status(code string) int {
 		return http.StatusConflict
 	case CodeBodyTooLarge:
 		return http.StatusRequestEntityTooLarge
-	case CodeNoLeader:
+	case CodeNoLeader, CodeUnknownOutcome:
 		return http.StatusServiceUnavailable
 	default:
 		return http.StatusInternalServerError

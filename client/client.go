@@ -232,7 +232,7 @@ func (c *Client) ctxErr(ctx context.Context, r *request, last error) error {
 
 // retryable reports whether another endpoint (or a later attempt) may answer differently.
 func retryable(err error) bool {
-	return errors.Is(err, ErrUnavailable) || errors.Is(err, ErrNoLeader)
+	return errors.Is(err, ErrUnavailable) || errors.Is(err, ErrNoLeader) || errors.Is(err, ErrUnknownOutcome)
 }
 
 func (c *Client) getPreferred() int {

@@ -30,6 +30,10 @@ var (
 	// ErrNoLeader: the cluster has no leader (an election is running) and the caller's
 	// context ended before one was found (503 no_leader).
 	ErrNoLeader = errors.New("client: no leader")
+	// ErrUnknownOutcome: the cluster could not tell whether the request was applied
+	// (leadership changed while it was in flight; 503 unknown_outcome). The client retries:
+	// every operation is safe to repeat. Callers see it only once their context ends.
+	ErrUnknownOutcome = errors.New("client: outcome unknown")
 	// ErrUnavailable: an endpoint could not be reached or did not answer in time. The
 	// client tries the other endpoints; callers see it only once their context ends.
 	ErrUnavailable = errors.New("client: endpoint unavailable")
@@ -62,6 +66,8 @@ func codeSentinel(code string) error {
 		return ErrLeaseNotFound
 	case api.CodeNoLeader:
 		return ErrNoLeader
+	case api.CodeUnknownOutcome:
+		return ErrUnknownOutcome
 	case api.CodeInvalidJSON, api.CodeInvalidName, api.CodeInvalidTTL, api.CodeInvalidArgument,
 		api.CodeNotFound, api.CodeMethodNotAllowed, api.CodeBodyTooLarge:
 		return ErrInvalid

@@ -70,7 +70,7 @@ func (n *Node) KeepAlive(ctx context.Context, id fsm.LeaseID) (int64, error) {
 	case <-ctx.Done():
 		return 0, ctx.Err()
 	case <-t.C:
-		return 0, ErrNoLeader // the term ended with the request queued
+		return 0, ErrUnknownOutcome // queued, perhaps proposed, when the term ended
 	}
 }
 

@@ -29,7 +29,7 @@ func errorFor(err error) *api.Error {
 	case errors.Is(err, cluster.ErrNoLeader), errors.Is(err, cluster.ErrNotLeader):
 		return api.Errorf(api.CodeNoLeader, "no leader is available (an election is in progress); retry after the Retry-After delay")
 	case errors.Is(err, cluster.ErrUnknownOutcome):
-		return api.Errorf(api.CodeNoLeader, "leadership changed while the request was in flight; it may or may not have been applied, and is safe to retry")
+		return api.Errorf(api.CodeUnknownOutcome, "leadership changed while the request was in flight; it may or may not have been applied, and is safe to retry")
 	case errors.Is(err, cluster.ErrShutdown):
 		return api.Errorf(api.CodeNoLeader, "this node is shutting down; retry on another node")
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):

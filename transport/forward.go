@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"strconv"
 
@@ -51,7 +52,13 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, body []byte) {
 	resp, err := s.fwd.Do(req)
 	if err != nil {
 		s.log.Debug("forwarding to the leader failed", "leader", addr, "error", err)
-		writeError(w, api.Errorf(api.CodeNoLeader, "the leader at %s did not answer (%v); retry", addr, err))
+		var op *net.OpError
+		if errors.As(err, &op) && op.Op == "dial" {
+			// Nothing reached the leader: the request was certainly not applied.
+			writeError(w, api.Errorf(api.CodeNoLeader, "the leader at %s could not be reached (%v); retry", addr, err))
+			return
+		}
+		writeError(w, api.Errorf(api.CodeUnknownOutcome, "the connection to the leader at %s failed mid-request (%v); the request may or may not have been applied, and is safe to retry", addr, err))
 		return
 	}
 	defer resp.Body.Close()

@@ -67,4 +67,3 @@ func TestAPI_JoinThroughFollowerAndRemove(t *testing.T) {
 		return err == nil && len(info.Nodes) == 3
 	})
 }
-

@@ -37,6 +37,7 @@ node to a running cluster with --join pointing at any member's HTTP address.`,
 			&cli.DurationFlag{Name: "election-timeout", Usage: "raft election and heartbeat timeout", Value: 500 * time.Millisecond},
 			&cli.Uint64Flag{Name: "snapshot-threshold", Usage: "log entries between snapshots", Value: 8192},
 			&cli.Uint64Flag{Name: "trailing-logs", Usage: "log entries kept after a snapshot", Value: 10240},
+			&cli.DurationFlag{Name: "snapshot-interval", Usage: "how often raft checks whether a snapshot is due", Value: 10 * time.Second},
 			&cli.BoolFlag{Name: "unsafe-grant-without-commit", Hidden: true, Usage: "BREAKS SAFETY: for the verification harness's negative control only"},
 		},
 		Action: func(c *cli.Context) error {
@@ -64,6 +65,7 @@ node to a running cluster with --join pointing at any member's HTTP address.`,
 				LeaderLeaseTimeout: et / 2,
 				SnapshotThreshold:  c.Uint64("snapshot-threshold"),
 				TrailingLogs:       c.Uint64("trailing-logs"),
+				SnapshotInterval:   c.Duration("snapshot-interval"),
 
 				UnsafeGrantWithoutCommit: c.Bool("unsafe-grant-without-commit"),
 			}

@@ -1,0 +1,187 @@
+package checker
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+)
+
+// Operation kinds and outcomes, as the workload records them.
+const (
+	KindCreateLease = "create_lease"
+	KindKeepAlive   = "keepalive"
+	KindReadLease   = "read_lease"
+	KindRevoke      = "revoke"
+	KindAcquire     = "acquire"
+	KindRelease     = "release"
+	KindStatus      = "status"
+	KindCharge      = "charge"
+	KindReadAccount = "read_account"
+	KindPause       = "pause"
+
+	OutOK            = "ok"
+	OutHeld          = "lock_held"
+	OutWaitTimeout   = "wait_timeout"
+	OutNotHolder     = "not_holder"
+	OutLeaseNotFound = "lease_not_found"
+	OutStale         = "stale_token"
+	OutAmbiguous     = "ambiguous"
+	OutUnavailable   = "unavailable"
+	OutFailed        = "failed"
+)
+
+// Never is the return time of an ambiguous operation that might still take effect.
+const Never = math.MaxInt64
+
+// Op is one recorded operation (the JSON form of the workload's record).
+type Op struct {
+	ID          int      `json:"id"`
+	Workload    string   `json:"workload"`
+	Worker      int      `json:"worker"`
+	Kind        string   `json:"kind"`
+	Node        int      `json:"node"`
+	Lock        string   `json:"lock,omitempty"`
+	Lease       string   `json:"lease,omitempty"`
+	Owner       string   `json:"owner,omitempty"`
+	TTLMs       int64    `json:"ttl_ms,omitempty"`
+	WaitMs      int64    `json:"wait_ms,omitempty"`
+	Token       uint64   `json:"token,omitempty"`
+	Held        bool     `json:"held,omitempty"`
+	StatusOwner string   `json:"status_owner,omitempty"`
+	Locks       []string `json:"locks,omitempty"`
+	ChargeID    string   `json:"charge_id,omitempty"`
+	Account     string   `json:"account,omitempty"`
+	Amount      int64    `json:"amount,omitempty"`
+	Balance     int64    `json:"balance,omitempty"`
+	Call        int64    `json:"call"`
+	Return      int64    `json:"return"`
+	Outcome     string   `json:"outcome"`
+	Err         string   `json:"err,omitempty"`
+}
+
+// String renders an op for counterexamples.
+func (o Op) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "#%d %s w%d %s", o.ID, o.Workload, o.Worker, o.Kind)
+	if o.Lock != "" {
+		fmt.Fprintf(&b, " lock=%s", o.Lock)
+	}
+	if o.Owner != "" {
+		fmt.Fprintf(&b, " owner=%s", o.Owner)
+	}
+	if o.ChargeID != "" {
+		fmt.Fprintf(&b, " charge=%s", o.ChargeID)
+	}
+	if o.Token != 0 {
+		fmt.Fprintf(&b, " token=%d", o.Token)
+	}
+	if o.Kind == KindStatus && o.Outcome == OutOK {
+		fmt.Fprintf(&b, " held=%v by=%q", o.Held, o.StatusOwner)
+	}
+	fmt.Fprintf(&b, " [%s, %s] -> %s", ms(o.Call), ms(o.Return), o.Outcome)
+	if o.Err != "" && o.Outcome != OutOK {
+		e := o.Err
+		if len(e) > 120 {
+			e = e[:120] + "..."
+		}
+		fmt.Fprintf(&b, " (%s)", e)
+	}
+	return b.String()
+}
+
+// ms renders a clock reading in milliseconds.
+func ms(t int64) string {
+	if t == Never {
+		return "never"
+	}
+	return fmt.Sprintf("%.3fms", float64(t)/1e6)
+}
+
+// Verdict is one checker's judgement.
+type Verdict struct {
+	// Checker names the checker.
+	Checker string
+	// Checked counts what it examined (operations, partitions, grants...).
+	Checked int
+	// Anomalies counts what it found wrong; zero means the check passed.
+	Anomalies int
+	// Kinds counts the anomalies by kind (for the negative controls).
+	Kinds map[string]int
+	// Examples are counterexamples, a few per kind.
+	Examples []string
+	// Files are artifacts written for a failure (visualizations).
+	Files []string
+}
+
+func newVerdict(name string) *Verdict { return &Verdict{Checker: name, Kinds: map[string]int{}} }
+
+// add records one anomaly of kind with its counterexample.
+func (v *Verdict) add(kind, example string) {
+	v.Anomalies++
+	v.Kinds[kind]++
+	if v.Kinds[kind] <= 3 {
+		v.Examples = append(v.Examples, kind+": "+example)
+	}
+}
+
+// OK reports whether the checker found nothing wrong.
+func (v *Verdict) OK() bool { return v.Anomalies == 0 }
+
+// String is the verdict's report: one line, then the counterexamples.
+func (v *Verdict) String() string {
+	var b strings.Builder
+	if v.OK() {
+		fmt.Fprintf(&b, "%-13s PASS  (%d checked)", v.Checker, v.Checked)
+		return b.String()
+	}
+	var kinds []string
+	for k, n := range v.Kinds {
+		kinds = append(kinds, fmt.Sprintf("%s=%d", k, n))
+	}
+	sort.Strings(kinds)
+	fmt.Fprintf(&b, "%-13s FAIL  %d anomalies (%s) in %d checked", v.Checker, v.Anomalies, strings.Join(kinds, ", "), v.Checked)
+	for _, e := range v.Examples {
+		fmt.Fprintf(&b, "\n    %s", e)
+	}
+	for _, f := range v.Files {
+		fmt.Fprintf(&b, "\n    see %s", f)
+	}
+	return b.String()
+}
+
+// Merge adds another run's verdict of the same checker into v.
+func (v *Verdict) Merge(o *Verdict) {
+	if v.Kinds == nil {
+		v.Kinds = map[string]int{}
+	}
+	v.Checked += o.Checked
+	v.Anomalies += o.Anomalies
+	for k, n := range o.Kinds {
+		v.Kinds[k] += n
+	}
+	if len(v.Examples) < 12 {
+		v.Examples = append(v.Examples, o.Examples...)
+	}
+	v.Files = append(v.Files, o.Files...)
+}
+
+// byLock groups ops by lock name, keeping order.
+func byLock(ops []Op, keep func(Op) bool) map[string][]Op {
+	out := map[string][]Op{}
+	for _, o := range ops {
+		if o.Lock != "" && keep(o) {
+			out[o.Lock] = append(out[o.Lock], o)
+		}
+	}
+	return out
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,351 @@
+package checker
+
+import (
+	"fmt"
+	"hash/fnv"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+)
+
+// lockState is the model's state of one lock.
+type lockState struct {
+	// Holder is the owner label of the lease that holds the lock; "" when free.
+	Holder string
+	// Token is the holder's token; 0 when unknown (granted by an ambiguous acquire).
+	Token uint64
+	// Floor is the highest token granted so far: a new grant must exceed it.
+	Floor uint64
+}
+
+// linInput is a lock operation.
+type linInput struct {
+	Kind  string
+	Owner string
+	Token uint64 // release
+}
+
+// linOutput is its answer.
+type linOutput struct {
+	Outcome string
+	Token   uint64 // grant, status
+	Held    bool   // status
+	Owner   string // status
+}
+
+func free(s lockState, floor uint64) lockState {
+	if floor < s.Floor {
+		floor = s.Floor
+	}
+	return lockState{Floor: floor}
+}
+
+// lockStep is the model: every state the lock can be in after the operation, given that it
+// answered out. None means the answer is impossible from s.
+func lockStep(s lockState, in linInput, out linOutput) []lockState {
+	mine := s.Holder != "" && s.Holder == in.Owner
+	switch in.Kind {
+	case KindAcquire:
+		switch out.Outcome {
+		case OutOK:
+			if s.Holder == "" && out.Token > s.Floor {
+				return []lockState{{Holder: in.Owner, Token: out.Token, Floor: out.Token}}
+			}
+			if mine && (s.Token == out.Token || (s.Token == 0 && out.Token > s.Floor)) {
+				return []lockState{{Holder: in.Owner, Token: out.Token, Floor: max(s.Floor, out.Token)}}
+			}
+			return nil
+		case OutHeld:
+			if s.Holder != "" && !mine {
+				return []lockState{s}
+			}
+			return nil
+		case OutLeaseNotFound:
+			// A lease that does not exist holds nothing.
+			if mine {
+				return nil
+			}
+			return []lockState{s}
+		case OutAmbiguous:
+			if s.Holder == "" {
+				return []lockState{s, {Holder: in.Owner, Token: 0, Floor: s.Floor}}
+			}
+			return []lockState{s}
+		}
+	case KindRelease:
+		matches := mine && (s.Token == in.Token || (s.Token == 0 && in.Token > s.Floor))
+		switch out.Outcome {
+		case OutOK:
+			if matches {
+				return []lockState{free(s, in.Token)}
+			}
+			return nil
+		case OutNotHolder, OutLeaseNotFound:
+			if mine && s.Token == in.Token {
+				return nil
+			}
+			if mine && out.Outcome == OutLeaseNotFound {
+				return nil
+			}
+			return []lockState{s}
+		case OutAmbiguous:
+			if matches {
+				return []lockState{s, free(s, in.Token)}
+			}
+			return []lockState{s}
+		}
+	case KindRevoke:
+		switch out.Outcome {
+		case OutOK:
+			if mine {
+				return []lockState{free(s, s.Token)}
+			}
+			return []lockState{s}
+		case OutLeaseNotFound:
+			if mine {
+				return nil
+			}
+			return []lockState{s}
+		case OutAmbiguous:
+			if mine {
+				return []lockState{s, free(s, s.Token)}
+			}
+			return []lockState{s}
+		}
+	case KindStatus:
+		if !out.Held {
+			if s.Holder == "" {
+				return []lockState{s}
+			}
+			return nil
+		}
+		if s.Holder == "" || s.Holder != out.Owner {
+			return nil
+		}
+		if s.Token == out.Token {
+			return []lockState{s}
+		}
+		if s.Token == 0 && out.Token > s.Floor {
+			return []lockState{{Holder: s.Holder, Token: out.Token, Floor: out.Token}}
+		}
+		return nil
+	}
+	// Anything else has no effect on the lock.
+	return []lockState{s}
+}
+
+// LockModel is the porcupine model of one lock with fencing tokens.
+var LockModel = porcupine.NondeterministicModel{
+	Init: func() []interface{} { return []interface{}{lockState{}} },
+	Step: func(state, input, output interface{}) []interface{} {
+		next := lockStep(state.(lockState), input.(linInput), output.(linOutput))
+		out := make([]interface{}, len(next))
+		for i, s := range next {
+			out[i] = s
+		}
+		return out
+	},
+	Hash: func(state interface{}) uint64 {
+		s := state.(lockState)
+		h := fnv.New64a()
+		fmt.Fprintf(h, "%s|%d|%d", s.Holder, s.Token, s.Floor)
+		return h.Sum64()
+	},
+	DescribeOperation: func(input, output interface{}) string {
+		in, out := input.(linInput), output.(linOutput)
+		switch in.Kind {
+		case KindAcquire:
+			if out.Outcome == OutOK {
+				return fmt.Sprintf("acquire(%s) -> token %d", in.Owner, out.Token)
+			}
+			return fmt.Sprintf("acquire(%s) -> %s", in.Owner, out.Outcome)
+		case KindRelease:
+			return fmt.Sprintf("release(%s, %d) -> %s", in.Owner, in.Token, out.Outcome)
+		case KindRevoke:
+			return fmt.Sprintf("revoke(%s) -> %s", in.Owner, out.Outcome)
+		case KindStatus:
+			if out.Held {
+				return fmt.Sprintf("status -> held by %s, token %d", out.Owner, out.Token)
+			}
+			return "status -> free"
+		}
+		return in.Kind
+	},
+	DescribeState: func(state interface{}) string {
+		s := state.(lockState)
+		if s.Holder == "" {
+			return fmt.Sprintf("free (floor %d)", s.Floor)
+		}
+		tok := "?"
+		if s.Token != 0 {
+			tok = fmt.Sprint(s.Token)
+		}
+		return fmt.Sprintf("%s holds token %s (floor %d)", s.Holder, tok, s.Floor)
+	},
+}
+
+// LinOptions tunes CheckLinearizable.
+type LinOptions struct {
+	// Dir, when set, receives a porcupine visualization (HTML) of each failing lock.
+	Dir string
+	// Timeout bounds the check of one lock; zero means 60 s. A timeout fails the run.
+	Timeout time.Duration
+}
+
+// LinHistory returns the porcupine operations of one lock: its acquire, release and status
+// operations, and the revokes of every lease that touched it, with ambiguous operations'
+// return times closed at the next definite revoke of their lease. Status reads that failed
+// are dropped (a read has no effect); so are definite failures (nothing was applied).
+func LinHistory(lockOps []Op, all []Op) []porcupine.Operation {
+	owners := map[string]bool{}
+	for _, o := range lockOps {
+		if o.Owner != "" {
+			owners[o.Owner] = true
+		}
+	}
+	// Definite revokes per owner, by call time.
+	revokes := map[string][]Op{}
+	var revokeOps []Op
+	for _, o := range all {
+		if o.Kind == KindRevoke && owners[o.Owner] {
+			revokeOps = append(revokeOps, o)
+			if o.Outcome == OutOK || o.Outcome == OutLeaseNotFound {
+				revokes[o.Owner] = append(revokes[o.Owner], o)
+			}
+		}
+	}
+	for _, rs := range revokes {
+		sort.Slice(rs, func(i, j int) bool { return rs[i].Call < rs[j].Call })
+	}
+	closeAt := func(o Op) int64 {
+		for _, r := range revokes[o.Owner] {
+			if r.Call >= o.Call && r.ID != o.ID {
+				return r.Return
+			}
+		}
+		return Never
+	}
+	var hist []porcupine.Operation
+	add := func(o Op) {
+		switch o.Outcome {
+		case OutUnavailable, OutFailed, OutWaitTimeout:
+			return
+		}
+		if o.Kind == KindStatus && o.Outcome != OutOK {
+			return
+		}
+		ret := o.Return
+		if o.Outcome == OutAmbiguous {
+			ret = closeAt(o)
+		}
+		hist = append(hist, porcupine.Operation{
+			ClientId: o.Worker,
+			Input:    linInput{Kind: o.Kind, Owner: o.Owner, Token: inToken(o)},
+			Call:     o.Call,
+			Output:   linOutput{Outcome: o.Outcome, Token: outToken(o), Held: o.Held, Owner: o.StatusOwner},
+			Return:   ret,
+			Metadata: fmt.Sprintf("op #%d on n%d", o.ID, o.Node+1),
+		})
+	}
+	for _, o := range lockOps {
+		switch o.Kind {
+		case KindAcquire, KindRelease, KindStatus:
+			add(o)
+		}
+	}
+	for _, o := range revokeOps {
+		add(o)
+	}
+	return hist
+}
+
+func inToken(o Op) uint64 {
+	if o.Kind == KindRelease {
+		return o.Token
+	}
+	return 0
+}
+
+func outToken(o Op) uint64 {
+	if o.Kind == KindAcquire || o.Kind == KindStatus {
+		return o.Token
+	}
+	return 0
+}
+
+var unsafeName = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
+
+// CheckLinearizable checks every lock of the lin workload (ops whose Workload is "lin").
+func CheckLinearizable(ops []Op, opt LinOptions) *Verdict {
+	v := newVerdict("linearizable")
+	if opt.Timeout == 0 {
+		opt.Timeout = 60 * time.Second
+	}
+	locks := byLock(ops, func(o Op) bool { return o.Workload == "lin" })
+	model := LockModel.ToModel()
+	for _, name := range sortedKeys(locks) {
+		hist := LinHistory(locks[name], ops)
+		v.Checked += len(hist)
+		res, info := porcupine.CheckOperationsVerbose(model, hist, opt.Timeout)
+		if res == porcupine.Ok {
+			continue
+		}
+		kind := "illegal"
+		if res == porcupine.Unknown {
+			kind = "timeout"
+		}
+		example := fmt.Sprintf("lock %s: porcupine says %s over %d operations", name, res, len(hist))
+		if res == porcupine.Illegal {
+			example += "; longest partial linearization ends before: " + firstUnlinearized(info, hist)
+		}
+		if opt.Dir != "" {
+			path := filepath.Join(opt.Dir, "lin-"+unsafeName.ReplaceAllString(name, "_")+".html")
+			if err := os.MkdirAll(opt.Dir, 0o755); err == nil {
+				if err := porcupine.VisualizePath(model, info, path); err == nil {
+					v.Files = append(v.Files, path)
+				}
+			}
+		}
+		v.add(kind, example)
+	}
+	return v
+}
+
+// firstUnlinearized describes the operations that the longest partial linearization could
+// not place, earliest call first (a hint of where the history breaks).
+func firstUnlinearized(info porcupine.LinearizationInfo, hist []porcupine.Operation) string {
+	parts := info.PartialLinearizations()
+	if len(parts) == 0 {
+		return "?"
+	}
+	best := []int{}
+	for _, p := range parts[0] {
+		if len(p) > len(best) {
+			best = p
+		}
+	}
+	placed := map[int]bool{}
+	for _, i := range best {
+		placed[i] = true
+	}
+	var rest []int
+	for i := range hist {
+		if !placed[i] {
+			rest = append(rest, i)
+		}
+	}
+	sort.Slice(rest, func(a, b int) bool { return hist[rest[a]].Call < hist[rest[b]].Call })
+	out := ""
+	for k, i := range rest {
+		if k == 3 {
+			break
+		}
+		o := hist[i]
+		out += fmt.Sprintf("[%s %s at %s..%s] ", LockModel.DescribeOperation(o.Input, o.Output), o.Metadata, ms(o.Call), ms(o.Return))
+	}
+	return out
+}

@@ -1,0 +1,8 @@
+// Package harness runs the pieces of a verification campaign that are processes or servers:
+// a cluster of `raftlock serve` processes whose advertised Raft addresses can point at
+// fault-injecting proxies (Cluster), and a fenced ledger over SQLite (Ledger).
+//
+// It waits on conditions with deadlines, never on fixed sleeps, and returns errors instead
+// of failing the test where a campaign must record the failure and go on (a node that will
+// not restart is a liveness finding, not a harness crash).
+package harness

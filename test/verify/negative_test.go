@@ -1,0 +1,72 @@
+package verify
+
+import (
+	"testing"
+	"time"
+
+	"github.com/raftlock/raftlock/test/verify/nemesis"
+)
+
+// negativeConfig is a small campaign for the negative controls: the checkers must fail it.
+func negativeConfig(t *testing.T, name string) campaignConfig {
+	return campaignConfig{
+		Name: name, Seed: envSeed(t), Nodes: 3, Rounds: 3, Budget: 40 * time.Second,
+		Kinds:   []nemesis.Kind{nemesis.Calm},
+		MinHold: 3 * time.Second, MaxHold: 4 * time.Second,
+		Warmup: 500 * time.Millisecond, After: 500 * time.Millisecond,
+		LinWorkers: 4, LinLocks: 2, BankWorkers: 4, BankLocks: 2,
+		BankTTLMs: 1000, BankWaitMs: 1500, PauseProb: 0.3,
+		Fenced: true, LivenessSlack: 1500 * time.Millisecond,
+		Artifacts: t.TempDir(), // these runs fail on purpose; keep nothing
+	}
+}
+
+// TestNegativeControlFencingOff runs the bank workload against a ledger whose fence check is
+// off: the fencing checker must report stale writes accepted and jobs applied twice.
+func TestNegativeControlFencingOff(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts server processes; skipped with -short")
+	}
+	cfg := negativeConfig(t, "nofence")
+	cfg.Fenced = false
+	cfg.LinWorkers = 0
+	cfg.BankWorkers, cfg.PauseProb = 6, 0.5
+	cfg.Target = 1 // stop after the first round that shows both anomalies (checked below)
+	var res *campaignResult
+	for attempt := 0; attempt < 3; attempt++ {
+		res = runCampaign(t, cfg)
+		if res.Fencing.StaleAccepted > 0 && res.Fencing.DoubleJobs > 0 {
+			break
+		}
+		cfg.Seed++
+	}
+	t.Logf("\n%s\n%s", res.table(), res.verdictReport())
+	if res.Fencing.StaleAccepted == 0 || res.Fencing.DoubleJobs == 0 {
+		t.Fatalf("with fencing off the checker found %d stale writes accepted and %d jobs applied twice; it must find both",
+			res.Fencing.StaleAccepted, res.Fencing.DoubleJobs)
+	}
+	if res.Verdicts["fencing"].OK() {
+		t.Fatal("the fencing verdict passed a ledger without fencing")
+	}
+}
+
+// TestNegativeControlUnsafeServer runs the lin workload against servers started with
+// --unsafe-grant-without-commit (a follower grants a free-looking lock at once without
+// consensus): the linearizability checker, or the timing checker, must report it.
+func TestNegativeControlUnsafeServer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts server processes; skipped with -short")
+	}
+	cfg := negativeConfig(t, "unsafe")
+	cfg.Extra = []string{"--unsafe-grant-without-commit"}
+	cfg.BankWorkers = 2
+	cfg.Rounds = 2
+	res := runCampaign(t, cfg)
+	t.Logf("\n%s\n%s", res.table(), res.verdictReport())
+	if res.Verdicts["linearizable"].OK() && res.Verdicts["timing"].OK() {
+		t.Fatal("a server that grants without consensus passed the linearizability and timing checkers")
+	}
+	if res.Verdicts["linearizable"].OK() {
+		t.Errorf("only the timing checker caught the unsafe server; the linearizability checker should too")
+	}
+}

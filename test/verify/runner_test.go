@@ -1,0 +1,479 @@
+package verify
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/raftlock/raftlock/test/verify/checker"
+	"github.com/raftlock/raftlock/test/verify/harness"
+	"github.com/raftlock/raftlock/test/verify/nemesis"
+	"github.com/raftlock/raftlock/test/verify/workload"
+)
+
+// campaignConfig configures a campaign: a sequence of rounds, each running the workloads on
+// fresh locks while one fault is injected and healed, then checking the round's history.
+type campaignConfig struct {
+	Name  string
+	Seed  int64
+	Nodes int
+	// Rounds is the most rounds to run; Budget stops starting new rounds once spent;
+	// Target stops once that many competitions have been counted (0: no target).
+	Rounds int
+	Budget time.Duration
+	Target int
+	Kinds  []nemesis.Kind
+	// Fault hold times.
+	MinHold, MaxHold, SnapshotHold time.Duration
+	// Warmup runs the workload before the fault; After runs it after the liveness probe.
+	Warmup, After time.Duration
+
+	LinWorkers, LinLocks   int
+	BankWorkers, BankLocks int
+	BankTTLMs, BankWaitMs  int64
+	PauseProb              float64
+	ElectionTimeout        time.Duration
+	Extra                  []string // serve flags
+	Fenced                 bool
+	// LivenessSlack is added to TTL + 2 election timeouts for the liveness bound.
+	LivenessSlack time.Duration
+	// Artifacts is where a failing round leaves its history; empty: a temp dir.
+	Artifacts string
+	// StopOnAnomaly ends the campaign after the first round with an anomaly.
+	StopOnAnomaly bool
+}
+
+// campaignResult is what a campaign measured and found.
+type campaignResult struct {
+	Seed          int64
+	Rounds        int
+	Elapsed       time.Duration
+	Faults        map[nemesis.Kind]int
+	FaultErrors   []string
+	Ops           int
+	Grants        int
+	Competitions  int
+	BankCompet    int
+	Pauses        int
+	Ambiguous     int
+	Fencing       checker.FencingStats
+	Verdicts      map[string]*checker.Verdict
+	MaxRecovery   time.Duration
+	LivenessBound time.Duration
+	Net           nemesis.NetStats
+	Snapshots     int
+	Artifacts     string
+}
+
+var checkerOrder = []string{"linearizable", "fencing", "tokens", "acknowledged", "timing", "liveness"}
+
+// envSeed returns RAFTLOCK_VERIFY_SEED if set, else a fresh seed.
+func envSeed(t testing.TB) int64 {
+	if s := os.Getenv("RAFTLOCK_VERIFY_SEED"); s != "" {
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			t.Fatalf("RAFTLOCK_VERIFY_SEED=%q: %v", s, err)
+		}
+		return n
+	}
+	return time.Now().UnixNano() % 1_000_000_000
+}
+
+// envInt returns the integer in environment variable name, or def.
+func envInt(t testing.TB, name string, def int) int {
+	if s := os.Getenv(name); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil {
+			t.Fatalf("%s=%q: %v", name, s, err)
+		}
+		return n
+	}
+	return def
+}
+
+// campaign is a running campaign.
+type campaign struct {
+	t      testing.TB
+	cfg    campaignConfig
+	net    *nemesis.Net
+	cl     *harness.Cluster
+	ledger *harness.Ledger
+	clock  *workload.Clock
+	res    *campaignResult
+}
+
+func runCampaign(t *testing.T, cfg campaignConfig) *campaignResult {
+	t.Helper()
+	if cfg.ElectionTimeout == 0 {
+		cfg.ElectionTimeout = 500 * time.Millisecond
+	}
+	if cfg.Artifacts == "" {
+		cfg.Artifacts = filepath.Join(os.TempDir(), fmt.Sprintf("raftlock-verify-%s-%d", cfg.Name, cfg.Seed))
+	}
+	t.Logf("campaign %s: seed %d (replay: RAFTLOCK_VERIFY_SEED=%d), %d nodes, faults %v", cfg.Name, cfg.Seed, cfg.Seed, cfg.Nodes, cfg.Kinds)
+	c := &campaign{t: t, cfg: cfg, clock: workload.NewClock(), res: &campaignResult{
+		Seed: cfg.Seed, Faults: map[nemesis.Kind]int{}, Verdicts: map[string]*checker.Verdict{}, Artifacts: cfg.Artifacts,
+		LivenessBound: time.Duration(cfg.BankTTLMs)*time.Millisecond + 2*cfg.ElectionTimeout + cfg.LivenessSlack,
+	}}
+	for _, name := range checkerOrder {
+		c.res.Verdicts[name] = &checker.Verdict{Checker: name, Kinds: map[string]int{}}
+	}
+	var cl *harness.Cluster
+	c.net = nemesis.NewNet(cfg.Nodes, nemesis.ProcSource(func() map[int]int {
+		if cl == nil {
+			return nil
+		}
+		return cl.Pids()
+	}))
+	t.Cleanup(c.net.Close)
+	var err error
+	cl, err = harness.NewCluster(t, harness.ClusterConfig{
+		N: cfg.Nodes, ElectionTimeout: cfg.ElectionTimeout, Extra: cfg.Extra,
+		Advertise: func(i int, bind string) (string, error) { return c.net.Listen(i, bind) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.cl = cl
+	if c.ledger, err = harness.StartLedger(t, cfg.Fenced); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	_, err = cl.WaitLeader(ctx)
+	cancel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := nemesis.Plan(cfg.Seed, cfg.Rounds, cfg.Kinds, cfg.MinHold, cfg.MaxHold, cfg.SnapshotHold)
+	start := time.Now()
+	for r, f := range plan {
+		if cfg.Budget > 0 && time.Since(start) > cfg.Budget {
+			t.Logf("budget of %v spent after %d rounds", cfg.Budget, r)
+			break
+		}
+		if cfg.Target > 0 && c.res.Competitions >= cfg.Target {
+			break
+		}
+		anomalies := c.round(r, f)
+		c.res.Rounds++
+		if anomalies > 0 && cfg.StopOnAnomaly {
+			break
+		}
+	}
+	c.res.Elapsed = time.Since(start)
+	c.res.Net = c.net.Stats()
+	for i := 0; i < cfg.Nodes; i++ {
+		c.res.Snapshots += strings.Count(cl.Log(i), "Installed remote snapshot")
+	}
+	if c.anomalies() > 0 {
+		c.saveLogs()
+	}
+	return c.res
+}
+
+func (c *campaign) anomalies() int {
+	n := 0
+	for _, v := range c.res.Verdicts {
+		n += v.Anomalies
+	}
+	return n
+}
+
+// round runs one round with fault f and returns the anomalies it found.
+func (c *campaign) round(r int, f nemesis.Fault) int {
+	t, cfg := c.t, c.cfg
+	rec := workload.NewRecorder(c.clock)
+	eps := c.cl.Endpoints()
+	var linLocks, bankLocks, accounts []string
+	for i := 0; i < cfg.LinLocks; i++ {
+		linLocks = append(linLocks, fmt.Sprintf("lin/r%d/%d", r, i))
+	}
+	for i := 0; i < cfg.BankLocks; i++ {
+		bankLocks = append(bankLocks, fmt.Sprintf("bank/r%d/%d", r, i))
+		accounts = append(accounts, fmt.Sprintf("r%d-a%d", r, i))
+	}
+	const opening = 1_000_000_000_000
+	setup := workload.NewClient(eps, c.ledger.URL, rec, "setup", 0, cfg.Seed+int64(r))
+	defer setup.Close()
+	bg := context.Background()
+	for _, a := range accounts {
+		if err := setup.SetupAccount(bg, a, opening); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The liveness probe's lock, held by a lease that is abandoned when the fault heals.
+	live := fmt.Sprintf("live/r%d", r)
+	probe := workload.NewClient(eps, c.ledger.URL, rec, "probe", 0, cfg.Seed*31+int64(r))
+	defer probe.Close()
+	hctx, hcancel := context.WithTimeout(bg, 30*time.Second)
+	abandon, err := workload.Hold(hctx, probe, live, cfg.BankTTLMs)
+	hcancel()
+	if err != nil {
+		c.res.FaultErrors = append(c.res.FaultErrors, fmt.Sprintf("round %d: probe could not take %s before the fault: %v", r, live, err))
+		abandon = func() {}
+	}
+
+	wctx, stop := context.WithCancel(bg)
+	var wg sync.WaitGroup
+	for w := 0; w < cfg.LinWorkers; w++ {
+		cli := workload.NewClient(eps, c.ledger.URL, rec, "lin", w, cfg.Seed*1000+int64(r*100+w))
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer cli.Close()
+			workload.RunLin(wctx, cli, workload.LinConfig{Locks: linLocks}, 20*time.Second)
+		}()
+	}
+	for w := 0; w < cfg.BankWorkers; w++ {
+		cli := workload.NewClient(eps, c.ledger.URL, rec, "bank", w, cfg.Seed*2000+int64(r*100+w))
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer cli.Close()
+			workload.RunBank(wctx, cli, workload.BankConfig{Locks: bankLocks, Accounts: accounts, TTLMs: cfg.BankTTLMs,
+				WaitMs: cfg.BankWaitMs, PauseProb: cfg.PauseProb, PauseMin: 1.2, PauseMax: 2.5})
+		}()
+	}
+	obs := workload.NewClient(eps, c.ledger.URL, rec, "observer", 0, cfg.Seed*3000+int64(r))
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		defer obs.Close()
+		workload.RunObserver(wctx, obs, bankLocks, 20*time.Millisecond)
+	}()
+
+	time.Sleep(cfg.Warmup)
+	lctx, lcancel := context.WithTimeout(bg, 20*time.Second)
+	_, lerr := c.cl.WaitLeader(lctx)
+	lcancel()
+	if lerr != nil {
+		c.res.FaultErrors = append(c.res.FaultErrors, fmt.Sprintf("round %d: no leader before the fault: %v", r, lerr))
+	}
+	in, ierr := nemesis.Inject(c.cl, c.net, f)
+	if ierr != nil {
+		c.res.FaultErrors = append(c.res.FaultErrors, fmt.Sprintf("round %d: inject %s: %v", r, f, ierr))
+	} else {
+		c.res.Faults[f.Kind]++
+		if f.Kind != nemesis.TransferLoop {
+			time.Sleep(f.Hold)
+		}
+		if herr := in.Heal(); herr != nil {
+			c.res.FaultErrors = append(c.res.FaultErrors, fmt.Sprintf("round %d: heal %s: %v", r, f, herr))
+		}
+	}
+	abandon()
+	// Liveness: the probe's lock must be free for another lease within the bound.
+	pctx, pcancel := context.WithTimeout(bg, 3*c.res.LivenessBound+10*time.Second)
+	took, ok := workload.Probe(pctx, probe, live, cfg.BankTTLMs)
+	pcancel()
+	lv := c.res.Verdicts["liveness"]
+	lv.Checked++
+	if took > c.res.MaxRecovery {
+		c.res.MaxRecovery = took
+	}
+	if !ok || took > c.res.LivenessBound {
+		lv.Anomalies++
+		lv.Kinds["slow_recovery"]++
+		lv.Examples = append(lv.Examples, fmt.Sprintf("round %d (%s): lock %s acquired after %v (ok=%v), bound %v", r, f, live, took.Round(time.Millisecond), ok, c.res.LivenessBound))
+	}
+	time.Sleep(cfg.After)
+	stop()
+	wg.Wait()
+	// Leave a healthy cluster for the next round.
+	for i := 0; i < cfg.Nodes; i++ {
+		if !c.cl.Running(i) {
+			if err := c.cl.Start(i); err != nil {
+				c.res.FaultErrors = append(c.res.FaultErrors, fmt.Sprintf("round %d: restart n%d: %v", r, i+1, err))
+			}
+		}
+	}
+	cctx, ccancel := context.WithTimeout(bg, 60*time.Second)
+	if err := c.cl.WaitAllCaughtUp(cctx); err != nil {
+		c.res.FaultErrors = append(c.res.FaultErrors, fmt.Sprintf("round %d: after %s: %v", r, f, err))
+	}
+	ccancel()
+
+	// Judge the round.
+	ops := convert(rec.Ops())
+	var accts []checker.Account
+	for i, a := range accounts {
+		acct, err := c.ledger.Ledger.Account(bg, a)
+		if err != nil {
+			t.Fatalf("reading account %s: %v", a, err)
+		}
+		ca := checker.Account{ID: a, BalanceCents: acct.BalanceCents, Opening: opening, Lock: bankLocks[i]}
+		for _, ch := range acct.Charges {
+			ca.Charges = append(ca.Charges, checker.AppliedCharge{ChargeID: ch.ChargeID, AmountCents: ch.AmountCents, Token: uint64(ch.Token)})
+		}
+		accts = append(accts, ca)
+	}
+	dir := filepath.Join(cfg.Artifacts, fmt.Sprintf("round-%03d-%s", r, f.Kind))
+	verdicts := []*checker.Verdict{checker.CheckLinearizable(ops, checker.LinOptions{Dir: dir})}
+	fv, fst := checker.CheckFencing(ops, accts)
+	verdicts = append(verdicts, fv, checker.CheckTokens(ops), checker.CheckAcknowledged(ops), checker.CheckTiming(ops))
+	n := 0
+	for _, v := range verdicts {
+		c.res.Verdicts[v.Checker].Merge(v)
+		n += v.Anomalies
+	}
+	c.res.Fencing.Applied += fst.Applied
+	c.res.Fencing.RefusedStale += fst.RefusedStale
+	c.res.Fencing.StaleAccepted += fst.StaleAccepted
+	c.res.Fencing.DoubleJobs += fst.DoubleJobs
+	st := stats(ops)
+	c.res.Ops += len(ops)
+	c.res.Grants += st.grants
+	c.res.Competitions += st.competitions
+	c.res.BankCompet += st.bankCompetitions
+	c.res.Pauses += st.pauses
+	c.res.Ambiguous += st.ambiguous
+	t.Logf("round %d: %s: %d ops, %d grants, %d competitions, %d pauses, %d stale refused, recovery %v, anomalies %d",
+		r, f, len(ops), st.grants, st.competitions, st.pauses, fst.RefusedStale, took.Round(time.Millisecond), n)
+	if n > 0 || !ok {
+		for _, v := range verdicts {
+			if !v.OK() {
+				t.Logf("round %d: %s", r, v)
+			}
+		}
+		c.save(dir, ops, accts)
+	}
+	return n
+}
+
+// convert turns workload records into the checker's ops.
+func convert(in []workload.Op) []checker.Op {
+	b, err := json.Marshal(in)
+	if err != nil {
+		panic(err)
+	}
+	var out []checker.Op
+	if err := json.Unmarshal(b, &out); err != nil {
+		panic(err)
+	}
+	return out
+}
+
+func (c *campaign) save(dir string, ops []checker.Op, accts []checker.Account) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		c.t.Logf("artifacts: %v", err)
+		return
+	}
+	write := func(name string, v any) {
+		b, _ := json.MarshalIndent(v, "", " ")
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+			c.t.Logf("artifacts: %v", err)
+		}
+	}
+	write("history.json", ops)
+	write("accounts.json", accts)
+	c.t.Logf("history and visualizations of the failing round are in %s", dir)
+}
+
+func (c *campaign) saveLogs() {
+	for i := 0; i < c.cfg.Nodes; i++ {
+		_ = os.MkdirAll(c.cfg.Artifacts, 0o755)
+		_ = os.WriteFile(filepath.Join(c.cfg.Artifacts, c.cl.IDs[i]+".log"), []byte(c.cl.Log(i)), 0o644)
+	}
+}
+
+type roundStats struct{ grants, competitions, bankCompetitions, pauses, ambiguous int }
+
+// stats counts grants, pauses, ambiguous operations and competitions: acquire attempts
+// that met contention (answered lock_held or wait_timeout, or granted after queueing behind
+// another lease, i.e. the lock's previous grant, to another lease, had not been released
+// when they were called: it was held, or being granted, or held by a lease left to expire).
+func stats(ops []checker.Op) roundStats {
+	var st roundStats
+	released := map[string]map[uint64]int64{} // lock -> token -> return of its release
+	prevGrants := map[string][]checker.Op{}
+	for _, o := range ops {
+		switch {
+		case o.Kind == checker.KindPause:
+			st.pauses++
+		case o.Outcome == checker.OutAmbiguous:
+			st.ambiguous++
+		}
+		if o.Kind == checker.KindRelease && o.Outcome == checker.OutOK {
+			if released[o.Lock] == nil {
+				released[o.Lock] = map[uint64]int64{}
+			}
+			released[o.Lock][o.Token] = o.Return
+		}
+		if o.Kind == checker.KindAcquire {
+			switch o.Outcome {
+			case checker.OutHeld, checker.OutWaitTimeout:
+				st.competitions++
+				if o.Workload == "bank" {
+					st.bankCompetitions++
+				}
+			case checker.OutOK:
+				st.grants++
+				prevGrants[o.Lock] = append(prevGrants[o.Lock], o)
+			}
+		}
+	}
+	for lock, gs := range prevGrants {
+		sort.Slice(gs, func(i, j int) bool { return gs[i].Token < gs[j].Token })
+		for i := 1; i < len(gs); i++ {
+			g, p := gs[i], gs[i-1]
+			if g.WaitMs == 0 || p.Owner == g.Owner {
+				continue
+			}
+			if r, ok := released[lock][p.Token]; !ok || r > g.Call {
+				st.competitions++
+				if g.Workload == "bank" {
+					st.bankCompetitions++
+				}
+			}
+		}
+	}
+	return st
+}
+
+// table renders the campaign's figures.
+func (res *campaignResult) table() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "seed %d: %d rounds in %v\n", res.Seed, res.Rounds, res.Elapsed.Round(time.Second))
+	fmt.Fprintf(&b, "| fault | injected |\n|---|---|\n")
+	for _, k := range nemesis.AllKinds() {
+		if n := res.Faults[k]; n > 0 {
+			fmt.Fprintf(&b, "| %s | %d |\n", k, n)
+		}
+	}
+	fmt.Fprintf(&b, "\n| figure | value |\n|---|---|\n")
+	fmt.Fprintf(&b, "| operations | %d |\n| ambiguous operations | %d |\n| grants | %d |\n| lock competitions (of which bank workers, with pauses) | %d (%d) |\n| client pauses > TTL | %d |\n",
+		res.Ops, res.Ambiguous, res.Grants, res.Competitions, res.BankCompet, res.Pauses)
+	fmt.Fprintf(&b, "| charges applied | %d |\n| stale writes refused | %d |\n| stale writes accepted | %d |\n| jobs applied twice | %d |\n",
+		res.Fencing.Applied, res.Fencing.RefusedStale, res.Fencing.StaleAccepted, res.Fencing.DoubleJobs)
+	fmt.Fprintf(&b, "| slowest recovery (bound) | %v (%v) |\n| snapshots installed | %d |\n| proxy connections (unidentified) | %d (%d) |\n",
+		res.MaxRecovery.Round(time.Millisecond), res.LivenessBound, res.Snapshots, res.Net.Accepted, res.Net.Unknown)
+	fmt.Fprintf(&b, "\n| checker | checked | anomalies |\n|---|---|---|\n")
+	for _, name := range checkerOrder {
+		v := res.Verdicts[name]
+		fmt.Fprintf(&b, "| %s | %d | %d |\n", name, v.Checked, v.Anomalies)
+	}
+	if len(res.FaultErrors) > 0 {
+		fmt.Fprintf(&b, "\nharness errors:\n")
+		for _, e := range res.FaultErrors {
+			fmt.Fprintf(&b, "  %s\n", e)
+		}
+	}
+	return b.String()
+}
+
+// verdictReport renders each checker's verdict line with its counterexamples.
+func (res *campaignResult) verdictReport() string {
+	var lines []string
+	for _, name := range checkerOrder {
+		lines = append(lines, res.Verdicts[name].String())
+	}
+	return strings.Join(lines, "\n")
+}

@@ -1,0 +1,56 @@
+package verify
+
+import (
+	"os"
+	"testing"
+	"time"
+
+	"github.com/raftlock/raftlock/test/verify/nemesis"
+)
+
+// shortConfig is the campaign that runs in `make test`: one round of each fault except the
+// snapshot install (which needs the leader's 10-20 s snapshot interval), with the race
+// detector's slower servers in mind.
+func shortConfig(t *testing.T) campaignConfig {
+	var kinds []nemesis.Kind
+	for _, k := range nemesis.AllKinds() {
+		if k != nemesis.SnapshotInstall { // needs 25 s; the long campaign runs it
+			kinds = append(kinds, k)
+		}
+	}
+	if s := os.Getenv("RAFTLOCK_VERIFY_FAULTS"); s != "" {
+		var err error
+		if kinds, err = nemesis.ParseKinds(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return campaignConfig{
+		Name: "short", Seed: envSeed(t), Nodes: envInt(t, "RAFTLOCK_VERIFY_NODES", 3), Rounds: len(kinds), Budget: 100 * time.Second, Kinds: kinds,
+		MinHold: 1500 * time.Millisecond, MaxHold: 2500 * time.Millisecond, SnapshotHold: 25 * time.Second,
+		Warmup: time.Second, After: 500 * time.Millisecond,
+		LinWorkers: 4, LinLocks: 2, BankWorkers: 4, BankLocks: 2,
+		BankTTLMs: 1000, BankWaitMs: 1500, PauseProb: 0.3,
+		Fenced: true, LivenessSlack: 1500 * time.Millisecond,
+		Extra: []string{"--snapshot-threshold", "1024", "--trailing-logs", "256"},
+	}
+}
+
+// TestShortCampaign runs the short campaign and fails on any anomaly.
+func TestShortCampaign(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts server processes; skipped with -short")
+	}
+	res := runCampaign(t, shortConfig(t))
+	t.Logf("\n%s\n%s", res.table(), res.verdictReport())
+	for _, name := range checkerOrder {
+		if v := res.Verdicts[name]; !v.OK() {
+			t.Errorf("%s (history in %s; replay with RAFTLOCK_VERIFY_SEED=%d)", v, res.Artifacts, res.Seed)
+		}
+	}
+	if res.Grants == 0 || res.Competitions == 0 || res.Pauses == 0 {
+		t.Errorf("the workload did too little: %d grants, %d competitions, %d pauses", res.Grants, res.Competitions, res.Pauses)
+	}
+	if res.Net.Unknown > 0 {
+		t.Logf("warning: %d proxied connections had an unidentified source", res.Net.Unknown)
+	}
+}

@@ -1,0 +1,115 @@
+package workload
+
+import (
+	"sync"
+	"time"
+)
+
+// Kind is the kind of a recorded operation.
+type Kind string
+
+// Operation kinds.
+const (
+	CreateLease Kind = "create_lease"
+	KeepAlive   Kind = "keepalive"
+	ReadLease   Kind = "read_lease"
+	Revoke      Kind = "revoke"
+	Acquire     Kind = "acquire"
+	Release     Kind = "release"
+	Status      Kind = "status"
+	Charge      Kind = "charge"
+	ReadAccount Kind = "read_account"
+	Pause       Kind = "pause"
+)
+
+// Outcome is how an operation ended.
+type Outcome string
+
+// Outcomes. Ambiguous operations may or may not have taken effect.
+const (
+	OK            Outcome = "ok"
+	Held          Outcome = "lock_held"
+	WaitTimeout   Outcome = "wait_timeout"
+	NotHolder     Outcome = "not_holder"
+	LeaseNotFound Outcome = "lease_not_found"
+	Stale         Outcome = "stale_token"
+	Ambiguous     Outcome = "ambiguous"
+	Unavailable   Outcome = "unavailable" // definite: the request was never sent (refused)
+	Failed        Outcome = "failed"      // definite: another 4xx answer
+)
+
+// Op is one recorded operation. Times are nanoseconds on the campaign's Clock.
+type Op struct {
+	ID       int    `json:"id"`
+	Workload string `json:"workload"` // lin, bank, observer, probe
+	Worker   int    `json:"worker"`
+	Kind     Kind   `json:"kind"`
+	Node     int    `json:"node"`
+	Lock     string `json:"lock,omitempty"`
+	Lease    string `json:"lease,omitempty"`
+	// Owner is the label of the lease (the owner given at acquire time), which a status read
+	// shows; the checkers use it as the lease's identity.
+	Owner  string `json:"owner,omitempty"`
+	TTLMs  int64  `json:"ttl_ms,omitempty"`
+	WaitMs int64  `json:"wait_ms,omitempty"`
+	// Token is the input token of a release or charge, and the output token of a grant or
+	// of a status read.
+	Token uint64 `json:"token,omitempty"`
+	// Held and StatusOwner are a status read's answer.
+	Held        bool   `json:"held,omitempty"`
+	StatusOwner string `json:"status_owner,omitempty"`
+	// Locks is a lease read's answer.
+	Locks []string `json:"locks,omitempty"`
+
+	ChargeID string `json:"charge_id,omitempty"`
+	Account  string `json:"account,omitempty"`
+	Amount   int64  `json:"amount,omitempty"`
+	Balance  int64  `json:"balance,omitempty"`
+
+	Call    int64   `json:"call"`
+	Return  int64   `json:"return"`
+	Outcome Outcome `json:"outcome"`
+	Err     string  `json:"err,omitempty"`
+}
+
+// Clock is the campaign's one monotonic clock.
+type Clock struct{ start time.Time }
+
+// NewClock starts a clock at zero.
+func NewClock() *Clock { return &Clock{start: time.Now()} }
+
+// Now returns nanoseconds since the clock started (monotonic).
+func (c *Clock) Now() int64 { return int64(time.Since(c.start)) }
+
+// Recorder collects operations from many goroutines.
+type Recorder struct {
+	Clock *Clock
+	mu    sync.Mutex
+	ops   []Op
+}
+
+// NewRecorder returns an empty recorder on clock.
+func NewRecorder(clock *Clock) *Recorder { return &Recorder{Clock: clock} }
+
+// Add records op and returns its ID.
+func (r *Recorder) Add(op Op) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	op.ID = len(r.ops)
+	r.ops = append(r.ops, op)
+	return op.ID
+}
+
+// Ops returns a copy of everything recorded so far.
+func (r *Recorder) Ops() []Op {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]Op(nil), r.ops...)
+}
+
+// Len returns the number of recorded operations.
+func (r *Recorder) Len() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.ops)
+}
