@@ -17,9 +17,8 @@
 //
 // Any endpoint serves any request: followers forward to the leader. On a connection
 // error, a timed-out attempt (WithTimeout) or a 503 answer (no_leader or unknown_outcome)
-// the client tries the
-// next endpoint, and pauses with exponential backoff and jitter after each full round,
-// until the caller's context ends. Acquire, Release, KeepAlive and Revoke are safe to
+// the client tries the next endpoint, and pauses with exponential backoff and jitter after
+// each full round, until the caller's context ends. Acquire, Release, KeepAlive and Revoke are safe to
 // retry: an acquire with a lease is idempotent (a retry returns the same grant), and a
 // release names the grant's token, so a late or repeated release can never free a later
 // grant.
