@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"text/tabwriter"
@@ -9,6 +10,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/raftlock/raftlock/api"
+	"github.com/raftlock/raftlock/client"
 )
 
 func leaseCommand() *cli.Command {
@@ -74,7 +76,9 @@ func leaseArg(c *cli.Context, a parsedArgs) (string, error) {
 	return a.args[0], nil
 }
 
-func runLeaseKeepAlive(c *cli.Context, a parsedArgs) error {
+// withLease parses the lease ID argument, then runs call with a client and the command's
+// deadline; call's error is reported as a command error.
+func withLease(c *cli.Context, a parsedArgs, call func(ctx context.Context, cl *client.Client, id string) error) error {
 	id, err := leaseArg(c, a)
 	if err != nil {
 		return err
@@ -85,27 +89,32 @@ func runLeaseKeepAlive(c *cli.Context, a parsedArgs) error {
 	}
 	ctx, cancel := callContext(c, 0)
 	defer cancel()
-	l, err := cl.KeepAlive(ctx, id)
-	if err != nil {
+	if err := call(ctx, cl, id); err != nil {
 		return commandError(err)
+	}
+	return nil
+}
+
+func runLeaseKeepAlive(c *cli.Context, a parsedArgs) error {
+	var l api.Lease
+	err := withLease(c, a, func(ctx context.Context, cl *client.Client, id string) (err error) {
+		l, err = cl.KeepAlive(ctx, id)
+		return err
+	})
+	if err != nil {
+		return err
 	}
 	return printLease(c, l)
 }
 
 func runLeaseGet(c *cli.Context, a parsedArgs) error {
-	id, err := leaseArg(c, a)
+	var l api.Lease
+	err := withLease(c, a, func(ctx context.Context, cl *client.Client, id string) (err error) {
+		l, err = cl.GetLease(ctx, id)
+		return err
+	})
 	if err != nil {
 		return err
-	}
-	cl, err := newClient(c)
-	if err != nil {
-		return err
-	}
-	ctx, cancel := callContext(c, 0)
-	defer cancel()
-	l, err := cl.GetLease(ctx, id)
-	if err != nil {
-		return commandError(err)
 	}
 	if l.Locks == nil {
 		l.Locks = []string{}
@@ -114,19 +123,13 @@ func runLeaseGet(c *cli.Context, a parsedArgs) error {
 }
 
 func runLeaseRevoke(c *cli.Context, a parsedArgs) error {
-	id, err := leaseArg(c, a)
+	var r api.RevokeResult
+	err := withLease(c, a, func(ctx context.Context, cl *client.Client, id string) (err error) {
+		r, err = cl.Revoke(ctx, id)
+		return err
+	})
 	if err != nil {
 		return err
-	}
-	cl, err := newClient(c)
-	if err != nil {
-		return err
-	}
-	ctx, cancel := callContext(c, 0)
-	defer cancel()
-	r, err := cl.Revoke(ctx, id)
-	if err != nil {
-		return commandError(err)
 	}
 	if c.Bool("json") {
 		return printJSON(c.App.Writer, r)
