@@ -197,13 +197,24 @@ type LinOptions struct {
 }
 
 // LinHistory returns the porcupine operations of one lock: its acquire, release and status
-// operations, and the revokes of every lease that touched it, with ambiguous operations'
-// return times closed at the next definite revoke of their lease. Status reads that failed
-// are dropped (a read has no effect); so are definite failures (nothing was applied).
+// operations, and the revokes of every lease that may have held it, with ambiguous
+// operations' return times closed at the next definite revoke of their lease. Status reads
+// that failed are dropped (a read has no effect); so are definite failures (nothing was
+// applied).
+//
+// Two reductions keep porcupine's search small without changing the verdict:
+//   - Only leases that may have held the lock (an acquire on it answered ok or ambiguous)
+//     contribute revokes: a revoke of any other lease is a no-op on this lock in every state
+//     and can never be refused by the model.
+//   - The ambiguous revokes of one lease before its next definite revoke are one operation
+//     from the first call to that definite revoke's return: revoking is idempotent (a lease
+//     is not used again once its revoke is in doubt), so "some of them took effect, each
+//     within its window" and "the lease was revoked somewhere in the union" allow the same
+//     states.
 func LinHistory(lockOps []Op, all []Op) []porcupine.Operation {
 	owners := map[string]bool{}
 	for _, o := range lockOps {
-		if o.Owner != "" {
+		if o.Owner != "" && o.Kind == KindAcquire && (o.Outcome == OutOK || o.Outcome == OutAmbiguous) {
 			owners[o.Owner] = true
 		}
 	}
@@ -257,7 +268,16 @@ func LinHistory(lockOps []Op, all []Op) []porcupine.Operation {
 			add(o)
 		}
 	}
+	sort.Slice(revokeOps, func(i, j int) bool { return revokeOps[i].Call < revokeOps[j].Call })
+	merged := map[string]bool{} // owner + close time of an ambiguous group already added
 	for _, o := range revokeOps {
+		if o.Outcome == OutAmbiguous {
+			key := fmt.Sprintf("%s@%d", o.Owner, closeAt(o))
+			if merged[key] {
+				continue // the group's first revoke, added with the earliest call, covers it
+			}
+			merged[key] = true
+		}
 		add(o)
 	}
 	return hist
