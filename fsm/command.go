@@ -3,7 +3,6 @@ package fsm
 import (
 	"encoding/binary"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"math"
 )
@@ -313,9 +312,4 @@ func (d *decoder) leaseID() LeaseID {
 	copy(id[:], d.b)
 	d.b = d.b[len(id):]
 	return id
-}
-
-// isDecodeError reports whether err came from decoding.
-func isDecodeError(err error) bool {
-	return errors.Is(err, ErrShortCommand) || errors.Is(err, ErrCorruptCommand) || errors.Is(err, ErrUnknownCommand)
 }
