@@ -20,6 +20,12 @@ const (
 	CodeBodyTooLarge     = "body_too_large"
 	CodeNoLeader         = "no_leader"
 	CodeUnknownOutcome   = "unknown_outcome"
+	// CodeQuotaExceeded: a configured limit of the replicated state (leases, locks per
+	// lease, waiters per lock) would be exceeded; nothing was applied. 429 with Retry-After.
+	CodeQuotaExceeded = "quota_exceeded"
+	// CodeTooManyRequests: this node already serves its limit of held-open requests
+	// (waiting acquires, blocking queries); nothing was proposed. 429 with Retry-After.
+	CodeTooManyRequests = "too_many_requests"
 	CodeInternal         = "internal"
 )
 
@@ -38,6 +44,8 @@ func Status(code string) int {
 		return http.StatusRequestEntityTooLarge
 	case CodeNoLeader, CodeUnknownOutcome:
 		return http.StatusServiceUnavailable
+	case CodeQuotaExceeded, CodeTooManyRequests:
+		return http.StatusTooManyRequests
 	default:
 		return http.StatusInternalServerError
 	}

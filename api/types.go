@@ -38,6 +38,13 @@ type AcquireRequest struct {
 	WaitMs int64 `json:"wait_ms,omitempty"`
 	// Owner is a free-form label shown in the lock's status (a host name, a job id).
 	Owner string `json:"owner,omitempty"`
+	// RequestID makes an acquire without LeaseID idempotent: every retry carrying the same
+	// RequestID acts on the same implicit lease, so a retry after an ambiguous answer
+	// returns the first attempt's grant (or joins its queue position) instead of creating a
+	// second lease. It is as secret as a lease ID: 16 to 128 characters of [A-Za-z0-9_-],
+	// drawn at random per acquire (the Go client sends 32 random hex characters). It must
+	// be empty when LeaseID is set.
+	RequestID string `json:"request_id,omitempty"`
 }
 
 // Grant is the answer to a successful acquire.
@@ -93,8 +100,13 @@ type LockStatus struct {
 // LockList is the answer to GET /v1/locks?prefix=P: the held or awaited locks whose names
 // start with P, sorted by name.
 type LockList struct {
-	// Locks are the matching locks.
+	// Locks are the matching locks, at most the request's limit.
 	Locks []LockStatus `json:"locks"`
+	// Truncated reports that more matching locks follow this page.
+	Truncated bool `json:"truncated"`
+	// Next, when Truncated, is the cursor to pass as `after` for the next page (the last
+	// name of this page).
+	Next string `json:"next,omitempty"`
 }
 
 // Node describes one member of the cluster.
@@ -124,6 +136,13 @@ type Cluster struct {
 	AppliedIndex uint64 `json:"applied_index"`
 	// Nodes are the members of the Raft configuration, sorted by ID.
 	Nodes []Node `json:"nodes"`
+	// Ready is what GET /readyz answers: a write sent to this node now would be served
+	// (Serving "leader") or forwarded to a leader whose HTTP address it knows (Serving
+	// "forward").
+	Ready bool `json:"ready"`
+	// Serving says how this node would handle a write now: "leader", "forward", or "" when
+	// it can do neither (no leader known, the leader's HTTP address unknown, catching up).
+	Serving string `json:"serving"`
 }
 
 // AddNodeRequest is the body of POST /v1/cluster/nodes: add (or re-register) a voter.

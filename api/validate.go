@@ -24,6 +24,13 @@ const (
 	MaxBodyBytes = 64 << 10
 	// LeaseIDLen is the length of a lease ID in hex characters (128 random bits).
 	LeaseIDLen = 32
+	// MinRequestIDLen and MaxRequestIDLen bound an acquire's request_id: at least 16
+	// characters so that a careless client cannot pick one another client also picks.
+	MinRequestIDLen = 16
+	MaxRequestIDLen = 128
+	// DefaultListLimit and MaxListLimit bound one page of GET /v1/locks.
+	DefaultListLimit = 1000
+	MaxListLimit     = 10000
 )
 
 // ValidateName checks a lock name: 1 to MaxNameLen bytes of UTF-8 with no control
@@ -91,6 +98,24 @@ func ValidateLeaseID(id string) *Error {
 		c := id[i]
 		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
 			return Errorf(CodeInvalidArgument, "lease_id must be %d lowercase hex characters", LeaseIDLen)
+		}
+	}
+	return nil
+}
+
+// ValidateRequestID checks an acquire's request_id: empty, or MinRequestIDLen to
+// MaxRequestIDLen characters of [A-Za-z0-9_-].
+func ValidateRequestID(id string) *Error {
+	if id == "" {
+		return nil
+	}
+	if len(id) < MinRequestIDLen || len(id) > MaxRequestIDLen {
+		return Errorf(CodeInvalidArgument, "request_id must be %d to %d characters (draw at least 16 random bytes per acquire)", MinRequestIDLen, MaxRequestIDLen)
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			return Errorf(CodeInvalidArgument, "request_id may contain only A-Z, a-z, 0-9, '_' and '-'")
 		}
 	}
 	return nil
