@@ -26,7 +26,7 @@ const (
 	// CodeTooManyRequests: this node already serves its limit of held-open requests
 	// (waiting acquires, blocking queries); nothing was proposed. 429 with Retry-After.
 	CodeTooManyRequests = "too_many_requests"
-	CodeInternal         = "internal"
+	CodeInternal        = "internal"
 )
 
 // Status returns the HTTP status that goes with an error code.
