@@ -61,6 +61,10 @@ type Config struct {
 	RenewWindow time.Duration
 	// ApplyTimeout bounds how long a proposal may wait to enter raft's queue; zero means 5 s.
 	ApplyTimeout time.Duration
+	// DutyTimeout is how long a leader keeps retrying a clock entry (a tick) that fails to
+	// commit before it hands leadership to another voter; zero means 2 s. Until then
+	// expiries stall, so it is kept near an election's length.
+	DutyTimeout time.Duration
 
 	// UnsafeGrantWithoutCommit deliberately breaks the node, for the verification
 	// harness's negative control only: a follower answers an acquire of a lock that looks
@@ -83,6 +87,7 @@ func (c *Config) setDefaults() {
 	def(&c.TickInterval, time.Second)
 	def(&c.RenewWindow, 125*time.Millisecond)
 	def(&c.ApplyTimeout, 5*time.Second)
+	def(&c.DutyTimeout, 2*time.Second)
 	if c.SnapshotThreshold == 0 {
 		c.SnapshotThreshold = 8192
 	}

@@ -1,6 +1,9 @@
 package cluster
 
-import "errors"
+import (
+	"errors"
+	"strconv"
+)
 
 // Errors returned by Node. Transport maps each to an HTTP status.
 var (
@@ -25,3 +28,22 @@ var (
 	// ErrInvalidCommand: the state machine refused a command as malformed.
 	ErrInvalidCommand = errors.New("cluster: invalid command")
 )
+
+// ErrQuotaExceeded: applying the command would exceed a configured limit of the replicated
+// state; nothing was applied. The error is a *QuotaError naming the limit.
+var ErrQuotaExceeded = errors.New("cluster: quota exceeded")
+
+// QuotaError says which limit a refused command would have exceeded.
+type QuotaError struct {
+	// Limit names the limit ("max_leases", "max_locks_per_lease", "max_waiters_per_lock").
+	Limit string
+	// Value is the limit's configured value.
+	Value uint64
+}
+
+func (e *QuotaError) Error() string {
+	return "cluster: quota exceeded: " + e.Limit + " is " + strconv.FormatUint(e.Value, 10)
+}
+
+// Is makes errors.Is(err, ErrQuotaExceeded) match.
+func (e *QuotaError) Is(target error) bool { return target == ErrQuotaExceeded }

@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -34,6 +35,7 @@ func (n *Node) startLeading() {
 	defer n.leaderMu.Unlock()
 	ctx, cancel := context.WithCancel(context.Background())
 	n.leaderCtx = cancel
+	n.termDone = ctx.Done()
 	n.leaderWG.Add(1)
 	go func() {
 		defer n.leaderWG.Done()
@@ -43,10 +45,18 @@ func (n *Node) startLeading() {
 
 // stopLeading stops the clock first, so that nothing more is stamped in a term this node
 // no longer leads, then waits for the leader goroutines.
+//
+// The term's context is cancelled while leaderMu is held: lead marks the node ready only
+// under leaderMu after checking that context, so once stopLeading has released the lock no
+// deposed term can mark this node ready.
 func (n *Node) stopLeading() {
 	n.leaderMu.Lock()
 	cancel := n.leaderCtx
 	n.leaderCtx = nil
+	n.termDone = nil
+	if cancel != nil {
+		cancel()
+	}
 	if n.ready.Load() {
 		n.ready.Store(false)
 		n.readyCh = make(chan struct{})
@@ -54,7 +64,6 @@ func (n *Node) stopLeading() {
 	n.leaderMu.Unlock()
 	n.clock.Stop()
 	if cancel != nil {
-		cancel()
 		n.leaderWG.Wait()
 		n.log.Info("stepped down")
 	}
@@ -79,8 +88,7 @@ func (n *Node) lead(ctx context.Context) {
 	n.clock.Start(base)
 	// A Tick of this term makes the first entry the state machine sees in the term, so a
 	// read that waits for the commit index is never stranded behind a no-op.
-	if _, err := n.apply(&fsm.Command{Type: fsm.TypeTick}); err != nil {
-		n.log.Warn("first tick of the term failed", "error", err)
+	if err := n.applyDuty(ctx, &fsm.Command{Type: fsm.TypeTick}); err != nil {
 		return
 	}
 	n.leaderMu.Lock()
@@ -132,10 +140,7 @@ func (n *Node) tickLoop(ctx context.Context) {
 			}
 		}
 		if pending && wait <= 0 {
-			if _, err := n.apply(&fsm.Command{Type: fsm.TypeTick}); err != nil {
-				if ctx.Err() == nil {
-					n.log.Debug("tick failed", "error", err)
-				}
+			if err := n.applyDuty(ctx, &fsm.Command{Type: fsm.TypeTick}); err != nil {
 				return
 			}
 			continue
@@ -153,6 +158,46 @@ func (n *Node) tickLoop(ctx context.Context) {
 			default:
 			}
 		}
+	}
+}
+
+// applyDuty applies a command the leader owes the cluster (a tick). A failure is retried
+// with backoff for as long as this node still leads; a leader that cannot get its clock's
+// entries committed for DutyTimeout hands leadership to another voter rather than sit on
+// the cluster with expiries stalled. It returns nil once the command is applied, or the
+// error that ended the term's duties.
+func (n *Node) applyDuty(ctx context.Context, c *fsm.Command) error {
+	backoff := 20 * time.Millisecond
+	var first time.Time
+	for attempt := 1; ; attempt++ {
+		cmd := *c
+		_, err := n.apply(&cmd)
+		if err == nil {
+			if attempt > 1 {
+				n.log.Info("leader duty recovered", "command", c.Type, "attempts", attempt)
+			}
+			return nil
+		}
+		if ctx.Err() != nil || n.raft.State() != raft.Leader || errors.Is(err, ErrShutdown) {
+			return err
+		}
+		if first.IsZero() {
+			first = time.Now()
+		}
+		if time.Since(first) >= n.cfg.DutyTimeout {
+			n.log.Error("cannot commit the leader's clock entries; handing leadership over", "command", c.Type, "failing_for", time.Since(first).Round(time.Millisecond), "error", err)
+			if terr := n.raft.LeadershipTransfer().Error(); terr != nil {
+				n.log.Error("leadership transfer failed; stepping down is left to raft", "error", terr)
+			}
+			return err
+		}
+		n.log.Warn("leader duty failed; retrying while this node leads", "command", c.Type, "attempt", attempt, "error", err)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, time.Second)
 	}
 }
 
@@ -176,10 +221,18 @@ func (n *Node) waitReady(ctx context.Context) error {
 	case <-t.C:
 		return ErrNoLeader
 	case <-ctx.Done():
-		return ctx.Err()
+		return fmt.Errorf("%w: %w", ErrNoLeader, ctx.Err())
 	case <-n.stopping:
 		return ErrShutdown
 	}
+}
+
+// term returns a channel closed when this node's current leadership term ends, or nil
+// when it does not lead.
+func (n *Node) term() <-chan struct{} {
+	n.leaderMu.Lock()
+	defer n.leaderMu.Unlock()
+	return n.termDone
 }
 
 // notLeader says whether another node is known to lead.
@@ -196,21 +249,27 @@ func (n *Node) apply(c *fsm.Command) (*fsm.Result, error) {
 	if !ok {
 		return nil, n.notLeader()
 	}
+	if f := n.faults.Load(); f != nil {
+		if err := f.apply(c); err != nil {
+			return nil, err
+		}
+	}
 	c.Now = now
 	n.lastProposal.Store(now)
 	f := n.raft.Apply(c.Encode(nil), n.cfg.ApplyTimeout)
 	if err := n.wait(f); err != nil {
 		switch {
 		case errors.Is(err, raft.ErrNotLeader):
+			// raft refuses a command on a non-leader before appending it.
 			return nil, n.notLeader()
-		case errors.Is(err, raft.ErrLeadershipLost), errors.Is(err, raft.ErrLeadershipTransferInProgress):
-			return nil, ErrUnknownOutcome
-		case errors.Is(err, raft.ErrRaftShutdown):
-			return nil, ErrShutdown
-		case errors.Is(err, raft.ErrEnqueueTimeout):
+		case errors.Is(err, raft.ErrEnqueueTimeout), errors.Is(err, raft.ErrLeadershipTransferInProgress):
+			// Refused before it was appended: certainly not applied.
 			return nil, ErrNoLeader
+		case errors.Is(err, raft.ErrLeadershipLost), errors.Is(err, raft.ErrRaftShutdown):
+			// Appended perhaps, and perhaps replicated: a later leader may commit it.
+			return nil, fmt.Errorf("%w (%v)", ErrUnknownOutcome, err)
 		}
-		return nil, err
+		return nil, fmt.Errorf("%w (%v)", ErrUnknownOutcome, err)
 	}
 	r := f.Response().(*fsm.Result)
 	if r.Status == fsm.StatusInvalid {

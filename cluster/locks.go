@@ -3,6 +3,8 @@ package cluster
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
+	"errors"
 	"fmt"
 	"time"
 
@@ -18,15 +20,45 @@ type Grant struct {
 	Owner string
 }
 
-// AcquireRequest asks for a lock. With NewLease the node draws a fresh lease ID and
-// creates the lease with TTL in the same entry as the acquire.
+// AcquireRequest asks for a lock. With NewLease the node creates the lease with TTL in the
+// same entry as the acquire: its ID is derived from RequestID when one is given (so that a
+// retried request acts on the same lease), and drawn at random otherwise.
 type AcquireRequest struct {
-	Name     string
-	Lease    fsm.LeaseID
-	NewLease bool
-	TTL      int64 // milliseconds, for NewLease
-	Wait     time.Duration
-	Owner    string
+	Name      string
+	Lease     fsm.LeaseID
+	NewLease  bool
+	RequestID string
+	TTL       int64 // milliseconds, for NewLease
+	Wait      time.Duration
+	Owner     string
+}
+
+// requestLeaseID derives the implicit lease of an acquire from its client-chosen request ID.
+// Every retry of the request therefore names the same lease, and the state machine's
+// idempotent acquire (same lease: same grant, same queue place; an existing lease is not
+// created twice) turns the retry into a repeat of the first attempt. The hash is domain
+// separated and one-way, so the lease ID is as hard to guess as the request ID, which the
+// API requires to be at least 16 random characters.
+func requestLeaseID(requestID string) fsm.LeaseID {
+	sum := sha256.Sum256([]byte("raftlock implicit lease v1\x00" + requestID))
+	var id fsm.LeaseID
+	copy(id[:], sum[:len(id)])
+	return id
+}
+
+// afterProposal maps an error met once a command may already have been proposed. Errors
+// that mean "nothing was applied" before a proposal (not the leader, no leader, shutting
+// down, the caller gone) no longer do: the command may be committed by this or a later
+// leader, so the answer is ErrUnknownOutcome and the request is never forwarded again.
+func afterProposal(err error) error {
+	if err == nil || errors.Is(err, ErrUnknownOutcome) {
+		return err
+	}
+	if errors.Is(err, ErrNotLeader) || errors.Is(err, ErrNoLeader) || errors.Is(err, ErrShutdown) ||
+		errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("%w (%v)", ErrUnknownOutcome, err)
+	}
+	return err
 }
 
 // newLeaseID draws 128 random bits: a lease ID is the bearer secret that authorizes
@@ -49,28 +81,49 @@ func (n *Node) CreateLease(ctx context.Context, ttl int64) (fsm.LeaseID, error) 
 }
 
 // KeepAlive renews a lease through the leader's Renew batch and returns its TTL once the
-// batch is applied.
+// batch is applied. It never waits on a term that has ended: a keepalive that no batch took
+// before the term ended (or before ctx ended) answers ErrNoLeader, since it was certainly
+// not proposed; one that was taken answers with its batch's outcome.
 func (n *Node) KeepAlive(ctx context.Context, id fsm.LeaseID) (int64, error) {
 	if err := n.waitReady(ctx); err != nil {
 		return 0, err
 	}
-	req := renewReq{id: id, resp: make(chan renewResp, 1)}
+	term := n.term()
+	if term == nil {
+		return 0, n.notLeader()
+	}
+	req := &renewReq{id: id, resp: make(chan renewResp, 1)}
 	t := time.NewTimer(n.cfg.RenewWindow + 2*n.cfg.ApplyTimeout)
 	defer t.Stop()
 	select {
 	case n.renewCh <- req:
+	case <-term:
+		return 0, ErrNoLeader
 	case <-ctx.Done():
-		return 0, ctx.Err()
+		return 0, fmt.Errorf("%w: %w", ErrNoLeader, ctx.Err())
 	case <-t.C:
 		return 0, ErrNoLeader
 	}
-	select {
-	case r := <-req.resp:
-		return r.ttl, r.err
-	case <-ctx.Done():
-		return 0, ctx.Err()
-	case <-t.C:
-		return 0, ErrUnknownOutcome // queued, perhaps proposed, when the term ended
+	for {
+		select {
+		case r := <-req.resp:
+			return r.ttl, r.err
+		case <-term:
+			if req.abandon() {
+				return 0, ErrNoLeader
+			}
+			term = nil // taken into a batch: its proposal answers, one way or the other
+		case <-ctx.Done():
+			if req.abandon() {
+				return 0, fmt.Errorf("%w: %w", ErrNoLeader, ctx.Err())
+			}
+			return 0, fmt.Errorf("%w: %w", ErrUnknownOutcome, ctx.Err())
+		case <-t.C:
+			if req.abandon() {
+				return 0, ErrNoLeader
+			}
+			return 0, ErrUnknownOutcome
+		}
 	}
 }
 
@@ -108,7 +161,11 @@ func (n *Node) Release(ctx context.Context, name string, lease fsm.LeaseID, toke
 // meanwhile, releases it) before Acquire returns.
 func (n *Node) Acquire(ctx context.Context, req AcquireRequest) (Grant, error) {
 	if req.NewLease {
-		req.Lease = newLeaseID()
+		if req.RequestID != "" {
+			req.Lease = requestLeaseID(req.RequestID)
+		} else {
+			req.Lease = newLeaseID()
+		}
 	}
 	if n.cfg.UnsafeGrantWithoutCommit && !n.IsLeader() && !n.fsm.Lock(req.Name).Held {
 		// The deliberately broken path (see Config.UnsafeGrantWithoutCommit).
@@ -139,7 +196,11 @@ func (n *Node) Acquire(ctx context.Context, req AcquireRequest) (Grant, error) {
 	case fsm.StatusLeaseNotFound:
 		return Grant{}, ErrLeaseNotFound
 	case fsm.StatusQueued:
-		return n.awaitGrant(ctx, req, g, events)
+		g, err := n.awaitGrant(ctx, req, g, events)
+		if errors.Is(err, ErrWaitTimeout) {
+			return g, err
+		}
+		return g, afterProposal(err)
 	}
 	return Grant{}, fmt.Errorf("cluster: acquire: unexpected status %s", r.Status)
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -32,20 +31,28 @@ type Node struct {
 	// leadership state, replaced on every leadership change
 	leaderMu  sync.Mutex
 	leaderCtx context.CancelFunc
-	readyCh   chan struct{} // closed when this term's leader is ready
+	termDone  <-chan struct{} // closed when the current term's leader machinery stops
+	readyCh   chan struct{}   // closed when this term's leader is ready
 	ready     atomic.Bool
 	leaderWG  sync.WaitGroup
 
 	lastProposal atomic.Int64 // cluster time of the latest proposal, for the tick loop
 	kick         chan struct{}
-	renewCh      chan renewReq
+	renewCh      chan *renewReq
 
+	faults   atomic.Pointer[faults] // nil except in tests (export_test.go)
 	events   *registry
 	applied  *appliedWaiter
 	stopping chan struct{}
 	stopOnce sync.Once
 	notifyCh chan bool
 	loopDone chan struct{}
+
+	unlockDir func() // releases the data directory's lock file
+
+	leaderWatchMu sync.Mutex
+	leaderChanged chan struct{} // closed and replaced at every leader change
+	observer      *raft.Observer
 }
 
 // New opens (or creates) the node's stores under cfg.DataDir, starts raft, and
@@ -55,21 +62,31 @@ func New(cfg Config) (*Node, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
-		return nil, fmt.Errorf("cluster: creating data dir: %w", err)
+	unlock, err := openDataDir(cfg.DataDir)
+	if err != nil {
+		return nil, err
 	}
+	unlockDir := sync.OnceFunc(unlock)
+	ok := false
+	defer func() {
+		if !ok {
+			unlockDir()
+		}
+	}()
 	n := &Node{
-		cfg:      cfg,
-		log:      cfg.Logger.Named("cluster"),
-		clock:    leases.NewClock(nil),
-		readyCh:  make(chan struct{}),
-		kick:     make(chan struct{}, 1),
-		renewCh:  make(chan renewReq, 1024),
-		events:   newRegistry(),
-		applied:  newAppliedWaiter(),
-		stopping: make(chan struct{}),
-		notifyCh: make(chan bool, 16),
-		loopDone: make(chan struct{}),
+		cfg:           cfg,
+		log:           cfg.Logger.Named("cluster"),
+		clock:         leases.NewClock(nil),
+		readyCh:       make(chan struct{}),
+		kick:          make(chan struct{}, 1),
+		renewCh:       make(chan *renewReq, 1024),
+		events:        newRegistry(),
+		applied:       newAppliedWaiter(),
+		stopping:      make(chan struct{}),
+		notifyCh:      make(chan bool, 16),
+		loopDone:      make(chan struct{}),
+		unlockDir:     unlockDir,
+		leaderChanged: make(chan struct{}),
 	}
 	n.fsm = fsm.New(n.observe)
 
@@ -83,10 +100,15 @@ func New(cfg Config) (*Node, error) {
 		store.Close()
 		return nil, fmt.Errorf("cluster: log cache: %w", err)
 	}
-	snaps, err := raft.NewFileSnapshotStoreWithLogger(cfg.DataDir, 2, cfg.Logger.Named("snapshots"))
+	fileSnaps, err := raft.NewFileSnapshotStoreWithLogger(cfg.DataDir, 2, cfg.Logger.Named("snapshots"))
 	if err != nil {
 		store.Close()
 		return nil, fmt.Errorf("cluster: snapshot store: %w", err)
+	}
+	snaps := privateSnapshots{SnapshotStore: fileSnaps, dir: filepath.Join(cfg.DataDir, "snapshots")}
+	if err := restrictTree(snaps.dir); err != nil { // also snapshots written by older versions
+		store.Close()
+		return nil, fmt.Errorf("cluster: making snapshots private: %w", err)
 	}
 	var advertise net.Addr // nil: advertise the listener's own address
 	if cfg.RaftAdvertise != cfg.RaftBind {
@@ -141,7 +163,17 @@ func New(cfg Config) (*Node, error) {
 			n.log.Info("bootstrapped a new cluster", "voters", len(servers))
 		}
 	}
+	// Leader changes are observed without blocking raft: a dropped observation still
+	// leaves one queued, and every wake-up re-reads the leader.
+	obs := make(chan raft.Observation, 64)
+	n.observer = raft.NewObserver(obs, false, func(o *raft.Observation) bool {
+		_, ok := o.Data.(raft.LeaderObservation)
+		return ok
+	})
+	r.RegisterObserver(n.observer)
+	go n.watchLeader(obs)
 	go n.leadershipLoop()
+	ok = true
 	return n, nil
 }
 
@@ -193,6 +225,7 @@ func (n *Node) closeRaft() error {
 	if cerr := n.store.Close(); err == nil {
 		err = cerr
 	}
+	n.unlockDir()
 	return err
 }
 

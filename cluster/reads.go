@@ -75,14 +75,25 @@ func (n *Node) LockStatus(ctx context.Context, name string, stale bool, waitInde
 	}
 }
 
-// Locks lists held locks by prefix (at most limit when limit > 0).
-func (n *Node) Locks(ctx context.Context, prefix string, limit int, stale bool) ([]fsm.LockView, error) {
+// Locks lists held locks whose names start with prefix and sort after after, in name
+// order, at most limit of them (limit > 0), and reports whether more follow.
+func (n *Node) Locks(ctx context.Context, prefix, after string, limit int, stale bool) ([]fsm.LockView, bool, error) {
 	if !stale {
 		if err := n.ReadBarrier(ctx); err != nil {
-			return nil, err
+			return nil, false, err
 		}
 	}
-	return n.fsm.Locks(prefix, limit), nil
+	all := n.fsm.Locks(prefix, 0) // replaced by the ordered index's paged walk
+	var views []fsm.LockView
+	for _, v := range all {
+		if v.Name > after {
+			views = append(views, v)
+		}
+	}
+	if limit > 0 && len(views) > limit {
+		return views[:limit], true, nil
+	}
+	return views, false, nil
 }
 
 // Lease returns a lease's state.
@@ -116,11 +127,68 @@ func (n *Node) LeaderHTTPAddr() string {
 	return info.HTTPAddr
 }
 
-// Ready reports whether the node can serve: a leader is known and this node has applied
-// everything up to its commit index.
-func (n *Node) Ready() bool {
-	addr, _ := n.raft.LeaderWithID()
-	return addr != "" && n.fsm.AppliedIndex() >= n.raft.CommitIndex()
+// How a node would handle a write now; see Serving.
+const (
+	// ServingLeader: this node is a ready leader and applies writes itself.
+	ServingLeader = "leader"
+	// ServingForward: another node leads, this node knows its HTTP address and has caught
+	// up with the log, so it forwards writes there.
+	ServingForward = "forward"
+)
+
+// Serving says how a write sent to this node now would be handled: ServingLeader,
+// ServingForward, or "" when it would fail (no leader known, this node leads but is not
+// ready yet, the leader has not registered its HTTP address, or this node is still
+// applying entries it knows are committed).
+func (n *Node) Serving() string {
+	if n.ready.Load() {
+		return ServingLeader
+	}
+	addr, id := n.raft.LeaderWithID()
+	if addr == "" || string(id) == n.cfg.ID {
+		return ""
+	}
+	if n.fsm.AppliedIndex() < n.raft.CommitIndex() {
+		return ""
+	}
+	info, ok := n.fsm.Node(string(id))
+	if !ok || info.HTTPAddr == "" || info.HTTPAddr == n.cfg.HTTPAddr {
+		return ""
+	}
+	return ServingForward
+}
+
+// Ready reports whether a write sent to this node now would be served or forwarded.
+func (n *Node) Ready() bool { return n.Serving() != "" }
+
+// LeaderWatch returns the ID of the leader this node currently knows ("" during an
+// election) and a channel that is closed at the next change of leader as raft reports it.
+// A request forwarded to that leader is abandoned when the channel closes and the leader
+// is no longer the same node.
+func (n *Node) LeaderWatch() (string, <-chan struct{}) {
+	n.leaderWatchMu.Lock()
+	ch := n.leaderChanged
+	n.leaderWatchMu.Unlock()
+	_, id := n.raft.LeaderWithID()
+	return string(id), ch
+}
+
+// ElectionTimeout returns raft's election timeout, the order of time a failover takes.
+func (n *Node) ElectionTimeout() time.Duration { return n.cfg.ElectionTimeout }
+
+// watchLeader turns raft's leader observations into closed channels for LeaderWatch.
+func (n *Node) watchLeader(obs <-chan raft.Observation) {
+	for {
+		select {
+		case <-n.stopping:
+			return
+		case <-obs:
+		}
+		n.leaderWatchMu.Lock()
+		close(n.leaderChanged)
+		n.leaderChanged = make(chan struct{})
+		n.leaderWatchMu.Unlock()
+	}
 }
 
 // NeedsRegistration reports whether the state machine lacks this node's current

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"sync/atomic"
 	"time"
 
 	"github.com/raftlock/raftlock/fsm"
@@ -11,7 +12,24 @@ import (
 type renewReq struct {
 	id   fsm.LeaseID
 	resp chan renewResp
+	// state is renewPending until either the renew loop takes the request into a batch
+	// (renewTaken) or the caller gives up on it first (renewAbandoned). Whoever moves it
+	// first decides: a request the caller abandoned is never proposed, so its caller may
+	// answer "not applied"; a taken one may be, so its caller must not.
+	state atomic.Int32
 }
+
+const (
+	renewPending int32 = iota
+	renewTaken
+	renewAbandoned
+)
+
+// abandon withdraws a request that no batch has taken yet and reports whether it did.
+func (r *renewReq) abandon() bool { return r.state.CompareAndSwap(renewPending, renewAbandoned) }
+
+// take claims a request for a batch and reports whether its caller still wants it.
+func (r *renewReq) take() bool { return r.state.CompareAndSwap(renewPending, renewTaken) }
 
 type renewResp struct {
 	ttl int64
@@ -29,12 +47,15 @@ func (n *Node) renewLoop(ctx context.Context) {
 	timer.Stop()
 	defer timer.Stop()
 	for {
-		var batch []renewReq
+		var batch []*renewReq
 		select {
 		case <-ctx.Done():
 			n.failRenews(nil)
 			return
 		case r := <-n.renewCh:
+			if !r.take() {
+				continue
+			}
 			batch = append(batch, r)
 		}
 		timer.Reset(n.cfg.RenewWindow)
@@ -42,7 +63,9 @@ func (n *Node) renewLoop(ctx context.Context) {
 		for len(batch) < maxRenewBatch {
 			select {
 			case r := <-n.renewCh:
-				batch = append(batch, r)
+				if r.take() {
+					batch = append(batch, r)
+				}
 			case <-timer.C:
 				break gather
 			case <-ctx.Done():
@@ -60,7 +83,7 @@ func (n *Node) renewLoop(ctx context.Context) {
 	}
 }
 
-func (n *Node) proposeRenew(batch []renewReq) {
+func (n *Node) proposeRenew(batch []*renewReq) {
 	c := &fsm.Command{Type: fsm.TypeRenew, Leases: make([]fsm.LeaseID, len(batch))}
 	for i, r := range batch {
 		c.Leases[i] = r.id
@@ -80,14 +103,16 @@ func (n *Node) proposeRenew(batch []renewReq) {
 
 // failRenews answers queued keepalives when leadership ends; clients retry on the new
 // leader. Nothing was proposed for them, so nothing is lost.
-func (n *Node) failRenews(batch []renewReq) {
+func (n *Node) failRenews(batch []*renewReq) {
 	for _, r := range batch {
 		r.resp <- renewResp{err: ErrNoLeader}
 	}
 	for {
 		select {
 		case r := <-n.renewCh:
-			r.resp <- renewResp{err: ErrNoLeader}
+			if r.take() {
+				r.resp <- renewResp{err: ErrNoLeader}
+			}
 		default:
 			return
 		}

@@ -26,14 +26,19 @@ func errorFor(err error) *api.Error {
 		return api.Errorf(api.CodeNotHolder, "this lease and token do not hold the lock (it was released, expired or granted again)")
 	case errors.Is(err, cluster.ErrLeaseNotFound):
 		return api.Errorf(api.CodeLeaseNotFound, "the lease does not exist: it expired, was revoked, or never existed; create a new one")
-	case errors.Is(err, cluster.ErrNoLeader), errors.Is(err, cluster.ErrNotLeader):
-		return api.Errorf(api.CodeNoLeader, "no leader is available (an election is in progress); retry after the Retry-After delay")
 	case errors.Is(err, cluster.ErrUnknownOutcome):
-		return api.Errorf(api.CodeUnknownOutcome, "leadership changed while the request was in flight; it may or may not have been applied, and is safe to retry")
+		// Checked first: the cluster wraps the cause (no leader, shutdown) in it once a
+		// command may have been proposed.
+		return api.Errorf(api.CodeUnknownOutcome, "leadership changed or the node stopped while the request was in flight; it may or may not have been applied, and is safe to retry")
+	case errors.Is(err, cluster.ErrQuotaExceeded):
+		return api.Errorf(api.CodeQuotaExceeded, "%s; nothing was applied. Release or revoke what you no longer need, or raise the limit on the servers", quotaMessage(err))
+	case errors.Is(err, cluster.ErrNoLeader), errors.Is(err, cluster.ErrNotLeader):
+		return api.Errorf(api.CodeNoLeader, "no leader is available (an election is in progress); nothing was applied, retry after the Retry-After delay")
 	case errors.Is(err, cluster.ErrShutdown):
-		return api.Errorf(api.CodeNoLeader, "this node is shutting down; retry on another node")
+		return api.Errorf(api.CodeNoLeader, "this node is shutting down; nothing was applied, retry on another node")
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
-		return api.Errorf(api.CodeNoLeader, "the request ended before the cluster answered; retry")
+		// Only reached when the cluster did not say that nothing was proposed.
+		return api.Errorf(api.CodeUnknownOutcome, "the request ended before the cluster answered; it may or may not have been applied, and is safe to retry")
 	}
 	return api.Errorf(api.CodeInternal, "internal error: %v", err)
 }
@@ -42,7 +47,7 @@ func errorFor(err error) *api.Error {
 func writeError(w http.ResponseWriter, err error) {
 	ae := errorFor(err)
 	status := api.Status(ae.Code)
-	if status == http.StatusServiceUnavailable {
+	if status == http.StatusServiceUnavailable || status == http.StatusTooManyRequests {
 		w.Header().Set("Retry-After", "1")
 	}
 	writeJSON(w, status, ae.Body())
@@ -53,4 +58,13 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.WriteHeader(status)
 	enc := json.NewEncoder(w)
 	_ = enc.Encode(v) // the client may be gone; nothing useful to do
+}
+
+// quotaMessage names the limit an ErrQuotaExceeded error reports.
+func quotaMessage(err error) string {
+	var q *cluster.QuotaError
+	if errors.As(err, &q) {
+		return q.Error()
+	}
+	return "a configured limit was reached"
 }

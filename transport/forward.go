@@ -2,11 +2,15 @@ package transport
 
 import (
 	"bytes"
+	"context"
 	"errors"
+	"fmt"
 	"io"
-	"net"
 	"net/http"
+	"net/http/httptrace"
 	"strconv"
+	"sync/atomic"
+	"time"
 
 	"github.com/raftlock/raftlock/api"
 	"github.com/raftlock/raftlock/cluster"
@@ -15,31 +19,88 @@ import (
 // relayed are the response headers copied back from the leader.
 var relayed = []string{"Content-Type", "Retry-After", "Allow"}
 
+// Why a forwarded request was abandoned (context causes).
+var (
+	errLeaderChanged = errors.New("leadership moved away from the node the request was forwarded to")
+	errForwardBound  = errors.New("the leader did not answer within the forwarding bound")
+)
+
 // forwarded handles err from the node: when it is ErrNotLeader the request is forwarded
-// to the leader and the answer relayed, and forwarded returns true.
-func (s *Server) forwarded(w http.ResponseWriter, r *http.Request, body []byte, err error) bool {
+// to the leader and the answer relayed, and forwarded returns true. wait is how long the
+// request may legitimately be held by the leader (a waiting acquire, a blocking query).
+//
+// The node returns ErrNotLeader only when it proposed nothing, so a request is forwarded
+// at most once per node and never after any part of it may have been applied.
+func (s *Server) forwarded(w http.ResponseWriter, r *http.Request, body []byte, err error, wait time.Duration) bool {
 	if !errors.Is(err, cluster.ErrNotLeader) {
 		return false
 	}
-	s.forward(w, r, body)
+	s.forward(w, r, body, wait)
 	return true
 }
 
-// forward sends the request to the leader's HTTP address and relays its answer. The
-// forwarded request carries the caller's context, so a caller that goes away cancels the
-// leader's work too (a waiting acquire then leaves the queue).
-func (s *Server) forward(w http.ResponseWriter, r *http.Request, body []byte) {
-	hops, _ := strconv.Atoi(r.Header.Get(hopHeader))
-	if hops >= s.cfg.MaxHops {
+// parseHops reads the hop counter of a forwarded request: a small unsigned integer.
+func parseHops(h string) (uint64, error) {
+	if h == "" {
+		return 0, nil
+	}
+	v, err := strconv.ParseUint(h, 10, 8)
+	if err != nil {
+		return 0, api.Errorf(api.CodeInvalidArgument, "%s must be a small non-negative integer", hopHeader)
+	}
+	return v, nil
+}
+
+// forward sends the request to the leader's HTTP address and relays its answer.
+//
+// A forward never waits longer than the leader can keep its office: it is abandoned as
+// soon as this node sees leadership move to another node (or to nobody), and in any case
+// after the election timeout plus ForwardMargin (plus the request's own wait). The caller
+// then gets 503 no_leader when the request certainly never left this node, or 503
+// unknown_outcome when it may have reached the leader; both are safe to retry. The
+// forwarded request also carries the caller's context, so a caller that goes away cancels
+// the leader's work too (a waiting acquire then leaves the queue).
+func (s *Server) forward(w http.ResponseWriter, r *http.Request, body []byte, wait time.Duration) {
+	hops, err := parseHops(r.Header.Get(hopHeader))
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	if hops >= uint64(s.cfg.MaxHops) {
 		writeError(w, api.Errorf(api.CodeNoLeader, "request forwarded %d times without reaching the leader; an election is settling, retry", hops))
 		return
 	}
+	leaderID, changed := s.node.LeaderWatch()
 	addr := s.node.LeaderHTTPAddr()
-	if addr == "" || addr == s.node.SelfInfo().HTTPAddr {
+	if leaderID == "" || addr == "" || addr == s.node.SelfInfo().HTTPAddr {
 		writeError(w, cluster.ErrNoLeader)
 		return
 	}
-	req, err := http.NewRequestWithContext(r.Context(), r.Method, "http://"+addr+r.URL.RequestURI(), bytes.NewReader(body))
+	bound := s.node.ElectionTimeout() + s.cfg.ForwardMargin + wait
+	ctx, cancel := context.WithCancelCause(r.Context())
+	defer cancel(nil)
+	timer := time.AfterFunc(bound, func() { cancel(errForwardBound) })
+	defer timer.Stop()
+	go func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-changed:
+				var id string
+				if id, changed = s.node.LeaderWatch(); id != leaderID {
+					cancel(errLeaderChanged)
+					return
+				}
+			}
+		}
+	}()
+
+	// Once a connection is in hand the request may reach the leader (a paused leader's
+	// kernel buffers it and the process reads it when it resumes).
+	var mayHaveReached atomic.Bool
+	trace := &httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) { mayHaveReached.Store(true) }}
+	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(ctx, trace), r.Method, "http://"+addr+r.URL.RequestURI(), bytes.NewReader(body))
 	if err != nil {
 		writeError(w, err)
 		return
@@ -47,18 +108,24 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, body []byte) {
 	if ct := r.Header.Get("Content-Type"); ct != "" {
 		req.Header.Set("Content-Type", ct)
 	}
-	req.Header.Set(hopHeader, strconv.Itoa(hops+1))
+	req.Header.Set(hopHeader, strconv.FormatUint(hops+1, 10))
 	s.met.forwarded.Inc()
+	start := time.Now()
 	resp, err := s.fwd.Do(req)
 	if err != nil {
-		s.log.Debug("forwarding to the leader failed", "leader", addr, "error", err)
-		var op *net.OpError
-		if errors.As(err, &op) && op.Op == "dial" {
-			// Nothing reached the leader: the request was certainly not applied.
-			writeError(w, api.Errorf(api.CodeNoLeader, "the leader at %s could not be reached (%v); retry", addr, err))
+		why := err
+		if cause := context.Cause(ctx); cause != nil {
+			why = cause
+		}
+		s.log.Debug("forwarding to the leader failed", "leader", leaderID, "after", time.Since(start).Round(time.Millisecond), "error", why)
+		if r.Context().Err() != nil {
+			return // the caller is gone; nobody reads an answer
+		}
+		if !mayHaveReached.Load() {
+			writeError(w, api.Errorf(api.CodeNoLeader, "the leader %s at %s could not be reached (%v); nothing was applied, retry", leaderID, addr, why))
 			return
 		}
-		writeError(w, api.Errorf(api.CodeUnknownOutcome, "the connection to the leader at %s failed mid-request (%v); the request may or may not have been applied, and is safe to retry", addr, err))
+		writeError(w, api.Errorf(api.CodeUnknownOutcome, "forwarded to the leader %s, no answer: %v; the request may or may not have been applied, and is safe to retry", leaderID, why))
 		return
 	}
 	defer resp.Body.Close()
@@ -69,5 +136,7 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, body []byte) {
 	}
 	w.Header().Set("X-Raftlock-Leader", addr)
 	w.WriteHeader(resp.StatusCode)
-	_, _ = io.Copy(w, resp.Body)
+	if _, err := io.Copy(w, resp.Body); err != nil {
+		s.log.Debug("relaying the leader's answer was cut off", "leader", leaderID, "error", fmt.Sprint(context.Cause(ctx)))
+	}
 }

@@ -27,7 +27,7 @@ func (s *Server) handleCreateLease(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id, err := s.node.CreateLease(r.Context(), ttl)
-	if s.forwarded(w, r, body, err) {
+	if s.forwarded(w, r, body, err, 0) {
 		return
 	}
 	if err != nil {
@@ -51,7 +51,7 @@ func (s *Server) handleKeepAlive(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ttl, err := s.node.KeepAlive(r.Context(), id)
-	if s.forwarded(w, r, body, err) {
+	if s.forwarded(w, r, body, err, 0) {
 		return
 	}
 	if err != nil {
@@ -77,7 +77,7 @@ func (s *Server) handleGetLease(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	v, err := s.node.Lease(r.Context(), id, stale)
-	if s.forwarded(w, r, nil, err) {
+	if s.forwarded(w, r, nil, err, 0) {
 		return
 	}
 	if err != nil {
@@ -101,7 +101,7 @@ func (s *Server) handleRevoke(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	released, err := s.node.Revoke(r.Context(), id)
-	if s.forwarded(w, r, nil, err) {
+	if s.forwarded(w, r, nil, err, 0) {
 		return
 	}
 	if err != nil {
@@ -129,10 +129,16 @@ func decodeAcquire(name string, body []byte) (cluster.AcquireRequest, error) {
 	if e := api.ValidateOwner(req.Owner); e != nil {
 		return cluster.AcquireRequest{}, e
 	}
+	if e := api.ValidateRequestID(req.RequestID); e != nil {
+		return cluster.AcquireRequest{}, e
+	}
 	out := cluster.AcquireRequest{Name: name, Wait: time.Duration(req.WaitMs) * time.Millisecond, Owner: req.Owner}
 	if req.LeaseID != "" {
 		if req.TTLMs != 0 {
 			return out, api.Errorf(api.CodeInvalidArgument, "ttl_ms applies only when a lease is created; omit it when passing lease_id")
+		}
+		if req.RequestID != "" {
+			return out, api.Errorf(api.CodeInvalidArgument, "request_id applies only when a lease is created; omit it when passing lease_id (an acquire with a lease is already idempotent)")
 		}
 		id, err := parseLeaseID(req.LeaseID)
 		if err != nil {
@@ -145,7 +151,7 @@ func decodeAcquire(name string, body []byte) (cluster.AcquireRequest, error) {
 	if e != nil {
 		return out, e
 	}
-	out.NewLease, out.TTL = true, ttl
+	out.NewLease, out.TTL, out.RequestID = true, ttl, req.RequestID
 	return out, nil
 }
 
@@ -159,8 +165,16 @@ func (s *Server) handleAcquire(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
+	if req.Wait > 0 {
+		release, ok := s.held.acquire()
+		if !ok {
+			writeError(w, tooManyHeld(s.cfg.MaxHeldRequests))
+			return
+		}
+		defer release()
+	}
 	g, err := s.node.Acquire(r.Context(), req)
-	if s.forwarded(w, r, body, err) {
+	if s.forwarded(w, r, body, err, req.Wait) {
 		return
 	}
 	if err != nil {
@@ -199,7 +213,7 @@ func (s *Server) handleRelease(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	err = s.node.Release(r.Context(), name, id, token)
-	if s.forwarded(w, r, body, err) {
+	if s.forwarded(w, r, body, err, 0) {
 		return
 	}
 	if err != nil {
@@ -237,8 +251,17 @@ func (s *Server) handleLockStatus(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	v, err := s.node.LockStatus(r.Context(), name, stale, waitIndex, time.Duration(waitMs)*time.Millisecond)
-	if s.forwarded(w, r, nil, err) {
+	wait := time.Duration(waitMs) * time.Millisecond
+	if wait > 0 {
+		release, ok := s.held.acquire()
+		if !ok {
+			writeError(w, tooManyHeld(s.cfg.MaxHeldRequests))
+			return
+		}
+		defer release()
+	}
+	v, err := s.node.LockStatus(r.Context(), name, stale, waitIndex, wait)
+	if s.forwarded(w, r, nil, err, wait) {
 		return
 	}
 	if err != nil {
@@ -250,33 +273,44 @@ func (s *Server) handleLockStatus(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) handleListLocks(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	err := knownQuery(q, "stale", "prefix")
+	err := knownQuery(q, "stale", "prefix", "after", "limit")
 	var stale bool
+	var limit uint64
 	if err == nil {
 		stale, err = queryBool(q, "stale")
 	}
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	views, err := s.node.Locks(r.Context(), q.Get("prefix"), s.cfg.MaxListLocks, stale)
-	if s.forwarded(w, r, nil, err) {
-		return
+	if err == nil {
+		limit, err = queryUint(q, "limit", api.MaxListLimit)
 	}
 	if err != nil {
 		writeError(w, err)
 		return
 	}
-	out := api.LockList{Locks: make([]api.LockStatus, len(views))}
+	if limit == 0 {
+		limit = api.DefaultListLimit
+	}
+	views, truncated, err := s.node.Locks(r.Context(), q.Get("prefix"), q.Get("after"), int(limit), stale)
+	if s.forwarded(w, r, nil, err, 0) {
+		return
+	}
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	out := api.LockList{Locks: make([]api.LockStatus, len(views)), Truncated: truncated}
 	for i, v := range views {
 		out.Locks[i] = lockStatus(v)
+	}
+	if truncated && len(views) > 0 {
+		out.Next = views[len(views)-1].Name
 	}
 	writeJSON(w, http.StatusOK, out)
 }
 
 func (s *Server) handleCluster(w http.ResponseWriter, r *http.Request) {
 	st := s.node.Status()
-	out := api.Cluster{LeaderID: st.LeaderID, Term: st.Term, CommitIndex: st.CommitIndex, AppliedIndex: st.AppliedIndex, Nodes: []api.Node{}}
+	serving := s.node.Serving()
+	out := api.Cluster{LeaderID: st.LeaderID, Term: st.Term, CommitIndex: st.CommitIndex, AppliedIndex: st.AppliedIndex, Nodes: []api.Node{}, Ready: serving != "", Serving: serving}
 	for _, m := range st.Members {
 		out.Nodes = append(out.Nodes, api.Node{ID: m.ID, RaftAddr: m.RaftAddr, HTTPAddr: m.HTTPAddr, Voter: m.Voter, Leader: m.Leader})
 	}
@@ -297,7 +331,7 @@ func (s *Server) handleAddNode(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	err = s.node.AddVoter(r.Context(), fsm.NodeInfo{ID: req.ID, RaftAddr: req.RaftAddr, HTTPAddr: req.HTTPAddr})
-	if s.forwarded(w, r, body, err) {
+	if s.forwarded(w, r, body, err, 0) {
 		return
 	}
 	if err != nil {
@@ -310,7 +344,7 @@ func (s *Server) handleAddNode(w http.ResponseWriter, r *http.Request) {
 func (s *Server) handleRemoveNode(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	err := s.node.RemoveServer(r.Context(), id)
-	if s.forwarded(w, r, nil, err) {
+	if s.forwarded(w, r, nil, err, 0) {
 		return
 	}
 	if err != nil {

@@ -25,13 +25,16 @@ type Node interface {
 	Acquire(ctx context.Context, req cluster.AcquireRequest) (cluster.Grant, error)
 	Release(ctx context.Context, name string, lease fsm.LeaseID, token uint64) error
 	LockStatus(ctx context.Context, name string, stale bool, waitIndex uint64, wait time.Duration) (fsm.LockView, error)
-	Locks(ctx context.Context, prefix string, limit int, stale bool) ([]fsm.LockView, error)
+	Locks(ctx context.Context, prefix, after string, limit int, stale bool) ([]fsm.LockView, bool, error)
 	Status() cluster.Status
 	AddVoter(ctx context.Context, info fsm.NodeInfo) error
 	RemoveServer(ctx context.Context, id string) error
 	LeaderHTTPAddr() string
+	LeaderWatch() (string, <-chan struct{})
+	ElectionTimeout() time.Duration
 	IsLeader() bool
 	Ready() bool
+	Serving() string
 	NeedsRegistration() bool
 	SelfInfo() fsm.NodeInfo
 	MetricsSnapshot() map[string]float64
@@ -51,8 +54,14 @@ type Config struct {
 	// arrives at a non-leader with the limit spent gets 503 no_leader: the nodes disagree
 	// about who leads, which resolves within an election.
 	MaxHops int
-	// MaxListLocks bounds GET /v1/locks answers; zero means 10000.
-	MaxListLocks int
+	// ForwardMargin is added to the node's election timeout (and to a request's own wait)
+	// to bound how long a forwarded request may go unanswered; zero means 2 s. A forward is
+	// abandoned earlier when leadership moves away from the node it went to.
+	ForwardMargin time.Duration
+	// MaxHeldRequests bounds the waiting acquires and blocking queries this node holds
+	// open at once (each is a goroutine and a connection); zero means 10000. Past it a new
+	// one gets 429 too_many_requests.
+	MaxHeldRequests int
 	// RegisterInterval is how often a follower checks that the state machine holds its
 	// HTTP address; zero means 1 s.
 	RegisterInterval time.Duration
@@ -67,6 +76,7 @@ type Server struct {
 	mux    *http.ServeMux
 	fwd    *http.Client
 	met    *metrics
+	held   *limiter
 	cancel context.CancelFunc
 	done   chan struct{}
 }
@@ -82,8 +92,11 @@ func NewServer(cfg Config) (*Server, error) {
 	if cfg.MaxHops == 0 {
 		cfg.MaxHops = 2
 	}
-	if cfg.MaxListLocks == 0 {
-		cfg.MaxListLocks = 10000
+	if cfg.ForwardMargin == 0 {
+		cfg.ForwardMargin = 2 * time.Second
+	}
+	if cfg.MaxHeldRequests == 0 {
+		cfg.MaxHeldRequests = 10000
 	}
 	if cfg.RegisterInterval == 0 {
 		cfg.RegisterInterval = time.Second
@@ -91,12 +104,17 @@ func NewServer(cfg Config) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = hclog.Default()
 	}
-	s := &Server{cfg: cfg, node: cfg.Node, log: cfg.Logger.Named("http"), mux: http.NewServeMux(), done: make(chan struct{})}
-	s.fwd = &http.Client{Transport: &http.Transport{
-		DialContext:         (&net.Dialer{Timeout: 2 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
-		MaxIdleConnsPerHost: 256,
-		IdleConnTimeout:     90 * time.Second,
-	}}
+	s := &Server{cfg: cfg, node: cfg.Node, log: cfg.Logger.Named("http"), mux: http.NewServeMux(), done: make(chan struct{}), held: newLimiter(cfg.MaxHeldRequests)}
+	s.fwd = &http.Client{
+		Transport: &http.Transport{
+			DialContext:         (&net.Dialer{Timeout: 2 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+			MaxIdleConnsPerHost: 256,
+			IdleConnTimeout:     90 * time.Second,
+		},
+		// A leader answers; it never redirects. Following a redirect would send the
+		// caller's body (lease IDs) wherever a compromised or confused peer points.
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
 	s.met = newMetrics(cfg.Node)
 	s.routes()
 	s.http = &http.Server{
@@ -218,10 +236,13 @@ func (s *Server) handleHealthz(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"status": "ok", "node": s.node.ID()})
 }
 
+// handleReadyz answers 200 only when a write sent to this node now would be served (it
+// is a ready leader) or forwarded (it knows the leader's HTTP address and has caught up).
 func (s *Server) handleReadyz(w http.ResponseWriter, r *http.Request) {
-	if !s.node.Ready() {
-		writeError(w, api.Errorf(api.CodeNoLeader, "not ready: no leader known yet, or this node is still catching up"))
+	serving := s.node.Serving()
+	if serving == "" {
+		writeError(w, api.Errorf(api.CodeNoLeader, "not ready: no ready leader known yet, the leader's HTTP address is not registered, or this node is still catching up"))
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"status": "ready", "node": s.node.ID()})
+	writeJSON(w, http.StatusOK, map[string]any{"status": "ready", "node": s.node.ID(), "serving": serving})
 }

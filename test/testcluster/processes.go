@@ -68,6 +68,15 @@ type Processes struct {
 // StartProcesses starts n server processes and waits for a leader that every node knows.
 func StartProcesses(t testing.TB, n int, extra ...string) *Processes {
 	t.Helper()
+	p := StartProcessesNoWait(t, n, extra...)
+	p.WaitLeader(20 * time.Second)
+	return p
+}
+
+// StartProcessesNoWait starts n server processes and returns at once, for tests that
+// decide for themselves, as an outside client would, when the cluster is ready.
+func StartProcessesNoWait(t testing.TB, n int, extra ...string) *Processes {
+	t.Helper()
 	p := &Processes{t: t, bin: Binary(t), dir: t.TempDir(), Extra: extra}
 	var boot []string
 	for i := 0; i < n; i++ {
@@ -83,7 +92,6 @@ func StartProcesses(t testing.TB, n int, extra ...string) *Processes {
 		p.Start(i)
 	}
 	t.Cleanup(p.KillAll)
-	p.WaitLeader(20 * time.Second)
 	return p
 }
 

@@ -1,0 +1,6 @@
+//go:build !unix
+
+package cluster
+
+// lockDataDir does nothing where flock is not available; BoltDB's own file lock remains.
+func lockDataDir(dir string) (func(), error) { return func() {}, nil }

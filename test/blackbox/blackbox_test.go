@@ -1,0 +1,326 @@
+package blackbox_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"sort"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/raftlock/raftlock/cluster/clustertest"
+	"github.com/raftlock/raftlock/test/testcluster"
+)
+
+// A plain client with the long timeout a stranger would pick.
+var plain = &http.Client{Timeout: 20 * time.Second}
+
+type answer struct {
+	status int
+	body   map[string]any
+	took   time.Duration
+	err    error
+}
+
+func (a answer) code() string {
+	if e, ok := a.body["error"].(map[string]any); ok {
+		s, _ := e["code"].(string)
+		return s
+	}
+	return ""
+}
+
+func (a answer) String() string {
+	if a.err != nil {
+		return fmt.Sprintf("error %v after %v", a.err, a.took.Round(time.Millisecond))
+	}
+	return fmt.Sprintf("%d %v after %v", a.status, a.body, a.took.Round(time.Millisecond))
+}
+
+func do(method, url, body string) answer {
+	req, err := http.NewRequest(method, url, bytes.NewBufferString(body))
+	if err != nil {
+		return answer{err: err}
+	}
+	start := time.Now()
+	resp, err := plain.Do(req)
+	if err != nil {
+		return answer{err: err, took: time.Since(start)}
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	a := answer{status: resp.StatusCode, took: time.Since(start)}
+	_ = json.Unmarshal(raw, &a.body)
+	return a
+}
+
+// waitAllReady polls GET /readyz on every node, as a load balancer would, until all say 200.
+func waitAllReady(t *testing.T, p *testcluster.Processes, n int) {
+	t.Helper()
+	clustertest.WaitFor(t, 30*time.Second, "every node's /readyz to answer 200", func() bool {
+		for i := 0; i < n; i++ {
+			if a := do("GET", p.URL(i)+"/readyz", ""); a.status != 200 {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// After every node answers /readyz 200, the first write sent to each node succeeds. Before
+// readiness required the leader's HTTP address, a follower could say ready and then answer
+// 503 no_leader.
+func TestBlackbox_ReadyMeansWritable(t *testing.T) {
+	const n = 3
+	p := testcluster.StartProcessesNoWait(t, n)
+	for round := 0; round < 3; round++ {
+		waitAllReady(t, p, n)
+		for i := 0; i < n; i++ {
+			if a := do("POST", p.URL(i)+"/v1/leases", `{"ttl_ms":5000}`); a.status != 201 {
+				t.Fatalf("round %d: first write to n%d after every node was ready: %v", round, i+1, a)
+			}
+		}
+		// A full restart: every node comes back with an empty view of who leads.
+		p.KillAll()
+		for i := 0; i < n; i++ {
+			p.Start(i)
+		}
+	}
+}
+
+// keeper keeps one lease alive the way a plain client would: every 500 ms it sends a
+// keepalive to a random live node and waits for the answer (up to its 20 s timeout); on an
+// error it tries another live node at once. A node that holds a keepalive hostage delays
+// every later one, which is exactly what this client must survive.
+type keeper struct {
+	p     *testcluster.Processes
+	lease string
+	mu    sync.Mutex
+	down  map[int]bool // nodes the test has paused or killed: not sent to
+	log   []sample
+	stop  chan struct{}
+	wg    sync.WaitGroup
+}
+
+type sample struct {
+	node  int
+	at    time.Time
+	ans   answer
+	viaFw bool // sent to a node that was not the leader when sent
+}
+
+func (k *keeper) setDown(i int, down bool) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.down[i] = down
+}
+
+func (k *keeper) liveNode(n int, not int) int {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	var live []int
+	for i := 0; i < n; i++ {
+		if !k.down[i] && i != not {
+			live = append(live, i)
+		}
+	}
+	if len(live) == 0 {
+		return not
+	}
+	return live[rand.IntN(len(live))]
+}
+
+func (k *keeper) run(n int, leader func() int) {
+	defer k.wg.Done()
+	next := time.Now()
+	for {
+		next = next.Add(500 * time.Millisecond)
+		select {
+		case <-k.stop:
+			return
+		case <-time.After(time.Until(next)):
+		}
+		node := k.liveNode(n, -1)
+		for attempt := 0; attempt < 3; attempt++ {
+			at := time.Now()
+			fw := node != leader()
+			a := do("POST", k.p.URL(node)+"/v1/leases/"+k.lease+"/keepalive", "")
+			k.mu.Lock()
+			k.log = append(k.log, sample{node: node, at: at, ans: a, viaFw: fw})
+			k.mu.Unlock()
+			if a.status == 200 {
+				break
+			}
+			node = k.liveNode(n, node)
+		}
+		if time.Until(next) < 0 {
+			next = time.Now()
+		}
+	}
+}
+
+// samples returns the keepalives sent in [from, to).
+func (k *keeper) samples(from, to time.Time) []sample {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	var out []sample
+	for _, s := range k.log {
+		if !s.at.Before(from) && s.at.Before(to) {
+			out = append(out, s)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].at.Before(out[j].at) })
+	return out
+}
+
+// A 3 s lease kept alive every 500 ms through any live node keeps its lock through a 5 s
+// SIGSTOP of the leader and through a kill -9 of the leader, while another client waits
+// for the same lock the whole time. Every keepalive sent to a live node during the pause
+// answers well inside the client's 20 s timeout.
+func TestBlackbox_LeaseSurvivesLeaderPauseAndKill(t *testing.T) {
+	const n = 3
+	p := testcluster.StartProcessesNoWait(t, n)
+	waitAllReady(t, p, n)
+
+	lease := do("POST", p.URL(0)+"/v1/leases", `{"ttl_ms":3000}`)
+	if lease.status != 201 {
+		t.Fatalf("create lease: %v", lease)
+	}
+	id := lease.body["lease_id"].(string)
+	grant := do("PUT", p.URL(1)+"/v1/locks/payments/card-42", `{"lease_id":"`+id+`","owner":"holder"}`)
+	if grant.status != 200 {
+		t.Fatalf("acquire: %v", grant)
+	}
+	token := grant.body["token"].(float64)
+
+	var leaderMu sync.Mutex
+	leader := p.WaitLeader(20 * time.Second)
+	currentLeader := func() int { leaderMu.Lock(); defer leaderMu.Unlock(); return leader }
+	k := &keeper{p: p, lease: id, down: map[int]bool{}, stop: make(chan struct{})}
+	k.wg.Add(1)
+	go k.run(n, currentLeader)
+
+	// A competitor queues for the lock the whole time, through a node that stays up.
+	thief := make(chan answer, 16)
+	stopThief := make(chan struct{})
+	var thiefWG sync.WaitGroup
+	thiefWG.Add(1)
+	go func() {
+		defer thiefWG.Done()
+		for {
+			select {
+			case <-stopThief:
+				return
+			default:
+			}
+			k.mu.Lock()
+			node := 0
+			for i := 0; i < n; i++ {
+				if !k.down[i] {
+					node = i
+				}
+			}
+			k.mu.Unlock()
+			a := do("PUT", p.URL(node)+"/v1/locks/payments/card-42", `{"owner":"thief","ttl_ms":3000,"wait_ms":2000}`)
+			if a.status == 200 {
+				thief <- a
+				return
+			}
+		}
+	}()
+
+	checkHeld := func(when string) {
+		t.Helper()
+		select {
+		case a := <-thief:
+			t.Fatalf("%s: the lock was granted to another client: %v", when, a)
+		default:
+		}
+		l := p.WaitLeader(20 * time.Second)
+		st := do("GET", p.URL(l)+"/v1/locks/payments/card-42", "")
+		if st.status != 200 || st.body["held"] != true || st.body["owner"] != "holder" || st.body["token"].(float64) != token {
+			t.Fatalf("%s: lock status %v, want held by holder with token %v", when, st, token)
+		}
+	}
+
+	// Let a few keepalives pass, then freeze the leader for 5 s.
+	time.Sleep(1500 * time.Millisecond)
+	old := currentLeader()
+	t.Logf("pausing leader n%d for 5 s", old+1)
+	k.setDown(old, true)
+	pausedAt := time.Now()
+	p.Signal(old, syscall.SIGSTOP)
+	var newLeader int
+	clustertest.WaitFor(t, 20*time.Second, "a new leader", func() bool {
+		newLeader = p.LeaderIndex()
+		return newLeader >= 0 && newLeader != old
+	})
+	failover := time.Since(pausedAt)
+	leaderMu.Lock()
+	leader = newLeader
+	leaderMu.Unlock()
+	time.Sleep(5*time.Second - time.Since(pausedAt))
+	p.Signal(old, syscall.SIGCONT)
+	resumedAt := time.Now()
+	k.setDown(old, false)
+	time.Sleep(1500 * time.Millisecond)
+	checkHeld("after a 5 s leader pause")
+
+	var slowest time.Duration
+	var forwarded, failed int
+	for _, s := range k.samples(pausedAt, resumedAt) {
+		if s.ans.took > slowest {
+			slowest = s.ans.took
+		}
+		if s.viaFw {
+			forwarded++
+		}
+		if s.ans.err != nil {
+			t.Errorf("keepalive to live node n%d during the pause: %v", s.node+1, s.ans)
+		} else if s.ans.status != 200 {
+			failed++
+			if c := s.ans.code(); c != "no_leader" && c != "unknown_outcome" {
+				t.Errorf("keepalive to n%d during the pause: %v, want 200 or a retryable 503", s.node+1, s.ans)
+			}
+		}
+		// Bound: election timeout 500 ms + forward margin 2 s; anything near the client's
+		// 20 s timeout means the node held the request hostage.
+		if s.ans.took > 10*time.Second {
+			t.Errorf("keepalive to n%d during the pause took %v", s.node+1, s.ans.took)
+		}
+	}
+	t.Logf("pause: new leader n%d after %v; %d keepalives to live nodes (%d forwarded when sent), %d retryable 503s, slowest answer %v (bound 2.5 s)",
+		newLeader+1, failover.Round(time.Millisecond), len(k.samples(pausedAt, resumedAt)), forwarded, failed, slowest.Round(time.Millisecond))
+
+	// Now kill -9 the current leader.
+	victim := p.WaitLeader(20 * time.Second)
+	k.setDown(victim, true)
+	killedAt := time.Now()
+	p.Kill(victim)
+	clustertest.WaitFor(t, 20*time.Second, "a leader after the kill", func() bool {
+		l := p.LeaderIndex()
+		return l >= 0 && l != victim
+	})
+	t.Logf("kill -9 of n%d: new leader after %v", victim+1, time.Since(killedAt).Round(time.Millisecond))
+	leaderMu.Lock()
+	leader = p.LeaderIndex()
+	leaderMu.Unlock()
+	time.Sleep(4 * time.Second) // longer than the TTL: the lease must have been renewed
+	checkHeld("after a leader kill -9")
+	for _, s := range k.samples(killedAt, time.Now()) {
+		if s.ans.err != nil || s.ans.took > 10*time.Second {
+			t.Errorf("keepalive to live node n%d after the kill: %v", s.node+1, s.ans)
+		}
+	}
+
+	close(stopThief)
+	close(k.stop)
+	k.wg.Wait()
+	thiefWG.Wait()
+	checkHeld("at the end")
+}

@@ -1,0 +1,245 @@
+package transport
+
+import (
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/raftlock/raftlock/api"
+	"github.com/raftlock/raftlock/cluster"
+	"github.com/raftlock/raftlock/fsm"
+)
+
+// followerNode is a follower that knows a leader at leaderAddr: every operation answers
+// ErrNotLeader, so the server forwards it. Methods a test does not need are left to the
+// embedded nil interface (calling them panics, which fails the test).
+type followerNode struct {
+	Node
+	leaderAddr string
+	mu         sync.Mutex
+	leaderID   string
+	changed    chan struct{}
+	acquire    func(ctx context.Context) error
+}
+
+func newFollowerNode(leaderAddr string) *followerNode {
+	return &followerNode{leaderAddr: leaderAddr, leaderID: "n1", changed: make(chan struct{})}
+}
+
+func (f *followerNode) ID() string { return "n2" }
+func (f *followerNode) SelfInfo() fsm.NodeInfo {
+	return fsm.NodeInfo{ID: "n2", HTTPAddr: "127.0.0.1:1"}
+}
+func (f *followerNode) LeaderHTTPAddr() string         { return f.leaderAddr }
+func (f *followerNode) ElectionTimeout() time.Duration { return 100 * time.Millisecond }
+func (f *followerNode) IsLeader() bool                 { return false }
+func (f *followerNode) NeedsRegistration() bool        { return false }
+func (f *followerNode) MetricsSnapshot() map[string]float64 {
+	return map[string]float64{}
+}
+func (f *followerNode) LeaderWatch() (string, <-chan struct{}) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.leaderID, f.changed
+}
+
+// elect makes another node the leader, as raft's observation would.
+func (f *followerNode) elect(id string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.leaderID = id
+	close(f.changed)
+	f.changed = make(chan struct{})
+}
+
+func (f *followerNode) KeepAlive(context.Context, fsm.LeaseID) (int64, error) {
+	return 0, cluster.ErrNotLeader
+}
+
+func (f *followerNode) Acquire(ctx context.Context, _ cluster.AcquireRequest) (cluster.Grant, error) {
+	if f.acquire != nil {
+		return cluster.Grant{}, f.acquire(ctx)
+	}
+	return cluster.Grant{}, cluster.ErrNotLeader
+}
+
+func newTestServer(t *testing.T, node Node, tune func(*Config)) *httptest.Server {
+	t.Helper()
+	cfg := Config{Node: node, Logger: hclog.NewNullLogger(), ForwardMargin: 200 * time.Millisecond, RegisterInterval: time.Hour}
+	if tune != nil {
+		tune(&cfg)
+	}
+	s, err := NewServer(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(s.Handler())
+	t.Cleanup(ts.Close)
+	return ts
+}
+
+// hungLeader accepts requests and never answers, like a leader stopped by SIGSTOP after
+// its kernel accepted the connection.
+func hungLeader(t *testing.T) (addr string, hits *atomic.Int64) {
+	t.Helper()
+	hits = new(atomic.Int64)
+	release := make(chan struct{})
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	t.Cleanup(func() { close(release); ts.Close() })
+	return strings.TrimPrefix(ts.URL, "http://"), hits
+}
+
+// send is a plain client with a long timeout, as a stranger would use.
+func send(t *testing.T, method, url, body string, hdr map[string]string) (*http.Response, string, time.Duration) {
+	t.Helper()
+	req, _ := http.NewRequest(method, url, strings.NewReader(body))
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	c := &http.Client{Timeout: 20 * time.Second}
+	start := time.Now()
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v (after %v)", method, url, err, time.Since(start))
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	return resp, string(raw), time.Since(start)
+}
+
+func wantError(t *testing.T, resp *http.Response, body string, status int, code string) {
+	t.Helper()
+	if resp.StatusCode != status || !strings.Contains(body, `"code":"`+code+`"`) {
+		t.Fatalf("answer %d %s, want %d %s", resp.StatusCode, body, status, code)
+	}
+	if (status == 503 || status == 429) && resp.Header.Get("Retry-After") == "" {
+		t.Fatalf("%d without Retry-After", status)
+	}
+}
+
+const keepalivePath = "/v1/leases/00112233445566778899aabbccddeeff/keepalive"
+
+// A forward to a leader that stops answering is abandoned as soon as another node leads.
+func TestForward_AbandonedWhenLeadershipMoves(t *testing.T) {
+	addr, hits := hungLeader(t)
+	node := newFollowerNode(addr)
+	ts := newTestServer(t, node, func(c *Config) { c.ForwardMargin = time.Hour })
+	go func() {
+		for hits.Load() == 0 {
+			time.Sleep(5 * time.Millisecond)
+		}
+		node.elect("n3")
+	}()
+	resp, body, took := send(t, "POST", ts.URL+keepalivePath, "", nil)
+	wantError(t, resp, body, 503, api.CodeUnknownOutcome)
+	t.Logf("abandoned %v after the request reached the old leader", took)
+}
+
+// With no change of leader seen, a forward still ends after the election timeout plus
+// the margin, not when the client gives up.
+func TestForward_BoundedWithoutLeaderChange(t *testing.T) {
+	addr, _ := hungLeader(t)
+	ts := newTestServer(t, newFollowerNode(addr), nil)
+	resp, body, took := send(t, "POST", ts.URL+keepalivePath, "", nil)
+	wantError(t, resp, body, 503, api.CodeUnknownOutcome)
+	t.Logf("bound 300ms, answered after %v", took)
+}
+
+// A waiting request's bound includes its wait.
+func TestForward_BoundIncludesWait(t *testing.T) {
+	addr, _ := hungLeader(t)
+	ts := newTestServer(t, newFollowerNode(addr), nil)
+	resp, body, took := send(t, "PUT", ts.URL+"/v1/locks/a", `{"wait_ms":700}`, nil)
+	wantError(t, resp, body, 503, api.CodeUnknownOutcome)
+	if took < 700*time.Millisecond {
+		t.Fatalf("a waiting acquire was cut off after %v, before its own 700 ms wait", took)
+	}
+}
+
+// A leader that cannot be dialled certainly received nothing: no_leader.
+func TestForward_UnreachableLeaderIsNoLeader(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	ts := newTestServer(t, newFollowerNode(addr), nil)
+	resp, body, _ := send(t, "POST", ts.URL+keepalivePath, "", nil)
+	wantError(t, resp, body, 503, api.CodeNoLeader)
+}
+
+// The hop counter is unsigned: a negative value cannot buy unlimited forwarding.
+func TestForward_HopHeaderIsUnsigned(t *testing.T) {
+	addr, hits := hungLeader(t)
+	ts := newTestServer(t, newFollowerNode(addr), nil)
+	for _, h := range []string{"-1000000", "-1", "x", "99999999999999999999", "256"} {
+		resp, body, _ := send(t, "POST", ts.URL+keepalivePath, "", map[string]string{hopHeader: h})
+		wantError(t, resp, body, 400, api.CodeInvalidArgument)
+	}
+	resp, body, _ := send(t, "POST", ts.URL+keepalivePath, "", map[string]string{hopHeader: "2"})
+	wantError(t, resp, body, 503, api.CodeNoLeader)
+	if n := hits.Load(); n != 0 {
+		t.Fatalf("%d requests reached the leader", n)
+	}
+}
+
+// The forwarding client relays a redirect instead of following it with the caller's body.
+func TestForward_DoesNotFollowRedirects(t *testing.T) {
+	var followed atomic.Int64
+	elsewhere := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { followed.Add(1) }))
+	defer elsewhere.Close()
+	leader := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, elsewhere.URL+r.URL.Path, http.StatusTemporaryRedirect)
+	}))
+	defer leader.Close()
+	ts := newTestServer(t, newFollowerNode(strings.TrimPrefix(leader.URL, "http://")), nil)
+	resp, _, _ := send(t, "POST", ts.URL+keepalivePath, "", nil)
+	if resp.StatusCode != http.StatusTemporaryRedirect || followed.Load() != 0 {
+		t.Fatalf("status %d, redirect target hit %d times; want the 307 relayed and not followed", resp.StatusCode, followed.Load())
+	}
+}
+
+// Held-open requests beyond MaxHeldRequests are refused with 429, and nothing reaches
+// the node for them.
+func TestServer_HeldRequestLimit(t *testing.T) {
+	node := newFollowerNode("")
+	entered := make(chan struct{}, 4)
+	var calls atomic.Int64
+	node.acquire = func(ctx context.Context) error {
+		calls.Add(1)
+		entered <- struct{}{}
+		<-ctx.Done()
+		return cluster.ErrWaitTimeout
+	}
+	ts := newTestServer(t, node, func(c *Config) { c.MaxHeldRequests = 1 })
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		req, _ := http.NewRequestWithContext(ctx, "PUT", ts.URL+"/v1/locks/a", strings.NewReader(`{"wait_ms":10000}`))
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			resp.Body.Close()
+		}
+	}()
+	<-entered
+	resp, body, _ := send(t, "PUT", ts.URL+"/v1/locks/b", `{"wait_ms":10000}`, nil)
+	wantError(t, resp, body, 429, api.CodeTooManyRequests)
+	if calls.Load() != 1 {
+		t.Fatalf("node saw %d acquires, want 1", calls.Load())
+	}
+}
