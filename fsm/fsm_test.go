@@ -271,6 +271,9 @@ func FuzzDecodeCommand(f *testing.F) {
 		f.Add(c.Encode(nil))
 	}
 	f.Add([]byte{byte(TypeRegisterNode), 0, 2, 'n', '1', 0, 0})
+	for _, c := range versionCommands() {
+		f.Add(c.Encode(nil))
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		c, err := DecodeCommand(data)
 		if err != nil {
@@ -290,6 +293,10 @@ func FuzzRestore(f *testing.F) {
 	s := New(nil)
 	runInto(s, 11, 300)
 	f.Add(s.SnapshotBytes())
+	for i, c := range versionCommands() {
+		s.ApplyCommand(uint64(301+i), &c)
+	}
+	f.Add(s.SnapshotBytes()) // format 2, with limits and node versions
 	f.Fuzz(func(t *testing.T, data []byte) {
 		g := New(nil)
 		if err := g.Restore(io.NopCloser(bytes.NewReader(data))); err != nil {

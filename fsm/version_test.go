@@ -226,3 +226,16 @@ func TestType_Since(t *testing.T) {
 		t.Fatal("NodeVersion must be skippable, SetVersion and SetLimits must not")
 	}
 }
+
+// versionCommands are the commands of protocol version 2, in an order that activates it,
+// for fuzz seeds.
+func versionCommands() []Command {
+	return []Command{
+		{Type: TypeNodeVersion, Now: 1, Node: NodeInfo{ID: "n1"}, Version: 2},
+		{Type: TypeSetVersion, Now: 2, Version: 2},
+		{Type: TypeNodeVersion, Now: 3, Node: NodeInfo{ID: "n2"}, Version: 2},
+		{Type: TypeNodeVersion, Now: 3, Node: NodeInfo{ID: "n1"}, Version: 3},
+		{Type: TypeSetLimits, Now: 4, Limits: Limits{MaxLeases: 100, MaxLocksPerLease: 4, MaxWaitersPerLock: 9}},
+		{Type: TypeTick, Now: 1 << 62},
+	}
+}
