@@ -31,13 +31,14 @@ func checkDeadlines(t *testing.T, f *FSM) {
 			t.Fatalf("lease %s deadline %d (ttl %d) at time %d", id, l.deadline, l.ttl, f.s.time)
 		}
 	}
-	for name, lk := range f.s.locks {
-		for _, w := range lk.queue {
-			if w.deadline <= f.s.time {
-				t.Fatalf("lock %q waiter %s deadline %d at time %d", name, w.lease, w.deadline, f.s.time)
-			}
+	// Every waiter's deadline is in waitExp, whatever the queue's representation.
+	f.s.waitExp.Ascend(func(key string, deadline int64) bool {
+		if deadline <= f.s.time {
+			name, id := splitWaitKey(key)
+			t.Fatalf("lock %q waiter %s deadline %d at time %d", name, id, deadline, f.s.time)
 		}
-	}
+		return true
+	})
 }
 
 func mustRestoreBytes(t *testing.T, f *FSM) *FSM {
