@@ -24,6 +24,14 @@ const (
 	TypeDequeue      Type = 8
 	TypeRemoveNode   Type = 9
 
+	// TypeSetVersion raises the cluster's active protocol version (since version 2).
+	TypeSetVersion Type = 10
+	// TypeNodeVersion registers the newest protocol version a node speaks (since version
+	// 2). It carries FlagSkippable, so a node that predates it applies it as a tick.
+	TypeNodeVersion Type = 11 | FlagSkippable
+	// TypeSetLimits replaces the quotas (since version 2).
+	TypeSetLimits Type = 12
+
 	// FlagSkippable, set in the type byte, lets a node that does not know the type skip
 	// the command (it still advances time) instead of refusing it.
 	FlagSkippable Type = 0x80
@@ -50,6 +58,12 @@ func (t Type) String() string {
 		return "dequeue"
 	case TypeRemoveNode:
 		return "remove_node"
+	case TypeSetVersion:
+		return "set_version"
+	case typeNodeVersion:
+		return "node_version"
+	case TypeSetLimits:
+		return "set_limits"
 	}
 	return fmt.Sprintf("type(%d)", uint8(t))
 }
@@ -104,9 +118,18 @@ type Command struct {
 	Owner string
 	// Token is the grant being released (Release).
 	Token uint64
-	// Node is the member registered (RegisterNode) or removed (RemoveNode, ID only).
+	// Node is the member registered (RegisterNode) or removed (RemoveNode, ID only), or
+	// the node whose version NodeVersion registers (ID only).
 	Node NodeInfo
+	// Version is the protocol version to activate (SetVersion) or the newest one the node
+	// speaks (NodeVersion).
+	Version uint64
+	// Limits are the new quotas (SetLimits).
+	Limits Limits
 }
+
+// typeNodeVersion is TypeNodeVersion without its flag, as switches on a type see it.
+const typeNodeVersion = TypeNodeVersion &^ FlagSkippable
 
 // Limits on decoded fields: far above what the API accepts, low enough that a corrupt
 // length cannot make a node allocate without bound.
@@ -155,6 +178,15 @@ func (c *Command) Encode(buf []byte) []byte {
 		buf = appendString(buf, c.Node.HTTPAddr)
 	case TypeRemoveNode:
 		buf = appendString(buf, c.Node.ID)
+	case TypeSetVersion:
+		buf = binary.AppendUvarint(buf, c.Version)
+	case typeNodeVersion:
+		buf = appendString(buf, c.Node.ID)
+		buf = binary.AppendUvarint(buf, c.Version)
+	case TypeSetLimits:
+		buf = binary.AppendUvarint(buf, c.Limits.MaxLeases)
+		buf = binary.AppendUvarint(buf, c.Limits.MaxLocksPerLease)
+		buf = binary.AppendUvarint(buf, c.Limits.MaxWaitersPerLock)
 	}
 	return buf
 }
@@ -164,11 +196,17 @@ func (c *Command) Encode(buf []byte) []byte {
 // ErrUnknownCommand. A skippable command of an unknown type decodes to its type and Now
 // with no other fields.
 func DecodeCommand(b []byte) (Command, error) {
+	return decodeCommand(b, Version)
+}
+
+// decodeCommand decodes as a node speaking protocol version max: a type introduced after
+// max is unknown to it.
+func decodeCommand(b []byte, max uint64) (Command, error) {
 	var c Command
 	d := decoder{b: b}
 	c.Type = Type(d.byte())
 	c.Now = d.int64()
-	switch c.Type &^ FlagSkippable {
+	switch c.Type.known(max) {
 	case TypeCreateLease:
 		c.Lease = d.leaseID()
 		c.TTL = d.int64()
@@ -210,6 +248,13 @@ func DecodeCommand(b []byte) (Command, error) {
 		c.Node.HTTPAddr = d.string()
 	case TypeRemoveNode:
 		c.Node.ID = d.string()
+	case TypeSetVersion:
+		c.Version = d.uvarint()
+	case typeNodeVersion:
+		c.Node.ID = d.string()
+		c.Version = d.uvarint()
+	case TypeSetLimits:
+		c.Limits = Limits{MaxLeases: d.uvarint(), MaxLocksPerLease: d.uvarint(), MaxWaitersPerLock: d.uvarint()}
 	case TypeTick:
 	default:
 		if d.err == nil && c.Type&FlagSkippable == 0 {

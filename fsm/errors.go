@@ -14,3 +14,16 @@ var (
 	// ErrBadSnapshot means a snapshot stream is not one this version can restore.
 	ErrBadSnapshot = errors.New("fsm: bad snapshot")
 )
+
+// Errors of protocol versions and of the halt.
+var (
+	// ErrHalted means the state machine stopped before a command it does not know and may
+	// not skip (see FSM.Halted); it applies nothing more.
+	ErrHalted = errors.New("fsm: halted")
+	// ErrUnsupportedVersion means a snapshot or a command needs a protocol version newer
+	// than this node speaks: the node must be upgraded.
+	ErrUnsupportedVersion = errors.New("fsm: protocol version not supported")
+	// ErrInactiveVersion means a command needs a protocol version the cluster has not yet
+	// activated (a node that does not speak it may still be a member).
+	ErrInactiveVersion = errors.New("fsm: protocol version not active")
+)

@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"errors"
 	"sort"
 	"strings"
 	"sync"
@@ -25,6 +26,9 @@ const (
 	EventApplied
 	// EventRestored: the state was replaced by a snapshot; anything may have changed.
 	EventRestored
+	// EventHalted: the entry at Index is a command this node does not know and may not
+	// skip, so the state machine stopped before it (Err says why); it is sent once.
+	EventHalted
 )
 
 // Event tells an observer what an applied entry did, so that waiting requests are answered
@@ -39,6 +43,8 @@ type Event struct {
 	Token uint64
 	Owner string
 	Index uint64
+	// Err is the reason of an EventHalted.
+	Err error
 }
 
 // FSM is the lock state machine. It implements raft.FSM, raft.BatchingFSM and
@@ -50,15 +56,14 @@ type FSM struct {
 	observe func(Event)
 	pending []Event // events of the entries being applied, emitted after mu is released
 	applied atomic.Uint64
+	local   // node-local: the versions this node speaks, and whether it halted (halt.go)
 }
 
 // New returns an empty state machine. observe, when non-nil, is called on raft's FSM
 // goroutine after each entry (or batch) is applied, with the FSM's lock released, so it may
 // read the FSM; it must not block.
 func New(observe func(Event)) *FSM {
-	f := &FSM{observe: observe}
-	f.s = newState(f.record)
-	return f
+	return NewWithOptions(Options{Observe: observe})
 }
 
 // record queues an event while the write lock is held.
@@ -77,6 +82,7 @@ func (f *FSM) flush(last Event) {
 	f.mu.Lock()
 	evs := f.pending
 	f.pending = nil
+	last = f.haltedLast(last)
 	f.mu.Unlock()
 	for _, e := range evs {
 		f.observe(e)
@@ -112,7 +118,7 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []interface{} {
 // the commit index is not stranded behind a configuration change.
 func (f *FSM) StoreConfiguration(index uint64, _ raft.Configuration) {
 	f.mu.Lock()
-	if index > f.s.applied {
+	if index > f.s.applied && f.haltErr == nil {
 		f.s.applied = index
 	}
 	f.applied.Store(f.s.applied)
@@ -122,12 +128,18 @@ func (f *FSM) StoreConfiguration(index uint64, _ raft.Configuration) {
 
 func (f *FSM) applyLocked(l *raft.Log) *Result {
 	var r *Result
+	if f.haltErr != nil {
+		return &Result{Status: StatusHalted, Index: l.Index, Err: f.haltErr}
+	}
 	if l.Type != raft.LogCommand {
 		if l.Index > f.s.applied {
 			f.s.applied = l.Index
 		}
 		r = &Result{Index: l.Index}
-	} else if c, err := DecodeCommand(l.Data); err != nil {
+	} else if c, err := f.decode(l.Data); err != nil {
+		if errors.Is(err, ErrUnknownCommand) {
+			return f.haltAt(l.Index, err)
+		}
 		f.s.applied = l.Index
 		r = &Result{Status: StatusInvalid, Index: l.Index, Err: err}
 	} else {

@@ -25,6 +25,7 @@ func runRandom(t *testing.T, seed int64, steps int) {
 	g := newGen(seed, func(name string) uint64 { return f.Lock(name).Token })
 	lastToken := map[string]uint64{}
 	restoreAt := uint64(steps / 3)
+	sc := newStepChecks()
 
 	for index := uint64(1); index <= uint64(steps); index++ {
 		c := g.next()
@@ -35,15 +36,17 @@ func runRandom(t *testing.T, seed int64, steps int) {
 			}
 		}
 		events = events[:0]
+		sc.before(f, g)
 		got := f.ApplyCommand(index, &c)
 		replica.ApplyCommand(index, &c)
 		if restored != nil {
 			restored.ApplyCommand(index, &c)
 		}
 		want := m.apply(index, &c)
-		if got.Status != want {
-			t.Fatalf("step %d %s: status %s, model says %s", index, c.Type, got.Status, want)
+		if got.Status != want || got.Quota != m.quota {
+			t.Fatalf("step %d %s: status %s %q, model says %s %q", index, c.Type, got.Status, got.Quota, want, m.quota)
 		}
+		sc.after(t, index, &c, got, f, g)
 		if got.Status == StatusOK && c.Type == TypeAcquire && m.locks[c.Name].token == index && got.Token != index {
 			t.Fatalf("step %d: fresh grant token %d, want the entry's index", index, got.Token)
 		}
@@ -268,6 +271,9 @@ func FuzzDecodeCommand(f *testing.F) {
 		f.Add(c.Encode(nil))
 	}
 	f.Add([]byte{byte(TypeRegisterNode), 0, 2, 'n', '1', 0, 0})
+	for _, c := range versionCommands() {
+		f.Add(c.Encode(nil))
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		c, err := DecodeCommand(data)
 		if err != nil {
@@ -287,6 +293,10 @@ func FuzzRestore(f *testing.F) {
 	s := New(nil)
 	runInto(s, 11, 300)
 	f.Add(s.SnapshotBytes())
+	for i, c := range versionCommands() {
+		s.ApplyCommand(uint64(301+i), &c)
+	}
+	f.Add(s.SnapshotBytes()) // format 2, with limits and node versions
 	f.Fuzz(func(t *testing.T, data []byte) {
 		g := New(nil)
 		if err := g.Restore(io.NopCloser(bytes.NewReader(data))); err != nil {

@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"fmt"
+	"math"
 	"math/rand"
 	"slices"
 	"sort"
@@ -10,9 +11,12 @@ import (
 // model is the reference the state machine is checked against: the same rules written as
 // plainly as possible, with no heaps, no indexes and no cleverness.
 type model struct {
-	time   int64
-	leases map[LeaseID]*modelLease
-	locks  map[string]*modelLock
+	time    int64
+	leases  map[LeaseID]*modelLease
+	locks   map[string]*modelLock
+	version uint64
+	limits  Limits
+	quota   string // the limit the last command hit
 }
 
 type modelLease struct{ ttl, deadline int64 }
@@ -31,7 +35,7 @@ type modelWaiter struct {
 }
 
 func newModel() *model {
-	return &model{leases: map[LeaseID]*modelLease{}, locks: map[string]*modelLock{}}
+	return &model{leases: map[LeaseID]*modelLease{}, locks: map[string]*modelLock{}, version: 1}
 }
 
 // handover gives lock name to its first waiter at index, or frees it.
@@ -77,8 +81,40 @@ func (m *model) lockNames() []string {
 	return names
 }
 
+// held and waiting count the locks lease id holds and waits for.
+func (m *model) counts(id LeaseID) (held, waiting int) {
+	for _, lk := range m.locks {
+		if lk.holder == id {
+			held++
+		}
+		for _, w := range lk.queue {
+			if w.lease == id {
+				waiting++
+			}
+		}
+	}
+	return held, waiting
+}
+
+// sat is a+b, or MaxInt64 when that overflows.
+func sat(a, b int64) int64 {
+	if a+b < a {
+		return math.MaxInt64
+	}
+	return a + b
+}
+
 func (m *model) apply(index uint64, c *Command) Status {
-	m.time = max(m.time, c.Now)
+	m.quota = ""
+	if c.Type == TypeSetVersion && c.Version > Version {
+		return StatusInvalid // refused before anything, time included
+	}
+	stamp := max(m.time, c.Now)
+	if m.version >= 2 {
+		m.time = max(m.time, min(c.Now, sat(m.time, MaxTimeStep)))
+	} else {
+		m.time = stamp
+	}
 	for _, lk := range m.locks {
 		lk.queue = slices.DeleteFunc(lk.queue, func(w modelWaiter) bool { return w.deadline <= m.time })
 	}
@@ -90,15 +126,32 @@ func (m *model) apply(index uint64, c *Command) Status {
 	}
 	m.removeLeases(index, dead)
 
+	tooManyLeases := func(id LeaseID) bool {
+		if m.leases[id] == nil && m.limits.MaxLeases != 0 && uint64(len(m.leases)) >= m.limits.MaxLeases {
+			m.quota = QuotaLeases
+			return true
+		}
+		return false
+	}
 	switch c.Type {
+	case TypeSetVersion:
+		m.version = max(m.version, c.Version)
+	case TypeSetLimits:
+		if m.version < 2 {
+			return StatusInvalid
+		}
+		m.limits = c.Limits
 	case TypeCreateLease:
+		if tooManyLeases(c.Lease) {
+			return StatusQuotaExceeded
+		}
 		if m.leases[c.Lease] == nil {
-			m.leases[c.Lease] = &modelLease{ttl: c.TTL, deadline: m.time + c.TTL}
+			m.leases[c.Lease] = &modelLease{ttl: c.TTL, deadline: sat(stamp, c.TTL)}
 		}
 	case TypeRenew:
 		for _, id := range c.Leases {
 			if l := m.leases[id]; l != nil {
-				l.deadline = m.time + l.ttl
+				l.deadline = sat(stamp, l.ttl)
 			}
 		}
 	case TypeRevoke:
@@ -115,11 +168,26 @@ func (m *model) apply(index uint64, c *Command) Status {
 		if lk != nil && lk.holder != c.Lease && c.Wait <= 0 {
 			return StatusLockHeld
 		}
+		if l == nil && tooManyLeases(c.Lease) {
+			return StatusQuotaExceeded
+		}
+		queued := lk != nil && slices.ContainsFunc(lk.queue, func(w modelWaiter) bool { return w.lease == c.Lease })
+		if !queued && (lk == nil || lk.holder != c.Lease) {
+			held, waiting := m.counts(c.Lease)
+			if max := m.limits.MaxLocksPerLease; max != 0 && uint64(held+waiting) >= max {
+				m.quota = QuotaLocksPerLease
+				return StatusQuotaExceeded
+			}
+			if max := m.limits.MaxWaitersPerLock; max != 0 && lk != nil && uint64(len(lk.queue)) >= max {
+				m.quota = QuotaWaitersPerLock
+				return StatusQuotaExceeded
+			}
+		}
 		if l == nil {
 			l = &modelLease{ttl: c.TTL}
 			m.leases[c.Lease] = l
 		}
-		l.deadline = m.time + l.ttl
+		l.deadline = sat(stamp, l.ttl)
 		switch {
 		case lk == nil:
 			m.locks[c.Name] = &modelLock{holder: c.Lease, token: index, owner: c.Owner}
@@ -127,9 +195,9 @@ func (m *model) apply(index uint64, c *Command) Status {
 		default:
 			i := slices.IndexFunc(lk.queue, func(w modelWaiter) bool { return w.lease == c.Lease })
 			if i < 0 {
-				lk.queue = append(lk.queue, modelWaiter{lease: c.Lease, owner: c.Owner, deadline: m.time + c.Wait})
+				lk.queue = append(lk.queue, modelWaiter{lease: c.Lease, owner: c.Owner, deadline: sat(stamp, c.Wait)})
 			} else {
-				lk.queue[i].deadline = m.time + c.Wait
+				lk.queue[i].deadline = sat(stamp, c.Wait)
 			}
 			return StatusQueued
 		}
@@ -163,6 +231,9 @@ type gen struct {
 	names  []string
 	now    int64
 	tokens func(name string) uint64 // the current token of a lock, to release it
+	// v2 is set once the generator proposed SetVersion 2; from then on it also writes
+	// poison Now values, which at version 1 would end cluster time for the rest of the run.
+	v2 bool
 }
 
 func newGen(seed int64, tokens func(string) uint64) *gen {
@@ -184,6 +255,36 @@ func (g *gen) next() Command {
 	}
 	id := g.ids[g.rng.Intn(len(g.ids))]
 	name := g.names[g.rng.Intn(len(g.names))]
+	if g.rng.Intn(200) == 0 {
+		g.now += 30 * hour // a leader idle for more than a day
+		c.Now = g.now
+	}
+	if g.v2 && g.rng.Intn(300) == 0 {
+		// A poison Now: cluster time moves one step; the next leader's clock starts there.
+		c.Now = math.MaxInt64 - int64(g.rng.Intn(2))*int64(g.rng.Intn(1<<30))
+		g.now += MaxTimeStep
+	}
+	switch op := g.rng.Intn(1000); {
+	case op < 1:
+		c.Type, c.Version = TypeSetVersion, uint64(2+g.rng.Intn(2)) // 3 is refused
+		g.v2 = g.v2 || c.Version == 2
+		return c
+	case op < 10:
+		c.Type = TypeSetLimits
+		// Each limit is off half the time, else small enough to be hit in a universe of six
+		// leases and four locks.
+		for _, p := range []*uint64{&c.Limits.MaxLeases, &c.Limits.MaxLocksPerLease, &c.Limits.MaxWaitersPerLock} {
+			if g.rng.Intn(2) == 0 {
+				*p = uint64(1 + g.rng.Intn(4))
+			}
+		}
+		c.Limits.MaxWaitersPerLock = min(c.Limits.MaxWaitersPerLock, 2)
+		return c
+	case op < 20:
+		c.Type, c.Node.ID, c.Version = TypeNodeVersion, fmt.Sprintf("n%d", g.rng.Intn(3)), uint64(1+g.rng.Intn(2))
+		return c
+	}
+	huge := g.rng.Intn(200) == 0 // a wait or TTL whose deadline would overflow
 	switch op := g.rng.Intn(100); {
 	case op < 10:
 		c.Type, c.Lease, c.TTL = TypeCreateLease, id, int64(500+g.rng.Intn(1500))
@@ -212,6 +313,12 @@ func (g *gen) next() Command {
 		c.Type, c.Lease, c.Name = TypeDequeue, id, name
 	default:
 		c.Type = TypeTick
+	}
+	if huge && c.Type == TypeAcquire {
+		c.Wait = math.MaxInt64
+		if c.NewLease {
+			c.TTL = math.MaxInt64 - int64(g.rng.Intn(1000))
+		}
 	}
 	return c
 }

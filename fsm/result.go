@@ -22,6 +22,12 @@ const (
 	StatusInvalid
 	// StatusSkipped: a skippable command of an unknown type; only time advanced.
 	StatusSkipped
+	// StatusHalted: the state machine has halted (see FSM.Halted) at this entry or before
+	// it; nothing changed, and nothing will until the node is upgraded.
+	StatusHalted
+	// StatusQuotaExceeded: the command would break the limit that Result.Quota names;
+	// nothing but time changed.
+	StatusQuotaExceeded
 )
 
 // String names the status for logs and tests.
@@ -41,6 +47,10 @@ func (s Status) String() string {
 		return "invalid"
 	case StatusSkipped:
 		return "skipped"
+	case StatusHalted:
+		return "halted"
+	case StatusQuotaExceeded:
+		return "quota_exceeded"
 	}
 	return "status(?)"
 }
@@ -64,6 +74,9 @@ type Result struct {
 	Renewed []bool
 	// RenewedTTL gives, per lease of a Renew in order, its TTL (zero when it did not exist).
 	RenewedTTL []int64
-	// Err explains StatusInvalid.
+	// Err explains StatusInvalid and StatusHalted.
 	Err error
+	// Quota names the limit a StatusQuotaExceeded hit: QuotaLeases, QuotaLocksPerLease or
+	// QuotaWaitersPerLock.
+	Quota string
 }

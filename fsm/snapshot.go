@@ -10,7 +10,8 @@ import (
 	"github.com/hashicorp/raft"
 )
 
-// snapshotMagic starts every snapshot; its last byte is the format version.
+// snapshotMagic starts every snapshot in format 1; its last byte is the format version
+// (snapshotMagicV2 starts format 2).
 var snapshotMagic = []byte("RLKS\x01")
 
 // Snapshot implements raft.FSM. It encodes the whole state at once: raft calls it on the
@@ -19,6 +20,9 @@ var snapshotMagic = []byte("RLKS\x01")
 func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
+	if f.haltErr != nil {
+		return nil, fmt.Errorf("fsm: no snapshot of a halted state machine: %w", f.haltErr)
+	}
 	return &snapshot{data: f.s.encode()}, nil
 }
 
@@ -38,7 +42,7 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	if err != nil {
 		return fmt.Errorf("fsm: reading snapshot: %w", err)
 	}
-	s, err := decodeState(data, f.record)
+	s, err := f.decodeState(data)
 	if err != nil {
 		return err
 	}
@@ -66,10 +70,11 @@ func (s *snapshot) Persist(sink raft.SnapshotSink) error {
 func (s *snapshot) Release() {}
 
 func (s *state) encode() []byte {
-	buf := append([]byte(nil), snapshotMagic...)
+	buf := append([]byte(nil), s.magic()...)
 	buf = binary.AppendUvarint(buf, s.applied)
 	buf = binary.AppendUvarint(buf, uint64(s.time))
 	buf = binary.AppendUvarint(buf, s.freedIndex)
+	buf = s.appendProtocol(buf)
 
 	nodes := make([]string, 0, len(s.nodes))
 	for id := range s.nodes {
@@ -125,14 +130,18 @@ func badSnapshot(format string, args ...any) error {
 }
 
 func decodeState(data []byte, notify func(Event)) (*state, error) {
-	if !bytes.HasPrefix(data, snapshotMagic) {
-		return nil, badSnapshot("unknown header")
+	format, err := snapshotFormat(data)
+	if err != nil {
+		return nil, err
 	}
 	d := decoder{b: data[len(snapshotMagic):]}
 	s := newState(notify)
 	s.applied = d.uvarint()
 	s.time = d.int64()
 	s.freedIndex = d.uvarint()
+	if err := s.decodeProtocol(&d, format); err != nil {
+		return nil, err
+	}
 	count := func() int {
 		n := d.uvarint()
 		if n > uint64(len(d.b)) { // every element takes at least one byte

@@ -46,6 +46,7 @@ type state struct {
 	leaseExp   leases.Table // keyed by string(lease ID bytes)
 	waitExp    leases.Table // keyed by waitKey(name, lease)
 	notify     func(Event)
+	protocol   // what protocol versions added: see version.go
 }
 
 func newState(notify func(Event)) *state {
@@ -76,15 +77,16 @@ func splitWaitKey(k string) (string, LeaseID) {
 // apply applies one decoded command at index. Time moves first, then everything that has
 // expired by the new time is expired, then the command itself takes effect.
 func (s *state) apply(index uint64, c *Command) *Result {
-	if c.Now > s.time {
-		s.time = c.Now
-	}
+	s.advance(c.Now)
 	s.applied = index
 	s.expire(index)
 	r := &Result{Index: index}
-	switch c.Type &^ FlagSkippable {
+	switch c.Type.known(s.maxVersion) {
 	case TypeTick:
 	case TypeCreateLease:
+		if s.leaseQuota(c.Lease, r) {
+			break
+		}
 		r.TTL = s.createLease(c.Lease, c.TTL).ttl
 	case TypeRenew:
 		r.Renewed = make([]bool, len(c.Leases))
@@ -121,6 +123,15 @@ func (s *state) apply(index uint64, c *Command) *Result {
 		s.nodes[c.Node.ID] = c.Node
 	case TypeRemoveNode:
 		delete(s.nodes, c.Node.ID)
+		delete(s.nodeVersions, c.Node.ID)
+	case TypeSetVersion:
+		s.setVersion(c)
+	case typeNodeVersion:
+		s.registerVersion(c, r)
+	case TypeSetLimits:
+		if s.active(c.Type, r) {
+			s.limits = c.Limits
+		}
 	default:
 		r.Status = StatusSkipped
 	}
@@ -137,10 +148,10 @@ func (s *state) createLease(id LeaseID, ttl int64) *lease {
 	return l
 }
 
-// touch renews a lease: its deadline becomes the current time plus its TTL. The current
-// time is at least the entry's Now, which the leader read after the request arrived.
+// touch renews a lease: its deadline becomes the entry's stamp plus its TTL. The stamp is
+// at least the entry's Now, which the leader read after the request arrived.
 func (s *state) touch(l *lease) {
-	l.deadline = s.time + l.ttl
+	l.deadline = satAdd(s.stamp, l.ttl)
 	s.leaseExp.Set(string(l.id[:]), l.deadline)
 }
 
@@ -161,6 +172,9 @@ func (s *state) acquire(index uint64, c *Command, r *Result) {
 		r.Status = StatusLockHeld
 		return
 	}
+	if s.acquireQuota(c, l, lk, r) {
+		return
+	}
 	if l == nil {
 		l = s.createLease(c.Lease, c.TTL)
 	} else {
@@ -177,7 +191,7 @@ func (s *state) acquire(index uint64, c *Command, r *Result) {
 	case lk.holder == l.id:
 		r.Token, r.Owner = lk.token, lk.owner // idempotent: the same grant again
 	default:
-		deadline := s.time + c.Wait
+		deadline := satAdd(s.stamp, c.Wait)
 		if _, queued := l.waiting[c.Name]; !queued {
 			lk.queue = append(lk.queue, waiter{lease: l.id, owner: c.Owner, deadline: deadline})
 			addName(&l.waiting, c.Name)

@@ -1,0 +1,268 @@
+package fsm
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"sort"
+)
+
+// Version is the newest protocol version this code speaks: the log commands and the
+// snapshot format it can read and write.
+//
+// A cluster runs one active version (FSM.Version), which only rises, and only through a
+// SetVersion entry that the leader proposes once every voter has registered (NodeVersion)
+// that it speaks the new one. Until then a node writes exactly what version 1 code writes,
+// so that old and new nodes in one cluster hold the same state byte for byte.
+//
+//   - 1: the original log and snapshot format.
+//   - 2: SetVersion, NodeVersion and SetLimits; snapshot format 2 (adds the active
+//     version, the limits and the node versions); one entry moves cluster time by at most
+//     MaxTimeStep.
+const Version uint64 = 2
+
+// Since returns the protocol version that introduced the command type, and 0 for a type
+// this code does not know. A node that speaks an older version reads the type as unknown:
+// it halts on it, or skips it when the type is skippable.
+func (t Type) Since() uint64 {
+	switch t &^ FlagSkippable {
+	case TypeCreateLease, TypeRenew, TypeRevoke, TypeAcquire, TypeRelease, TypeTick,
+		TypeRegisterNode, TypeDequeue, TypeRemoveNode:
+		return 1
+	case TypeSetVersion, typeNodeVersion, TypeSetLimits:
+		return 2
+	}
+	return 0
+}
+
+// known returns the type without its flag when a node speaking version max knows it, and
+// 0 (no type) otherwise, so that a switch on it treats a newer type as unknown.
+func (t Type) known(max uint64) Type {
+	if v := t.Since(); v == 0 || v > max {
+		return 0
+	}
+	return t &^ FlagSkippable
+}
+
+// Options configure a state machine. The zero value is what New uses.
+type Options struct {
+	// Observe, when non-nil, is called on raft's FSM goroutine after each entry (or batch)
+	// is applied, with the FSM's lock released, so it may read the FSM; it must not block.
+	Observe func(Event)
+	// MaxVersion is the newest protocol version the node speaks; 0 means Version, and
+	// values above Version are treated as Version. A lower value makes the node behave
+	// exactly like the code of that version, which is how mixed-version clusters are tested
+	// and how a node is kept from registering a version before it is rolled out everywhere.
+	MaxVersion uint64
+}
+
+// NewWithOptions returns an empty state machine configured by o. Its cluster starts at
+// protocol version 1.
+func NewWithOptions(o Options) *FSM {
+	f := &FSM{observe: o.Observe}
+	f.maxVersion = o.MaxVersion
+	if f.maxVersion == 0 || f.maxVersion > Version {
+		f.maxVersion = Version
+	}
+	f.s = newState(f.record)
+	f.s.version, f.s.maxVersion = 1, f.maxVersion
+	return f
+}
+
+// Version returns the cluster's active protocol version, which the replicated state holds:
+// 1 until a SetVersion entry raises it.
+func (f *FSM) Version() uint64 {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.s.version
+}
+
+// MaxVersion returns the newest protocol version this node speaks: the version it
+// registers with a NodeVersion command.
+func (f *FSM) MaxVersion() uint64 { return f.maxVersion }
+
+// NodeVersion returns the newest protocol version that node id registered, and whether it
+// registered one. While the active version is 1 the table is soft state (see protocol), so
+// a node whose entry is missing should register again.
+func (f *FSM) NodeVersion(id string) (uint64, bool) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	v, ok := f.s.nodeVersions[id]
+	return v, ok
+}
+
+// protocol is the part of the replicated state that protocol versions added, kept apart
+// from the lock table so that the two evolve independently.
+type protocol struct {
+	// version is the cluster's active protocol version: 1 for an empty state or one
+	// restored from a version 1 snapshot.
+	version uint64
+	// limits are the quotas set by the last SetLimits entry (zero: unlimited).
+	limits Limits
+	// nodeVersions maps a node ID to the newest version it registered (NodeVersion).
+	//
+	// While the active version is 1 this table is soft state: a version 1 snapshot has no
+	// place for it, so it is not written there and is lost when a node restores from one.
+	// That keeps mixed clusters deterministic: a real version 1 node skips NodeVersion
+	// entries as ticks and writes version 1 snapshots without the table, and a newer node
+	// at active version 1 writes the very same bytes. Nodes may therefore disagree about
+	// the table while it is soft, and nothing replicated may depend on it: only the leader
+	// reads it, to decide when to propose SetVersion. When SetVersion leaves version 1 the
+	// table is emptied on every node, so from then on, when it is written to snapshots, it
+	// is a pure function of the log again; nodes then register anew.
+	nodeVersions map[string]uint64
+	// maxVersion is the newest version this node speaks: node-local, not replicated, but
+	// the same on every node that speaks the same version, so applying stays a function
+	// of the log. A type newer than it is unknown here, as it would be to older code.
+	maxVersion uint64
+	// stamp is the start of the leases and waits set by the entry being applied: the
+	// larger of cluster time and the entry's Now (see advance). It is scratch for one
+	// entry, not state: every entry sets it before use.
+	stamp int64
+}
+
+// decode decodes an entry as a node speaking f.maxVersion does. A SetVersion above that
+// version is refused (StatusInvalid, nothing changes): the leader proposes a version only
+// once every voter has registered it, so such an entry was never meant for this cluster.
+func (f *FSM) decode(data []byte) (Command, error) {
+	c, err := decodeCommand(data, f.maxVersion)
+	if err == nil && c.Type.known(f.maxVersion) == TypeSetVersion && c.Version > f.maxVersion {
+		err = fmt.Errorf("%w: set_version %d, this node speaks up to %d", ErrUnsupportedVersion, c.Version, f.maxVersion)
+	}
+	return c, err
+}
+
+// setVersion applies SetVersion: the active version only rises.
+func (s *state) setVersion(c *Command) {
+	if c.Version <= s.version {
+		return
+	}
+	if s.version < 2 {
+		s.nodeVersions = nil // soft state becomes replicated: start it from the log alone
+	}
+	s.version = c.Version
+}
+
+// registerVersion applies NodeVersion.
+func (s *state) registerVersion(c *Command, r *Result) {
+	if c.Node.ID == "" || c.Version == 0 {
+		r.Status, r.Err = StatusInvalid, fmt.Errorf("%w: node_version needs a node ID and a version", ErrCorruptCommand)
+		return
+	}
+	if s.nodeVersions == nil {
+		s.nodeVersions = make(map[string]uint64)
+	}
+	s.nodeVersions[c.Node.ID] = c.Version
+}
+
+// active reports whether the cluster has activated the version that introduced command
+// type t, and refuses the command (StatusInvalid) when it has not. A newer node must not act
+// on such a command while a node that does not know it may still be a member: that node
+// halts on it, and the state the command sets could not be written to its snapshots.
+func (s *state) active(t Type, r *Result) bool {
+	if v := t.Since(); v > s.version {
+		r.Status, r.Err = StatusInvalid, fmt.Errorf("%w: %s needs version %d, the cluster runs %d", ErrInactiveVersion, t, v, s.version)
+		return false
+	}
+	return true
+}
+
+// snapshotMagicV2 starts a snapshot in format 2, written once the active version is 2 or
+// more. Format 1 (snapshotMagic) stays what version 1 code writes and reads.
+var snapshotMagicV2 = []byte("RLKS\x02")
+
+// magic returns the header of this state's snapshot: format 1 while the active version is
+// 1, so that old and new nodes at version 1 write the same bytes, and format 2 after.
+func (s *state) magic() []byte {
+	if s.version >= 2 {
+		return snapshotMagicV2
+	}
+	return snapshotMagic
+}
+
+// appendProtocol appends what format 2 adds after the header fields: the active version,
+// the limits and the node versions sorted by ID. Format 1 adds nothing.
+func (s *state) appendProtocol(buf []byte) []byte {
+	if s.version < 2 {
+		return buf
+	}
+	buf = binary.AppendUvarint(buf, s.version)
+	buf = binary.AppendUvarint(buf, s.limits.MaxLeases)
+	buf = binary.AppendUvarint(buf, s.limits.MaxLocksPerLease)
+	buf = binary.AppendUvarint(buf, s.limits.MaxWaitersPerLock)
+	ids := make([]string, 0, len(s.nodeVersions))
+	for id := range s.nodeVersions {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	buf = binary.AppendUvarint(buf, uint64(len(ids)))
+	for _, id := range ids {
+		buf = appendString(buf, id)
+		buf = binary.AppendUvarint(buf, s.nodeVersions[id])
+	}
+	return buf
+}
+
+// snapshotFormat returns the format of a snapshot from its header.
+func snapshotFormat(data []byte) (uint64, error) {
+	switch {
+	case bytes.HasPrefix(data, snapshotMagic):
+		return 1, nil
+	case bytes.HasPrefix(data, snapshotMagicV2):
+		return 2, nil
+	}
+	return 0, badSnapshot("unknown header")
+}
+
+// decodeProtocol reads what appendProtocol wrote. Order and duplicates are left to the
+// canonical-form check that decodeState ends with; values no encoder writes are refused.
+func (s *state) decodeProtocol(d *decoder, format uint64) error {
+	s.version = 1
+	if format < 2 {
+		return nil
+	}
+	s.version = d.uvarint()
+	s.limits = Limits{MaxLeases: d.uvarint(), MaxLocksPerLease: d.uvarint(), MaxWaitersPerLock: d.uvarint()}
+	n := d.uvarint()
+	if n > uint64(len(d.b)) { // every entry takes at least one byte
+		d.fail(ErrCorruptCommand)
+	}
+	for i := uint64(0); i < n && d.err == nil; i++ {
+		id, v := d.string(), d.uvarint()
+		if d.err == nil && (id == "" || v == 0) {
+			return badSnapshot("node version %q: %d", id, v)
+		}
+		if s.nodeVersions == nil {
+			s.nodeVersions = make(map[string]uint64)
+		}
+		s.nodeVersions[id] = v
+	}
+	if d.err == nil && (s.version < 2 || s.version > Version) {
+		return badSnapshot("format 2 at protocol version %d", s.version)
+	}
+	return nil
+}
+
+// decodeState restores a snapshot as a node speaking f.maxVersion does: a newer format, or
+// a state whose active version is newer, is refused with an error telling to upgrade.
+func (f *FSM) decodeState(data []byte) (*state, error) {
+	if err := f.Halted(); err != nil {
+		return nil, fmt.Errorf("fsm: restore refused: %w", err)
+	}
+	format, err := snapshotFormat(data)
+	if err != nil {
+		return nil, err
+	}
+	if format > f.maxVersion {
+		return nil, fmt.Errorf("%w: snapshot format %d is newer than this node supports (%d): upgrade this node", ErrUnsupportedVersion, format, f.maxVersion)
+	}
+	s, err := decodeState(data, f.record)
+	if err != nil {
+		return nil, err
+	}
+	if s.version > f.maxVersion {
+		return nil, fmt.Errorf("%w: snapshot at protocol version %d is newer than this node supports (%d): upgrade this node", ErrUnsupportedVersion, s.version, f.maxVersion)
+	}
+	s.maxVersion = f.maxVersion
+	return s, nil
+}
