@@ -155,6 +155,14 @@ type AddNodeRequest struct {
 	HTTPAddr string `json:"http_addr"`
 }
 
+// NodeVersionRequest is the body of PUT /v1/cluster/nodes/{id}/version: the highest
+// protocol version that member speaks. Nodes send it themselves; the leader raises the
+// cluster's protocol version only when every member has registered one at least as high.
+type NodeVersionRequest struct {
+	// MaxVersion is the highest protocol version the node speaks (1 or more).
+	MaxVersion uint64 `json:"max_version"`
+}
+
 // ErrorBody is the payload of every non-2xx answer.
 type ErrorBody struct {
 	// Error carries the code and a human sentence.

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/raftlock/raftlock/fsm"
 )
 
 // Peer is one member of the initial cluster configuration.
@@ -65,6 +67,15 @@ type Config struct {
 	// commit before it hands leadership to another voter; zero means 2 s. Until then
 	// expiries stall, so it is kept near an election's length.
 	DutyTimeout time.Duration
+
+	// Limits are the quotas of the replicated state (total leases, locks per lease, waiters
+	// per lock; zero fields mean unlimited). The leader proposes them once every voter
+	// speaks protocol version 2; give every node the same values, since whichever node
+	// leads writes its own.
+	Limits fsm.Limits
+	// MaxVersion, when non-zero, makes the node speak at most this protocol version, as a
+	// node of an older release would: for upgrade tests. Zero means fsm.Version.
+	MaxVersion uint64
 
 	// UnsafeGrantWithoutCommit deliberately breaks the node, for the verification
 	// harness's negative control only: a follower answers an acquire of a lock that looks

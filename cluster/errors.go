@@ -27,6 +27,9 @@ var (
 	ErrShutdown = errors.New("cluster: node shut down")
 	// ErrInvalidCommand: the state machine refused a command as malformed.
 	ErrInvalidCommand = errors.New("cluster: invalid command")
+	// ErrHalted: this node's state machine halted on a command it does not know (see
+	// Node.Halted); it serves nothing until it is upgraded.
+	ErrHalted = errors.New("cluster: state machine halted; upgrade this node")
 )
 
 // ErrQuotaExceeded: applying the command would exceed a configured limit of the replicated
@@ -47,3 +50,6 @@ func (e *QuotaError) Error() string {
 
 // Is makes errors.Is(err, ErrQuotaExceeded) match.
 func (e *QuotaError) Is(target error) bool { return target == ErrQuotaExceeded }
+
+// ErrNotMember: the request names a node that is not in the Raft configuration.
+var ErrNotMember = errors.New("cluster: not a member of the cluster")

@@ -106,12 +106,17 @@ func (n *Node) lead(ctx context.Context) {
 			n.log.Warn("registering this node failed", "error", err)
 		}
 	}
-	done := make(chan struct{})
+	done := make(chan struct{}, 2)
 	go func() {
-		defer close(done)
+		defer func() { done <- struct{}{} }()
 		n.renewLoop(ctx)
 	}()
+	go func() {
+		defer func() { done <- struct{}{} }()
+		n.upgradeLoop(ctx)
+	}()
 	n.tickLoop(ctx)
+	<-done
 	<-done
 }
 
@@ -272,8 +277,13 @@ func (n *Node) apply(c *fsm.Command) (*fsm.Result, error) {
 		return nil, fmt.Errorf("%w (%v)", ErrUnknownOutcome, err)
 	}
 	r := f.Response().(*fsm.Result)
-	if r.Status == fsm.StatusInvalid {
+	switch r.Status {
+	case fsm.StatusInvalid:
 		return r, errors.Join(ErrInvalidCommand, r.Err)
+	case fsm.StatusHalted:
+		return r, errors.Join(ErrHalted, r.Err)
+	case fsm.StatusQuotaExceeded:
+		return r, n.quotaError(r.Quota)
 	}
 	return r, nil
 }

@@ -50,6 +50,9 @@ type Node struct {
 
 	unlockDir func() // releases the data directory's lock file
 
+	halted   chan struct{} // closed when the state machine halts
+	haltOnce sync.Once
+
 	leaderWatchMu sync.Mutex
 	leaderChanged chan struct{} // closed and replaced at every leader change
 	observer      *raft.Observer
@@ -87,8 +90,9 @@ func New(cfg Config) (*Node, error) {
 		loopDone:      make(chan struct{}),
 		unlockDir:     unlockDir,
 		leaderChanged: make(chan struct{}),
+		halted:        make(chan struct{}),
 	}
-	n.fsm = fsm.New(n.observe)
+	n.fsm = fsm.NewWithOptions(fsm.Options{Observe: n.observe, MaxVersion: cfg.MaxVersion})
 
 	store, err := raftboltdb.New(raftboltdb.Options{Path: filepath.Join(cfg.DataDir, "raft.db")})
 	if err != nil {
@@ -190,6 +194,14 @@ func (n *Node) LogBounds() (first, last uint64, err error) {
 	return first, last, err
 }
 
+// Halted returns a channel closed when the node's state machine halts on a command it
+// does not know. The node then serves nothing; its process should log and exit (a
+// supervisor restarting it would only halt again until it is upgraded).
+func (n *Node) Halted() <-chan struct{} { return n.halted }
+
+// HaltErr returns why the state machine halted, or nil.
+func (n *Node) HaltErr() error { return n.fsm.Halted() }
+
 // ID returns the node's server ID.
 func (n *Node) ID() string { return n.cfg.ID }
 
@@ -249,6 +261,14 @@ func (n *Node) observe(e fsm.Event) {
 	case fsm.EventRestored:
 		n.applied.advance(e.Index)
 		n.events.restored(n.fsm)
+	case fsm.EventHalted:
+		n.haltOnce.Do(func() {
+			n.log.Error("STATE MACHINE HALTED: the log holds a command this node does not know; "+
+				"it applies nothing more, so that it cannot diverge from the other nodes. "+
+				"Upgrade this node to the release the rest of the cluster runs, then start it again.",
+				"index", e.Index, "error", e.Err, "node_max_version", n.fsm.MaxVersion())
+			close(n.halted)
+		})
 	default:
 		n.events.deliver(e)
 	}

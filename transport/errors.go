@@ -36,6 +36,10 @@ func errorFor(err error) *api.Error {
 		return api.Errorf(api.CodeNoLeader, "no leader is available (an election is in progress); nothing was applied, retry after the Retry-After delay")
 	case errors.Is(err, cluster.ErrShutdown):
 		return api.Errorf(api.CodeNoLeader, "this node is shutting down; nothing was applied, retry on another node")
+	case errors.Is(err, cluster.ErrHalted):
+		return api.Errorf(api.CodeInternal, "this node's state machine halted on a command it does not know; it serves nothing until it is upgraded (see its log); use another node")
+	case errors.Is(err, cluster.ErrNotMember):
+		return api.Errorf(api.CodeNotFound, "no such member of the cluster")
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		// Only reached when the cluster did not say that nothing was proposed.
 		return api.Errorf(api.CodeUnknownOutcome, "the request ended before the cluster answered; it may or may not have been applied, and is safe to retry")

@@ -353,3 +353,30 @@ func (s *Server) handleRemoveNode(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"removed": id})
 }
+
+// handleNodeVersion records the protocol version a member speaks (registerLoop calls it on
+// the leader for its own node).
+func (s *Server) handleNodeVersion(w http.ResponseWriter, r *http.Request) {
+	body, err := readBody(w, r)
+	var req api.NodeVersionRequest
+	if err == nil {
+		err = decodeStrict(body, &req, false)
+	}
+	if err == nil && req.MaxVersion == 0 {
+		err = api.Errorf(api.CodeInvalidArgument, "max_version must be at least 1")
+	}
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	id := r.PathValue("id")
+	err = s.node.RegisterVersion(r.Context(), id, req.MaxVersion)
+	if s.forwarded(w, r, body, err, 0) {
+		return
+	}
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"id": id, "max_version": req.MaxVersion})
+}

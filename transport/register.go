@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -31,6 +32,16 @@ func (s *Server) registerLoop(ctx context.Context) {
 					s.log.Info("registered HTTP address with the leader", "http_addr", info.HTTPAddr)
 				}
 			}
+		} else if s.node.NeedsVersionRegistration() && !s.node.IsLeader() {
+			if leader := s.node.LeaderHTTPAddr(); leader != "" {
+				id := s.node.SelfInfo().ID
+				err := putJSON(ctx, s.fwd, "http://"+leader+"/v1/cluster/nodes/"+url.PathEscape(id)+"/version", api.NodeVersionRequest{MaxVersion: s.node.MaxVersion()})
+				if err != nil {
+					s.log.Debug("registering the protocol version with the leader failed; will retry", "leader", leader, "error", err)
+				} else {
+					s.log.Info("registered protocol version with the leader", "max_version", s.node.MaxVersion())
+				}
+			}
 		}
 		select {
 		case <-ctx.Done():
@@ -41,10 +52,19 @@ func (s *Server) registerLoop(ctx context.Context) {
 }
 
 func postNode(ctx context.Context, c *http.Client, base string, req api.AddNodeRequest) error {
-	body, _ := json.Marshal(req)
+	return sendJSON(ctx, c, http.MethodPost, strings.TrimRight(base, "/")+"/v1/cluster/nodes", req)
+}
+
+func putJSON(ctx context.Context, c *http.Client, url string, v any) error {
+	return sendJSON(ctx, c, http.MethodPut, url, v)
+}
+
+// sendJSON sends v to url and turns any non-200 answer into an error naming its code.
+func sendJSON(ctx context.Context, c *http.Client, method, url string, v any) error {
+	body, _ := json.Marshal(v)
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimRight(base, "/")+"/v1/cluster/nodes", bytes.NewReader(body))
+	hr, err := http.NewRequestWithContext(ctx, method, url, bytes.NewReader(body))
 	if err != nil {
 		return err
 	}
@@ -57,7 +77,7 @@ func postNode(ctx context.Context, c *http.Client, base string, req api.AddNodeR
 	if resp.StatusCode != http.StatusOK {
 		var eb api.ErrorBody
 		_ = json.NewDecoder(resp.Body).Decode(&eb)
-		return fmt.Errorf("transport: %s answered %d %s: %s", base, resp.StatusCode, eb.Error.Code, eb.Error.Message)
+		return fmt.Errorf("transport: %s %s answered %d %s: %s", method, hr.URL.Redacted(), resp.StatusCode, eb.Error.Code, eb.Error.Message)
 	}
 	return nil
 }

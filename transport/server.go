@@ -36,6 +36,9 @@ type Node interface {
 	Ready() bool
 	Serving() string
 	NeedsRegistration() bool
+	NeedsVersionRegistration() bool
+	MaxVersion() uint64
+	RegisterVersion(ctx context.Context, id string, v uint64) error
 	SelfInfo() fsm.NodeInfo
 	MetricsSnapshot() map[string]float64
 }
@@ -143,6 +146,7 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /v1/cluster", s.handleCluster)
 	m.HandleFunc("POST /v1/cluster/nodes", s.handleAddNode)
 	m.HandleFunc("DELETE /v1/cluster/nodes/{id}", s.handleRemoveNode)
+	m.HandleFunc("PUT /v1/cluster/nodes/{id}/version", s.handleNodeVersion)
 	m.HandleFunc("GET /healthz", s.handleHealthz)
 	m.HandleFunc("GET /readyz", s.handleReadyz)
 	m.Handle("GET /metrics", s.met.handler())

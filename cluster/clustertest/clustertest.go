@@ -96,6 +96,13 @@ func Start(t testing.TB, n int, tune func(i int, c *cluster.Config)) *Cluster {
 	return c
 }
 
+// SetConfig replaces node i's config for its next Restart (an upgrade, a new setting).
+func (c *Cluster) SetConfig(i int, cfg cluster.Config) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.cfgs[i] = cfg
+}
+
 // Config returns the config node i was started with.
 func (c *Cluster) Config(i int) cluster.Config { return c.cfgs[i] }
 

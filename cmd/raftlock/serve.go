@@ -13,6 +13,7 @@ import (
 
 	"github.com/raftlock/raftlock/api"
 	"github.com/raftlock/raftlock/cluster"
+	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/transport"
 )
 
@@ -38,6 +39,10 @@ node to a running cluster with --join pointing at any member's HTTP address.`,
 			&cli.Uint64Flag{Name: "snapshot-threshold", Usage: "log entries between snapshots", Value: 8192},
 			&cli.Uint64Flag{Name: "trailing-logs", Usage: "log entries kept after a snapshot", Value: 10240},
 			&cli.DurationFlag{Name: "snapshot-interval", Usage: "how often raft checks whether a snapshot is due", Value: 10 * time.Second},
+			&cli.Uint64Flag{Name: "max-leases", Usage: "quota: live leases in the cluster (0: unlimited)", Value: 1_000_000, EnvVars: []string{"RAFTLOCK_MAX_LEASES"}},
+			&cli.Uint64Flag{Name: "max-locks-per-lease", Usage: "quota: locks one lease may hold or wait for (0: unlimited)", Value: 10_000, EnvVars: []string{"RAFTLOCK_MAX_LOCKS_PER_LEASE"}},
+			&cli.Uint64Flag{Name: "max-waiters-per-lock", Usage: "quota: leases queued for one lock (0: unlimited)", Value: 10_000, EnvVars: []string{"RAFTLOCK_MAX_WAITERS_PER_LOCK"}},
+			&cli.IntFlag{Name: "max-held-requests", Usage: "waiting acquires and blocking queries this node holds open at once", Value: 10_000, EnvVars: []string{"RAFTLOCK_MAX_HELD_REQUESTS"}},
 			&cli.BoolFlag{Name: "unsafe-grant-without-commit", Hidden: true, Usage: "BREAKS SAFETY: for the verification harness's negative control only"},
 		},
 		Action: func(c *cli.Context) error {
@@ -66,20 +71,26 @@ node to a running cluster with --join pointing at any member's HTTP address.`,
 				SnapshotThreshold:  c.Uint64("snapshot-threshold"),
 				TrailingLogs:       c.Uint64("trailing-logs"),
 				SnapshotInterval:   c.Duration("snapshot-interval"),
+				Limits: fsm.Limits{
+					MaxLeases:         c.Uint64("max-leases"),
+					MaxLocksPerLease:  c.Uint64("max-locks-per-lease"),
+					MaxWaitersPerLock: c.Uint64("max-waiters-per-lock"),
+				},
 
 				UnsafeGrantWithoutCommit: c.Bool("unsafe-grant-without-commit"),
 			}
 			if cfg.UnsafeGrantWithoutCommit {
 				logger.Warn("UNSAFE: --unsafe-grant-without-commit is set; this node grants locks without consensus")
 			}
-			return runServe(c.Context, cfg, c.String("join"), logger)
+			return runServe(c.Context, cfg, serveOptions{join: c.String("join"), maxHeld: c.Int("max-held-requests")}, logger)
 		},
 	}
 }
 
 // runServe runs a node until ctx ends (SIGINT or SIGTERM), then shuts down gracefully:
 // the HTTP server drains, then the node hands off leadership and stops.
-func runServe(ctx context.Context, cfg cluster.Config, join string, logger hclog.Logger) error {
+func runServe(ctx context.Context, cfg cluster.Config, opts serveOptions, logger hclog.Logger) error {
+	join := opts.join
 	l, err := net.Listen("tcp", cfg.HTTPAddr)
 	if err != nil {
 		return fmt.Errorf("listening for HTTP on %s: %w (is another node using the port?)", cfg.HTTPAddr, err)
@@ -89,7 +100,7 @@ func runServe(ctx context.Context, cfg cluster.Config, join string, logger hclog
 		l.Close()
 		return err
 	}
-	srv, err := transport.NewServer(transport.Config{Node: node, Logger: logger})
+	srv, err := transport.NewServer(transport.Config{Node: node, Logger: logger, MaxHeldRequests: opts.maxHeld})
 	if err != nil {
 		l.Close()
 		node.Shutdown()
@@ -111,6 +122,10 @@ func runServe(ctx context.Context, cfg cluster.Config, join string, logger hclog
 		logger.Info("shutting down")
 	case err = <-errc:
 		logger.Error("HTTP server stopped", "error", err)
+	case <-node.Halted():
+		// The node logged why; exiting (rather than serving errors) makes the failure
+		// visible to the supervisor and the operator.
+		err = cli.Exit(fmt.Sprintf("raftlock: this node stopped: %v; upgrade it to the release the rest of the cluster runs", node.HaltErr()), 3)
 	}
 	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -122,6 +137,12 @@ func runServe(ctx context.Context, cfg cluster.Config, join string, logger hclog
 	}
 	logger.Info("stopped")
 	return err
+}
+
+// serveOptions are serve's settings that are not the node's Config.
+type serveOptions struct {
+	join    string
+	maxHeld int
 }
 
 // parseBootstrap parses "n1=127.0.0.1:8001,n2=127.0.0.1:8002".
