@@ -133,12 +133,15 @@ func (m *Mutex) lock(ctx context.Context, wait bool) error {
 		}
 		if !wait {
 			// One round trip: the server creates the lease in the entry that grants the
-			// lock, and creates nothing when the lock is held.
+			// lock, and creates nothing when the lock is held. Retries carry the request ID
+			// acquire draws, so they cannot create a second lease.
 			g, res, err := m.c.acquire(ctx, m.name, AcquireOptions{TTL: m.ttl, Owner: m.owner})
 			if err != nil {
 				return err
 			}
-			l, err := m.c.startLease(g.LeaseID, time.Duration(g.TTLMs)*time.Millisecond, res.sent, m.leaseOpts)
+			// SafeUntil counts from the first attempt: the lease may have been created by
+			// it (its answer lost) and only returned by a later one.
+			l, err := m.c.startLease(g.LeaseID, time.Duration(g.TTLMs)*time.Millisecond, res.first, m.leaseOpts)
 			if err != nil {
 				m.c.revokeQuietly(ctx, g.LeaseID)
 				return err
