@@ -313,7 +313,13 @@ func (c *Client) attempt(ctx context.Context, ep int, r *request, out any) (time
 	sent := time.Now()
 	resp, err := c.hc.Do(req)
 	if err != nil {
-		return sent, wrap(ErrUnavailable, err, "%s: %v", r.op, err)
+		// A *url.Error names the URL, and a lease's URL holds its ID, a secret: name the
+		// endpoint only.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return sent, wrap(ErrUnavailable, err, "%s: %s: %v", r.op, base, err)
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
@@ -355,6 +361,15 @@ func (c *Client) noteLeader(addr string) {
 			return
 		}
 	}
+}
+
+// redactID shortens a secret (a lease ID, a request ID) for logs and error messages: its
+// first six characters, enough to tell leases apart, far too few to use one.
+func redactID(id string) string {
+	if len(id) <= 6 {
+		return "…"
+	}
+	return id[:6] + "…"
 }
 
 // lockPath escapes each segment of a lock name, so that names such as "accounts/A" or

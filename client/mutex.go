@@ -201,7 +201,7 @@ func (m *Mutex) acquireWith(ctx context.Context, op string, lease *Lease, wait b
 			return wrap(ErrLeaseLost, lerr, "%s: the lease was lost while waiting", op)
 		}
 		if errors.Is(err, ErrLeaseNotFound) {
-			lease.lose(wrap(ErrLeaseLost, err, "lease %s: the cluster no longer knows it (it expired or was revoked)", lease.ID()))
+			lease.lose(wrap(ErrLeaseLost, err, "lease %s: the cluster no longer knows it (it expired or was revoked)", redactID(lease.ID())))
 			return wrap(ErrLeaseLost, err, "%s: the lease is gone", op)
 		}
 		if wait && errors.Is(err, ErrWaitTimeout) && ctx.Err() == nil {
@@ -303,7 +303,7 @@ func (c *Client) revokeQuietly(ctx context.Context, id string) {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.timeout)
 	defer cancel()
 	if _, err := c.Revoke(rctx, id); err != nil {
-		c.log.Debug("revoking an unused lease failed; it will expire", "lease", id, "error", err)
+		c.log.Debug("revoking an unused lease failed; it will expire", "lease", redactID(id), "error", err)
 	}
 }
 
