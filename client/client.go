@@ -3,6 +3,8 @@ package client
 import (
 	"bytes"
 	"context"
+	crand "crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -168,13 +170,22 @@ type request struct {
 type result struct {
 	// sent is when the answered attempt was sent, on this process's monotonic clock.
 	sent time.Time
+	// first is when the first attempt was sent: any attempt, answered or not, may have
+	// been applied, so what the call created exists since at least this moment.
+	first time.Time
 	// attempts counts the attempts made; more than one means an earlier attempt may have
 	// been applied without its answer reaching us.
 	attempts int
 }
 
-// do sends r until an endpoint answers with anything but no_leader, or ctx ends. A 2xx
-// answer is decoded into out (when non-nil); an API error is returned as a client error.
+// do sends r until an endpoint answers with anything but no_leader, unknown_outcome or
+// too_many_requests, or ctx ends. A 2xx answer is decoded into out (when non-nil); an API
+// error is returned as a client error.
+//
+// too_many_requests (the node is at its limit of held-open requests, nothing was
+// proposed) is retried after the answer's Retry-After, or the backoff if longer. When
+// ctx's deadline falls before that pause would end, do returns the 429 error at once
+// instead of sleeping until the deadline for nothing.
 func (c *Client) do(ctx context.Context, r *request, out any) (result, error) {
 	var res result
 	n := len(c.endpoints)
@@ -189,10 +200,15 @@ func (c *Client) do(ctx context.Context, r *request, out any) (result, error) {
 	}
 	var last error
 	for {
+		var throttled time.Duration // the Retry-After of a too_many_requests answer
+	round:
 		for i := 0; i < n; i++ {
 			ep := (idx + i) % n
 			res.attempts++
 			sent, err := c.attempt(ctx, ep, r, out)
+			if res.attempts == 1 {
+				res.first = sent
+			}
 			if err == nil {
 				res.sent = sent
 				return res, nil
@@ -205,12 +221,26 @@ func (c *Client) do(ctx context.Context, r *request, out any) (result, error) {
 				return res, c.ctxErr(ctx, r, last)
 			}
 			last = err
+			if errors.Is(err, ErrTooManyRequests) {
+				// The node is busy, not gone: wait as it asked before asking again (the
+				// attempt made it the preferred endpoint, as it answered).
+				throttled, _ = RetryAfter(err)
+				throttled = max(throttled, time.Millisecond)
+				c.log.Debug("request throttled, retrying after a pause", "op", r.op, "endpoint", c.endpoints[ep], "retry_after", throttled)
+				break round
+			}
 			c.log.Debug("request failed, trying the next endpoint", "op", r.op, "endpoint", c.endpoints[ep], "error", err)
 			c.setPreferred((ep + 1) % n)
 		}
 		idx = c.getPreferred()
 		// Full jitter in the upper half: spread clients out but keep the pause meaningful.
 		pause := backoff/2 + rand.N(backoff/2+1)
+		if throttled > 0 {
+			pause = max(pause, throttled)
+			if dl, ok := ctx.Deadline(); ok && time.Until(dl) < pause {
+				return res, last // it cannot be served before the caller gives up
+			}
+		}
 		t := time.NewTimer(pause)
 		select {
 		case <-ctx.Done():
@@ -232,7 +262,8 @@ func (c *Client) ctxErr(ctx context.Context, r *request, last error) error {
 
 // retryable reports whether another endpoint (or a later attempt) may answer differently.
 func retryable(err error) bool {
-	return errors.Is(err, ErrUnavailable) || errors.Is(err, ErrNoLeader) || errors.Is(err, ErrUnknownOutcome)
+	return errors.Is(err, ErrUnavailable) || errors.Is(err, ErrNoLeader) || errors.Is(err, ErrUnknownOutcome) ||
+		errors.Is(err, ErrTooManyRequests)
 }
 
 func (c *Client) getPreferred() int {
@@ -282,7 +313,13 @@ func (c *Client) attempt(ctx context.Context, ep int, r *request, out any) (time
 	sent := time.Now()
 	resp, err := c.hc.Do(req)
 	if err != nil {
-		return sent, wrap(ErrUnavailable, err, "%s: %v", r.op, err)
+		// A *url.Error names the URL, and a lease's URL holds its ID, a secret: name the
+		// endpoint only.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return sent, wrap(ErrUnavailable, err, "%s: %s: %v", r.op, base, err)
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
@@ -312,7 +349,7 @@ func (c *Client) attempt(ctx context.Context, ep int, r *request, out any) (time
 		}
 		return sent, wrap(ErrServer, nil, "%s: %s answered %s: %.200q", r.op, base, resp.Status, data)
 	}
-	return sent, fromAPI(r.op, &api.Error{Code: eb.Error.Code, Message: eb.Error.Message})
+	return sent, fromAPI(r.op, &api.Error{Code: eb.Error.Code, Message: eb.Error.Message}, parseRetryAfter(resp.Header.Get("Retry-After"), time.Now()))
 }
 
 // noteLeader makes the endpoint whose host is the leader's HTTP address the preferred
@@ -324,6 +361,15 @@ func (c *Client) noteLeader(addr string) {
 			return
 		}
 	}
+}
+
+// redactID shortens a secret (a lease ID, a request ID) for logs and error messages: its
+// first six characters, enough to tell leases apart, far too few to use one.
+func redactID(id string) string {
+	if len(id) <= 6 {
+		return "…"
+	}
+	return id[:6] + "…"
 }
 
 // lockPath escapes each segment of a lock name, so that names such as "accounts/A" or
@@ -440,12 +486,22 @@ type AcquireOptions struct {
 	Wait time.Duration
 	// Owner is a free-form label shown in the lock's status; empty means none.
 	Owner string
+	// RequestID makes an acquire without LeaseID idempotent: the server derives the lease
+	// it creates from it, so a retry returns the first attempt's grant (or its place in the
+	// queue) instead of creating a second lease. Empty means: the client draws one at
+	// random (32 hex characters from crypto/rand) per Acquire call and sends it with every
+	// retry of that call. Set it only to carry one logical acquire across several calls
+	// (after a crash, say); it is then as secret as a lease ID, and must be 16 to 128
+	// characters of [A-Za-z0-9_-] drawn at random. It must be empty when LeaseID is set.
+	RequestID string
 }
 
 // Acquire takes lock name and returns the grant with its fencing token. Acquire is
-// idempotent for a given lease (a retry returns the same grant), so the client retries it
-// across endpoints. If ctx ends while the server is waiting, the server takes the lease
-// out of the queue (and releases the lock if it was granted meanwhile).
+// idempotent (a retry returns the same grant): for a given lease, and, without LeaseID,
+// through a request ID the client draws once per call and sends with every retry of it.
+// So the client retries it across endpoints. If ctx ends while the server is waiting, the
+// server takes the lease out of the queue (and releases the lock if it was granted
+// meanwhile).
 func (c *Client) Acquire(ctx context.Context, name string, opts AcquireOptions) (api.Grant, error) {
 	g, _, err := c.acquire(ctx, name, opts)
 	return g, err
@@ -456,10 +512,21 @@ func (c *Client) acquire(ctx context.Context, name string, opts AcquireOptions) 
 	if err := checkName(op, name); err != nil {
 		return api.Grant{}, result{}, err
 	}
+	reqID := opts.RequestID
 	if opts.LeaseID != "" {
 		if err := checkLeaseID(op, opts.LeaseID); err != nil {
 			return api.Grant{}, result{}, err
 		}
+		if reqID != "" {
+			return api.Grant{}, result{}, wrap(ErrInvalid, nil, "%s: a request ID is only for an acquire without a lease", op)
+		}
+	} else if reqID == "" {
+		// One ID per logical acquire, the same on every retry below: an attempt that was
+		// applied but whose answer was lost must not leave a second lease (holding the
+		// lock, or queued for it) behind.
+		reqID = newRequestID()
+	} else if ae := api.ValidateRequestID(reqID); ae != nil {
+		return api.Grant{}, result{}, wrap(ErrInvalid, ae, "%s: %s", op, ae.Message)
 	}
 	if opts.Wait < 0 || ms(opts.Wait) > api.MaxWaitMs {
 		return api.Grant{}, result{}, wrap(ErrInvalid, nil, "%s: wait %v is outside 0 to %v", op, opts.Wait, time.Duration(api.MaxWaitMs)*time.Millisecond)
@@ -477,11 +544,19 @@ func (c *Client) acquire(ctx context.Context, name string, opts AcquireOptions) 
 	res, err := c.do(ctx, &request{
 		op: op, method: http.MethodPut, path: lockPath(name),
 		body: func() any {
-			return api.AcquireRequest{LeaseID: opts.LeaseID, TTLMs: ms(opts.TTL), WaitMs: ms(remaining()), Owner: opts.Owner}
+			return api.AcquireRequest{LeaseID: opts.LeaseID, TTLMs: ms(opts.TTL), WaitMs: ms(remaining()), Owner: opts.Owner, RequestID: reqID}
 		},
 		waitFn: remaining,
 	}, &out)
 	return out, res, err
+}
+
+// newRequestID draws an acquire's request ID: 128 random bits as 32 hex characters, as
+// unguessable as a lease ID (the server derives the lease from it).
+func newRequestID() string {
+	var b [16]byte
+	_, _ = crand.Read(b[:]) // never fails (it crashes the program if the OS cannot supply)
+	return hex.EncodeToString(b[:])
 }
 
 // Release releases lock name held by leaseID with the grant's token. The token makes a
@@ -548,27 +623,79 @@ func (c *Client) Status(ctx context.Context, name string, opts StatusOptions) (a
 }
 
 // List returns the held or awaited locks whose names start with prefix (all of them when
-// prefix is empty), sorted by name. The read is linearizable.
+// prefix is empty), sorted by name. The server answers in pages (api.DefaultListLimit
+// locks each); List follows the pages' Next cursors to the end. Each page is a
+// linearizable read, but the pages are read one after another: a lock that changes
+// while List runs may be seen before or after the change, and a lock taken or freed
+// meanwhile may be missing or present. Use ListPage to read one page at a time.
 func (c *Client) List(ctx context.Context, prefix string) ([]api.LockStatus, error) {
-	return c.list(ctx, prefix, false)
-}
-
-func (c *Client) list(ctx context.Context, prefix string, stale bool) ([]api.LockStatus, error) {
-	q := url.Values{}
-	if prefix != "" {
-		q.Set("prefix", prefix)
-	}
-	if stale {
-		q.Set("stale", "true")
-	}
-	var out api.LockList
-	_, err := c.do(ctx, &request{op: "list locks", method: http.MethodGet, path: "/v1/locks", query: q}, &out)
-	return out.Locks, err
+	return c.listAll(ctx, prefix, false)
 }
 
 // ListStale is List answered by any node from its own state, which may lag the leader's.
 func (c *Client) ListStale(ctx context.Context, prefix string) ([]api.LockStatus, error) {
-	return c.list(ctx, prefix, true)
+	return c.listAll(ctx, prefix, true)
+}
+
+// ListOptions are the optional parts of ListPage. The zero value reads the first page of
+// the server's default size, linearizably.
+type ListOptions struct {
+	// Limit is the most locks in the page; zero means the server's default
+	// (api.DefaultListLimit). At most api.MaxListLimit.
+	Limit int
+	// After is the cursor of the page before: the Next of its answer. The page starts
+	// with the first matching name after it; empty starts at the beginning.
+	After string
+	// Stale lets any node answer from its own state, which may lag the leader's.
+	Stale bool
+}
+
+// ListPage reads one page of the locks whose names start with prefix. When the answer's
+// Truncated is set, more follow: pass its Next as After to read them.
+func (c *Client) ListPage(ctx context.Context, prefix string, opts ListOptions) (api.LockList, error) {
+	if opts.Limit < 0 || opts.Limit > api.MaxListLimit {
+		return api.LockList{}, wrap(ErrInvalid, nil, "list locks: limit %d is outside 0 to %d", opts.Limit, api.MaxListLimit)
+	}
+	q := url.Values{}
+	if prefix != "" {
+		q.Set("prefix", prefix)
+	}
+	if opts.Limit > 0 {
+		q.Set("limit", strconv.Itoa(opts.Limit))
+	}
+	if opts.After != "" {
+		q.Set("after", opts.After)
+	}
+	if opts.Stale {
+		q.Set("stale", "true")
+	}
+	var out api.LockList
+	_, err := c.do(ctx, &request{op: "list locks", method: http.MethodGet, path: "/v1/locks", query: q}, &out)
+	return out, err
+}
+
+func (c *Client) listAll(ctx context.Context, prefix string, stale bool) ([]api.LockStatus, error) {
+	var all []api.LockStatus
+	after := ""
+	for {
+		page, err := c.ListPage(ctx, prefix, ListOptions{After: after, Stale: stale})
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, page.Locks...)
+		if !page.Truncated {
+			if all == nil {
+				all = []api.LockStatus{}
+			}
+			return all, nil
+		}
+		// Names are sorted, so the cursor must move forward; a server that says otherwise
+		// would make this loop forever.
+		if page.Next == "" || page.Next <= after {
+			return nil, wrap(ErrServer, nil, "list locks: a truncated page whose next cursor does not move forward")
+		}
+		after = page.Next
+	}
 }
 
 // Cluster returns the cluster's members, leader, term and indexes as seen by the node

@@ -18,14 +18,24 @@
 // Any endpoint serves any request: followers forward to the leader. On a connection
 // error, a timed-out attempt (WithTimeout) or a 503 answer (no_leader or unknown_outcome)
 // the client tries the next endpoint, and pauses with exponential backoff and jitter after
-// each full round, until the caller's context ends. Acquire, Release, KeepAlive and Revoke are safe to
-// retry: an acquire with a lease is idempotent (a retry returns the same grant), and a
-// release names the grant's token, so a late or repeated release can never free a later
-// grant.
+// each full round, until the caller's context ends. Acquire, Release, KeepAlive and
+// Revoke are safe to retry: an acquire with a lease is idempotent (a retry returns the
+// same grant); an acquire without one carries a request ID, drawn at random once per call
+// and sent with every retry, from which the server derives the lease it creates, so a
+// retry returns the first attempt's grant instead of making a second lease; and a release
+// names the grant's token, so a late or repeated release can never free a later grant.
+//
+// A 429 answer is one of two things. too_many_requests: the node serves its limit of
+// held-open requests (waits, blocking queries) and proposed nothing; the client waits
+// for the answer's Retry-After (or its backoff, if longer) and tries again, within the
+// caller's context, giving up at once with ErrTooManyRequests if the context's deadline
+// comes first. quota_exceeded: a limit of the cluster's state (leases, locks, waiters)
+// is reached and nothing was applied; retrying cannot help until something is released,
+// so the client returns ErrQuotaExceeded at once (RetryAfter gives the server's hint).
 //
 // Errors from the API match one of the package's sentinel errors (ErrLockHeld,
-// ErrWaitTimeout, ErrNotHolder, ErrLeaseNotFound, ErrNoLeader, ...) and the server's
-// *api.Error, both with errors.Is.
+// ErrWaitTimeout, ErrNotHolder, ErrLeaseNotFound, ErrNoLeader, ErrQuotaExceeded, ...)
+// and the server's *api.Error, both with errors.Is.
 //
 // # What a lock does not promise
 //

@@ -3,6 +3,10 @@ package client
 import (
 	"errors"
 	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
 
 	"github.com/raftlock/raftlock/api"
 )
@@ -42,6 +46,18 @@ var (
 	ErrInvalid = errors.New("client: invalid request")
 	// ErrServer: the server failed (500) or answered something that is not the API.
 	ErrServer = errors.New("client: server error")
+	// ErrQuotaExceeded: a configured limit of the cluster's replicated state (leases,
+	// locks per lease, waiters per lock) would be exceeded, and nothing was applied
+	// (429 quota_exceeded). The client does not retry it: the same request can only
+	// succeed once something is released, revoked or expires, which only the caller (or
+	// another client) can bring about. RetryAfter returns the server's suggested pause.
+	ErrQuotaExceeded = errors.New("client: quota exceeded")
+	// ErrTooManyRequests: the node already serves its limit of held-open requests
+	// (waiting acquires, blocking queries) and proposed nothing (429 too_many_requests).
+	// The client retries it after the answer's Retry-After (or its own backoff, whichever
+	// is longer); callers see it only when their context ends first, or when its deadline
+	// falls before the Retry-After delay would pass (the client then gives up at once).
+	ErrTooManyRequests = errors.New("client: too many requests")
 
 	// ErrLeaseLost: the client can no longer assume its lease is alive: a keepalive was
 	// answered with lease_not_found, the lease was revoked, or its SafeUntil passed without
@@ -68,6 +84,10 @@ func codeSentinel(code string) error {
 		return ErrNoLeader
 	case api.CodeUnknownOutcome:
 		return ErrUnknownOutcome
+	case api.CodeQuotaExceeded:
+		return ErrQuotaExceeded
+	case api.CodeTooManyRequests:
+		return ErrTooManyRequests
 	case api.CodeInvalidJSON, api.CodeInvalidName, api.CodeInvalidTTL, api.CodeInvalidArgument,
 		api.CodeNotFound, api.CodeMethodNotAllowed, api.CodeBodyTooLarge:
 		return ErrInvalid
@@ -81,6 +101,8 @@ type wrapped struct {
 	sentinel error
 	msg      string
 	cause    error
+	// retryAfter is the answer's Retry-After delay; zero when it had none.
+	retryAfter time.Duration
 }
 
 func (e *wrapped) Error() string {
@@ -102,7 +124,41 @@ func wrap(sentinel, cause error, format string, args ...any) error {
 	return &wrapped{sentinel: sentinel, msg: fmt.Sprintf(format, args...), cause: cause}
 }
 
-// fromAPI turns an API answer into a client error for the operation op.
-func fromAPI(op string, ae *api.Error) error {
-	return wrap(codeSentinel(ae.Code), ae, "%s: %s", op, ae.Message)
+// fromAPI turns an API answer into a client error for the operation op; retryAfter is
+// the answer's Retry-After delay (zero when none).
+func fromAPI(op string, ae *api.Error, retryAfter time.Duration) error {
+	return &wrapped{sentinel: codeSentinel(ae.Code), msg: fmt.Sprintf("%s: %s", op, ae.Message), cause: ae, retryAfter: retryAfter}
 }
+
+// RetryAfter returns the delay the server asked for in the Retry-After header of the
+// answer that err comes from (429 quota_exceeded and too_many_requests, 503 no_leader),
+// and whether it gave one.
+func RetryAfter(err error) (time.Duration, bool) {
+	var w *wrapped
+	if errors.As(err, &w) && w.retryAfter > 0 {
+		return w.retryAfter, true
+	}
+	return 0, false
+}
+
+// parseRetryAfter reads a Retry-After header: delay-seconds or an HTTP date. It returns
+// zero for an absent, malformed or past value.
+func parseRetryAfter(v string, now time.Time) time.Duration {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0
+	}
+	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+		if n <= 0 {
+			return 0
+		}
+		return time.Duration(min(n, maxRetryAfterSeconds)) * time.Second
+	}
+	if t, err := http.ParseTime(v); err == nil && t.After(now) {
+		return t.Sub(now)
+	}
+	return 0
+}
+
+// maxRetryAfterSeconds keeps an absurd Retry-After from overflowing a Duration.
+const maxRetryAfterSeconds = 24 * 3600

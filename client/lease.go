@@ -119,9 +119,9 @@ func (c *Client) NewLease(ctx context.Context, ttl time.Duration, opts ...LeaseO
 // startLease starts keeping alive a lease whose last answered renewal was sent at sent.
 func (c *Client) startLease(id string, ttl time.Duration, sent time.Time, opts []LeaseOption) (*Lease, error) {
 	if ttl <= 0 {
-		return nil, wrap(ErrServer, nil, "lease %s: the server answered a TTL of %v", id, ttl)
+		return nil, wrap(ErrServer, nil, "lease %s: the server answered a TTL of %v", redactID(id), ttl)
 	}
-	cfg, err := newLeaseConfig("lease "+id, ttl, opts)
+	cfg, err := newLeaseConfig("lease "+redactID(id), ttl, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -176,7 +176,7 @@ func (l *Lease) Err() error {
 // TTL after its last keepalive. Close is idempotent.
 func (l *Lease) Close(ctx context.Context) error {
 	l.closeOnce.Do(func() {
-		l.lose(wrap(ErrLeaseClosed, nil, "lease %s", l.id))
+		l.lose(wrap(ErrLeaseClosed, nil, "lease %s", redactID(l.id)))
 		<-l.loopDone
 		if _, err := l.c.Revoke(ctx, l.id); err != nil && !errors.Is(err, ErrLeaseNotFound) {
 			l.closeErr = err
@@ -208,7 +208,7 @@ func (l *Lease) observe(sent time.Time) bool {
 }
 
 func (l *Lease) expiredErr() error {
-	return wrap(ErrLeaseLost, nil, "lease %s: its safe time passed without an answered keepalive", l.id)
+	return wrap(ErrLeaseLost, nil, "lease %s: its safe time passed without an answered keepalive", redactID(l.id))
 }
 
 // checkSafe runs when the watchdog fires at SafeUntil.
@@ -222,7 +222,7 @@ func (l *Lease) checkSafe() {
 		l.watchdog.Reset(d) // renewed meanwhile
 		return
 	}
-	l.c.log.Warn("lease lost: no keepalive answered in time", "lease", l.id, "safe_until_passed_by", -time.Until(l.safeUntil))
+	l.c.log.Warn("lease lost: no keepalive answered in time", "lease", redactID(l.id), "safe_until_passed_by", -time.Until(l.safeUntil))
 	l.loseLocked(l.expiredErr())
 }
 
@@ -288,13 +288,13 @@ func (l *Lease) run() {
 			}
 			next = res.sent.Add(jittered(l.cfg.interval))
 		case errors.Is(err, ErrLeaseNotFound):
-			l.c.log.Warn("lease lost: the cluster no longer knows it", "lease", l.id)
-			l.lose(wrap(ErrLeaseLost, err, "lease %s: the cluster no longer knows it (it expired or was revoked)", l.id))
+			l.c.log.Warn("lease lost: the cluster no longer knows it", "lease", redactID(l.id))
+			l.lose(wrap(ErrLeaseLost, err, "lease %s: the cluster no longer knows it (it expired or was revoked)", redactID(l.id)))
 			return
 		case l.ctx.Err() != nil:
 			return
 		default:
-			l.c.log.Debug("keepalive failed; retrying", "lease", l.id, "error", err)
+			l.c.log.Debug("keepalive failed; retrying", "lease", redactID(l.id), "error", err)
 			next = time.Now().Add(jittered(retry))
 		}
 	}

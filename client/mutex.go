@@ -133,12 +133,15 @@ func (m *Mutex) lock(ctx context.Context, wait bool) error {
 		}
 		if !wait {
 			// One round trip: the server creates the lease in the entry that grants the
-			// lock, and creates nothing when the lock is held.
+			// lock, and creates nothing when the lock is held. Retries carry the request ID
+			// acquire draws, so they cannot create a second lease.
 			g, res, err := m.c.acquire(ctx, m.name, AcquireOptions{TTL: m.ttl, Owner: m.owner})
 			if err != nil {
 				return err
 			}
-			l, err := m.c.startLease(g.LeaseID, time.Duration(g.TTLMs)*time.Millisecond, res.sent, m.leaseOpts)
+			// SafeUntil counts from the first attempt: the lease may have been created by
+			// it (its answer lost) and only returned by a later one.
+			l, err := m.c.startLease(g.LeaseID, time.Duration(g.TTLMs)*time.Millisecond, res.first, m.leaseOpts)
 			if err != nil {
 				m.c.revokeQuietly(ctx, g.LeaseID)
 				return err
@@ -198,7 +201,7 @@ func (m *Mutex) acquireWith(ctx context.Context, op string, lease *Lease, wait b
 			return wrap(ErrLeaseLost, lerr, "%s: the lease was lost while waiting", op)
 		}
 		if errors.Is(err, ErrLeaseNotFound) {
-			lease.lose(wrap(ErrLeaseLost, err, "lease %s: the cluster no longer knows it (it expired or was revoked)", lease.ID()))
+			lease.lose(wrap(ErrLeaseLost, err, "lease %s: the cluster no longer knows it (it expired or was revoked)", redactID(lease.ID())))
 			return wrap(ErrLeaseLost, err, "%s: the lease is gone", op)
 		}
 		if wait && errors.Is(err, ErrWaitTimeout) && ctx.Err() == nil {
@@ -300,7 +303,7 @@ func (c *Client) revokeQuietly(ctx context.Context, id string) {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.timeout)
 	defer cancel()
 	if _, err := c.Revoke(rctx, id); err != nil {
-		c.log.Debug("revoking an unused lease failed; it will expire", "lease", id, "error", err)
+		c.log.Debug("revoking an unused lease failed; it will expire", "lease", redactID(id), "error", err)
 	}
 }
 

@@ -205,23 +205,116 @@ func TestCLI(t *testing.T) {
 	t.Run("LockChildSeesToken", func(t *testing.T) {
 		r := &cliRunner{t: t, bin: r.bin, eps: r.eps}
 		out := filepath.Join(t.TempDir(), "env")
-		res := r.run("lock", "cli/env", "--ttl", "2s", "--", "sh", "-c", `echo "$RAFTLOCK_LOCK $RAFTLOCK_TOKEN $RAFTLOCK_LEASE" > "$0"`, out)
-		if res.code != 0 {
+		script := `echo "$RAFTLOCK_LOCK $RAFTLOCK_TOKEN ${RAFTLOCK_LEASE:-none}" > "$0"`
+		// By default the lease ID (a secret) is not passed on, not even one raftlock
+		// itself inherited.
+		cmd := r.command("lock", "cli/env", "--ttl", "2s", "--json", "--", "sh", "-c", script, out)
+		cmd.Env = append(cmd.Env, "RAFTLOCK_LEASE=inherited")
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		if res := r.wait(cmd, &stdout, &stderr, 60*time.Second); res.code != 0 {
 			t.Fatalf("lock: %d %s", res.code, res.stderr)
 		}
 		b, _ := os.ReadFile(out)
 		f := strings.Fields(string(b))
-		if len(f) != 3 || f[0] != "cli/env" || len(f[2]) != api.LeaseIDLen {
-			t.Fatalf("child saw %q", b)
+		if len(f) != 3 || f[0] != "cli/env" || f[2] != "none" {
+			t.Fatalf("child saw %q; want the lock, the token and no RAFTLOCK_LEASE", b)
 		}
 		if tok, err := strconv.ParseUint(f[1], 10, 64); err != nil || tok == 0 {
 			t.Fatalf("RAFTLOCK_TOKEN = %q", f[1])
+		}
+		if strings.Contains(stderr.String(), "lease_id") {
+			t.Fatalf("the --json events show the lease ID without --export-lease:\n%s", stderr.String())
+		}
+
+		// --export-lease passes it on.
+		res := r.run("lock", "cli/env", "--ttl", "2s", "--export-lease", "--", "sh", "-c", script, out)
+		if res.code != 0 {
+			t.Fatalf("lock --export-lease: %d %s", res.code, res.stderr)
+		}
+		b, _ = os.ReadFile(out)
+		f = strings.Fields(string(b))
+		if len(f) != 3 || f[0] != "cli/env" || len(f[2]) != api.LeaseIDLen {
+			t.Fatalf("child saw %q with --export-lease", b)
 		}
 		if status("cli/env").Held {
 			t.Fatal("lock still held after the command ended")
 		}
 		if _, err := c.GetLease(ctx, f[2]); !errors.Is(err, client.ErrLeaseNotFound) {
 			t.Fatalf("lease survived the command: %v", err)
+		}
+	})
+
+	t.Run("LockGraceWithinDriftMargin", func(t *testing.T) {
+		r := &cliRunner{t: t, bin: r.bin, eps: r.eps}
+		for _, ttl := range []time.Duration{2 * time.Second, 10 * time.Second, 600 * time.Millisecond} {
+			res := r.run("lock", "cli/grace", "--ttl", ttl.String(), "--json", "--", "true")
+			if res.code != 0 {
+				t.Fatalf("lock --ttl %v: %d %s", ttl, res.code, res.stderr)
+			}
+			ev := findEvent(t, res.stderr, "acquired")
+			grace, ok := ev["grace_ms"].(float64)
+			if drift := client.DefaultDriftMargin(ttl); !ok || grace <= 0 || time.Duration(grace)*time.Millisecond > drift {
+				t.Fatalf("--ttl %v: default grace %v ms; want positive and at most the drift margin %v", ttl, ev["grace_ms"], drift)
+			}
+		}
+		// Longer than the drift margin (200ms for a 2s TTL): refused, saying why and what to do.
+		res := r.run("lock", "cli/grace", "--ttl", "2s", "--grace", "1s", "--", "true")
+		if res.code != exitUsage || !strings.Contains(res.stderr, "drift margin 200ms") || !strings.Contains(res.stderr, "--unsafe-grace") || !strings.Contains(res.stderr, "--ttl") {
+			t.Fatalf("--grace 1s with --ttl 2s: exit %d\n%s; want a usage error naming the margin and the ways out", res.code, res.stderr)
+		}
+		for _, args := range [][]string{{"--grace", "200ms"}, {"--grace", "1s", "--unsafe-grace"}} {
+			res := r.run(append([]string{"lock", "cli/grace", "--ttl", "2s"}, append(args, "--", "true")...)...)
+			if res.code != 0 {
+				t.Fatalf("lock %q: %d %s", args, res.code, res.stderr)
+			}
+		}
+	})
+
+	t.Run("LockReleasesAfterProcessGroupGone", func(t *testing.T) {
+		r := &cliRunner{t: t, bin: r.bin, eps: r.eps}
+		dir := t.TempDir()
+		// The command exits at once, leaving two background jobs in its group: one ends on
+		// SIGTERM, the other ignores it and needs SIGKILL. Neither may still run once the
+		// lock is free, or it would overlap with the next holder.
+		script := `sleep 30 & echo $! > "$0/p1"
+(trap '' TERM; exec sleep 30) & echo $! > "$0/p2.tmp"; mv "$0/p2.tmp" "$0/p2"
+exit 0`
+		cmd := r.command("lock", "cli/group", "--ttl", "2s", "--", "sh", "-c", script, dir)
+		var out, errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		clustertest.WaitFor(t, 20*time.Second, "the command to start its jobs", func() bool {
+			_, err := os.Stat(filepath.Join(dir, "p2"))
+			return err == nil
+		})
+		p1, p2 := readInt(t, filepath.Join(dir, "p1")), readInt(t, filepath.Join(dir, "p2"))
+		t.Cleanup(func() { syscall.Kill(p1, syscall.SIGKILL); syscall.Kill(p2, syscall.SIGKILL) })
+		// The jobs exist once the command runs, so the lock is held by then; follow it with
+		// blocking queries until it is free, and look at the jobs at that moment.
+		deadline := time.Now().Add(30 * time.Second)
+		st := status("cli/group")
+		for st.Held {
+			if time.Now().After(deadline) {
+				t.Fatalf("lock still held after 30 s: %+v", st)
+			}
+			next, err := c.Status(ctx, "cli/group", client.StatusOptions{WaitIndex: st.ModifyIndex, Wait: 10 * time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			st = next
+		}
+		if alive(p1) || alive(p2) {
+			t.Fatalf("the lock is free while the command's background jobs still run (p1 %v, p2 %v)", alive(p1), alive(p2))
+		}
+		res := r.wait(cmd, &out, &errb, 20*time.Second)
+		if res.code != 0 || !strings.Contains(res.stderr, "still running") {
+			t.Fatalf("raftlock exited %d; want 0 and a word about the jobs it stopped\n%s", res.code, res.stderr)
 		}
 	})
 
@@ -312,7 +405,7 @@ echo $! > "$0/gpid"
 echo $$ > "$0/pid"
 echo "$RAFTLOCK_LEASE" > "$0/lease.tmp"; mv "$0/lease.tmp" "$0/lease"
 while :; do sleep 0.05; done`
-		cmd := r.command("lock", "cli/lost", "--ttl", "2s", "--grace", "500ms", "--", "sh", "-c", script, dir)
+		cmd := r.command("lock", "cli/lost", "--ttl", "2s", "--grace", "500ms", "--unsafe-grace", "--export-lease", "--", "sh", "-c", script, dir)
 		var out, errb bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &errb
 		if err := cmd.Start(); err != nil {
@@ -368,6 +461,19 @@ while :; do sleep 0.05; done`
 	})
 }
 
+// findEvent returns the first --json event of the given kind in stderr.
+func findEvent(t *testing.T, stderr, kind string) map[string]any {
+	t.Helper()
+	for _, line := range strings.Split(stderr, "\n") {
+		var ev map[string]any
+		if json.Unmarshal([]byte(line), &ev) == nil && ev["event"] == kind {
+			return ev
+		}
+	}
+	t.Fatalf("no %q event in:\n%s", kind, stderr)
+	return nil
+}
+
 // TestCLI_Help lists the exit codes.
 func TestCLI_Help(t *testing.T) {
 	var out bytes.Buffer
@@ -376,7 +482,7 @@ func TestCLI_Help(t *testing.T) {
 	if err := app.Run([]string{"raftlock", "lock", "--help"}); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"75", "76", "usage error", "RAFTLOCK_TOKEN", "--grace"} {
+	for _, want := range []string{"75", "76", "usage error", "RAFTLOCK_TOKEN", "--grace", "drift margin", "--unsafe-grace", "--export-lease", "process group"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("lock --help lacks %q", want)
 		}

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -22,17 +23,31 @@ func lockCommand() *cli.Command {
 		Usage:     "run a command while holding a lock",
 		ArgsUsage: "NAME [flags] -- COMMAND [ARGS...]",
 		Description: `Takes lock NAME (waiting up to --wait), runs COMMAND in its own process group with
-RAFTLOCK_LOCK (the name), RAFTLOCK_TOKEN (the fencing token) and RAFTLOCK_LEASE (the
-lease ID) in its environment, keeps the lease alive while it runs, and releases the lock
-when it ends. raftlock exits with the command's status.
+RAFTLOCK_LOCK (the name) and RAFTLOCK_TOKEN (the fencing token) in its environment, keeps
+the lease alive while it runs, and releases the lock when it ends. raftlock exits with the
+command's status.
+
+The lease ID is not passed to the command: it is the secret that can renew, release and
+revoke the lease, and the command needs only the token. --export-lease adds it as
+RAFTLOCK_LEASE, for a command that must manage the lease itself (it then also appears in
+the --json "acquired" event).
+
+When the command exits, whatever it left running in its process group (background jobs,
+"cmd &") may still be acting under the lock. raftlock therefore sends SIGTERM to the
+group, SIGKILL after --grace, and releases the lock only once no process of the group is
+left (zombies count as gone), so that the next holder never overlaps with them.
 
 If the lease is lost while the command runs (the cluster says it expired or was revoked,
 or no keepalive was answered before the lease's safe time passed), raftlock sends SIGTERM
 to the command's process group, then SIGKILL after --grace, and exits 76. The safe time is
-the send time of the last answered keepalive + TTL - max(TTL/10, 100ms), so the command
-is signalled before the cluster can expire the lease; keep --grace short next to the TTL.
-Even so, the command may still be writing when another holder starts: pass
-RAFTLOCK_TOKEN with every write and have the storage refuse lower tokens.
+the send time of the last answered keepalive + TTL - the drift margin, max(TTL/10, 100ms):
+the cluster cannot expire the lease before the drift margin has passed after it. So that
+the command is dead before another holder can be granted the lock, --grace defaults to
+half the drift margin (500ms with --ttl 10s), and a --grace longer than the drift margin
+is refused unless --unsafe-grace is given. For a longer grace, raise --ttl (the margin is a
+tenth of it). Even so, the command may still be writing when another holder starts (a
+pause, a slow kill): pass RAFTLOCK_TOKEN with every write and have the storage refuse
+lower tokens.
 
 SIGINT, SIGTERM and SIGHUP sent to raftlock are passed on to the command's process group.
 If raftlock itself is killed with SIGKILL, the command gets SIGKILL too (Linux). As the
@@ -49,10 +64,21 @@ Example:
 			&cli.DurationFlag{Name: "ttl", Usage: "TTL of the lease that holds the lock (500ms to 24h)", Value: 10 * time.Second},
 			&cli.DurationFlag{Name: "wait", Usage: "how long to wait for the lock; 0 fails at once when it is held", Value: 30 * time.Second},
 			&cli.StringFlag{Name: "owner", Usage: "label shown in the lock's status (default: HOST/PID)"},
-			&cli.DurationFlag{Name: "grace", Usage: "time between SIGTERM and SIGKILL when the lock is lost", Value: 5 * time.Second},
+			&cli.DurationFlag{Name: "grace", Usage: "time between SIGTERM and SIGKILL to the command's process group (lock lost, or command done with processes left); at most the drift margin max(TTL/10, 100ms) unless --unsafe-grace", DefaultText: "half the drift margin"},
+			&cli.BoolFlag{Name: "unsafe-grace", Usage: "allow a --grace longer than the drift margin: the command may then outlive the lease and overlap with the next holder"},
+			&cli.BoolFlag{Name: "export-lease", Usage: "pass the lease ID to the command as RAFTLOCK_LEASE (a secret: it can release and revoke the lock)"},
 		),
 	}, runLock)
 }
+
+// Bounds of the wait for the command's process group to be gone before the release.
+const (
+	// groupPoll is how often raftlock looks whether the group is empty: no event says so.
+	groupPoll = 20 * time.Millisecond
+	// groupKillWait bounds the wait after SIGKILL. A process that SIGKILL has not ended by
+	// then is stuck in the kernel (uninterruptible I/O) and never runs its own code again.
+	groupKillWait = 5 * time.Second
+)
 
 // lockRun is one `raftlock lock` invocation.
 type lockRun struct {
@@ -60,9 +86,34 @@ type lockRun struct {
 	cl    *client.Client
 	name  string
 	argv  []string
+	grace time.Duration // between SIGTERM and SIGKILL to the command's group
 	sigs  chan os.Signal
 	lease *client.Lease
 	m     *client.Mutex
+}
+
+// defaultGrace is --grace when not given: half the drift margin the client uses for a
+// lease of ttl, so that SIGKILL reaches the command before the cluster can expire the
+// lease, with half the margin left for clock drift and the time to notice the loss.
+func defaultGrace(ttl time.Duration) time.Duration {
+	return client.DefaultDriftMargin(ttl) / 2
+}
+
+// graceFlag returns --grace, or a usage error when it is longer than the lease's drift
+// margin without --unsafe-grace.
+func graceFlag(c *cli.Context) (time.Duration, error) {
+	ttl := c.Duration("ttl")
+	if !c.IsSet("grace") {
+		return defaultGrace(ttl), nil
+	}
+	grace, drift := c.Duration("grace"), client.DefaultDriftMargin(ttl)
+	if grace > drift && !c.Bool("unsafe-grace") {
+		return 0, usageErrorf(c, "--grace %v is longer than the lease's drift margin %v (max(TTL/10, 100ms) with --ttl %v): "+
+			"after a lost lease the command could still run when the cluster expires the lease and grants the lock to someone else. "+
+			"Use --grace %v or less, raise --ttl (the margin is a tenth of it), or pass --unsafe-grace if every write the command makes is fenced with RAFTLOCK_TOKEN",
+			grace, drift, ttl, drift)
+	}
+	return grace, nil
 }
 
 func runLock(c *cli.Context, a parsedArgs) error {
@@ -75,11 +126,15 @@ func runLock(c *cli.Context, a parsedArgs) error {
 	if c.Duration("wait") < 0 || c.Duration("grace") < 0 {
 		return usageErrorf(c, "--wait and --grace cannot be negative")
 	}
+	grace, err := graceFlag(c)
+	if err != nil {
+		return err
+	}
 	cl, err := newClient(c)
 	if err != nil {
 		return err
 	}
-	r := &lockRun{c: c, cl: cl, name: a.args[0], argv: a.tail, sigs: make(chan os.Signal, 8)}
+	r := &lockRun{c: c, cl: cl, name: a.args[0], argv: a.tail, grace: grace, sigs: make(chan os.Signal, 8)}
 	// main's signal.NotifyContext cancels c.Context on SIGINT and SIGTERM, which ends the
 	// wait for the lock; this channel also receives them, to pass them on to the command.
 	signal.Notify(r.sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
@@ -123,7 +178,11 @@ func (r *lockRun) acquire() error {
 		r.closeLease(r.m.Unlock)
 		return r.notAcquired(err)
 	}
-	r.event("acquired", map[string]any{"token": r.m.Token(), "lease_id": lease.ID(), "ttl_ms": lease.TTL().Milliseconds()})
+	ev := map[string]any{"token": r.m.Token(), "ttl_ms": lease.TTL().Milliseconds(), "grace_ms": r.grace.Milliseconds()}
+	if c.Bool("export-lease") {
+		ev["lease_id"] = lease.ID()
+	}
+	r.event("acquired", ev)
 	return nil
 }
 
@@ -155,16 +214,19 @@ func (r *lockRun) signalStatus() int {
 	return 128 + int(syscall.SIGINT)
 }
 
-// run starts the command, watches the lock while it runs, and releases the lock.
+// run starts the command, watches the lock while it runs, and releases the lock once
+// the command and everything left in its process group are gone.
 func (r *lockRun) run() error {
 	c := r.c
 	cmd := exec.Command(r.argv[0], r.argv[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	cmd.Env = append(os.Environ(),
+	cmd.Env = append(withoutEnv(os.Environ(), "RAFTLOCK_LEASE"),
 		"RAFTLOCK_LOCK="+r.name,
 		"RAFTLOCK_TOKEN="+strconv.FormatUint(r.m.Token(), 10),
-		"RAFTLOCK_LEASE="+r.lease.ID(),
 	)
+	if c.Bool("export-lease") {
+		cmd.Env = append(cmd.Env, "RAFTLOCK_LEASE="+r.lease.ID())
+	}
 	prepareCommand(cmd)
 	if err := cmd.Start(); err != nil {
 		r.closeLease(r.m.Unlock)
@@ -186,10 +248,9 @@ loop:
 			signalCommand(cmd, s)
 		case <-lostCh:
 			lostCh, lost = nil, true
-			fmt.Fprintf(c.App.ErrWriter, "raftlock: lock %q lost (%v); sending SIGTERM to the command, SIGKILL in %v\n", r.name, r.lease.Err(), c.Duration("grace"))
-			r.event("lost", map[string]any{"error": fmt.Sprint(r.lease.Err())})
+			r.reportLost("sending SIGTERM to the command")
 			signalCommand(cmd, syscall.SIGTERM)
-			t := time.NewTimer(c.Duration("grace"))
+			t := time.NewTimer(r.grace)
 			defer t.Stop()
 			kill = t.C
 		case <-kill:
@@ -198,6 +259,11 @@ loop:
 		}
 	}
 	status := exitStatus(cmd, waitErr)
+	if !lost {
+		// The command is done, but what it started in its group may still be acting under
+		// the lock: stop it and wait for it to be gone before anyone else can get the lock.
+		lost = r.drainGroup(cmd, lostCh)
+	}
 	if lost {
 		// Whatever the command left running in its group goes too: it no longer holds
 		// the lock.
@@ -213,6 +279,62 @@ loop:
 		return cli.Exit("", status)
 	}
 	return nil
+}
+
+// reportLost tells the user (and --json readers) that the lock was lost.
+func (r *lockRun) reportLost(action string) {
+	fmt.Fprintf(r.c.App.ErrWriter, "raftlock: lock %q lost (%v); %s, SIGKILL in %v\n", r.name, r.lease.Err(), action, r.grace)
+	r.event("lost", map[string]any{"error": fmt.Sprint(r.lease.Err()), "grace_ms": r.grace.Milliseconds()})
+}
+
+// drainGroup runs after the command exited normally: while processes of its group are
+// left, it sends them SIGTERM, then SIGKILL after the grace, and waits (bounded by
+// groupKillWait after the SIGKILL) until none is left. Signals to raftlock are passed on
+// meanwhile. It reports true when the lock was lost before the group was gone.
+func (r *lockRun) drainGroup(cmd *exec.Cmd, lostCh <-chan struct{}) (lost bool) {
+	if !groupAlive(cmd) {
+		return false
+	}
+	fmt.Fprintf(r.c.App.ErrWriter, "raftlock: the command exited, but processes it started are still running; "+
+		"sending them SIGTERM, SIGKILL in %v, and releasing %q once they are gone\n", r.grace, r.name)
+	signalCommand(cmd, syscall.SIGTERM)
+	poll := time.NewTicker(groupPoll)
+	defer poll.Stop()
+	killT := time.NewTimer(r.grace)
+	defer killT.Stop()
+	var giveUp <-chan time.Time
+	for groupAlive(cmd) {
+		select {
+		case <-poll.C:
+		case s := <-r.sigs:
+			signalCommand(cmd, s)
+		case <-lostCh:
+			lostCh, lost = nil, true
+			r.reportLost("its processes are still running; sending SIGKILL now")
+			killT.Reset(0)
+		case <-killT.C:
+			signalCommand(cmd, syscall.SIGKILL)
+			t := time.NewTimer(groupKillWait)
+			defer t.Stop()
+			giveUp = t.C
+		case <-giveUp:
+			fmt.Fprintf(r.c.App.ErrWriter, "raftlock: processes of the command's group survived SIGKILL for %v (stuck in the kernel); they cannot run code any more, going on\n", groupKillWait)
+			return lost
+		}
+	}
+	return lost
+}
+
+// withoutEnv returns env without the variable name, so that a RAFTLOCK_LEASE inherited
+// from raftlock's own environment is not mistaken for this lock's lease.
+func withoutEnv(env []string, name string) []string {
+	out := env[:0:0]
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, name+"=") {
+			out = append(out, kv)
+		}
+	}
+	return out
 }
 
 // closeLease releases the lock (when unlock is given) and revokes the lease, on a context
