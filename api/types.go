@@ -143,6 +143,22 @@ type Cluster struct {
 	// Serving says how this node would handle a write now: "leader", "forward", or "" when
 	// it can do neither (no leader known, the leader's HTTP address unknown, catching up).
 	Serving string `json:"serving"`
+	// ProtocolVersion is the cluster's active protocol version as this node has applied it;
+	// the leader raises it once every member speaks the newer one.
+	ProtocolVersion uint64 `json:"protocol_version"`
+	// Limits are the quotas in force (zero: unlimited); none are in force before protocol
+	// version 2.
+	Limits Limits `json:"limits"`
+}
+
+// Limits are the cluster's quotas, as GET /v1/cluster reports them. Zero means unlimited.
+type Limits struct {
+	// MaxLeases bounds the live leases of the whole cluster.
+	MaxLeases uint64 `json:"max_leases"`
+	// MaxLocksPerLease bounds the locks one lease holds or waits for.
+	MaxLocksPerLease uint64 `json:"max_locks_per_lease"`
+	// MaxWaitersPerLock bounds the leases queued for one lock.
+	MaxWaitersPerLock uint64 `json:"max_waiters_per_lock"`
 }
 
 // AddNodeRequest is the body of POST /v1/cluster/nodes: add (or re-register) a voter.

@@ -220,6 +220,10 @@ type Status struct {
 	CommitIndex  uint64
 	AppliedIndex uint64
 	Members      []Member
+	// ProtocolVersion is the active protocol version this node has applied.
+	ProtocolVersion uint64
+	// Limits are the quotas in force.
+	Limits fsm.Limits
 }
 
 // Status returns the node's view of the cluster.
@@ -227,10 +231,12 @@ func (n *Node) Status() Status {
 	_, leader := n.raft.LeaderWithID()
 	term, _ := strconv.ParseUint(n.raft.Stats()["term"], 10, 64)
 	s := Status{
-		LeaderID:     string(leader),
-		Term:         term,
-		CommitIndex:  n.raft.CommitIndex(),
-		AppliedIndex: n.fsm.AppliedIndex(),
+		LeaderID:        string(leader),
+		Term:            term,
+		CommitIndex:     n.raft.CommitIndex(),
+		AppliedIndex:    n.fsm.AppliedIndex(),
+		ProtocolVersion: n.fsm.Version(),
+		Limits:          n.fsm.Limits(),
 	}
 	for _, srv := range n.servers() {
 		m := Member{ID: string(srv.ID), RaftAddr: string(srv.Address), Voter: srv.Suffrage == raft.Voter, Leader: srv.ID == leader}

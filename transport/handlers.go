@@ -310,7 +310,9 @@ func (s *Server) handleListLocks(w http.ResponseWriter, r *http.Request) {
 func (s *Server) handleCluster(w http.ResponseWriter, r *http.Request) {
 	st := s.node.Status()
 	serving := s.node.Serving()
-	out := api.Cluster{LeaderID: st.LeaderID, Term: st.Term, CommitIndex: st.CommitIndex, AppliedIndex: st.AppliedIndex, Nodes: []api.Node{}, Ready: serving != "", Serving: serving}
+	out := api.Cluster{LeaderID: st.LeaderID, Term: st.Term, CommitIndex: st.CommitIndex, AppliedIndex: st.AppliedIndex, Nodes: []api.Node{}, Ready: serving != "", Serving: serving,
+		ProtocolVersion: st.ProtocolVersion,
+		Limits:          api.Limits{MaxLeases: st.Limits.MaxLeases, MaxLocksPerLease: st.Limits.MaxLocksPerLease, MaxWaitersPerLock: st.Limits.MaxWaitersPerLock}}
 	for _, m := range st.Members {
 		out.Nodes = append(out.Nodes, api.Node{ID: m.ID, RaftAddr: m.RaftAddr, HTTPAddr: m.HTTPAddr, Voter: m.Voter, Leader: m.Leader})
 	}

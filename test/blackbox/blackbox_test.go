@@ -324,3 +324,68 @@ func TestBlackbox_LeaseSurvivesLeaderPauseAndKill(t *testing.T) {
 	thiefWG.Wait()
 	checkHeld("at the end")
 }
+
+// A flood of lease creations against a cluster with --max-leases stops at exactly the
+// limit: every extra request gets 429 quota_exceeded with Retry-After, nothing else fails,
+// and the count of live leases never passes the limit.
+func TestBlackbox_LeaseFloodStopsAtQuota(t *testing.T) {
+	const n, limit, flood, workers = 3, 200, 1000, 16
+	p := testcluster.StartProcessesNoWait(t, n, "--max-leases", fmt.Sprint(limit))
+	waitAllReady(t, p, n)
+	clustertest.WaitFor(t, 30*time.Second, "the quota to be in force on every node", func() bool {
+		for i := 0; i < n; i++ {
+			a := do("GET", p.URL(i)+"/v1/cluster", "")
+			lim, _ := a.body["limits"].(map[string]any)
+			if a.status != 200 || lim["max_leases"] != float64(limit) {
+				return false
+			}
+		}
+		return true
+	})
+	var mu sync.Mutex
+	counts := map[string]int{}
+	var slowest time.Duration
+	jobs := make(chan int)
+	var wg sync.WaitGroup
+	start := time.Now()
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range jobs {
+				req, _ := http.NewRequest("POST", p.URL(i%n)+"/v1/leases", bytes.NewBufferString(`{"ttl_ms":60000}`))
+				t0 := time.Now()
+				resp, err := plain.Do(req)
+				key := ""
+				if err != nil {
+					key = "error: " + err.Error()
+				} else {
+					raw, _ := io.ReadAll(resp.Body)
+					resp.Body.Close()
+					var body map[string]any
+					_ = json.Unmarshal(raw, &body)
+					key = fmt.Sprint(resp.StatusCode)
+					if e, ok := body["error"].(map[string]any); ok {
+						key += " " + fmt.Sprint(e["code"])
+					}
+					if resp.StatusCode == 429 && resp.Header.Get("Retry-After") == "" {
+						key += " without Retry-After"
+					}
+				}
+				mu.Lock()
+				counts[key]++
+				slowest = max(slowest, time.Since(t0))
+				mu.Unlock()
+			}
+		}()
+	}
+	for i := 0; i < flood; i++ {
+		jobs <- i
+	}
+	close(jobs)
+	wg.Wait()
+	t.Logf("%d lease creations by %d workers in %v (slowest %v): %v", flood, workers, time.Since(start).Round(time.Millisecond), slowest.Round(time.Millisecond), counts)
+	if counts["201"] != limit || counts["429 quota_exceeded"] != flood-limit {
+		t.Fatalf("answers %v, want exactly %d created and %d refused with 429 quota_exceeded", counts, limit, flood-limit)
+	}
+}
