@@ -2,14 +2,17 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
 	"strings"
 	"time"
 
+	"github.com/BurntSushi/toml"
 	"github.com/hashicorp/go-hclog"
 	"github.com/urfave/cli/v2"
+	"github.com/urfave/cli/v2/altsrc"
 
 	"github.com/raftlock/raftlock/api"
 	"github.com/raftlock/raftlock/cluster"
@@ -17,83 +20,206 @@ import (
 	"github.com/raftlock/raftlock/transport"
 )
 
+// serveFlags are serve's flags. Each can also be set by a RAFTLOCK_* environment variable
+// and by a key of the same name in the --config file; a flag on the command line wins over
+// the environment, which wins over the file.
+func serveFlags() []cli.Flag {
+	env := func(name string) []string {
+		return []string{"RAFTLOCK_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))}
+	}
+	str := func(name, usage, value string) cli.Flag {
+		return altsrc.NewStringFlag(&cli.StringFlag{Name: name, Usage: usage, Value: value, EnvVars: env(name)})
+	}
+	dur := func(name, usage string, value time.Duration) cli.Flag {
+		return altsrc.NewDurationFlag(&cli.DurationFlag{Name: name, Usage: usage, Value: value, EnvVars: env(name)})
+	}
+	u64 := func(name, usage string, value uint64) cli.Flag {
+		return altsrc.NewUint64Flag(&cli.Uint64Flag{Name: name, Usage: usage, Value: value, EnvVars: env(name)})
+	}
+	return []cli.Flag{
+		&cli.StringFlag{Name: "config", Usage: "read settings from this TOML file (keys are the flag names: id = \"n1\")", EnvVars: env("config")},
+		&cli.BoolFlag{Name: "print-config", Usage: "print the effective settings (flags, environment and file merged) as TOML, then exit"},
+		str("id", "this node's Raft server ID (required)", ""),
+		str("http-addr", "HTTP API listen address (host:port; [::1]:7001 for IPv6)", "127.0.0.1:7001"),
+		str("http-advertise", "HTTP address other nodes forward to (default: --http-addr; required when --http-addr listens on 0.0.0.0 or [::])", ""),
+		str("raft-addr", "Raft listen address", "127.0.0.1:8001"),
+		str("raft-advertise", "Raft address other nodes dial (default: --raft-addr; required when --raft-addr listens on 0.0.0.0 or [::])", ""),
+		str("data-dir", "directory for the Raft log, stable store and snapshots (required)", ""),
+		str("bootstrap", "bootstrap a new cluster: id=raftaddr,id=raftaddr,... (ignored when the data dir has state)", ""),
+		str("join", "join a running cluster through this member's HTTP URL, e.g. http://127.0.0.1:7001", ""),
+		str("log-level", "trace, debug, info, warn or error", "info"),
+		altsrc.NewBoolFlag(&cli.BoolFlag{Name: "log-json", Usage: "log JSON lines", EnvVars: env("log-json")}),
+		dur("election-timeout", "raft election and heartbeat timeout", 500*time.Millisecond),
+		u64("snapshot-threshold", "log entries between snapshots", 8192),
+		u64("trailing-logs", "log entries kept after a snapshot", 10240),
+		dur("snapshot-interval", "how often raft checks whether a snapshot is due", 10*time.Second),
+		u64("max-leases", "quota: live leases in the cluster (0: unlimited)", 1_000_000),
+		u64("max-locks-per-lease", "quota: locks one lease may hold or wait for (0: unlimited)", 10_000),
+		u64("max-waiters-per-lock", "quota: leases queued for one lock (0: unlimited)", 10_000),
+		altsrc.NewIntFlag(&cli.IntFlag{Name: "max-held-requests", Usage: "waiting acquires and blocking queries this node holds open at once", Value: 10_000, EnvVars: env("max-held-requests")}),
+		&cli.BoolFlag{Name: "unsafe-grant-without-commit", Hidden: true, Usage: "BREAKS SAFETY: for the verification harness's negative control only"},
+	}
+}
+
 func serveCommand() *cli.Command {
+	flags := serveFlags()
 	return &cli.Command{
 		Name:  "serve",
 		Usage: "run a raftlock node",
 		Description: `Runs one node of a raftlock cluster: the Raft member and the HTTP API.
 
 Start a new three-node cluster by giving every node the same --bootstrap list, or add a
-node to a running cluster with --join pointing at any member's HTTP address.`,
-		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "id", Usage: "this node's Raft server ID", Required: true, EnvVars: []string{"RAFTLOCK_ID"}},
-			&cli.StringFlag{Name: "http-addr", Usage: "HTTP API listen address", Value: "127.0.0.1:7001", EnvVars: []string{"RAFTLOCK_HTTP_ADDR"}},
-			&cli.StringFlag{Name: "raft-addr", Usage: "Raft listen address", Value: "127.0.0.1:8001", EnvVars: []string{"RAFTLOCK_RAFT_ADDR"}},
-			&cli.StringFlag{Name: "raft-advertise", Usage: "Raft address other nodes dial (default: --raft-addr)"},
-			&cli.StringFlag{Name: "data-dir", Usage: "directory for the Raft log, stable store and snapshots", Required: true, EnvVars: []string{"RAFTLOCK_DATA_DIR"}},
-			&cli.StringFlag{Name: "bootstrap", Usage: "bootstrap a new cluster: id=raftaddr,id=raftaddr,... (ignored when the data dir has state)"},
-			&cli.StringFlag{Name: "join", Usage: "join a running cluster through this member's HTTP URL, e.g. http://127.0.0.1:7001"},
-			&cli.StringFlag{Name: "log-level", Usage: "trace, debug, info, warn or error", Value: "info"},
-			&cli.BoolFlag{Name: "log-json", Usage: "log JSON lines"},
-			&cli.DurationFlag{Name: "election-timeout", Usage: "raft election and heartbeat timeout", Value: 500 * time.Millisecond},
-			&cli.Uint64Flag{Name: "snapshot-threshold", Usage: "log entries between snapshots", Value: 8192},
-			&cli.Uint64Flag{Name: "trailing-logs", Usage: "log entries kept after a snapshot", Value: 10240},
-			&cli.DurationFlag{Name: "snapshot-interval", Usage: "how often raft checks whether a snapshot is due", Value: 10 * time.Second},
-			&cli.Uint64Flag{Name: "max-leases", Usage: "quota: live leases in the cluster (0: unlimited)", Value: 1_000_000, EnvVars: []string{"RAFTLOCK_MAX_LEASES"}},
-			&cli.Uint64Flag{Name: "max-locks-per-lease", Usage: "quota: locks one lease may hold or wait for (0: unlimited)", Value: 10_000, EnvVars: []string{"RAFTLOCK_MAX_LOCKS_PER_LEASE"}},
-			&cli.Uint64Flag{Name: "max-waiters-per-lock", Usage: "quota: leases queued for one lock (0: unlimited)", Value: 10_000, EnvVars: []string{"RAFTLOCK_MAX_WAITERS_PER_LOCK"}},
-			&cli.IntFlag{Name: "max-held-requests", Usage: "waiting acquires and blocking queries this node holds open at once", Value: 10_000, EnvVars: []string{"RAFTLOCK_MAX_HELD_REQUESTS"}},
-			&cli.BoolFlag{Name: "unsafe-grant-without-commit", Hidden: true, Usage: "BREAKS SAFETY: for the verification harness's negative control only"},
-		},
+node to a running cluster with --join pointing at any member's HTTP address.
+
+Every flag can also come from the environment (RAFTLOCK_ and the flag's name in capitals,
+dashes as underscores: RAFTLOCK_HTTP_ADVERTISE) or from a TOML file given with --config, whose
+keys are the flag names. The command line wins over the environment, which wins over the file.`,
+		Flags:  flags,
+		Before: altsrc.InitInputSourceWithContext(flags, configSource),
 		Action: func(c *cli.Context) error {
+			if c.Bool("print-config") {
+				return printConfig(c, flags)
+			}
 			logger := hclog.New(&hclog.LoggerOptions{
 				Name:       c.String("id"),
 				Level:      hclog.LevelFromString(c.String("log-level")),
 				JSONFormat: c.Bool("log-json"),
 				Output:     os.Stderr,
 			})
-			peers, err := parseBootstrap(c.String("bootstrap"))
+			cfg, opts, err := serveConfig(c, logger)
 			if err != nil {
-				return cli.Exit(err.Error(), 2)
-			}
-			et := c.Duration("election-timeout")
-			cfg := cluster.Config{
-				ID:                 c.String("id"),
-				RaftBind:           c.String("raft-addr"),
-				RaftAdvertise:      c.String("raft-advertise"),
-				HTTPAddr:           c.String("http-addr"),
-				DataDir:            c.String("data-dir"),
-				Bootstrap:          peers,
-				Logger:             logger,
-				HeartbeatTimeout:   et,
-				ElectionTimeout:    et,
-				LeaderLeaseTimeout: et / 2,
-				SnapshotThreshold:  c.Uint64("snapshot-threshold"),
-				TrailingLogs:       c.Uint64("trailing-logs"),
-				SnapshotInterval:   c.Duration("snapshot-interval"),
-				Limits: fsm.Limits{
-					MaxLeases:         c.Uint64("max-leases"),
-					MaxLocksPerLease:  c.Uint64("max-locks-per-lease"),
-					MaxWaitersPerLock: c.Uint64("max-waiters-per-lock"),
-				},
-
-				UnsafeGrantWithoutCommit: c.Bool("unsafe-grant-without-commit"),
+				return cli.Exit("raftlock serve: "+err.Error(), 2)
 			}
 			if cfg.UnsafeGrantWithoutCommit {
 				logger.Warn("UNSAFE: --unsafe-grant-without-commit is set; this node grants locks without consensus")
 			}
-			return runServe(c.Context, cfg, serveOptions{join: c.String("join"), maxHeld: c.Int("max-held-requests")}, logger)
+			// Everything this process writes holds lease IDs or keys: private to its user.
+			restrictUmask()
+			return runServe(c.Context, cfg, opts, logger)
 		},
 	}
 }
+
+// configSource reads the --config file, when one is given, as TOML.
+func configSource(c *cli.Context) (altsrc.InputSourceContext, error) {
+	if !c.IsSet("config") {
+		return &altsrc.MapInputSource{}, nil
+	}
+	path := c.String("config")
+	if _, err := toml.DecodeFile(path, &map[string]any{}); err != nil {
+		return nil, fmt.Errorf("--config %s: %w", path, err)
+	}
+	return altsrc.NewTomlSourceFromFile(path)
+}
+
+// serveConfig turns the merged settings into the node's Config and serve's own options.
+func serveConfig(c *cli.Context, logger hclog.Logger) (cluster.Config, serveOptions, error) {
+	peers, err := parseBootstrap(c.String("bootstrap"))
+	if err != nil {
+		return cluster.Config{}, serveOptions{}, err
+	}
+	if c.String("id") == "" {
+		return cluster.Config{}, serveOptions{}, errors.New("--id is required (or RAFTLOCK_ID, or id in the --config file)")
+	}
+	if c.String("data-dir") == "" {
+		return cluster.Config{}, serveOptions{}, errors.New("--data-dir is required (or RAFTLOCK_DATA_DIR, or data-dir in the --config file)")
+	}
+	httpAdv, err := advertiseAddr("http", c.String("http-addr"), c.String("http-advertise"))
+	if err != nil {
+		return cluster.Config{}, serveOptions{}, err
+	}
+	raftAdv, err := advertiseAddr("raft", c.String("raft-addr"), c.String("raft-advertise"))
+	if err != nil {
+		return cluster.Config{}, serveOptions{}, err
+	}
+	et := c.Duration("election-timeout")
+	cfg := cluster.Config{
+		ID:                 c.String("id"),
+		RaftBind:           c.String("raft-addr"),
+		RaftAdvertise:      raftAdv,
+		HTTPAddr:           httpAdv,
+		DataDir:            c.String("data-dir"),
+		Bootstrap:          peers,
+		Logger:             logger,
+		HeartbeatTimeout:   et,
+		ElectionTimeout:    et,
+		LeaderLeaseTimeout: et / 2,
+		SnapshotThreshold:  c.Uint64("snapshot-threshold"),
+		TrailingLogs:       c.Uint64("trailing-logs"),
+		SnapshotInterval:   c.Duration("snapshot-interval"),
+		Limits: fsm.Limits{
+			MaxLeases:         c.Uint64("max-leases"),
+			MaxLocksPerLease:  c.Uint64("max-locks-per-lease"),
+			MaxWaitersPerLock: c.Uint64("max-waiters-per-lock"),
+		},
+		UnsafeGrantWithoutCommit: c.Bool("unsafe-grant-without-commit"),
+	}
+	return cfg, serveOptions{join: c.String("join"), maxHeld: c.Int("max-held-requests"), httpListen: c.String("http-addr")}, nil
+}
+
+// advertiseAddr returns the address other nodes use for this node: adv when given, else
+// the listen address, which must then name one host (not 0.0.0.0 or [::]).
+func advertiseAddr(kind, listen, adv string) (string, error) {
+	check := func(flag, addr string) (string, error) {
+		host, port, err := net.SplitHostPort(addr)
+		if err != nil || port == "" || port == "0" {
+			return "", fmt.Errorf("--%s %q is not host:port with a fixed port", flag, addr)
+		}
+		return host, nil
+	}
+	if _, err := check(kind+"-addr", listen); err != nil {
+		return "", err
+	}
+	if adv == "" {
+		adv = listen
+		host, _ := check(kind+"-addr", listen)
+		if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+			return "", fmt.Errorf("--%s-addr %s listens on every interface, so other nodes need to be told which address reaches this one: set --%s-advertise host:port", kind, listen, kind)
+		}
+		return adv, nil
+	}
+	host, err := check(kind+"-advertise", adv)
+	if err != nil {
+		return "", err
+	}
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		return "", fmt.Errorf("--%s-advertise %s is not an address other nodes can reach; give this node's own IP or DNS name", kind, adv)
+	}
+	return adv, nil
+}
+
+// printConfig writes the effective settings as TOML. Settings that are secrets are shown
+// as "<redacted>"; serve has none yet besides what later flags add to secretFlags.
+func printConfig(c *cli.Context, flags []cli.Flag) error {
+	out := map[string]any{}
+	for _, f := range flags {
+		name := f.Names()[0]
+		if name == "config" || name == "print-config" || name == "unsafe-grant-without-commit" {
+			continue
+		}
+		v := c.Value(name)
+		if d, ok := v.(time.Duration); ok {
+			v = d.String()
+		}
+		if secretFlags[name] && fmt.Sprint(v) != "" {
+			v = "<redacted>"
+		}
+		out[name] = v
+	}
+	enc := toml.NewEncoder(c.App.Writer)
+	return enc.Encode(out)
+}
+
+// secretFlags are the serve settings print-config never shows.
+var secretFlags = map[string]bool{}
 
 // runServe runs a node until ctx ends (SIGINT or SIGTERM), then shuts down gracefully:
 // the HTTP server drains, then the node hands off leadership and stops.
 func runServe(ctx context.Context, cfg cluster.Config, opts serveOptions, logger hclog.Logger) error {
 	join := opts.join
-	l, err := net.Listen("tcp", cfg.HTTPAddr)
+	l, err := net.Listen("tcp", opts.httpListen)
 	if err != nil {
-		return fmt.Errorf("listening for HTTP on %s: %w (is another node using the port?)", cfg.HTTPAddr, err)
+		return fmt.Errorf("listening for HTTP on %s: %w (is another node using the port?)", opts.httpListen, err)
 	}
 	node, err := cluster.New(cfg)
 	if err != nil {
@@ -108,7 +234,7 @@ func runServe(ctx context.Context, cfg cluster.Config, opts serveOptions, logger
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(l) }()
-	logger.Info("node started", "http", cfg.HTTPAddr, "raft", node.RaftAddr(), "data_dir", cfg.DataDir)
+	logger.Info("node started", "http", opts.httpListen, "http_advertise", cfg.HTTPAddr, "raft", node.RaftAddr(), "data_dir", cfg.DataDir)
 
 	if join != "" && !node.HasMember(cfg.ID) {
 		info := node.SelfInfo()
@@ -141,8 +267,9 @@ func runServe(ctx context.Context, cfg cluster.Config, opts serveOptions, logger
 
 // serveOptions are serve's settings that are not the node's Config.
 type serveOptions struct {
-	join    string
-	maxHeld int
+	join       string
+	maxHeld    int
+	httpListen string
 }
 
 // parseBootstrap parses "n1=127.0.0.1:8001,n2=127.0.0.1:8002".
