@@ -21,8 +21,8 @@ import (
 type Links struct {
 	t     testing.TB
 	mu    sync.Mutex
-	binds []string             // each node's real Raft address
-	links map[[2]int]*link     // (from, to) -> proxy
+	binds []string               // each node's real Raft address
+	links map[[2]int]*link       // (from, to) -> proxy
 	conns map[*linkConn]struct{} // open proxied connections, for closing on Cut
 }
 
