@@ -249,26 +249,3 @@ func TestCluster_KeepalivesAreBatched(t *testing.T) {
 	}
 	t.Logf("%d concurrent keepalives cost %d log entries", n, entries)
 }
-
-// An idle cluster with no leases writes nothing; with a live lease the leader ticks at
-// least every TickInterval, so a failover lengthens a lease by at most that much.
-func TestCluster_TicksOnlyWhileLeasesExist(t *testing.T) {
-	c := clustertest.Start(t, 3, func(i int, cfg *cluster.Config) { cfg.TickInterval = 300 * time.Millisecond })
-	ctx := clustertest.Ctx(t, 30*time.Second)
-	l := leaderNode(c)
-	c.WaitFor(5*time.Second, "the leader to register itself", func() bool { return !l.NeedsRegistration() })
-	idle := l.FSM().AppliedIndex()
-	start := time.Now()
-	c.WaitFor(5*time.Second, "1 s of idling", func() bool { return time.Since(start) > time.Second })
-	if got := l.FSM().AppliedIndex(); got != idle {
-		t.Fatalf("an idle cluster wrote %d entries in 1 s", got-idle)
-	}
-	if _, err := l.CreateLease(ctx, 60_000); err != nil {
-		t.Fatal(err)
-	}
-	before, t0 := l.FSM().Time(), time.Now()
-	c.WaitFor(10*time.Second, "cluster time to follow real time through ticks", func() bool {
-		return time.Duration(l.FSM().Time()-before)*time.Millisecond >= time.Second
-	})
-	t.Logf("with one lease and no traffic, cluster time advanced 1 s in %v of real time", time.Since(t0).Round(time.Millisecond))
-}

@@ -65,7 +65,5 @@ func report(t *testing.T, res *campaignResult) {
 			t.Errorf("%s (history in %s; replay with RAFTLOCK_VERIFY_SEED=%d)", v, res.Artifacts, res.Seed)
 		}
 	}
-	if len(res.FaultErrors) > 0 {
-		t.Errorf("harness errors: %v", res.FaultErrors)
-	}
+	checkFaults(t, res)
 }

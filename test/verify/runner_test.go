@@ -55,6 +55,7 @@ type campaignConfig struct {
 type campaignResult struct {
 	Seed          int64
 	Rounds        int
+	Asked         []nemesis.Kind // the fault kinds the campaign was configured with
 	Elapsed       time.Duration
 	Faults        map[nemesis.Kind]int
 	FaultErrors   []string
@@ -120,7 +121,7 @@ func runCampaign(t *testing.T, cfg campaignConfig) *campaignResult {
 	}
 	t.Logf("campaign %s: seed %d (replay: RAFTLOCK_VERIFY_SEED=%d), %d nodes, faults %v", cfg.Name, cfg.Seed, cfg.Seed, cfg.Nodes, cfg.Kinds)
 	c := &campaign{t: t, cfg: cfg, clock: workload.NewClock(), res: &campaignResult{
-		Seed: cfg.Seed, Faults: map[nemesis.Kind]int{}, Verdicts: map[string]*checker.Verdict{}, Artifacts: cfg.Artifacts,
+		Seed: cfg.Seed, Asked: cfg.Kinds, Faults: map[nemesis.Kind]int{}, Verdicts: map[string]*checker.Verdict{}, Artifacts: cfg.Artifacts,
 		LivenessBound: time.Duration(cfg.BankTTLMs)*time.Millisecond + 2*cfg.ElectionTimeout + cfg.LivenessSlack,
 	}}
 	for _, name := range checkerOrder {
@@ -259,14 +260,20 @@ func (c *campaign) round(r int, f nemesis.Fault) int {
 	}
 	in, ierr := nemesis.Inject(c.cl, c.net, f)
 	if ierr != nil {
-		c.res.FaultErrors = append(c.res.FaultErrors, fmt.Sprintf("round %d: inject %s: %v", r, f, ierr))
+		// The round runs on without its fault, but the campaign has failed: it did not
+		// test what it was asked to.
+		msg := fmt.Sprintf("round %d: inject %s: %v", r, f, ierr)
+		c.res.FaultErrors = append(c.res.FaultErrors, msg)
+		t.Errorf("fault injection failed: %s", msg)
 	} else {
 		c.res.Faults[f.Kind]++
 		if f.Kind != nemesis.TransferLoop {
 			time.Sleep(f.Hold)
 		}
 		if herr := in.Heal(); herr != nil {
-			c.res.FaultErrors = append(c.res.FaultErrors, fmt.Sprintf("round %d: heal %s: %v", r, f, herr))
+			msg := fmt.Sprintf("round %d: heal %s: %v", r, f, herr)
+			c.res.FaultErrors = append(c.res.FaultErrors, msg)
+			t.Errorf("healing a fault failed: %s", msg)
 		}
 	}
 	abandon()
@@ -444,7 +451,7 @@ func (res *campaignResult) table() string {
 	fmt.Fprintf(&b, "seed %d: %d rounds in %v\n", res.Seed, res.Rounds, res.Elapsed.Round(time.Second))
 	fmt.Fprintf(&b, "| fault | injected |\n|---|---|\n")
 	for _, k := range nemesis.AllKinds() {
-		if n := res.Faults[k]; n > 0 {
+		if n := res.Faults[k]; n > 0 || asked(res.Asked, k) {
 			fmt.Fprintf(&b, "| %s | %d |\n", k, n)
 		}
 	}
@@ -476,4 +483,50 @@ func (res *campaignResult) verdictReport() string {
 		lines = append(lines, res.Verdicts[name].String())
 	}
 	return strings.Join(lines, "\n")
+}
+
+func asked(kinds []nemesis.Kind, k nemesis.Kind) bool {
+	for _, a := range kinds {
+		if a == k {
+			return true
+		}
+	}
+	return false
+}
+
+// faultCounts renders how many times each fault kind the campaign was asked for was
+// injected successfully, in table order: "kill-leader=1 pause-leader=0 ...".
+func (res *campaignResult) faultCounts() string {
+	var parts []string
+	for _, k := range nemesis.AllKinds() {
+		if asked(res.Asked, k) {
+			parts = append(parts, fmt.Sprintf("%s=%d", k, res.Faults[k]))
+		}
+	}
+	return strings.Join(parts, " ")
+}
+
+// faultProblems lists why the campaign did not test what it was asked to: every harness
+// error (a fault that could not be injected or healed, a node that would not restart, a
+// round without a leader), and every fault kind asked for that never ran.
+func (res *campaignResult) faultProblems() []string {
+	out := append([]string(nil), res.FaultErrors...)
+	seen := map[nemesis.Kind]bool{}
+	for _, k := range res.Asked {
+		if res.Faults[k] == 0 && !seen[k] {
+			seen[k] = true
+			out = append(out, fmt.Sprintf("fault kind %s was asked for but never ran", k))
+		}
+	}
+	return out
+}
+
+// checkFaults fails t when the campaign did not test what it was asked to, and logs the
+// count per fault kind that actually ran.
+func checkFaults(t testing.TB, res *campaignResult) {
+	t.Helper()
+	t.Logf("faults injected: %s", res.faultCounts())
+	for _, p := range res.faultProblems() {
+		t.Errorf("fault campaign: %s", p)
+	}
 }

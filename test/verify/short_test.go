@@ -50,6 +50,7 @@ func TestShortCampaign(t *testing.T) {
 	if res.Grants == 0 || res.Competitions == 0 || res.Pauses == 0 {
 		t.Errorf("the workload did too little: %d grants, %d competitions, %d pauses", res.Grants, res.Competitions, res.Pauses)
 	}
+	checkFaults(t, res)
 	if res.Net.Unknown > 0 {
 		t.Logf("warning: %d proxied connections had an unidentified source", res.Net.Unknown)
 	}

@@ -223,58 +223,70 @@ func (c *Cluster) Pids() map[int]int {
 	return out
 }
 
-func (c *Cluster) signal(i int, sig syscall.Signal) {
+func (c *Cluster) signal(i int, sig syscall.Signal) error {
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	p := c.procs[i]
-	if p != nil {
-		switch sig {
-		case syscall.SIGSTOP:
-			c.pause[i] = true
-		case syscall.SIGCONT:
-			c.pause[i] = false
-		}
+	if p == nil || p.Process == nil {
+		return fmt.Errorf("harness: %s to %s: not running", sig, c.IDs[i])
 	}
-	c.mu.Unlock()
-	if p != nil && p.Process != nil {
-		_ = p.Process.Signal(sig)
+	if err := p.Process.Signal(sig); err != nil {
+		return fmt.Errorf("harness: %s to %s: %w", sig, c.IDs[i], err)
 	}
+	switch sig { // recorded only once the signal was sent
+	case syscall.SIGSTOP:
+		c.pause[i] = true
+	case syscall.SIGCONT:
+		c.pause[i] = false
+	}
+	return nil
 }
 
 // Pause stops node i with SIGSTOP.
-func (c *Cluster) Pause(i int) { c.signal(i, syscall.SIGSTOP) }
+func (c *Cluster) Pause(i int) error { return c.signal(i, syscall.SIGSTOP) }
 
 // Resume continues node i with SIGCONT.
-func (c *Cluster) Resume(i int) { c.signal(i, syscall.SIGCONT) }
+func (c *Cluster) Resume(i int) error { return c.signal(i, syscall.SIGCONT) }
 
-// Kill kills node i with SIGKILL and waits until it has exited.
-func (c *Cluster) Kill(i int) { c.stop(i, syscall.SIGKILL, 10*time.Second) }
+// Kill kills node i with SIGKILL and waits until it has exited. It fails when node i is not
+// running, so that a fault that killed nothing is not counted as a kill.
+func (c *Cluster) Kill(i int) error { return c.stop(i, syscall.SIGKILL, 10*time.Second) }
 
 // Terminate stops node i with SIGTERM (graceful: a leader hands off leadership first) and
 // waits up to 20 s, then kills it.
-func (c *Cluster) Terminate(i int) { c.stop(i, syscall.SIGTERM, 20*time.Second) }
+func (c *Cluster) Terminate(i int) error { return c.stop(i, syscall.SIGTERM, 20*time.Second) }
 
-func (c *Cluster) stop(i int, sig syscall.Signal, wait time.Duration) {
+func (c *Cluster) stop(i int, sig syscall.Signal, wait time.Duration) error {
 	c.mu.Lock()
 	p, exited := c.procs[i], c.exits[i]
 	c.procs[i], c.pause[i] = nil, false
 	c.mu.Unlock()
 	if p == nil || p.Process == nil {
-		return
+		return fmt.Errorf("harness: %s to %s: not running", sig, c.IDs[i])
 	}
 	_ = p.Process.Signal(syscall.SIGCONT)
-	_ = p.Process.Signal(sig)
+	if err := p.Process.Signal(sig); err != nil {
+		_ = p.Process.Kill()
+		<-exited
+		return fmt.Errorf("harness: %s to %s: %w", sig, c.IDs[i], err)
+	}
 	select {
 	case <-exited:
+		return nil
 	case <-time.After(wait):
 		_ = p.Process.Kill()
 		<-exited
+		if sig == syscall.SIGKILL {
+			return fmt.Errorf("harness: %s did not exit within %v of SIGKILL", c.IDs[i], wait)
+		}
+		return nil
 	}
 }
 
 // KillAll kills every node.
 func (c *Cluster) KillAll() {
 	for i := range c.procs {
-		c.Kill(i)
+		_ = c.Kill(i) // a node that is not running is fine here
 	}
 }
 

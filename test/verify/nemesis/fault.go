@@ -138,15 +138,17 @@ type Target interface {
 	N() int
 	// Leader returns the index of the node that leads, or -1.
 	Leader() int
-	// Kill kills node i with SIGKILL and waits until it is gone.
-	Kill(i int)
+	// Kill kills node i with SIGKILL and waits until it is gone. Like every method here
+	// that acts on a node, it returns an error when it could not (the node was not
+	// running, the signal failed): a fault that did not happen must not be counted.
+	Kill(i int) error
 	// Start starts node i again from its data directory.
 	Start(i int) error
 	// Pause stops node i with SIGSTOP; Resume continues it with SIGCONT.
-	Pause(i int)
-	Resume(i int)
+	Pause(i int) error
+	Resume(i int) error
 	// Terminate stops node i with SIGTERM and waits until it has exited.
-	Terminate(i int)
+	Terminate(i int) error
 	// RemoveNode removes node i from the Raft configuration; AddNode adds it back.
 	RemoveNode(i int) error
 	AddNode(i int) error
@@ -198,7 +200,9 @@ func Inject(t Target, nt *Net, f Fault) (*Injected, error) {
 			v = follower
 		}
 		in.Nodes = []int{v}
-		t.Kill(v)
+		if err := t.Kill(v); err != nil {
+			return nil, err
+		}
 		in.heal = func() error { return t.Start(v) }
 	case PauseLeader, PauseFollower:
 		v := leader
@@ -206,15 +210,19 @@ func Inject(t Target, nt *Net, f Fault) (*Injected, error) {
 			v = follower
 		}
 		in.Nodes = []int{v}
-		t.Pause(v)
-		in.heal = func() error { t.Resume(v); return nil }
+		if err := t.Pause(v); err != nil {
+			return nil, err
+		}
+		in.heal = func() error { return t.Resume(v) }
 	case PartitionLeader, PartitionFollower, SnapshotInstall:
 		v := leader
 		if f.Kind != PartitionLeader {
 			v = follower
 		}
 		in.Nodes = []int{v}
-		nt.Isolate([]int{v}, others(n, v))
+		if err := nt.Isolate([]int{v}, others(n, v)); err != nil {
+			return nil, err
+		}
 		in.heal = func() error { nt.Heal(); return nil }
 	case PartitionSplit:
 		minority := []int{leader}
@@ -228,15 +236,20 @@ func Inject(t Target, nt *Net, f Fault) (*Injected, error) {
 				majority = append(majority, i)
 			}
 		}
-		nt.Isolate(minority, majority)
+		if err := nt.Isolate(minority, majority); err != nil {
+			return nil, err
+		}
 		in.heal = func() error { nt.Heal(); return nil }
 	case OneWayLeaderDeaf, OneWayLeaderMute:
 		in.Nodes = []int{leader}
 		for _, j := range followers {
-			if f.Kind == OneWayLeaderDeaf {
-				nt.Block(j, leader)
-			} else {
-				nt.Block(leader, j)
+			from, to := j, leader
+			if f.Kind == OneWayLeaderMute {
+				from, to = leader, j
+			}
+			if err := nt.Block(from, to); err != nil {
+				nt.Heal()
+				return nil, err
 			}
 		}
 		in.heal = func() error { nt.Heal(); return nil }
@@ -245,7 +258,10 @@ func Inject(t Target, nt *Net, f Fault) (*Injected, error) {
 		for i := 0; i < n; i++ {
 			for j := 0; j < n; j++ {
 				if i != j {
-					nt.Delay(i, j, d)
+					if err := nt.Delay(i, j, d); err != nil {
+						nt.Heal()
+						return nil, err
+					}
 				}
 			}
 		}
@@ -253,7 +269,12 @@ func Inject(t Target, nt *Net, f Fault) (*Injected, error) {
 	case RestartAll:
 		for i := 0; i < n; i++ {
 			in.Nodes = append(in.Nodes, i)
-			t.Kill(i)
+			if err := t.Kill(i); err != nil {
+				for j := 0; j < i; j++ {
+					_ = t.Start(j)
+				}
+				return nil, err
+			}
 		}
 		in.heal = func() error {
 			var first error
@@ -272,11 +293,16 @@ func Inject(t Target, nt *Net, f Fault) (*Injected, error) {
 			for wait := time.Now().Add(5 * t.ElectionTimeout()); l < 0 && time.Now().Before(wait); l = t.Leader() {
 				time.Sleep(20 * time.Millisecond)
 			}
+			if l < 0 && k == 0 {
+				return in, fmt.Errorf("nemesis: %s: no leader to stop within %v", f.Kind, 5*t.ElectionTimeout())
+			}
 			if l < 0 {
-				break
+				break // at least one transfer happened
 			}
 			in.Nodes = append(in.Nodes, l)
-			t.Terminate(l)
+			if err := t.Terminate(l); err != nil {
+				return in, err
+			}
 			if err := t.Start(l); err != nil {
 				return in, err
 			}

@@ -105,16 +105,40 @@ func (nt *Net) Stats() NetStats {
 // from opens, answers on connections to opens). Existing connections between the two are
 // closed. A connection whose source is Unknown is treated as blocked towards to when any
 // direction into or out of to is blocked, so a rule is never weaker than asked.
-func (nt *Net) Block(from, to int) {
+//
+// It fails, and changes nothing, when either node has no proxy or the proxies are closed:
+// a partition that was not made must not be counted as one.
+func (nt *Net) Block(from, to int) error {
 	nt.mu.Lock()
 	defer nt.mu.Unlock()
+	if err := nt.checkLocked(from, to); err != nil {
+		return err
+	}
 	nt.blocked[pair{from, to}] = true
 	nt.resetLocked(from, to)
+	return nil
+}
+
+// checkLocked reports why a rule between nodes a and b cannot be enforced, if it cannot.
+func (nt *Net) checkLocked(a, b int) error {
+	if nt.closed {
+		return errors.New("nemesis: the proxies are closed")
+	}
+	for _, i := range []int{a, b} {
+		if i < 0 || i >= nt.n {
+			return fmt.Errorf("nemesis: node %d is not one of the %d nodes", i, nt.n)
+		}
+	}
+	if nt.listeners[a] == nil && nt.listeners[b] == nil {
+		return fmt.Errorf("nemesis: no proxy for node %d or node %d", a, b)
+	}
+	return nil
 }
 
 // Isolate blocks both directions between every two nodes in different groups: a symmetric
-// partition. Nodes in no group are left alone.
-func (nt *Net) Isolate(groups ...[]int) {
+// partition. Nodes in no group are left alone. On an error the rules made so far are
+// removed.
+func (nt *Net) Isolate(groups ...[]int) error {
 	for a, ga := range groups {
 		for b, gb := range groups {
 			if a == b {
@@ -122,20 +146,28 @@ func (nt *Net) Isolate(groups ...[]int) {
 			}
 			for _, i := range ga {
 				for _, j := range gb {
-					nt.Block(i, j)
+					if err := nt.Block(i, j); err != nil {
+						nt.Heal()
+						return err
+					}
 				}
 			}
 		}
 	}
+	return nil
 }
 
 // Delay delivers everything node from sends to node to d late (in order). Existing
-// connections between the two are closed.
-func (nt *Net) Delay(from, to int, d time.Duration) {
+// connections between the two are closed. It fails as Block does.
+func (nt *Net) Delay(from, to int, d time.Duration) error {
 	nt.mu.Lock()
 	defer nt.mu.Unlock()
+	if err := nt.checkLocked(from, to); err != nil {
+		return err
+	}
 	nt.delay[pair{from, to}] = d
 	nt.resetLocked(from, to)
+	return nil
 }
 
 // Heal removes every rule and closes the connections that were affected.
