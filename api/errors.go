@@ -26,6 +26,14 @@ const (
 	// CodeTooManyRequests: this node already serves its limit of held-open requests
 	// (waiting acquires, blocking queries); nothing was proposed. 429 with Retry-After.
 	CodeTooManyRequests = "too_many_requests"
+	// CodeUnauthenticated: ACLs are on and the request carries no token, or one the cluster
+	// does not know (401).
+	CodeUnauthenticated = "unauthenticated"
+	// CodePermissionDenied: the request's token does not grant the right it needs (403).
+	CodePermissionDenied = "permission_denied"
+	// CodeConflict: the request contradicts existing state and was refused (409): ACLs
+	// bootstrapped already, a member ID re-pointed without "replace".
+	CodeConflict = "conflict"
 	CodeInternal        = "internal"
 )
 
@@ -38,8 +46,12 @@ func Status(code string) int {
 		return http.StatusNotFound
 	case CodeMethodNotAllowed:
 		return http.StatusMethodNotAllowed
-	case CodeLockHeld, CodeWaitTimeout, CodeNotHolder:
+	case CodeLockHeld, CodeWaitTimeout, CodeNotHolder, CodeConflict:
 		return http.StatusConflict
+	case CodeUnauthenticated:
+		return http.StatusUnauthorized
+	case CodePermissionDenied:
+		return http.StatusForbidden
 	case CodeBodyTooLarge:
 		return http.StatusRequestEntityTooLarge
 	case CodeNoLeader, CodeUnknownOutcome:

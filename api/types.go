@@ -161,14 +161,19 @@ type Limits struct {
 	MaxWaitersPerLock uint64 `json:"max_waiters_per_lock"`
 }
 
-// AddNodeRequest is the body of POST /v1/cluster/nodes: add (or re-register) a voter.
+// AddNodeRequest is the body of POST /v1/cluster/nodes: add a voter, or re-register a
+// member's HTTP address.
 type AddNodeRequest struct {
-	// ID is the new node's Raft server ID.
+	// ID is the new node's Raft server ID (1-64 characters of [A-Za-z0-9._-]).
 	ID string `json:"id"`
-	// RaftAddr is where its Raft transport listens.
+	// RaftAddr is where its Raft transport listens (host:port).
 	RaftAddr string `json:"raft_addr"`
 	// HTTPAddr is where its HTTP API listens (host:port).
 	HTTPAddr string `json:"http_addr"`
+	// Replace allows re-pointing an existing member ID at a new Raft address (a node
+	// rebuilt on another host). Without it such a request is refused with 409 conflict,
+	// so that nobody can silently take over a member's replication stream.
+	Replace bool `json:"replace,omitempty"`
 }
 
 // NodeVersionRequest is the body of PUT /v1/cluster/nodes/{id}/version: the highest
