@@ -34,7 +34,7 @@ const (
 	// CodeConflict: the request contradicts existing state and was refused (409): ACLs
 	// bootstrapped already, a member ID re-pointed without "replace".
 	CodeConflict = "conflict"
-	CodeInternal        = "internal"
+	CodeInternal = "internal"
 )
 
 // Status returns the HTTP status that goes with an error code.
