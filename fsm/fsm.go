@@ -170,7 +170,7 @@ func (s *state) view(name string) LockView {
 		return LockView{Name: name, ModifyIndex: s.freedIndex}
 	}
 	v := LockView{Name: name, Held: true, Holder: lk.holder, Token: lk.token, Owner: lk.owner, ModifyIndex: lk.modify}
-	for _, w := range lk.queue {
+	for w := lk.queue.head; w != nil; w = w.next {
 		v.Waiters = append(v.Waiters, w.lease)
 	}
 	return v

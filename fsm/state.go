@@ -9,13 +9,14 @@ import (
 )
 
 // lease is one live lease. held and waiting are nil until used, so a lease that holds
-// nothing costs a map entry and this struct.
+// nothing costs a map entry and this struct. waiting maps each lock the lease waits for
+// to its node in that lock's queue, so that it leaves the queue without a scan.
 type lease struct {
 	id       LeaseID
 	ttl      int64
 	deadline int64
 	held     map[string]struct{}
-	waiting  map[string]struct{}
+	waiting  map[string]*waiter
 }
 
 // lock is a held lock. A lock that is free has no waiters (a release hands it to the first
@@ -25,14 +26,16 @@ type lock struct {
 	token  uint64
 	owner  string
 	modify uint64
-	queue  []waiter
+	queue  waitQueue
 }
 
-// waiter is a lease queued for a lock, with its wait deadline in cluster time.
+// waiter is a lease queued for a lock, with its wait deadline in cluster time, and its
+// links in the lock's queue.
 type waiter struct {
-	lease    LeaseID
-	owner    string
-	deadline int64
+	lease      LeaseID
+	owner      string
+	deadline   int64
+	prev, next *waiter
 }
 
 // state is the whole replicated state. It has no locking of its own: FSM serializes it.
@@ -178,17 +181,14 @@ func (s *state) acquire(index uint64, c *Command, r *Result) {
 		r.Token, r.Owner = lk.token, lk.owner // idempotent: the same grant again
 	default:
 		deadline := s.time + c.Wait
-		if _, queued := l.waiting[c.Name]; !queued {
-			lk.queue = append(lk.queue, waiter{lease: l.id, owner: c.Owner, deadline: deadline})
-			addName(&l.waiting, c.Name)
+		if w := l.waiting[c.Name]; w == nil {
+			w = &waiter{lease: l.id, owner: c.Owner, deadline: deadline}
+			lk.queue.push(w)
+			addWaiting(l, c.Name, w)
 			lk.modify = index
 			s.notify(Event{Kind: EventLockChanged, Name: c.Name, Index: index})
 		} else {
-			for i := range lk.queue {
-				if lk.queue[i].lease == l.id {
-					lk.queue[i].deadline = deadline // a re-issued wait extends the old one
-				}
-			}
+			w.deadline = deadline // a re-issued wait extends the old one
 		}
 		s.waitExp.Set(waitKey(c.Name, l.id), deadline)
 		r.Status = StatusQueued
@@ -257,17 +257,13 @@ func (s *state) removeLeases(index uint64, ls []*lease) []string {
 	return released
 }
 
-// leaveQueue takes lease l out of the queue of lock name.
+// leaveQueue takes lease l, which waits for lock name, out of that lock's queue.
 func (s *state) leaveQueue(index uint64, name string, l *lease) {
+	w := l.waiting[name]
 	delete(l.waiting, name)
 	s.waitExp.Delete(waitKey(name, l.id))
 	lk := s.locks[name]
-	for i := range lk.queue {
-		if lk.queue[i].lease == l.id {
-			lk.queue = append(lk.queue[:i], lk.queue[i+1:]...)
-			break
-		}
-	}
+	lk.queue.remove(w)
 	lk.modify = index
 	s.notify(Event{Kind: EventWaitEnded, Name: name, Lease: l.id, Index: index})
 	s.notify(Event{Kind: EventLockChanged, Name: name, Index: index})
@@ -279,18 +275,14 @@ func (s *state) release(index uint64, name string, lk *lock) {
 	if old := s.leases[lk.holder]; old != nil {
 		delete(old.held, name)
 	}
-	if len(lk.queue) == 0 {
+	if lk.queue.len == 0 {
 		delete(s.locks, name)
 		s.freedIndex = index
 		s.notify(Event{Kind: EventLockChanged, Name: name, Index: index, Freed: true})
 		return
 	}
-	w := lk.queue[0]
-	lk.queue[0] = waiter{}
-	lk.queue = lk.queue[1:]
-	if len(lk.queue) == 0 {
-		lk.queue = nil
-	}
+	w := lk.queue.head
+	lk.queue.remove(w)
 	next := s.leases[w.lease]
 	delete(next.waiting, name)
 	s.waitExp.Delete(waitKey(name, w.lease))
@@ -307,7 +299,15 @@ func addName(m *map[string]struct{}, name string) {
 	(*m)[name] = struct{}{}
 }
 
-func sortedNames(m map[string]struct{}) []string {
+// addWaiting records that lease l waits for lock name as w.
+func addWaiting(l *lease, name string, w *waiter) {
+	if l.waiting == nil {
+		l.waiting = make(map[string]*waiter, 1)
+	}
+	l.waiting[name] = w
+}
+
+func sortedNames[V any](m map[string]V) []string {
 	if len(m) == 0 {
 		return nil
 	}
