@@ -82,7 +82,8 @@ func (n *Node) Locks(ctx context.Context, prefix string, limit int, stale bool) 
 			return nil, err
 		}
 	}
-	return n.fsm.Locks(prefix, limit), nil
+	views, _ := n.fsm.Locks(prefix, "", limit)
+	return views, nil
 }
 
 // Lease returns a lease's state.

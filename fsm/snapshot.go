@@ -178,6 +178,7 @@ func decodeState(data []byte, notify func(Event)) (*state, error) {
 			s.waitExp.Set(waitKey(name, w.lease), w.deadline)
 		}
 		s.locks[name] = lk
+		s.names.ReplaceOrInsert(name) // the index is derived state: rebuilt, never encoded
 	}
 	if d.err != nil {
 		return nil, badSnapshot("%v", d.err)
