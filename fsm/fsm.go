@@ -186,12 +186,12 @@ func (f *FSM) Lock(name string) LockView {
 }
 
 // Locks returns one page of the held locks whose names start with prefix, in name order:
-// those whose names sort after after (from the start of the prefix when after is ""), at
-// most limit of them when limit > 0. truncated reports that at least one more such lock
-// follows the page; the next page is asked for with after set to the page's last name.
-// The work under the read lock is one descent of the name index plus the page itself,
-// whatever the number of locks, so a listing never holds up Apply for long. views is
-// empty but not nil when nothing matches.
+// those whose names sort strictly after the cursor after (all of them when after is ""),
+// at most limit of them when limit > 0 (no limit otherwise). truncated reports that at
+// least one more such lock follows the page; the next page is asked for with after set
+// to the last name of this one. The work under the read lock is one descent of the name
+// index plus the page itself, whatever the number of locks, so that a listing holds up
+// Apply only for as long as its page takes. views is empty, not nil, when nothing matches.
 func (f *FSM) Locks(prefix, after string, limit int) (views []LockView, truncated bool) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
