@@ -83,17 +83,8 @@ func (n *Node) Locks(ctx context.Context, prefix, after string, limit int, stale
 			return nil, false, err
 		}
 	}
-	all := n.fsm.Locks(prefix, 0) // replaced by the ordered index's paged walk
-	var views []fsm.LockView
-	for _, v := range all {
-		if v.Name > after {
-			views = append(views, v)
-		}
-	}
-	if limit > 0 && len(views) > limit {
-		return views[:limit], true, nil
-	}
-	return views, false, nil
+	views, truncated := n.fsm.Locks(prefix, after, limit)
+	return views, truncated, nil
 }
 
 // Lease returns a lease's state.

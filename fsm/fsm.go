@@ -182,7 +182,7 @@ func (s *state) view(name string) LockView {
 		return LockView{Name: name, ModifyIndex: s.freedIndex}
 	}
 	v := LockView{Name: name, Held: true, Holder: lk.holder, Token: lk.token, Owner: lk.owner, ModifyIndex: lk.modify}
-	for _, w := range lk.queue {
+	for w := lk.queue.head; w != nil; w = w.next {
 		v.Waiters = append(v.Waiters, w.lease)
 	}
 	return v
@@ -197,27 +197,38 @@ func (f *FSM) Lock(name string) LockView {
 	return f.s.view(name)
 }
 
-// Locks returns the held locks whose names start with prefix, sorted by name, at most
-// limit of them when limit > 0.
-func (f *FSM) Locks(prefix string, limit int) []LockView {
+// Locks returns one page of the held locks whose names start with prefix, in name order:
+// those whose names sort strictly after the cursor after (all of them when after is ""),
+// at most limit of them when limit > 0 (no limit otherwise). truncated reports that at
+// least one more such lock follows the page; the next page is asked for with after set
+// to the last name of this one. The work under the read lock is one descent of the name
+// index plus the page itself, whatever the number of locks, so that a listing holds up
+// Apply only for as long as its page takes. views is empty, not nil, when nothing matches.
+func (f *FSM) Locks(prefix, after string, limit int) (views []LockView, truncated bool) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	var names []string
-	for n := range f.s.locks {
-		if strings.HasPrefix(n, prefix) {
-			names = append(names, n)
+	views = make([]LockView, 0, min(max(limit, 0), maxPagePrealloc))
+	// The names with a prefix are contiguous in name order: start at the later of prefix
+	// and after, and stop at the first name without the prefix.
+	f.s.names.AscendGreaterOrEqual(max(prefix, after), func(n string) bool {
+		switch {
+		case n == after:
+			return true // the cursor itself was on the previous page
+		case !strings.HasPrefix(n, prefix):
+			return false
+		case limit > 0 && len(views) == limit:
+			truncated = true
+			return false
 		}
-	}
-	sort.Strings(names)
-	if limit > 0 && len(names) > limit {
-		names = names[:limit]
-	}
-	out := make([]LockView, len(names))
-	for i, n := range names {
-		out[i] = f.s.view(n)
-	}
-	return out
+		views = append(views, f.s.view(n))
+		return true
+	})
+	return views, truncated
 }
+
+// maxPagePrealloc caps the room reserved for a page up front, so that a huge limit does
+// not allocate for locks that may not exist.
+const maxPagePrealloc = 1024
 
 // LeaseView is a read-only copy of a lease's state.
 type LeaseView struct {

@@ -51,6 +51,10 @@ func runRandom(t *testing.T, seed int64, steps int) {
 			t.Fatalf("step %d: fresh grant token %d, want the entry's index", index, got.Token)
 		}
 		checkAgainstModel(t, index, f, m, g)
+		checkIndexAgainstModel(t, index, f, m)
+		if restored != nil {
+			checkIndexAgainstModel(t, index, restored, m)
+		}
 
 		// Invariant 2: a token changes only to the index of the entry that granted it.
 		for _, name := range g.names {

@@ -73,4 +73,4 @@ func (s *state) acquireQuota(c *Command, l *lease, lk *lock, r *Result) bool {
 
 // waiterCount returns the number of leases queued for the lock. It is the one place the
 // quota code looks at the queue's representation.
-func (lk *lock) waiterCount() int { return len(lk.queue) }
+func (lk *lock) waiterCount() int { return lk.queue.len }

@@ -115,8 +115,8 @@ func (s *state) encode() []byte {
 		buf = binary.AppendUvarint(buf, lk.token)
 		buf = appendString(buf, lk.owner)
 		buf = binary.AppendUvarint(buf, lk.modify)
-		buf = binary.AppendUvarint(buf, uint64(len(lk.queue)))
-		for _, w := range lk.queue {
+		buf = binary.AppendUvarint(buf, uint64(lk.queue.len))
+		for w := lk.queue.head; w != nil; w = w.next {
 			buf = append(buf, w.lease[:]...)
 			buf = appendString(buf, w.owner)
 			buf = binary.AppendUvarint(buf, uint64(w.deadline))
@@ -171,7 +171,7 @@ func decodeState(data []byte, notify func(Event)) (*state, error) {
 		}
 		addName(&holder.held, name)
 		for j, m := 0, count(); j < m && d.err == nil; j++ {
-			w := waiter{lease: d.leaseID(), owner: d.string(), deadline: d.int64()}
+			w := &waiter{lease: d.leaseID(), owner: d.string(), deadline: d.int64()}
 			wl := s.leases[w.lease]
 			if d.err != nil {
 				break
@@ -182,11 +182,12 @@ func decodeState(data []byte, notify func(Event)) (*state, error) {
 			if _, dup := wl.waiting[name]; dup {
 				return nil, badSnapshot("lock %q: lease queued twice", name)
 			}
-			addName(&wl.waiting, name)
-			lk.queue = append(lk.queue, w)
+			addWaiting(wl, name, w)
+			lk.queue.push(w)
 			s.waitExp.Set(waitKey(name, w.lease), w.deadline)
 		}
 		s.locks[name] = lk
+		s.names.ReplaceOrInsert(name) // the index is derived state: rebuilt, never encoded
 	}
 	if d.err != nil {
 		return nil, badSnapshot("%v", d.err)

@@ -5,17 +5,20 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/google/btree"
+
 	"github.com/raftlock/raftlock/leases"
 )
 
 // lease is one live lease. held and waiting are nil until used, so a lease that holds
-// nothing costs a map entry and this struct.
+// nothing costs a map entry and this struct. waiting maps each lock the lease waits for
+// to its node in that lock's queue, so that it leaves the queue without a scan.
 type lease struct {
 	id       LeaseID
 	ttl      int64
 	deadline int64
 	held     map[string]struct{}
-	waiting  map[string]struct{}
+	waiting  map[string]*waiter
 }
 
 // lock is a held lock. A lock that is free has no waiters (a release hands it to the first
@@ -25,14 +28,16 @@ type lock struct {
 	token  uint64
 	owner  string
 	modify uint64
-	queue  []waiter
+	queue  waitQueue
 }
 
-// waiter is a lease queued for a lock, with its wait deadline in cluster time.
+// waiter is a lease queued for a lock, with its wait deadline in cluster time, and its
+// links in the lock's queue.
 type waiter struct {
-	lease    LeaseID
-	owner    string
-	deadline int64
+	lease      LeaseID
+	owner      string
+	deadline   int64
+	prev, next *waiter
 }
 
 // state is the whole replicated state. It has no locking of its own: FSM serializes it.
@@ -42,12 +47,18 @@ type state struct {
 	freedIndex uint64 // index of the last entry that freed a lock (dropped its state)
 	leases     map[LeaseID]*lease
 	locks      map[string]*lock
+	names      *btree.BTreeG[string] // the keys of locks in order, so a list page is not a scan
 	nodes      map[string]NodeInfo
 	leaseExp   leases.Table // keyed by string(lease ID bytes)
 	waitExp    leases.Table // keyed by waitKey(name, lease)
 	notify     func(Event)
 	protocol   // what protocol versions added: see version.go
 }
+
+// nameIndexDegree is the B-tree degree of the lock name index: nodes of up to 63 names
+// keep the tree shallow (4 levels at 1,000,000 locks) and a page's names mostly in one
+// node.
+const nameIndexDegree = 32
 
 func newState(notify func(Event)) *state {
 	if notify == nil {
@@ -56,6 +67,7 @@ func newState(notify func(Event)) *state {
 	return &state{
 		leases: make(map[LeaseID]*lease),
 		locks:  make(map[string]*lock),
+		names:  btree.NewOrderedG[string](nameIndexDegree),
 		nodes:  make(map[string]NodeInfo),
 		notify: notify,
 	}
@@ -185,6 +197,7 @@ func (s *state) acquire(index uint64, c *Command, r *Result) {
 	case lk == nil:
 		lk = &lock{holder: l.id, token: index, owner: c.Owner, modify: index}
 		s.locks[c.Name] = lk
+		s.names.ReplaceOrInsert(c.Name)
 		addName(&l.held, c.Name)
 		s.notify(Event{Kind: EventLockChanged, Name: c.Name, Index: index})
 		r.Token, r.Owner = index, c.Owner
@@ -192,17 +205,14 @@ func (s *state) acquire(index uint64, c *Command, r *Result) {
 		r.Token, r.Owner = lk.token, lk.owner // idempotent: the same grant again
 	default:
 		deadline := satAdd(s.stamp, c.Wait)
-		if _, queued := l.waiting[c.Name]; !queued {
-			lk.queue = append(lk.queue, waiter{lease: l.id, owner: c.Owner, deadline: deadline})
-			addName(&l.waiting, c.Name)
+		if w := l.waiting[c.Name]; w == nil {
+			w = &waiter{lease: l.id, owner: c.Owner, deadline: deadline}
+			lk.queue.push(w)
+			addWaiting(l, c.Name, w)
 			lk.modify = index
 			s.notify(Event{Kind: EventLockChanged, Name: c.Name, Index: index})
 		} else {
-			for i := range lk.queue {
-				if lk.queue[i].lease == l.id {
-					lk.queue[i].deadline = deadline // a re-issued wait extends the old one
-				}
-			}
+			w.deadline = deadline // a re-issued wait extends the old one
 		}
 		s.waitExp.Set(waitKey(c.Name, l.id), deadline)
 		r.Status = StatusQueued
@@ -271,17 +281,13 @@ func (s *state) removeLeases(index uint64, ls []*lease) []string {
 	return released
 }
 
-// leaveQueue takes lease l out of the queue of lock name.
+// leaveQueue takes lease l, which waits for lock name, out of that lock's queue.
 func (s *state) leaveQueue(index uint64, name string, l *lease) {
+	w := l.waiting[name]
 	delete(l.waiting, name)
 	s.waitExp.Delete(waitKey(name, l.id))
 	lk := s.locks[name]
-	for i := range lk.queue {
-		if lk.queue[i].lease == l.id {
-			lk.queue = append(lk.queue[:i], lk.queue[i+1:]...)
-			break
-		}
-	}
+	lk.queue.remove(w)
 	lk.modify = index
 	s.notify(Event{Kind: EventWaitEnded, Name: name, Lease: l.id, Index: index})
 	s.notify(Event{Kind: EventLockChanged, Name: name, Index: index})
@@ -293,18 +299,15 @@ func (s *state) release(index uint64, name string, lk *lock) {
 	if old := s.leases[lk.holder]; old != nil {
 		delete(old.held, name)
 	}
-	if len(lk.queue) == 0 {
+	if lk.queue.len == 0 {
 		delete(s.locks, name)
+		s.names.Delete(name)
 		s.freedIndex = index
 		s.notify(Event{Kind: EventLockChanged, Name: name, Index: index, Freed: true})
 		return
 	}
-	w := lk.queue[0]
-	lk.queue[0] = waiter{}
-	lk.queue = lk.queue[1:]
-	if len(lk.queue) == 0 {
-		lk.queue = nil
-	}
+	w := lk.queue.head
+	lk.queue.remove(w)
 	next := s.leases[w.lease]
 	delete(next.waiting, name)
 	s.waitExp.Delete(waitKey(name, w.lease))
@@ -321,7 +324,15 @@ func addName(m *map[string]struct{}, name string) {
 	(*m)[name] = struct{}{}
 }
 
-func sortedNames(m map[string]struct{}) []string {
+// addWaiting records that lease l waits for lock name as w.
+func addWaiting(l *lease, name string, w *waiter) {
+	if l.waiting == nil {
+		l.waiting = make(map[string]*waiter, 1)
+	}
+	l.waiting[name] = w
+}
+
+func sortedNames[V any](m map[string]V) []string {
 	if len(m) == 0 {
 		return nil
 	}

@@ -267,3 +267,50 @@ func TestAPI_Metrics(t *testing.T) {
 		}
 	}
 }
+
+// GET /v1/locks pages from the ordered index: limit, the after cursor, truncated and next.
+func TestAPI_ListLocksPages(t *testing.T) {
+	c := testcluster.StartInProcess(t, 3, nil)
+	f := c.URL(c.Follower())
+	var lease api.Lease
+	if st, code := call(t, "POST", f+"/v1/leases", `{"ttl_ms":60000}`, &lease); st != 201 {
+		t.Fatalf("create lease: %d %s", st, code)
+	}
+	var want []string
+	for i := 0; i < 25; i++ {
+		name := fmt.Sprintf("jobs/%02d", i)
+		want = append(want, name)
+		if st, code := call(t, "PUT", f+"/v1/locks/"+name, `{"lease_id":"`+lease.LeaseID+`"}`, nil); st != 200 {
+			t.Fatalf("acquire %s: %d %s", name, st, code)
+		}
+		call(t, "PUT", f+"/v1/locks/other/"+name, `{"lease_id":"`+lease.LeaseID+`"}`, nil)
+	}
+	var got []string
+	after, pages := "", 0
+	for {
+		var page api.LockList
+		if st, code := call(t, "GET", f+"/v1/locks?prefix=jobs/&limit=10&after="+after, "", &page); st != 200 {
+			t.Fatalf("list: %d %s", st, code)
+		}
+		pages++
+		for _, l := range page.Locks {
+			got = append(got, l.Name)
+		}
+		if !page.Truncated {
+			if page.Next != "" {
+				t.Fatalf("last page has next %q", page.Next)
+			}
+			break
+		}
+		if page.Next != page.Locks[len(page.Locks)-1].Name {
+			t.Fatalf("next %q is not the page's last name", page.Next)
+		}
+		after = page.Next
+	}
+	if pages != 3 || fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("%d pages, names %v; want 3 pages of %v", pages, got, want)
+	}
+	if st, code := call(t, "GET", f+"/v1/locks?limit=10001", "", nil); st != 400 || code != api.CodeInvalidArgument {
+		t.Fatalf("limit over the maximum: %d %s", st, code)
+	}
+}

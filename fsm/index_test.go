@@ -1,0 +1,209 @@
+package fsm
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// listPrefixes and listAfters are the listing queries checked against the model after
+// every step: prefixes that match all, some, one or none of the generator's names, and
+// cursors before, on, between and after them.
+var (
+	listPrefixes = []string{"", "a", "accounts/", "accounts/A", "accounts/B/", "b", "z", "z/\u00e9", "~"}
+	listAfters   = []string{"", "a", "accounts", "accounts/A", "accounts/AA", "accounts/B", "m", "z/\u00e9", "~"}
+)
+
+// checkIndexAgainstModel checks the derived structures of issue 9 after a step: the name
+// index holds exactly the held locks, every queue is a well-formed list in the model's
+// order and agrees with its leases' waiting maps, and listing pages match the model.
+func checkIndexAgainstModel(t *testing.T, index uint64, f *FSM, m *model) {
+	t.Helper()
+	want := m.lockNames()
+	var got []string
+	f.s.names.Ascend(func(n string) bool { got = append(got, n); return true })
+	if !slices.Equal(got, want) || f.s.names.Len() != len(f.s.locks) {
+		t.Fatalf("step %d: name index %q (len %d, %d locks), model holds %q", index, got, f.s.names.Len(), len(f.s.locks), want)
+	}
+
+	queued := 0
+	for name, lk := range f.s.locks {
+		var order []LeaseID
+		var prev *waiter
+		for w := lk.queue.head; w != nil; w = w.next {
+			if w.prev != prev {
+				t.Fatalf("step %d: lock %q queue has a broken back link at %s", index, name, w.lease)
+			}
+			if l := f.s.leases[w.lease]; l == nil || l.waiting[name] != w {
+				t.Fatalf("step %d: lock %q waiter %s is not its lease's waiting entry", index, name, w.lease)
+			}
+			order = append(order, w.lease)
+			prev = w
+		}
+		if lk.queue.tail != prev || lk.queue.len != len(order) {
+			t.Fatalf("step %d: lock %q queue tail or length (%d) does not match its %d nodes", index, name, lk.queue.len, len(order))
+		}
+		var mw []LeaseID
+		for _, w := range m.locks[name].queue {
+			mw = append(mw, w.lease)
+		}
+		if !slices.Equal(order, mw) {
+			t.Fatalf("step %d: lock %q queue %v, model %v", index, name, order, mw)
+		}
+		queued += len(order)
+	}
+	waiting := 0
+	for _, l := range f.s.leases {
+		waiting += len(l.waiting)
+	}
+	if waiting != queued {
+		t.Fatalf("step %d: leases wait %d times but queues hold %d waiters", index, waiting, queued)
+	}
+
+	for _, prefix := range listPrefixes {
+		var match []string
+		for _, n := range want {
+			if strings.HasPrefix(n, prefix) {
+				match = append(match, n)
+			}
+		}
+		// Walking the pages with the cursor gives every match once, in order.
+		for _, limit := range []int{0, 1, 2, 3} {
+			var walked []string
+			after := ""
+			for page := 0; ; page++ {
+				views, truncated := f.Locks(prefix, after, limit)
+				if views == nil || (limit > 0 && len(views) > limit) || page > len(want) {
+					t.Fatalf("step %d: Locks(%q, %q, %d) = %d views (nil=%v) on page %d", index, prefix, after, limit, len(views), views == nil, page)
+				}
+				for _, v := range views {
+					walked = append(walked, v.Name)
+					if w := f.Lock(v.Name); v.Holder != w.Holder || v.Token != w.Token || v.ModifyIndex != w.ModifyIndex || !slices.Equal(v.Waiters, w.Waiters) {
+						t.Fatalf("step %d: listed %+v, Lock says %+v", index, v, f.Lock(v.Name))
+					}
+				}
+				if !truncated {
+					break
+				}
+				if len(views) == 0 {
+					t.Fatalf("step %d: Locks(%q, %q, %d) is truncated but empty", index, prefix, after, limit)
+				}
+				after = views[len(views)-1].Name
+			}
+			if !slices.Equal(walked, match) {
+				t.Fatalf("step %d: pages of Locks(%q, limit %d) = %q, model %q", index, prefix, limit, walked, match)
+			}
+		}
+		// Any cursor, in the set or not, starts strictly after itself.
+		for _, after := range listAfters {
+			var rest []string
+			for _, n := range match {
+				if n > after {
+					rest = append(rest, n)
+				}
+			}
+			views, truncated := f.Locks(prefix, after, 1)
+			if len(views) != min(len(rest), 1) || (len(views) == 1 && views[0].Name != rest[0]) || truncated != (len(rest) > 1) {
+				t.Fatalf("step %d: Locks(%q, %q, 1) = %v truncated=%v, model rest %q", index, prefix, after, names(views), truncated, rest)
+			}
+		}
+	}
+}
+
+func names(views []LockView) []string {
+	out := make([]string, len(views))
+	for i, v := range views {
+		out[i] = v.Name
+	}
+	return out
+}
+
+func TestFSM_LocksPages(t *testing.T) {
+	f := New(nil)
+	if views, truncated := f.Locks("", "", 10); views == nil || len(views) != 0 || truncated {
+		t.Fatalf("empty state: %v truncated=%v, want an empty non-nil page", views, truncated)
+	}
+	index := uint64(0)
+	for _, n := range []string{"b/2", "a", "b/1", "b/3", "c", "b"} {
+		index++
+		f.ApplyCommand(index, &Command{Type: TypeAcquire, Lease: LeaseID{byte(index)}, NewLease: true, TTL: 10_000, Name: n})
+	}
+	for _, c := range []struct {
+		prefix, after string
+		limit         int
+		want          []string
+		truncated     bool
+	}{
+		{"", "", 0, []string{"a", "b", "b/1", "b/2", "b/3", "c"}, false},
+		{"", "", -1, []string{"a", "b", "b/1", "b/2", "b/3", "c"}, false},
+		{"", "", 6, []string{"a", "b", "b/1", "b/2", "b/3", "c"}, false},
+		{"", "", 5, []string{"a", "b", "b/1", "b/2", "b/3"}, true},
+		{"b/", "", 2, []string{"b/1", "b/2"}, true},
+		{"b/", "b/2", 2, []string{"b/3"}, false},
+		{"b/", "b/1x", 1, []string{"b/2"}, true}, // a cursor that is not a lock name
+		{"b/", "a", 0, []string{"b/1", "b/2", "b/3"}, false},
+		{"b/", "b/3", 0, []string{}, false},
+		{"b/", "c", 0, []string{}, false},
+		{"b", "", 0, []string{"b", "b/1", "b/2", "b/3"}, false},
+		{"d", "", 0, []string{}, false},
+	} {
+		views, truncated := f.Locks(c.prefix, c.after, c.limit)
+		if !slices.Equal(names(views), c.want) || truncated != c.truncated {
+			t.Errorf("Locks(%q, %q, %d) = %q truncated=%v, want %q truncated=%v", c.prefix, c.after, c.limit, names(views), truncated, c.want, c.truncated)
+		}
+	}
+	// Freeing a lock takes it out of the index.
+	f.ApplyCommand(index+1, &Command{Type: TypeRevoke, Lease: LeaseID{3}})
+	if views, _ := f.Locks("b/", "", 0); !slices.Equal(names(views), []string{"b/2", "b/3"}) {
+		t.Fatalf("after freeing b/1: %q", names(views))
+	}
+}
+
+// TestFSM_RestoreRebuildsQueuesAndIndex restores a state with long queues and many locks
+// and checks the rebuilt queues, the name index, and that the restored machine then
+// behaves exactly as the original.
+func TestFSM_RestoreRebuildsQueuesAndIndex(t *testing.T) {
+	f := New(nil)
+	index := uint64(0)
+	apply := func(fs []*FSM, c Command) {
+		index++
+		for _, f := range fs {
+			f.ApplyCommand(index, &c)
+		}
+	}
+	for i := 0; i < 200; i++ {
+		apply([]*FSM{f}, Command{Type: TypeAcquire, Lease: LeaseID{byte(i)}, NewLease: true, TTL: 10_000, Name: fmt.Sprintf("lock/%03d", i%50), Wait: int64(1_000 + i)})
+	}
+	g := New(nil)
+	if err := g.Restore(io.NopCloser(bytes.NewReader(f.SnapshotBytes()))); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"lock/000", "lock/017", "lock/049"} {
+		if a, b := f.Lock(name), g.Lock(name); !slices.Equal(a.Waiters, b.Waiters) || len(a.Waiters) != 3 {
+			t.Fatalf("%s: queue %v restored as %v", name, a.Waiters, b.Waiters)
+		}
+	}
+	a, _ := f.Locks("lock/", "lock/010", 5)
+	b, _ := g.Locks("lock/", "lock/010", 5)
+	if !slices.Equal(names(a), names(b)) || len(b) != 5 || b[0].Name != "lock/011" {
+		t.Fatalf("restored listing %q, original %q", names(b), names(a))
+	}
+	// Waits end one by one from the middle of queues, leases are revoked, locks handed
+	// over: both machines stay byte for byte equal.
+	for i := 0; i < 200; i += 7 {
+		apply([]*FSM{f, g}, Command{Type: TypeDequeue, Lease: LeaseID{byte(i)}, Name: fmt.Sprintf("lock/%03d", i%50)})
+		apply([]*FSM{f, g}, Command{Type: TypeRevoke, Lease: LeaseID{byte(i + 3)}})
+	}
+	apply([]*FSM{f, g}, Command{Type: TypeTick, Now: 1_100})
+	if !bytes.Equal(f.SnapshotBytes(), g.SnapshotBytes()) {
+		t.Fatal("restored machine diverged from the original")
+	}
+	a, _ = f.Locks("", "", 0)
+	b, _ = g.Locks("", "", 0)
+	if !slices.Equal(names(a), names(b)) || g.s.names.Len() != g.LockCount() {
+		t.Fatalf("restored index %q, original %q", names(b), names(a))
+	}
+}
