@@ -8,6 +8,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/raftlock/raftlock/fsm"
+	"github.com/raftlock/raftlock/tlsconf"
 )
 
 // Peer is one member of the initial cluster configuration.
@@ -68,6 +69,10 @@ type Config struct {
 	// expiries stall, so it is kept near an election's length.
 	DutyTimeout time.Duration
 
+	// TLS, when non-nil, carries Raft over mutual TLS: both ends present a node
+	// certificate signed by the cluster CA. Its certificate must be this node's (ID).
+	TLS *tlsconf.Reloader
+
 	// Limits are the quotas of the replicated state (total leases, locks per lease, waiters
 	// per lock; zero fields mean unlimited). The leader proposes them once every voter
 	// speaks protocol version 2; give every node the same values, since whichever node
@@ -122,6 +127,12 @@ func (c *Config) Validate() error {
 		return errors.New("cluster: config: RaftBind is required (--raft-addr)")
 	case c.DataDir == "":
 		return errors.New("cluster: config: DataDir is required (--data-dir)")
+	}
+	if !ValidID(c.ID) {
+		return fmt.Errorf("cluster: config: ID %q must be 1-64 characters of A-Z, a-z, 0-9, '.', '_' and '-'", c.ID)
+	}
+	if c.TLS != nil && c.TLS.NodeID() != c.ID {
+		return fmt.Errorf("cluster: config: the TLS certificate is node %q's, but this node is %q: issue one with `raftlock tls cert --node %s`", c.TLS.NodeID(), c.ID, c.ID)
 	}
 	if c.LeaderLeaseTimeout > c.HeartbeatTimeout {
 		return fmt.Errorf("cluster: config: LeaderLeaseTimeout %v exceeds HeartbeatTimeout %v", c.LeaderLeaseTimeout, c.HeartbeatTimeout)

@@ -53,3 +53,10 @@ func (e *QuotaError) Is(target error) bool { return target == ErrQuotaExceeded }
 
 // ErrNotMember: the request names a node that is not in the Raft configuration.
 var ErrNotMember = errors.New("cluster: not a member of the cluster")
+
+// ErrInvalidMember: a membership request names an ID or address that is not valid.
+var ErrInvalidMember = errors.New("cluster: invalid member")
+
+// ErrMemberConflict: a membership request would re-point an existing member without
+// asking to replace it.
+var ErrMemberConflict = errors.New("cluster: member exists at another address")

@@ -16,6 +16,7 @@ import (
 
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/leases"
+	"github.com/raftlock/raftlock/tlsconf"
 )
 
 // Node is one member of a raftlock cluster. It is safe for concurrent use.
@@ -121,10 +122,20 @@ func New(cfg Config) (*Node, error) {
 			return nil, fmt.Errorf("cluster: raft advertise address %q: %w", cfg.RaftAdvertise, err)
 		}
 	}
-	trans, err := raft.NewTCPTransportWithLogger(cfg.RaftBind, advertise, 5, 10*time.Second, cfg.Logger.Named("raft-net"))
-	if err != nil {
-		store.Close()
-		return nil, fmt.Errorf("cluster: raft transport on %s: %w", cfg.RaftBind, err)
+	var trans *raft.NetworkTransport
+	if cfg.TLS != nil {
+		stream, serr := tlsconf.NewStreamLayer(cfg.RaftBind, advertise, cfg.TLS)
+		if serr != nil {
+			store.Close()
+			return nil, fmt.Errorf("cluster: raft TLS transport on %s: %w", cfg.RaftBind, serr)
+		}
+		trans = raft.NewNetworkTransportWithLogger(stream, 5, 10*time.Second, cfg.Logger.Named("raft-net"))
+	} else {
+		trans, err = raft.NewTCPTransportWithLogger(cfg.RaftBind, advertise, 5, 10*time.Second, cfg.Logger.Named("raft-net"))
+		if err != nil {
+			store.Close()
+			return nil, fmt.Errorf("cluster: raft transport on %s: %w", cfg.RaftBind, err)
+		}
 	}
 	n.transport = trans
 

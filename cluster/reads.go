@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"fmt"
 	"sort"
 	"strconv"
 	"time"
@@ -240,13 +241,31 @@ func (n *Node) Status() Status {
 	return s
 }
 
-// AddVoter adds (or re-registers) a voting member and records its addresses.
-func (n *Node) AddVoter(ctx context.Context, info fsm.NodeInfo) error {
+// AddVoter adds a voting member and records its addresses, or re-registers the HTTP
+// address of an existing member. An existing member is moved to another Raft address only
+// with replace: otherwise anyone allowed to register could take over a member's
+// replication stream (raft's AddVoter silently re-points an existing ID).
+func (n *Node) AddVoter(ctx context.Context, info fsm.NodeInfo, replace bool) error {
+	if !ValidID(info.ID) {
+		return fmt.Errorf("%w: node ID %q must be 1-64 characters of A-Z, a-z, 0-9, '.', '_' and '-'", ErrInvalidMember, info.ID)
+	}
+	if err := ValidateAddr("raft_addr", info.RaftAddr); err != nil {
+		return fmt.Errorf("%w: %v", ErrInvalidMember, err)
+	}
+	if err := ValidateAddr("http_addr", info.HTTPAddr); err != nil {
+		return fmt.Errorf("%w: %v", ErrInvalidMember, err)
+	}
 	if err := n.waitReady(ctx); err != nil {
 		return err
 	}
-	if err := n.wait(n.raft.AddVoter(raft.ServerID(info.ID), raft.ServerAddress(info.RaftAddr), 0, n.cfg.ApplyTimeout)); err != nil {
-		return n.raftErr(err)
+	cur, member := n.MemberRaftAddr(info.ID)
+	switch {
+	case member && cur != info.RaftAddr && !replace:
+		return fmt.Errorf("%w: member %s is at %s; to move it to %s pass replace (raftlock cluster add --replace)", ErrMemberConflict, info.ID, cur, info.RaftAddr)
+	case !member || cur != info.RaftAddr:
+		if err := n.wait(n.raft.AddVoter(raft.ServerID(info.ID), raft.ServerAddress(info.RaftAddr), 0, n.cfg.ApplyTimeout)); err != nil {
+			return n.raftErr(err)
+		}
 	}
 	_, err := n.propose(ctx, &fsm.Command{Type: fsm.TypeRegisterNode, Node: info})
 	return err

@@ -9,7 +9,8 @@
 // one whose URI SAN is raftlock://client/<name>. The node-to-node port (Raft and
 // leader forwarding) is always mutual and accepts only node certificates, so a
 // client certificate from the same CA cannot take part in consensus. The HTTPS
-// API verifies client certificates as --tls-client-auth asks (none, request or
+// API verifies client certificates as --tls-client-auth asks (none: not needed, but verified
+// when offered, so nodes can identify themselves; request; or
 // require).
 //
 // Reload. A Reloader reads the certificate, key and CA files once and again on

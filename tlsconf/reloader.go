@@ -107,10 +107,17 @@ func (r *Reloader) ServerConfig() *tls.Config {
 	base := &tls.Config{MinVersion: tls.VersionTLS12, NextProtos: []string{"h2", "http/1.1"}}
 	base.GetConfigForClient = func(*tls.ClientHelloInfo) (*tls.Config, error) {
 		b := r.cur.Load()
+		auth := r.clientAuth
+		if auth == tls.NoClientCert {
+			// "none" means clients need no certificate. A certificate offered is still
+			// verified, because nodes present theirs on the API port to prove which node
+			// they are (a node registers only its own HTTP address).
+			auth = tls.VerifyClientCertIfGiven
+		}
 		return &tls.Config{
 			MinVersion:   tls.VersionTLS12,
 			Certificates: []tls.Certificate{b.cert},
-			ClientAuth:   r.clientAuth,
+			ClientAuth:   auth,
 			ClientCAs:    b.pool,
 			NextProtos:   base.NextProtos,
 		}, nil

@@ -38,6 +38,10 @@ func errorFor(err error) *api.Error {
 		return api.Errorf(api.CodeNoLeader, "this node is shutting down; nothing was applied, retry on another node")
 	case errors.Is(err, cluster.ErrHalted):
 		return api.Errorf(api.CodeInternal, "this node's state machine halted on a command it does not know; it serves nothing until it is upgraded (see its log); use another node")
+	case errors.Is(err, cluster.ErrInvalidMember):
+		return api.Errorf(api.CodeInvalidArgument, "%v", err)
+	case errors.Is(err, cluster.ErrMemberConflict):
+		return api.Errorf(api.CodeConflict, "%v", err)
 	case errors.Is(err, cluster.ErrNotMember):
 		return api.Errorf(api.CodeNotFound, "no such member of the cluster")
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):

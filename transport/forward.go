@@ -100,7 +100,7 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, body []byte, wa
 	// kernel buffers it and the process reads it when it resumes).
 	var mayHaveReached atomic.Bool
 	trace := &httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) { mayHaveReached.Store(true) }}
-	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(ctx, trace), r.Method, "http://"+addr+r.URL.RequestURI(), bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(ctx, trace), r.Method, s.scheme()+addr+r.URL.RequestURI(), bytes.NewReader(body))
 	if err != nil {
 		writeError(w, err)
 		return
@@ -109,6 +109,12 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, body []byte, wa
 		req.Header.Set("Content-Type", ct)
 	}
 	req.Header.Set(hopHeader, strconv.FormatUint(hops+1, 10))
+	if a := r.Header.Get("Authorization"); a != "" {
+		req.Header.Set("Authorization", a) // the leader checks the caller's token again
+	}
+	if id := s.callerNode(r); id != "" {
+		req.Header.Set(nodeHeader, id)
+	}
 	s.met.forwarded.Inc()
 	start := time.Now()
 	resp, err := s.fwd.Do(req)

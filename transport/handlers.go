@@ -50,6 +50,38 @@ func (s *Server) handleKeepAlive(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
+	s.keepAlive(w, r, body, id)
+}
+
+// leaseFromBody reads the lease ID of the body routes (POST /v1/leases/keepalive,
+// /lookup, /revoke), which keep the secret out of URLs and so out of access logs.
+func leaseFromBody(w http.ResponseWriter, r *http.Request) ([]byte, fsm.LeaseID, error) {
+	body, err := readBody(w, r)
+	if err != nil {
+		return nil, fsm.LeaseID{}, err
+	}
+	var req api.LeaseRequest
+	if err := decodeStrict(body, &req, false); err != nil {
+		return nil, fsm.LeaseID{}, err
+	}
+	id, err := parseLeaseID(req.LeaseID)
+	return body, id, err
+}
+
+func (s *Server) handleKeepAliveBody(w http.ResponseWriter, r *http.Request) {
+	body, id, err := leaseFromBody(w, r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	s.keepAlive(w, r, body, id)
+}
+
+func (s *Server) keepAlive(w http.ResponseWriter, r *http.Request, body []byte, id fsm.LeaseID) {
+	if err := s.authorize(r, accessLock, anyName); err != nil {
+		writeError(w, err)
+		return
+	}
 	ttl, err := s.node.KeepAlive(r.Context(), id)
 	if s.forwarded(w, r, body, err, 0) {
 		return
@@ -76,8 +108,35 @@ func (s *Server) handleGetLease(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
+	s.lookupLease(w, r, nil, id, stale)
+}
+
+func (s *Server) handleLookupLeaseBody(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	err := knownQuery(q, "stale")
+	var stale bool
+	if err == nil {
+		stale, err = queryBool(q, "stale")
+	}
+	var body []byte
+	var id fsm.LeaseID
+	if err == nil {
+		body, id, err = leaseFromBody(w, r)
+	}
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	s.lookupLease(w, r, body, id, stale)
+}
+
+func (s *Server) lookupLease(w http.ResponseWriter, r *http.Request, body []byte, id fsm.LeaseID, stale bool) {
+	if err := s.authorize(r, accessRead, anyName); err != nil {
+		writeError(w, err)
+		return
+	}
 	v, err := s.node.Lease(r.Context(), id, stale)
-	if s.forwarded(w, r, nil, err, 0) {
+	if s.forwarded(w, r, body, err, 0) {
 		return
 	}
 	if err != nil {
@@ -100,8 +159,25 @@ func (s *Server) handleRevoke(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
+	s.revoke(w, r, nil, id)
+}
+
+func (s *Server) handleRevokeBody(w http.ResponseWriter, r *http.Request) {
+	body, id, err := leaseFromBody(w, r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	s.revoke(w, r, body, id)
+}
+
+func (s *Server) revoke(w http.ResponseWriter, r *http.Request, body []byte, id fsm.LeaseID) {
+	if err := s.authorize(r, accessLock, anyName); err != nil {
+		writeError(w, err)
+		return
+	}
 	released, err := s.node.Revoke(r.Context(), id)
-	if s.forwarded(w, r, nil, err, 0) {
+	if s.forwarded(w, r, body, err, 0) {
 		return
 	}
 	if err != nil {
@@ -328,11 +404,14 @@ func (s *Server) handleAddNode(w http.ResponseWriter, r *http.Request) {
 	if err == nil && (req.ID == "" || req.RaftAddr == "" || req.HTTPAddr == "") {
 		err = api.Errorf(api.CodeInvalidArgument, "id, raft_addr and http_addr are all required")
 	}
+	if err == nil {
+		err = s.authorizeMember(r, req)
+	}
 	if err != nil {
 		writeError(w, err)
 		return
 	}
-	err = s.node.AddVoter(r.Context(), fsm.NodeInfo{ID: req.ID, RaftAddr: req.RaftAddr, HTTPAddr: req.HTTPAddr})
+	err = s.node.AddVoter(r.Context(), fsm.NodeInfo{ID: req.ID, RaftAddr: req.RaftAddr, HTTPAddr: req.HTTPAddr}, req.Replace)
 	if s.forwarded(w, r, body, err, 0) {
 		return
 	}
@@ -341,6 +420,26 @@ func (s *Server) handleAddNode(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, api.Node{ID: req.ID, RaftAddr: req.RaftAddr, HTTPAddr: req.HTTPAddr, Voter: true})
+}
+
+// authorizeMember decides who may send a membership request. Adding a member or moving
+// one needs the admin right (when ACLs are on). Re-registering a member's HTTP address at
+// its current Raft address is what nodes do for themselves: with TLS on, only the node
+// whose certificate names that ID (or an admin) may do it, so nobody can point the
+// followers' forwards, and the lease IDs in them, at another address.
+func (s *Server) authorizeMember(r *http.Request, req api.AddNodeRequest) error {
+	cur, member := s.node.MemberRaftAddr(req.ID)
+	selfRegistration := member && cur == req.RaftAddr
+	if selfRegistration && s.callerNode(r) == req.ID {
+		return nil
+	}
+	if err := s.authorize(r, accessAdmin, ""); err != nil {
+		return err
+	}
+	if selfRegistration && s.cfg.TLS != nil && !s.aclOn() {
+		return api.Errorf(api.CodePermissionDenied, "with TLS on, a node registers only its own HTTP address, proven by its node certificate (this connection presents %q)", s.callerNode(r))
+	}
+	return nil
 }
 
 func (s *Server) handleRemoveNode(w http.ResponseWriter, r *http.Request) {

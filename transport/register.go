@@ -2,6 +2,7 @@ package transport
 
 import (
 	"bytes"
+	"crypto/tls"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -25,7 +26,7 @@ func (s *Server) registerLoop(ctx context.Context) {
 		if s.node.NeedsRegistration() && !s.node.IsLeader() {
 			if leader := s.node.LeaderHTTPAddr(); leader != "" {
 				info := s.node.SelfInfo()
-				err := postNode(ctx, s.fwd, "http://"+leader, api.AddNodeRequest{ID: info.ID, RaftAddr: info.RaftAddr, HTTPAddr: info.HTTPAddr})
+				err := postNode(ctx, s.fwd, s.scheme()+leader, api.AddNodeRequest{ID: info.ID, RaftAddr: info.RaftAddr, HTTPAddr: info.HTTPAddr})
 				if err != nil {
 					s.log.Debug("registering with the leader failed; will retry", "leader", leader, "error", err)
 				} else {
@@ -35,7 +36,7 @@ func (s *Server) registerLoop(ctx context.Context) {
 		} else if s.node.NeedsVersionRegistration() && !s.node.IsLeader() {
 			if leader := s.node.LeaderHTTPAddr(); leader != "" {
 				id := s.node.SelfInfo().ID
-				err := putJSON(ctx, s.fwd, "http://"+leader+"/v1/cluster/nodes/"+url.PathEscape(id)+"/version", api.NodeVersionRequest{MaxVersion: s.node.MaxVersion()})
+				err := putJSON(ctx, s.fwd, s.scheme()+leader+"/v1/cluster/nodes/"+url.PathEscape(id)+"/version", api.NodeVersionRequest{MaxVersion: s.node.MaxVersion()})
 				if err != nil {
 					s.log.Debug("registering the protocol version with the leader failed; will retry", "leader", leader, "error", err)
 				} else {
@@ -84,8 +85,10 @@ func sendJSON(ctx context.Context, c *http.Client, method, url string, v any) er
 
 // Join asks an existing cluster, through any of its nodes at joinURL, to add this node as
 // a voter. It retries with backoff until it succeeds or ctx ends, logging each attempt.
-func Join(ctx context.Context, joinURL string, req api.AddNodeRequest, log hclog.Logger) error {
-	c := &http.Client{}
+// With tlsCfg (the node's peer client configuration) it speaks HTTPS with its node
+// certificate.
+func Join(ctx context.Context, joinURL string, req api.AddNodeRequest, tlsCfg *tls.Config, log hclog.Logger) error {
+	c := &http.Client{Transport: &http.Transport{TLSClientConfig: tlsCfg}}
 	backoff := 200 * time.Millisecond
 	for attempt := 1; ; attempt++ {
 		err := postNode(ctx, c, joinURL, req)

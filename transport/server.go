@@ -13,6 +13,7 @@ import (
 	"github.com/raftlock/raftlock/api"
 	"github.com/raftlock/raftlock/cluster"
 	"github.com/raftlock/raftlock/fsm"
+	"github.com/raftlock/raftlock/tlsconf"
 )
 
 // Node is what the server needs of a cluster node; *cluster.Node satisfies it.
@@ -27,7 +28,8 @@ type Node interface {
 	LockStatus(ctx context.Context, name string, stale bool, waitIndex uint64, wait time.Duration) (fsm.LockView, error)
 	Locks(ctx context.Context, prefix, after string, limit int, stale bool) ([]fsm.LockView, bool, error)
 	Status() cluster.Status
-	AddVoter(ctx context.Context, info fsm.NodeInfo) error
+	AddVoter(ctx context.Context, info fsm.NodeInfo, replace bool) error
+	MemberRaftAddr(id string) (string, bool)
 	RemoveServer(ctx context.Context, id string) error
 	LeaderHTTPAddr() string
 	LeaderWatch() (string, <-chan struct{})
@@ -65,6 +67,9 @@ type Config struct {
 	// open at once (each is a goroutine and a connection); zero means 10000. Past it a new
 	// one gets 429 too_many_requests.
 	MaxHeldRequests int
+	// TLS, when non-nil, serves HTTPS with its server configuration, and forwards to
+	// other nodes over mutual TLS with its node certificate.
+	TLS *tlsconf.Reloader
 	// RegisterInterval is how often a follower checks that the state machine holds its
 	// HTTP address; zero means 1 s.
 	RegisterInterval time.Duration
@@ -87,6 +92,35 @@ type Server struct {
 // hopHeader counts how many times a request has been forwarded.
 const hopHeader = "X-Raftlock-Hops"
 
+// nodeHeader names the node a forwarded request came from. It is believed only when the
+// connection it arrives on is itself authenticated by a node certificate (a node vouching
+// for a node it has verified); from anyone else it is ignored.
+const nodeHeader = "X-Raftlock-Node"
+
+// scheme is the URL scheme other nodes' APIs speak.
+func (s *Server) scheme() string {
+	if s.cfg.TLS != nil {
+		return "https://"
+	}
+	return "http://"
+}
+
+// callerNode returns the ID of the node that sent r, as proven by a verified node
+// certificate on the connection (or vouched for by such a node), or "".
+func (s *Server) callerNode(r *http.Request) string {
+	if r.TLS == nil || len(r.TLS.VerifiedChains) == 0 || len(r.TLS.PeerCertificates) == 0 {
+		return ""
+	}
+	id, ok := tlsconf.NodeIDFromCert(r.TLS.PeerCertificates[0])
+	if !ok {
+		return ""
+	}
+	if v := r.Header.Get(nodeHeader); v != "" {
+		return v
+	}
+	return id
+}
+
 // NewServer builds a server; call Serve or ListenAndServe to start it.
 func NewServer(cfg Config) (*Server, error) {
 	if cfg.Node == nil {
@@ -108,12 +142,17 @@ func NewServer(cfg Config) (*Server, error) {
 		cfg.Logger = hclog.Default()
 	}
 	s := &Server{cfg: cfg, node: cfg.Node, log: cfg.Logger.Named("http"), mux: http.NewServeMux(), done: make(chan struct{}), held: newLimiter(cfg.MaxHeldRequests)}
+	ht := &http.Transport{
+		DialContext:         (&net.Dialer{Timeout: 2 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		MaxIdleConnsPerHost: 256,
+		IdleConnTimeout:     90 * time.Second,
+	}
+	if cfg.TLS != nil {
+		ht.TLSClientConfig = cfg.TLS.PeerClientConfig()
+		ht.ForceAttemptHTTP2 = true
+	}
 	s.fwd = &http.Client{
-		Transport: &http.Transport{
-			DialContext:         (&net.Dialer{Timeout: 2 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
-			MaxIdleConnsPerHost: 256,
-			IdleConnTimeout:     90 * time.Second,
-		},
+		Transport: ht,
 		// A leader answers; it never redirects. Following a redirect would send the
 		// caller's body (lease IDs) wherever a compromised or confused peer points.
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
@@ -137,6 +176,9 @@ func (s *Server) routes() {
 	m := s.mux
 	m.HandleFunc("POST /v1/leases", s.handleCreateLease)
 	m.HandleFunc("POST /v1/leases/{id}/keepalive", s.handleKeepAlive)
+	m.HandleFunc("POST /v1/leases/keepalive", s.handleKeepAliveBody)
+	m.HandleFunc("POST /v1/leases/lookup", s.handleLookupLeaseBody)
+	m.HandleFunc("POST /v1/leases/revoke", s.handleRevokeBody)
 	m.HandleFunc("GET /v1/leases/{id}", s.handleGetLease)
 	m.HandleFunc("DELETE /v1/leases/{id}", s.handleRevoke)
 	m.HandleFunc("PUT /v1/locks/{name...}", s.handleAcquire)
@@ -164,8 +206,15 @@ func (s *Server) Serve(l net.Listener) error {
 		defer close(s.done)
 		s.registerLoop(ctx)
 	}()
-	s.log.Info("serving HTTP API", "addr", l.Addr().String())
-	err := s.http.Serve(l)
+	var err error
+	if s.cfg.TLS != nil {
+		s.http.TLSConfig = s.cfg.TLS.ServerConfig()
+		s.log.Info("serving HTTPS API", "addr", l.Addr().String())
+		err = s.http.ServeTLS(l, "", "")
+	} else {
+		s.log.Info("serving HTTP API", "addr", l.Addr().String())
+		err = s.http.Serve(l)
+	}
 	if errors.Is(err, http.ErrServerClosed) {
 		return nil
 	}

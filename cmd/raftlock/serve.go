@@ -2,10 +2,13 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
 	"os"
+	"os/signal"
+	"syscall"
 	"strings"
 	"time"
 
@@ -17,6 +20,7 @@ import (
 	"github.com/raftlock/raftlock/api"
 	"github.com/raftlock/raftlock/cluster"
 	"github.com/raftlock/raftlock/fsm"
+	"github.com/raftlock/raftlock/tlsconf"
 	"github.com/raftlock/raftlock/transport"
 )
 
@@ -56,6 +60,10 @@ func serveFlags() []cli.Flag {
 		u64("max-leases", "quota: live leases in the cluster (0: unlimited)", 1_000_000),
 		u64("max-locks-per-lease", "quota: locks one lease may hold or wait for (0: unlimited)", 10_000),
 		u64("max-waiters-per-lock", "quota: leases queued for one lock (0: unlimited)", 10_000),
+		str("tls-cert", "this node's certificate (PEM), issued by `raftlock tls cert --node ID`; turns on TLS for the API and mutual TLS between nodes", ""),
+		str("tls-key", "the certificate's private key (PEM, mode 0600)", ""),
+		str("tls-ca", "the cluster CA certificate (PEM) that every node and client certificate is checked against", ""),
+		str("tls-client-auth", "client certificates on the HTTPS API: none (not needed; verified when offered), request, or require", "none"),
 		altsrc.NewIntFlag(&cli.IntFlag{Name: "max-held-requests", Usage: "waiting acquires and blocking queries this node holds open at once", Value: 10_000, EnvVars: env("max-held-requests")}),
 		&cli.BoolFlag{Name: "unsafe-grant-without-commit", Hidden: true, Usage: "BREAKS SAFETY: for the verification harness's negative control only"},
 	}
@@ -132,8 +140,19 @@ func serveConfig(c *cli.Context, logger hclog.Logger) (cluster.Config, serveOpti
 	if err != nil {
 		return cluster.Config{}, serveOptions{}, err
 	}
+	files := tlsconf.Files{Cert: c.String("tls-cert"), Key: c.String("tls-key"), CA: c.String("tls-ca"), ClientAuth: c.String("tls-client-auth")}
+	if err := files.Validate(); err != nil {
+		return cluster.Config{}, serveOptions{}, err
+	}
+	var reloader *tlsconf.Reloader
+	if files.Enabled() {
+		if reloader, err = tlsconf.NewReloader(files, logger); err != nil {
+			return cluster.Config{}, serveOptions{}, err
+		}
+	}
 	et := c.Duration("election-timeout")
 	cfg := cluster.Config{
+		TLS:                reloader,
 		ID:                 c.String("id"),
 		RaftBind:           c.String("raft-addr"),
 		RaftAdvertise:      raftAdv,
@@ -226,7 +245,7 @@ func runServe(ctx context.Context, cfg cluster.Config, opts serveOptions, logger
 		l.Close()
 		return err
 	}
-	srv, err := transport.NewServer(transport.Config{Node: node, Logger: logger, MaxHeldRequests: opts.maxHeld})
+	srv, err := transport.NewServer(transport.Config{Node: node, Logger: logger, MaxHeldRequests: opts.maxHeld, TLS: cfg.TLS})
 	if err != nil {
 		l.Close()
 		node.Shutdown()
@@ -238,11 +257,31 @@ func runServe(ctx context.Context, cfg cluster.Config, opts serveOptions, logger
 
 	if join != "" && !node.HasMember(cfg.ID) {
 		info := node.SelfInfo()
-		if err := transport.Join(ctx, join, api.AddNodeRequest{ID: info.ID, RaftAddr: info.RaftAddr, HTTPAddr: info.HTTPAddr}, logger); err != nil {
+		var tlsCfg *tls.Config
+		if cfg.TLS != nil {
+			tlsCfg = cfg.TLS.PeerClientConfig()
+		}
+		if err := transport.Join(ctx, join, api.AddNodeRequest{ID: info.ID, RaftAddr: info.RaftAddr, HTTPAddr: info.HTTPAddr}, tlsCfg, logger); err != nil {
 			logger.Error("could not join the cluster", "error", err)
 		}
 	}
 
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	go func() {
+		for range hup {
+			if cfg.TLS == nil {
+				logger.Info("SIGHUP: nothing to reload (TLS is off)")
+				continue
+			}
+			if err := cfg.TLS.Reload(); err != nil {
+				logger.Error("SIGHUP: reloading the TLS files failed; still serving the previous certificate", "error", err)
+				continue
+			}
+			logger.Info("SIGHUP: TLS certificate, key and CA reloaded", "serial", cfg.TLS.Certificate().SerialNumber.String())
+		}
+	}()
 	select {
 	case <-ctx.Done():
 		logger.Info("shutting down")

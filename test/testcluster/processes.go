@@ -63,6 +63,55 @@ type Processes struct {
 	mu    sync.Mutex
 	procs []*exec.Cmd
 	Extra []string // extra serve flags for every node
+	// NodeArgs, when set, returns extra serve flags for node i (its own certificate).
+	NodeArgs func(i int) []string
+	// Scheme is "http://" (the default) or "https://".
+	Scheme string
+	// Client talks to the nodes (the default: a plain client with a 2 s timeout).
+	Client *http.Client
+}
+
+// NewProcesses prepares n nodes (IDs, ports, data directories) without starting them, so
+// that a test can set NodeArgs, Scheme and Client first; StartAll then starts them.
+func NewProcesses(t testing.TB, n int, extra ...string) *Processes {
+	t.Helper()
+	p := &Processes{t: t, bin: Binary(t), dir: t.TempDir(), Extra: extra}
+	var boot []string
+	for i := 0; i < n; i++ {
+		id := fmt.Sprintf("n%d", i+1)
+		p.ids = append(p.ids, id)
+		p.http = append(p.http, clustertest.FreePort(t))
+		p.raft = append(p.raft, clustertest.FreePort(t))
+		boot = append(boot, id+"="+p.raft[i])
+	}
+	p.boot = strings.Join(boot, ",")
+	p.procs = make([]*exec.Cmd, n)
+	t.Cleanup(p.KillAll)
+	return p
+}
+
+// StartAll starts every node prepared by NewProcesses.
+func (p *Processes) StartAll() {
+	p.t.Helper()
+	for i := range p.ids {
+		p.Start(i)
+	}
+}
+
+// Dir returns the folder that holds the nodes' data directories and logs.
+func (p *Processes) Dir() string { return p.dir }
+
+// HTTPAddr and RaftAddr return node i's listen addresses.
+func (p *Processes) HTTPAddr(i int) string { return p.http[i] }
+
+// RaftAddr returns node i's Raft address.
+func (p *Processes) RaftAddr(i int) string { return p.raft[i] }
+
+func (p *Processes) client() *http.Client {
+	if p.Client != nil {
+		return p.Client
+	}
+	return &http.Client{Timeout: 2 * time.Second}
 }
 
 // StartProcesses starts n server processes and waits for a leader that every node knows.
@@ -77,21 +126,8 @@ func StartProcesses(t testing.TB, n int, extra ...string) *Processes {
 // decide for themselves, as an outside client would, when the cluster is ready.
 func StartProcessesNoWait(t testing.TB, n int, extra ...string) *Processes {
 	t.Helper()
-	p := &Processes{t: t, bin: Binary(t), dir: t.TempDir(), Extra: extra}
-	var boot []string
-	for i := 0; i < n; i++ {
-		id := fmt.Sprintf("n%d", i+1)
-		p.ids = append(p.ids, id)
-		p.http = append(p.http, clustertest.FreePort(t))
-		p.raft = append(p.raft, clustertest.FreePort(t))
-		boot = append(boot, id+"="+p.raft[i])
-	}
-	p.boot = strings.Join(boot, ",")
-	p.procs = make([]*exec.Cmd, n)
-	for i := 0; i < n; i++ {
-		p.Start(i)
-	}
-	t.Cleanup(p.KillAll)
+	p := NewProcesses(t, n, extra...)
+	p.StartAll()
 	return p
 }
 
@@ -104,6 +140,9 @@ func (p *Processes) Start(i int) {
 	}
 	args := append([]string{"serve", "--id", p.ids[i], "--http-addr", p.http[i], "--raft-addr", p.raft[i],
 		"--data-dir", filepath.Join(p.dir, p.ids[i]), "--bootstrap", p.boot}, p.Extra...)
+	if p.NodeArgs != nil {
+		args = append(args, p.NodeArgs(i)...)
+	}
 	cmd := exec.Command(p.bin, args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -155,7 +194,12 @@ func (p *Processes) KillAll() {
 }
 
 // URL returns node i's base URL.
-func (p *Processes) URL(i int) string { return "http://" + p.http[i] }
+func (p *Processes) URL(i int) string {
+	if p.Scheme != "" {
+		return p.Scheme + p.http[i]
+	}
+	return "http://" + p.http[i]
+}
 
 // Endpoints returns every node's base URL.
 func (p *Processes) Endpoints() []string {
@@ -176,14 +220,13 @@ func (p *Processes) LeaderIndex() int {
 		if !alive {
 			continue
 		}
-		info, err := ClusterInfo(p.URL(i))
+		info, err := ClusterInfoWith(p.client(), p.URL(i))
 		if err != nil || info.LeaderID == "" {
 			continue
 		}
 		for j, id := range p.ids {
 			if id == info.LeaderID && j == i {
-				c := http.Client{Timeout: time.Second}
-				if resp, err := c.Get(p.URL(i) + "/v1/locks?prefix=%00"); err == nil {
+				if resp, err := p.client().Get(p.URL(i) + "/v1/locks?prefix=%00"); err == nil {
 					resp.Body.Close()
 					if resp.StatusCode == http.StatusOK {
 						return i

@@ -133,8 +133,12 @@ func (ip *InProcess) WaitForwarding() {
 
 // ClusterInfo fetches GET /v1/cluster from base.
 func ClusterInfo(base string) (api.Cluster, error) {
+	return ClusterInfoWith(&http.Client{Timeout: 2 * time.Second}, base)
+}
+
+// ClusterInfoWith fetches GET /v1/cluster from base with client c.
+func ClusterInfoWith(c *http.Client, base string) (api.Cluster, error) {
 	var out api.Cluster
-	c := http.Client{Timeout: 2 * time.Second}
 	resp, err := c.Get(base + "/v1/cluster")
 	if err != nil {
 		return out, err
