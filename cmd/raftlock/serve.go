@@ -8,8 +8,8 @@ import (
 	"net"
 	"os"
 	"os/signal"
-	"syscall"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/BurntSushi/toml"

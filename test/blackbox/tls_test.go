@@ -103,7 +103,9 @@ func TestBlackbox_TLSHappyPath(t *testing.T) {
 		t.Fatalf("acquire through a follower over TLS: %v", g)
 	}
 	waiter := make(chan answer, 1)
-	go func() { waiter <- do("PUT", p.URL(follower)+"/v1/locks/tls/a", `{"owner":"two","ttl_ms":60000,"wait_ms":20000}`) }()
+	go func() {
+		waiter <- do("PUT", p.URL(follower)+"/v1/locks/tls/a", `{"owner":"two","ttl_ms":60000,"wait_ms":20000}`)
+	}()
 	clustertest.WaitFor(t, 10*time.Second, "the waiter to queue", func() bool {
 		st := do("GET", p.URL(leader)+"/v1/locks/tls/a", "")
 		return st.status == 200 && st.body["waiters"] == float64(1)
