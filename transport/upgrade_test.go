@@ -24,9 +24,11 @@ func TestUpgrade_VersionRaisedOnlyWhenEveryMemberSpeaksIt(t *testing.T) {
 	})
 	ctx := clustertest.Ctx(t, 90*time.Second)
 	l := c.Nodes[c.Leader(15*time.Second)]
+	// Read on n1, which speaks version 2: the old node's state machine skips
+	// registrations, as the previous release does.
 	c.WaitFor(15*time.Second, "n1 and n2 to register protocol version 2", func() bool {
-		v1, ok1 := l.FSM().NodeVersion("n1")
-		v2, ok2 := l.FSM().NodeVersion("n2")
+		v1, ok1 := c.Nodes[0].FSM().NodeVersion("n1")
+		v2, ok2 := c.Nodes[0].FSM().NodeVersion("n2")
 		return ok1 && ok2 && v1 == fsm.Version && v2 == fsm.Version
 	})
 	// A few more leader rounds pass; nothing may raise the version while n3 is old.
