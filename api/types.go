@@ -176,6 +176,12 @@ type AddNodeRequest struct {
 	Replace bool `json:"replace,omitempty"`
 }
 
+// TransferLeaderRequest is the body of POST /v1/cluster/transfer-leader.
+type TransferLeaderRequest struct {
+	// To is the voter to hand leadership to; empty lets raft pick the most up-to-date one.
+	To string `json:"to,omitempty"`
+}
+
 // NodeVersionRequest is the body of PUT /v1/cluster/nodes/{id}/version: the highest
 // protocol version that member speaks. Nodes send it themselves; the leader raises the
 // cluster's protocol version only when every member has registered one at least as high.

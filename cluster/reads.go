@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strconv"
@@ -271,10 +272,23 @@ func (n *Node) AddVoter(ctx context.Context, info fsm.NodeInfo, replace bool) er
 	return err
 }
 
-// RemoveServer removes a member from the cluster and forgets its addresses.
+// RemoveServer removes a member from the cluster and forgets its addresses. Asked to
+// remove itself while it leads, the node first hands leadership to another voter and
+// answers ErrNotLeader, so the request is forwarded to the new leader, which removes it
+// without an election timeout's worth of unavailability.
 func (n *Node) RemoveServer(ctx context.Context, id string) error {
 	if err := n.waitReady(ctx); err != nil {
 		return err
+	}
+	if _, member := n.MemberRaftAddr(id); !member {
+		return ErrNotMember
+	}
+	if id == n.cfg.ID && len(n.servers()) > 1 {
+		if err := n.wait(n.raft.LeadershipTransfer()); err != nil {
+			return fmt.Errorf("cluster: handing leadership over before removing this node: %w", n.raftErr(err))
+		}
+		n.log.Info("handed leadership over before removing this node")
+		return ErrNotLeader
 	}
 	if err := n.wait(n.raft.RemoveServer(raft.ServerID(id), 0, n.cfg.ApplyTimeout)); err != nil {
 		return n.raftErr(err)
@@ -283,14 +297,40 @@ func (n *Node) RemoveServer(ctx context.Context, id string) error {
 	return err
 }
 
+// TransferLeadership hands leadership to voter to ("" for any) and returns the new
+// leader's ID once this node has seen it.
+func (n *Node) TransferLeadership(ctx context.Context, to string) (string, error) {
+	if err := n.waitReady(ctx); err != nil {
+		return "", err
+	}
+	var f raft.Future
+	if to == "" {
+		f = n.raft.LeadershipTransfer()
+	} else {
+		addr, member := n.MemberRaftAddr(to)
+		if !member {
+			return "", ErrNotMember
+		}
+		if to == n.cfg.ID {
+			return to, nil
+		}
+		f = n.raft.LeadershipTransferToServer(raft.ServerID(to), raft.ServerAddress(addr))
+	}
+	if err := n.wait(f); err != nil {
+		return "", n.raftErr(err)
+	}
+	_, id := n.raft.LeaderWithID()
+	return string(id), nil
+}
+
 func (n *Node) raftErr(err error) error {
-	switch err {
-	case raft.ErrNotLeader:
+	switch {
+	case errors.Is(err, raft.ErrNotLeader):
 		return n.notLeader()
-	case raft.ErrLeadershipLost:
-		return ErrUnknownOutcome
-	case raft.ErrRaftShutdown:
-		return ErrShutdown
+	case errors.Is(err, raft.ErrLeadershipLost), errors.Is(err, raft.ErrRaftShutdown):
+		return fmt.Errorf("%w (%v)", ErrUnknownOutcome, err)
+	case errors.Is(err, raft.ErrLeadershipTransferInProgress):
+		return ErrNoLeader
 	}
 	return err
 }

@@ -444,6 +444,10 @@ func (s *Server) authorizeMember(r *http.Request, req api.AddNodeRequest) error 
 
 func (s *Server) handleRemoveNode(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
+	if err := s.authorize(r, accessAdmin, ""); err != nil {
+		writeError(w, err)
+		return
+	}
 	err := s.node.RemoveServer(r.Context(), id)
 	if s.forwarded(w, r, nil, err, 0) {
 		return
@@ -480,4 +484,30 @@ func (s *Server) handleNodeVersion(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"id": id, "max_version": req.MaxVersion})
+}
+
+// handleTransferLeader hands leadership to another voter (body {"to": "n2"}, or {} for
+// any), for maintenance: the node then restarts without costing an election timeout.
+func (s *Server) handleTransferLeader(w http.ResponseWriter, r *http.Request) {
+	body, err := readBody(w, r)
+	var req api.TransferLeaderRequest
+	if err == nil {
+		err = decodeStrict(body, &req, true)
+	}
+	if err == nil {
+		err = s.authorize(r, accessAdmin, "")
+	}
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	to, err := s.node.TransferLeadership(r.Context(), req.To)
+	if s.forwarded(w, r, body, err, 0) {
+		return
+	}
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"leader_id": to})
 }

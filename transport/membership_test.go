@@ -67,3 +67,45 @@ func TestAPI_JoinThroughFollowerAndRemove(t *testing.T) {
 		return err == nil && len(info.Nodes) == 3
 	})
 }
+
+// Removing the leader hands leadership over first; the new leader removes it.
+// Transferring leadership to a named voter makes it the leader.
+func TestAPI_TransferLeaderAndRemoveLeader(t *testing.T) {
+	c := testcluster.StartInProcess(t, 3, nil)
+	li := c.Leader(10 * time.Second)
+	target := c.Config((li + 1) % 3).ID
+	var out map[string]string
+	if st, code := call(t, "POST", c.URL(li)+"/v1/cluster/transfer-leader", `{"to":"`+target+`"}`, &out); st != 200 {
+		t.Fatalf("transfer: %d %s", st, code)
+	}
+	c.WaitFor(10*time.Second, target+" to lead", func() bool {
+		i := c.LeaderIndex()
+		return i >= 0 && c.Config(i).ID == target
+	})
+	c.WaitForwarding()
+	if st, code := call(t, "POST", c.URL(li)+"/v1/cluster/transfer-leader", `{"to":"nope"}`, nil); st != 404 || code != api.CodeNotFound {
+		t.Fatalf("transfer to a non-member: %d %s", st, code)
+	}
+
+	li = c.Leader(10 * time.Second)
+	leaderID := c.Config(li).ID
+	f := (li + 1) % 3
+	// The leader hands over first, so the forwarding follower may see leadership move
+	// mid-request and answer 503 (safe to retry), as clients do.
+	for attempt := 1; ; attempt++ {
+		st, code := call(t, "DELETE", c.URL(f)+"/v1/cluster/nodes/"+leaderID, "", nil)
+		if st == 200 || (st == 404 && attempt > 1) {
+			break
+		}
+		if st != 503 || attempt == 20 {
+			t.Fatalf("remove the leader: %d %s (attempt %d)", st, code, attempt)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	c.WaitFor(10*time.Second, "the removed leader to leave the configuration", func() bool {
+		return !c.Nodes[f].HasMember(leaderID)
+	})
+	if i := c.LeaderIndex(); i == li || i < 0 {
+		t.Fatalf("leader index %d after removing n%d", i, li+1)
+	}
+}

@@ -31,6 +31,7 @@ type Node interface {
 	AddVoter(ctx context.Context, info fsm.NodeInfo, replace bool) error
 	MemberRaftAddr(id string) (string, bool)
 	RemoveServer(ctx context.Context, id string) error
+	TransferLeadership(ctx context.Context, to string) (string, error)
 	LeaderHTTPAddr() string
 	LeaderWatch() (string, <-chan struct{})
 	ElectionTimeout() time.Duration
@@ -172,27 +173,53 @@ func NewServer(cfg Config) (*Server, error) {
 	return s, nil
 }
 
+// route is one API route: a ServeMux pattern and its handler.
+type route struct {
+	pattern string
+	handler http.HandlerFunc
+}
+
+// apiRoutes lists every route the server registers, in one place, so that the OpenAPI
+// document can be checked against it (Routes).
+func (s *Server) apiRoutes() []route {
+	return []route{
+		{"POST /v1/leases", s.handleCreateLease},
+		{"POST /v1/leases/{id}/keepalive", s.handleKeepAlive},
+		{"POST /v1/leases/keepalive", s.handleKeepAliveBody},
+		{"POST /v1/leases/lookup", s.handleLookupLeaseBody},
+		{"POST /v1/leases/revoke", s.handleRevokeBody},
+		{"GET /v1/leases/{id}", s.handleGetLease},
+		{"DELETE /v1/leases/{id}", s.handleRevoke},
+		{"PUT /v1/locks/{name...}", s.handleAcquire},
+		{"DELETE /v1/locks/{name...}", s.handleRelease},
+		{"GET /v1/locks/{name...}", s.handleLockStatus},
+		{"GET /v1/locks", s.handleListLocks},
+		{"GET /v1/cluster", s.handleCluster},
+		{"POST /v1/cluster/nodes", s.handleAddNode},
+		{"DELETE /v1/cluster/nodes/{id}", s.handleRemoveNode},
+		{"PUT /v1/cluster/nodes/{id}/version", s.handleNodeVersion},
+		{"POST /v1/cluster/transfer-leader", s.handleTransferLeader},
+		{"GET /healthz", s.handleHealthz},
+		{"GET /readyz", s.handleReadyz},
+		{"GET /metrics", s.met.handler().ServeHTTP},
+	}
+}
+
+// Routes returns the method and path pattern of every API route, for documentation
+// checks.
+func (s *Server) Routes() []string {
+	var out []string
+	for _, r := range s.apiRoutes() {
+		out = append(out, r.pattern)
+	}
+	return out
+}
+
 func (s *Server) routes() {
-	m := s.mux
-	m.HandleFunc("POST /v1/leases", s.handleCreateLease)
-	m.HandleFunc("POST /v1/leases/{id}/keepalive", s.handleKeepAlive)
-	m.HandleFunc("POST /v1/leases/keepalive", s.handleKeepAliveBody)
-	m.HandleFunc("POST /v1/leases/lookup", s.handleLookupLeaseBody)
-	m.HandleFunc("POST /v1/leases/revoke", s.handleRevokeBody)
-	m.HandleFunc("GET /v1/leases/{id}", s.handleGetLease)
-	m.HandleFunc("DELETE /v1/leases/{id}", s.handleRevoke)
-	m.HandleFunc("PUT /v1/locks/{name...}", s.handleAcquire)
-	m.HandleFunc("DELETE /v1/locks/{name...}", s.handleRelease)
-	m.HandleFunc("GET /v1/locks/{name...}", s.handleLockStatus)
-	m.HandleFunc("GET /v1/locks", s.handleListLocks)
-	m.HandleFunc("GET /v1/cluster", s.handleCluster)
-	m.HandleFunc("POST /v1/cluster/nodes", s.handleAddNode)
-	m.HandleFunc("DELETE /v1/cluster/nodes/{id}", s.handleRemoveNode)
-	m.HandleFunc("PUT /v1/cluster/nodes/{id}/version", s.handleNodeVersion)
-	m.HandleFunc("GET /healthz", s.handleHealthz)
-	m.HandleFunc("GET /readyz", s.handleReadyz)
-	m.Handle("GET /metrics", s.met.handler())
-	m.HandleFunc("/", s.handleUnknown)
+	for _, r := range s.apiRoutes() {
+		s.mux.HandleFunc(r.pattern, r.handler)
+	}
+	s.mux.HandleFunc("/", s.handleUnknown)
 }
 
 // Handler returns the server's HTTP handler, for tests that serve it themselves.
