@@ -222,6 +222,22 @@ func (n *Node) FSM() *fsm.FSM { return n.fsm }
 // Raft returns the underlying raft instance, for tests and diagnostics.
 func (n *Node) Raft() *raft.Raft { return n.raft }
 
+// StepDown hands leadership to another voter when this node leads, so that a node about
+// to stop stops being the one every write waits on before it stops serving. It returns
+// once raft reports the transfer done (or failed: the node then stops as a leader and the
+// cluster elects after a timeout).
+func (n *Node) StepDown() {
+	if n.raft.State() != raft.Leader || len(n.servers()) < 2 {
+		return
+	}
+	start := time.Now()
+	if err := n.raft.LeadershipTransfer().Error(); err != nil {
+		n.log.Warn("handing leadership over before stopping failed", "error", err)
+		return
+	}
+	n.log.Info("handed leadership over before stopping", "took", time.Since(start).Round(time.Millisecond))
+}
+
 // Shutdown stops the node. A leader first tries to hand leadership to another voter, so
 // that a rolling restart costs no election timeout.
 func (n *Node) Shutdown() error {

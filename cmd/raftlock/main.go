@@ -27,9 +27,13 @@ func main() {
 	}
 }
 
+// version is set at build time (-ldflags "-X main.version=v1.2.3").
+var version = "dev"
+
 func newApp() *cli.App {
 	app := &cli.App{
 		Name:                 "raftlock",
+		Version:              version,
 		Usage:                "a distributed lock manager with fencing tokens, on Raft",
 		EnableBashCompletion: true,
 		Commands:             append([]*cli.Command{serveCommand()}, clientCommands()...),

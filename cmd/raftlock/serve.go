@@ -253,7 +253,7 @@ func runServe(ctx context.Context, cfg cluster.Config, opts serveOptions, logger
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(l) }()
-	logger.Info("node started", "http", opts.httpListen, "http_advertise", cfg.HTTPAddr, "raft", node.RaftAddr(), "data_dir", cfg.DataDir)
+	logger.Info("node started", "version", version, "protocol", node.MaxVersion(), "http", opts.httpListen, "http_advertise", cfg.HTTPAddr, "raft", node.RaftAddr(), "data_dir", cfg.DataDir)
 
 	if join != "" && !node.HasMember(cfg.ID) {
 		info := node.SelfInfo()
@@ -292,6 +292,9 @@ func runServe(ctx context.Context, cfg cluster.Config, opts serveOptions, logger
 		// visible to the supervisor and the operator.
 		err = cli.Exit(fmt.Sprintf("raftlock: this node stopped: %v; upgrade it to the release the rest of the cluster runs", node.HaltErr()), 3)
 	}
+	// Leadership first: while the HTTP server drains (waiting acquires may take seconds),
+	// another node already serves writes.
+	node.StepDown()
 	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if serr := srv.Shutdown(sctx); serr != nil {
