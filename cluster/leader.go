@@ -209,6 +209,9 @@ func (n *Node) applyDuty(ctx context.Context, c *fsm.Command) error {
 // waitReady waits until this node is a ready leader, for at most the election timeout
 // plus ApplyTimeout, or returns ErrNotLeader at once when another node leads.
 func (n *Node) waitReady(ctx context.Context) error {
+	if err := n.storage.check(); err != nil {
+		return err // not even forwarded: this node is not healthy enough to take part
+	}
 	if n.ready.Load() {
 		return nil
 	}

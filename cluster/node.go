@@ -51,6 +51,7 @@ type Node struct {
 
 	unlockDir func() // releases the data directory's lock file
 
+	storage  storageHealth
 	halted   chan struct{} // closed when the state machine halts
 	haltOnce sync.Once
 
@@ -100,7 +101,7 @@ func New(cfg Config) (*Node, error) {
 		return nil, fmt.Errorf("cluster: opening %s: %w", filepath.Join(cfg.DataDir, "raft.db"), err)
 	}
 	n.store = store
-	logs, err := raft.NewLogCache(512, store)
+	logs, err := raft.NewLogCache(512, watchedLogs{LogStore: store, h: &n.storage})
 	if err != nil {
 		store.Close()
 		return nil, fmt.Errorf("cluster: log cache: %w", err)
@@ -152,7 +153,7 @@ func New(cfg Config) (*Node, error) {
 	rc.NotifyCh = n.notifyCh
 	rc.Logger = cfg.Logger.Named("raft")
 
-	r, err := raft.NewRaft(rc, n.fsm, logs, store, snaps, trans)
+	r, err := raft.NewRaft(rc, n.fsm, logs, watchedStable{StableStore: store, h: &n.storage}, snaps, trans)
 	if err != nil {
 		trans.Close()
 		store.Close()

@@ -134,7 +134,7 @@ const (
 // ready yet, the leader has not registered its HTTP address, or this node is still
 // applying entries it knows are committed).
 func (n *Node) Serving() string {
-	if n.fsm.Halted() != nil {
+	if n.fsm.Halted() != nil || n.storage.check() != nil {
 		return ""
 	}
 	if n.ready.Load() {

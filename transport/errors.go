@@ -36,6 +36,8 @@ func errorFor(err error) *api.Error {
 		return api.Errorf(api.CodeNoLeader, "no leader is available (an election is in progress); nothing was applied, retry after the Retry-After delay")
 	case errors.Is(err, cluster.ErrShutdown):
 		return api.Errorf(api.CodeNoLeader, "this node is shutting down; nothing was applied, retry on another node")
+	case errors.Is(err, cluster.ErrStorage):
+		return api.Errorf(api.CodeNoLeader, "%v; nothing was applied, retry on another node", err)
 	case errors.Is(err, cluster.ErrHalted):
 		return api.Errorf(api.CodeInternal, "this node's state machine halted on a command it does not know; it serves nothing until it is upgraded (see its log); use another node")
 	case errors.Is(err, cluster.ErrInvalidMember):

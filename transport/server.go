@@ -38,6 +38,7 @@ type Node interface {
 	IsLeader() bool
 	Ready() bool
 	Serving() string
+	StorageErr() error
 	NeedsRegistration() bool
 	NeedsVersionRegistration() bool
 	MaxVersion() uint64
@@ -321,6 +322,10 @@ func (s *Server) handleHealthz(w http.ResponseWriter, r *http.Request) {
 func (s *Server) handleReadyz(w http.ResponseWriter, r *http.Request) {
 	serving := s.node.Serving()
 	if serving == "" {
+		if err := s.node.StorageErr(); err != nil {
+			writeError(w, err)
+			return
+		}
 		writeError(w, api.Errorf(api.CodeNoLeader, "not ready: no ready leader known yet, the leader's HTTP address is not registered, or this node is still catching up"))
 		return
 	}

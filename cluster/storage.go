@@ -1,0 +1,73 @@
+package cluster
+
+import (
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// ErrStorage: this node cannot write its Raft log or stable store (a full or failing
+// disk). It answers no request until a write succeeds again; the rest of the cluster goes
+// on without it.
+var ErrStorage = errors.New("cluster: this node cannot write its data directory")
+
+// storageHealth remembers whether the node's last write to its log or stable store failed.
+// raft retries on its own (a follower gets the same entries again with the leader's next
+// AppendEntries, a leader steps down), so the first write that succeeds clears it.
+type storageHealth struct {
+	failed atomic.Pointer[storageFailure]
+}
+
+type storageFailure struct {
+	err   error
+	since time.Time
+}
+
+func (h *storageHealth) record(err error) error {
+	if err == nil {
+		if h.failed.Load() != nil {
+			h.failed.Store(nil)
+		}
+		return nil
+	}
+	if h.failed.Load() == nil {
+		h.failed.Store(&storageFailure{err: err, since: time.Now()})
+	}
+	return err
+}
+
+// check returns ErrStorage (with the cause) while the last write failed.
+func (h *storageHealth) check() error {
+	if f := h.failed.Load(); f != nil {
+		return fmt.Errorf("%w since %s: %v; free space in the data directory and the node recovers by itself", ErrStorage, f.since.Format(time.RFC3339), f.err)
+	}
+	return nil
+}
+
+// watchedLogs is the node's log store with every write's outcome recorded.
+type watchedLogs struct {
+	raft.LogStore
+	h *storageHealth
+}
+
+func (w watchedLogs) StoreLog(l *raft.Log) error { return w.h.record(w.LogStore.StoreLog(l)) }
+
+func (w watchedLogs) StoreLogs(ls []*raft.Log) error { return w.h.record(w.LogStore.StoreLogs(ls)) }
+
+// watchedStable is the node's stable store (term, vote) with every write's outcome recorded.
+type watchedStable struct {
+	raft.StableStore
+	h *storageHealth
+}
+
+func (w watchedStable) Set(k, v []byte) error { return w.h.record(w.StableStore.Set(k, v)) }
+
+func (w watchedStable) SetUint64(k []byte, v uint64) error {
+	return w.h.record(w.StableStore.SetUint64(k, v))
+}
+
+// StorageErr returns why this node cannot write its data directory, or nil.
+func (n *Node) StorageErr() error { return n.storage.check() }

@@ -1,0 +1,112 @@
+package blackbox_test
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/raftlock/raftlock/cluster/clustertest"
+	"github.com/raftlock/raftlock/test/testcluster"
+)
+
+// fill writes zeros into path until the file system says it is full.
+func fill(t *testing.T, path string) int64 {
+	t.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	buf := make([]byte, 64<<10)
+	var n int64
+	for {
+		w, err := f.Write(buf)
+		n += int64(w)
+		if err != nil {
+			if !errors.Is(err, syscall.ENOSPC) {
+				t.Fatalf("filling %s: %v", path, err)
+			}
+			break
+		}
+		if n > 1<<30 {
+			t.Fatal("wrote 1 GiB without filling the small file system")
+		}
+	}
+	// Single pages too, so not even one more BoltDB page fits.
+	small := make([]byte, 512)
+	for {
+		if _, err := f.Write(small); err != nil {
+			break
+		}
+		n += 512
+	}
+	return n
+}
+
+// A node whose data directory fills up stops taking part with a clear error (it steps
+// down if it leads, answers 503 and /readyz 503 saying why), the other two keep serving,
+// and the node recovers by itself when space returns.
+func TestBlackbox_FullDisk(t *testing.T) {
+	const n = 3
+	p := testcluster.NewProcesses(t, n)
+	dir := filepath.Join(p.Dir(), "n3")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", dir).CombinedOutput(); err != nil {
+		t.Skipf("this machine cannot mount a small file system for the full-disk test (mount -t tmpfs: %v: %s); it needs root", err, strings.TrimSpace(string(out)))
+	}
+	t.Cleanup(func() { exec.Command("umount", "-l", dir).Run() })
+	p.StartAll()
+	waitAllReady(t, p, n)
+
+	// Make n3 the leader, so that the full disk hits the node every write waits on.
+	clustertest.WaitFor(t, 20*time.Second, "n3 to lead", func() bool {
+		if p.LeaderIndex() == 2 {
+			return true
+		}
+		do("POST", p.URL(0)+"/v1/cluster/transfer-leader", `{"to":"n3"}`)
+		return p.LeaderIndex() == 2
+	})
+	filler := filepath.Join(dir, "filler")
+	t.Logf("filled n3's data directory with %d bytes", fill(t, filler))
+
+	// Writes through n1 go on: n3 steps down when its log write fails, n1 or n2 leads.
+	start := time.Now()
+	created := 0
+	clustertest.WaitFor(t, 30*time.Second, "writes through n1 to succeed with n3's disk full", func() bool {
+		a := do("POST", p.URL(0)+"/v1/leases", `{"ttl_ms":60000}`)
+		if a.status == 201 {
+			created++
+		}
+		return created >= 20 && p.LeaderIndex() != 2
+	})
+	t.Logf("writes went on through n1 %v after the disk filled (leader now n%d)", time.Since(start).Round(time.Millisecond), p.LeaderIndex()+1)
+	clustertest.WaitFor(t, 20*time.Second, "n3 to report its full disk", func() bool {
+		do("POST", p.URL(1)+"/v1/leases", `{"ttl_ms":60000}`) // keep entries coming to n3
+		a := do("GET", p.URL(2)+"/readyz", "")
+		return a.status == 503 && strings.Contains(a.String(), "cannot write its data directory")
+	})
+	a := do("POST", p.URL(2)+"/v1/leases", `{"ttl_ms":60000}`)
+	if a.status != 503 || !strings.Contains(a.String(), "cannot write its data directory") {
+		t.Fatalf("a write sent to the node with the full disk: %v", a)
+	}
+	t.Logf("n3 answers: %v", a)
+
+	// Space returns: n3 catches up and is ready again.
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	clustertest.WaitFor(t, 30*time.Second, "n3 to recover", func() bool {
+		do("POST", p.URL(0)+"/v1/leases", `{"ttl_ms":60000}`)
+		return do("GET", p.URL(2)+"/readyz", "").status == 200
+	})
+	if a := do("POST", p.URL(2)+"/v1/leases", `{"ttl_ms":60000}`); a.status != 201 {
+		t.Fatalf("a write through n3 after recovery: %v", a)
+	}
+}
