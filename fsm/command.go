@@ -32,6 +32,20 @@ const (
 	// TypeSetLimits replaces the quotas (since version 2).
 	TypeSetLimits Type = 12
 
+	// The ACL commands (since version 2). None is skippable: a node that skipped one
+	// would authorize requests differently from its peers.
+
+	// TypeACLBootstrap creates the global-management policy and the first token, once.
+	TypeACLBootstrap Type = 13
+	// TypeACLSetPolicy creates or replaces a policy.
+	TypeACLSetPolicy Type = 14
+	// TypeACLDeletePolicy deletes a policy and takes it out of every token.
+	TypeACLDeletePolicy Type = 15
+	// TypeACLSetToken creates a token (or updates one with the same secret).
+	TypeACLSetToken Type = 16
+	// TypeACLDeleteToken deletes a token.
+	TypeACLDeleteToken Type = 17
+
 	// FlagSkippable, set in the type byte, lets a node that does not know the type skip
 	// the command (it still advances time) instead of refusing it.
 	FlagSkippable Type = 0x80
@@ -64,6 +78,16 @@ func (t Type) String() string {
 		return "node_version"
 	case TypeSetLimits:
 		return "set_limits"
+	case TypeACLBootstrap:
+		return "acl_bootstrap"
+	case TypeACLSetPolicy:
+		return "acl_set_policy"
+	case TypeACLDeletePolicy:
+		return "acl_delete_policy"
+	case TypeACLSetToken:
+		return "acl_set_token"
+	case TypeACLDeleteToken:
+		return "acl_delete_token"
 	}
 	return fmt.Sprintf("type(%d)", uint8(t))
 }
@@ -126,6 +150,26 @@ type Command struct {
 	Version uint64
 	// Limits are the new quotas (SetLimits).
 	Limits Limits
+	// ACL holds the fields of the ACL commands.
+	ACL ACLCommand
+}
+
+// ACLCommand holds the fields of the ACL commands. Which matter depends on the type; the
+// rest stay zero and are not encoded.
+type ACLCommand struct {
+	// Accessor is the token's public ID (ACLBootstrap, ACLSetToken, ACLDeleteToken).
+	Accessor string
+	// SecretHash is the SHA-256 of the token's secret (ACLBootstrap, ACLSetToken; see
+	// ACLSecretHash). The secret itself never enters the log.
+	SecretHash [32]byte
+	// Policy is the policy's name (ACLSetPolicy, ACLDeletePolicy).
+	Policy string
+	// Description is free text for operators (ACLSetPolicy, ACLSetToken).
+	Description string
+	// Rules are the policy's rules (ACLSetPolicy).
+	Rules []ACLRule
+	// Policies names the token's policies (ACLSetToken).
+	Policies []string
 }
 
 // typeNodeVersion is TypeNodeVersion without its flag, as switches on a type see it.
@@ -187,6 +231,22 @@ func (c *Command) Encode(buf []byte) []byte {
 		buf = binary.AppendUvarint(buf, c.Limits.MaxLeases)
 		buf = binary.AppendUvarint(buf, c.Limits.MaxLocksPerLease)
 		buf = binary.AppendUvarint(buf, c.Limits.MaxWaitersPerLock)
+	case TypeACLBootstrap:
+		buf = appendString(buf, c.ACL.Accessor)
+		buf = append(buf, c.ACL.SecretHash[:]...)
+	case TypeACLSetPolicy:
+		buf = appendString(buf, c.ACL.Policy)
+		buf = appendString(buf, c.ACL.Description)
+		buf = appendRules(buf, c.ACL.Rules)
+	case TypeACLDeletePolicy:
+		buf = appendString(buf, c.ACL.Policy)
+	case TypeACLSetToken:
+		buf = appendString(buf, c.ACL.Accessor)
+		buf = append(buf, c.ACL.SecretHash[:]...)
+		buf = appendString(buf, c.ACL.Description)
+		buf = appendStrings(buf, c.ACL.Policies)
+	case TypeACLDeleteToken:
+		buf = appendString(buf, c.ACL.Accessor)
 	}
 	return buf
 }
@@ -255,6 +315,22 @@ func decodeCommand(b []byte, max uint64) (Command, error) {
 		c.Version = d.uvarint()
 	case TypeSetLimits:
 		c.Limits = Limits{MaxLeases: d.uvarint(), MaxLocksPerLease: d.uvarint(), MaxWaitersPerLock: d.uvarint()}
+	case TypeACLBootstrap:
+		c.ACL.Accessor = d.string()
+		c.ACL.SecretHash = d.hash()
+	case TypeACLSetPolicy:
+		c.ACL.Policy = d.string()
+		c.ACL.Description = d.string()
+		c.ACL.Rules = d.rules()
+	case TypeACLDeletePolicy:
+		c.ACL.Policy = d.string()
+	case TypeACLSetToken:
+		c.ACL.Accessor = d.string()
+		c.ACL.SecretHash = d.hash()
+		c.ACL.Description = d.string()
+		c.ACL.Policies = d.strings()
+	case TypeACLDeleteToken:
+		c.ACL.Accessor = d.string()
 	case TypeTick:
 	default:
 		if d.err == nil && c.Type&FlagSkippable == 0 {
@@ -271,6 +347,25 @@ func decodeCommand(b []byte, max uint64) (Command, error) {
 func appendString(buf []byte, s string) []byte {
 	buf = binary.AppendUvarint(buf, uint64(len(s)))
 	return append(buf, s...)
+}
+
+// appendStrings appends a count, then each string.
+func appendStrings(buf []byte, ss []string) []byte {
+	buf = binary.AppendUvarint(buf, uint64(len(ss)))
+	for _, s := range ss {
+		buf = appendString(buf, s)
+	}
+	return buf
+}
+
+// appendRules appends a count, then each rule as its prefix and one access byte.
+func appendRules(buf []byte, rules []ACLRule) []byte {
+	buf = binary.AppendUvarint(buf, uint64(len(rules)))
+	for _, r := range rules {
+		buf = appendString(buf, r.Prefix)
+		buf = append(buf, byte(r.Access))
+	}
+	return buf
 }
 
 // decoder reads fields from a byte slice, remembering the first error so that callers can
@@ -343,6 +438,60 @@ func (d *decoder) string() string {
 	s := string(d.b[:n])
 	d.b = d.b[n:]
 	return s
+}
+
+// count reads the length of a list whose elements take at least size bytes each, refusing
+// one the remaining bytes cannot hold, so that a corrupt count allocates nothing.
+func (d *decoder) count(size int) int {
+	n := d.uvarint()
+	if d.err == nil && n > uint64(len(d.b)/size) {
+		d.fail(ErrCorruptCommand)
+	}
+	if d.err != nil {
+		return 0
+	}
+	return int(n)
+}
+
+// strings reads what appendStrings wrote; an empty list is nil.
+func (d *decoder) strings() []string {
+	n := d.count(1)
+	if n == 0 {
+		return nil
+	}
+	out := make([]string, n)
+	for i := range out {
+		out[i] = d.string()
+	}
+	return out
+}
+
+// rules reads what appendRules wrote; an empty list is nil. Any access byte decodes: which
+// are valid is the state machine's rule, not the encoding's.
+func (d *decoder) rules() []ACLRule {
+	n := d.count(2)
+	if n == 0 {
+		return nil
+	}
+	out := make([]ACLRule, n)
+	for i := range out {
+		out[i] = ACLRule{Prefix: d.string(), Access: Access(d.byte())}
+	}
+	return out
+}
+
+func (d *decoder) hash() [32]byte {
+	var h [32]byte
+	if d.err != nil {
+		return h
+	}
+	if len(d.b) < len(h) {
+		d.fail(ErrShortCommand)
+		return h
+	}
+	copy(h[:], d.b)
+	d.b = d.b[len(h):]
+	return h
 }
 
 func (d *decoder) leaseID() LeaseID {

@@ -27,3 +27,14 @@ var (
 	// activated (a node that does not speak it may still be a member).
 	ErrInactiveVersion = errors.New("fsm: protocol version not active")
 )
+
+// Errors of the ACL commands, in Result.Err, each wrapped with the reason.
+var (
+	// ErrACLInvalid means an ACL command breaks a rule of names, sizes or access values
+	// (StatusInvalid); ValidateACLPolicy and ValidateACLToken return it too.
+	ErrACLInvalid = errors.New("fsm: invalid ACL request")
+	// ErrACLConflict means an ACL command collides with the state (StatusConflict).
+	ErrACLConflict = errors.New("fsm: ACL conflict")
+	// ErrACLNotFound means an ACL command names a missing policy or token (StatusNotFound).
+	ErrACLNotFound = errors.New("fsm: ACL policy or token not found")
+)

@@ -16,13 +16,16 @@ func TestFSM_RandomSequencesMatchModel(t *testing.T) {
 	}
 }
 
-func runRandom(t *testing.T, seed int64, steps int) {
+func runRandom(t *testing.T, seed int64, steps int, opts ...func(*gen)) {
 	var events []Event
 	f := New(func(e Event) { events = append(events, e) })
 	replica := New(nil)
 	var restored *FSM
 	m := newModel()
 	g := newGen(seed, func(name string) uint64 { return f.Lock(name).Token })
+	for _, o := range opts {
+		o(g)
+	}
 	lastToken := map[string]uint64{}
 	restoreAt := uint64(steps / 3)
 	sc := newStepChecks()
@@ -52,8 +55,13 @@ func runRandom(t *testing.T, seed int64, steps int) {
 		}
 		checkAgainstModel(t, index, f, m, g)
 		checkIndexAgainstModel(t, index, f, m)
+		checkACLAgainstModel(t, index, f, &m.acl, &g.acl)
 		if restored != nil {
 			checkIndexAgainstModel(t, index, restored, m)
+			checkACLAgainstModel(t, index, restored, &m.acl, &g.acl)
+		}
+		if isACL(c.Type) && index%16 == 0 {
+			checkACLRestore(t, index, f, &m.acl, &g.acl)
 		}
 
 		// Invariant 2: a token changes only to the index of the entry that granted it.
@@ -311,4 +319,15 @@ func FuzzRestore(f *testing.F) {
 			t.Fatal("restored state re-encodes differently")
 		}
 	})
+}
+
+// TestFSM_RandomACLMatchesModel runs the randomized test at version 2 from the first entry
+// and with many ACL commands, so that policies and tokens pile up, overlap and change
+// under the tokens that hold them.
+func TestFSM_RandomACLMatchesModel(t *testing.T) {
+	for seed := int64(1); seed <= 6; seed++ {
+		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
+			runRandom(t, seed, 3000, func(g *gen) { g.startV2, g.aclRate = true, 400 })
+		})
+	}
 }

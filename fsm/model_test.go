@@ -17,6 +17,7 @@ type model struct {
 	version uint64
 	limits  Limits
 	quota   string // the limit the last command hit
+	acl     modelACL
 }
 
 type modelLease struct{ ttl, deadline int64 }
@@ -35,7 +36,7 @@ type modelWaiter struct {
 }
 
 func newModel() *model {
-	return &model{leases: map[LeaseID]*modelLease{}, locks: map[string]*modelLock{}, version: 1}
+	return &model{leases: map[LeaseID]*modelLease{}, locks: map[string]*modelLock{}, version: 1, acl: newModelACL()}
 }
 
 // handover gives lock name to its first waiter at index, or frees it.
@@ -141,6 +142,11 @@ func (m *model) apply(index uint64, c *Command) Status {
 			return StatusInvalid
 		}
 		m.limits = c.Limits
+	case TypeACLBootstrap, TypeACLSetPolicy, TypeACLDeletePolicy, TypeACLSetToken, TypeACLDeleteToken:
+		if m.version < 2 {
+			return StatusInvalid
+		}
+		return m.acl.apply(c)
 	case TypeCreateLease:
 		if tooManyLeases(c.Lease) {
 			return StatusQuotaExceeded
@@ -234,10 +240,17 @@ type gen struct {
 	// v2 is set once the generator proposed SetVersion 2; from then on it also writes
 	// poison Now values, which at version 1 would end cluster time for the rest of the run.
 	v2 bool
+	// startV2 makes the first command SetVersion 2, so that the whole run is at version 2.
+	startV2 bool
+	// acl is the universe of ACL commands, and aclRate how many of every 1000 commands are
+	// ACL commands once the generator has proposed version 2 (a few in 1000 before, which
+	// the state machine refuses).
+	acl     aclUniverse
+	aclRate int
 }
 
 func newGen(seed int64, tokens func(string) uint64) *gen {
-	g := &gen{rng: rand.New(rand.NewSource(seed)), tokens: tokens}
+	g := &gen{rng: rand.New(rand.NewSource(seed)), tokens: tokens, acl: newACLUniverse(), aclRate: 60}
 	for i := 0; i < 6; i++ {
 		var id LeaseID
 		id[0], id[15] = byte(i+1), byte(0xA0+i)
@@ -250,6 +263,11 @@ func newGen(seed int64, tokens func(string) uint64) *gen {
 func (g *gen) next() Command {
 	g.now += int64(g.rng.Intn(250))
 	c := Command{Now: g.now}
+	if g.startV2 && !g.v2 {
+		g.v2 = true
+		c.Type, c.Version = TypeSetVersion, 2
+		return c
+	}
 	if g.rng.Intn(8) == 0 {
 		c.Now -= int64(g.rng.Intn(200)) // proposals may commit out of time order
 	}
@@ -282,6 +300,9 @@ func (g *gen) next() Command {
 		return c
 	case op < 20:
 		c.Type, c.Node.ID, c.Version = TypeNodeVersion, fmt.Sprintf("n%d", g.rng.Intn(3)), uint64(1+g.rng.Intn(2))
+		return c
+	case g.v2 && op < 20+g.aclRate, !g.v2 && op < 22:
+		g.nextACL(&c)
 		return c
 	}
 	huge := g.rng.Intn(200) == 0 // a wait or TTL whose deadline would overflow

@@ -28,6 +28,12 @@ const (
 	// StatusQuotaExceeded: the command would break the limit that Result.Quota names;
 	// nothing but time changed.
 	StatusQuotaExceeded
+	// StatusConflict: an ACL command collides with the state (a second bootstrap, a
+	// secret another token has, the built-in policy); nothing but time changed.
+	StatusConflict
+	// StatusNotFound: an ACL command names a policy or token that does not exist;
+	// nothing but time changed.
+	StatusNotFound
 )
 
 // String names the status for logs and tests.
@@ -51,6 +57,10 @@ func (s Status) String() string {
 		return "halted"
 	case StatusQuotaExceeded:
 		return "quota_exceeded"
+	case StatusConflict:
+		return "conflict"
+	case StatusNotFound:
+		return "not_found"
 	}
 	return "status(?)"
 }
@@ -74,7 +84,7 @@ type Result struct {
 	Renewed []bool
 	// RenewedTTL gives, per lease of a Renew in order, its TTL (zero when it did not exist).
 	RenewedTTL []int64
-	// Err explains StatusInvalid and StatusHalted.
+	// Err explains StatusInvalid, StatusHalted, StatusConflict and StatusNotFound.
 	Err error
 	// Quota names the limit a StatusQuotaExceeded hit: QuotaLeases, QuotaLocksPerLease or
 	// QuotaWaitersPerLock.

@@ -65,11 +65,12 @@ func newState(notify func(Event)) *state {
 		notify = func(Event) {}
 	}
 	return &state{
-		leases: make(map[LeaseID]*lease),
-		locks:  make(map[string]*lock),
-		names:  btree.NewOrderedG[string](nameIndexDegree),
-		nodes:  make(map[string]NodeInfo),
-		notify: notify,
+		leases:   make(map[LeaseID]*lease),
+		locks:    make(map[string]*lock),
+		names:    btree.NewOrderedG[string](nameIndexDegree),
+		nodes:    make(map[string]NodeInfo),
+		notify:   notify,
+		protocol: protocol{acl: newACL()},
 	}
 }
 
@@ -144,6 +145,8 @@ func (s *state) apply(index uint64, c *Command) *Result {
 		if s.active(c.Type, r) {
 			s.limits = c.Limits
 		}
+	case TypeACLBootstrap, TypeACLSetPolicy, TypeACLDeletePolicy, TypeACLSetToken, TypeACLDeleteToken:
+		s.applyACL(c, r)
 	default:
 		r.Status = StatusSkipped
 	}

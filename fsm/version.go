@@ -16,9 +16,9 @@ import (
 // so that old and new nodes in one cluster hold the same state byte for byte.
 //
 //   - 1: the original log and snapshot format.
-//   - 2: SetVersion, NodeVersion and SetLimits; snapshot format 2 (adds the active
-//     version, the limits and the node versions); one entry moves cluster time by at most
-//     MaxTimeStep.
+//   - 2: SetVersion, NodeVersion, SetLimits and the ACL commands; snapshot format 2 (adds
+//     the active version, the limits, the node versions and the ACL state); one entry
+//     moves cluster time by at most MaxTimeStep.
 const Version uint64 = 2
 
 // Since returns the protocol version that introduced the command type, and 0 for a type
@@ -29,7 +29,8 @@ func (t Type) Since() uint64 {
 	case TypeCreateLease, TypeRenew, TypeRevoke, TypeAcquire, TypeRelease, TypeTick,
 		TypeRegisterNode, TypeDequeue, TypeRemoveNode:
 		return 1
-	case TypeSetVersion, typeNodeVersion, TypeSetLimits:
+	case TypeSetVersion, typeNodeVersion, TypeSetLimits,
+		TypeACLBootstrap, TypeACLSetPolicy, TypeACLDeletePolicy, TypeACLSetToken, TypeACLDeleteToken:
 		return 2
 	}
 	return 0
@@ -119,6 +120,9 @@ type protocol struct {
 	// larger of cluster time and the entry's Now (see advance). It is scratch for one
 	// entry, not state: every entry sets it before use.
 	stamp int64
+	// acl is the ACL state (acl.go). It stays empty at version 1, which refuses the ACL
+	// commands, so a version 1 snapshot has no place for it and needs none.
+	acl acl
 }
 
 // decode decodes an entry as a node speaking f.maxVersion does. A SetVersion above that
@@ -181,7 +185,8 @@ func (s *state) magic() []byte {
 }
 
 // appendProtocol appends what format 2 adds after the header fields: the active version,
-// the limits and the node versions sorted by ID. Format 1 adds nothing.
+// the limits, the node versions sorted by ID, and the ACL state (appendACL). Format 1
+// adds nothing.
 func (s *state) appendProtocol(buf []byte) []byte {
 	if s.version < 2 {
 		return buf
@@ -200,7 +205,7 @@ func (s *state) appendProtocol(buf []byte) []byte {
 		buf = appendString(buf, id)
 		buf = binary.AppendUvarint(buf, s.nodeVersions[id])
 	}
-	return buf
+	return s.acl.appendACL(buf)
 }
 
 // snapshotFormat returns the format of a snapshot from its header.
@@ -236,6 +241,11 @@ func (s *state) decodeProtocol(d *decoder, format uint64) error {
 			s.nodeVersions = make(map[string]uint64)
 		}
 		s.nodeVersions[id] = v
+	}
+	if d.err == nil {
+		if err := s.acl.decodeACL(d); err != nil {
+			return err
+		}
 	}
 	if d.err == nil && (s.version < 2 || s.version > Version) {
 		return badSnapshot("format 2 at protocol version %d", s.version)

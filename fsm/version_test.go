@@ -212,7 +212,7 @@ func TestType_Since(t *testing.T) {
 		switch {
 		case ty >= TypeCreateLease && ty <= TypeRemoveNode:
 			want = 1
-		case ty >= TypeSetVersion && ty <= TypeSetLimits:
+		case ty >= TypeSetVersion && ty <= TypeACLDeleteToken:
 			want = 2
 		}
 		if ty.Since() != want || (ty|FlagSkippable).Since() != want {
@@ -224,6 +224,11 @@ func TestType_Since(t *testing.T) {
 	}
 	if TypeNodeVersion&FlagSkippable == 0 || TypeSetVersion&FlagSkippable != 0 || TypeSetLimits&FlagSkippable != 0 {
 		t.Fatal("NodeVersion must be skippable, SetVersion and SetLimits must not")
+	}
+	for _, ty := range []Type{TypeACLBootstrap, TypeACLSetPolicy, TypeACLDeletePolicy, TypeACLSetToken, TypeACLDeleteToken} {
+		if ty&FlagSkippable != 0 || ty.Since() != 2 {
+			t.Fatalf("%s: ACL commands are not skippable and need version 2", ty)
+		}
 	}
 }
 
