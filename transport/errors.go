@@ -36,6 +36,14 @@ func errorFor(err error) *api.Error {
 		return api.Errorf(api.CodeNoLeader, "no leader is available (an election is in progress); nothing was applied, retry after the Retry-After delay")
 	case errors.Is(err, cluster.ErrShutdown):
 		return api.Errorf(api.CodeNoLeader, "this node is shutting down; nothing was applied, retry on another node")
+	case errors.Is(err, cluster.ErrACLConflict):
+		return api.Errorf(api.CodeConflict, "%v", err)
+	case errors.Is(err, cluster.ErrACLNotFound):
+		return api.Errorf(api.CodeNotFound, "%v", err)
+	case errors.Is(err, cluster.ErrACLInvalid):
+		return api.Errorf(api.CodeInvalidArgument, "%v", err)
+	case errors.Is(err, cluster.ErrACLInactive):
+		return api.Errorf(api.CodeNoLeader, "%v; upgrade every node, then retry", err)
 	case errors.Is(err, cluster.ErrStorage):
 		return api.Errorf(api.CodeNoLeader, "%v; nothing was applied, retry on another node", err)
 	case errors.Is(err, cluster.ErrHalted):

@@ -42,7 +42,7 @@ func TestAPI_JoinThroughFollowerAndRemove(t *testing.T) {
 
 	info := node.SelfInfo()
 	ctx := clustertest.Ctx(t, 30*time.Second)
-	if err := transport.Join(ctx, f, api.AddNodeRequest{ID: info.ID, RaftAddr: info.RaftAddr, HTTPAddr: info.HTTPAddr}, nil, clustertest.Logger(t, "join")); err != nil {
+	if err := transport.Join(ctx, f, api.AddNodeRequest{ID: info.ID, RaftAddr: info.RaftAddr, HTTPAddr: info.HTTPAddr}, nil, "", clustertest.Logger(t, "join")); err != nil {
 		t.Fatal(err)
 	}
 	n4 := "http://" + httpL.Addr().String()

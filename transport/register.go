@@ -26,7 +26,7 @@ func (s *Server) registerLoop(ctx context.Context) {
 		if s.node.NeedsRegistration() && !s.node.IsLeader() {
 			if leader := s.node.LeaderHTTPAddr(); leader != "" {
 				info := s.node.SelfInfo()
-				err := postNode(ctx, s.fwd, s.scheme()+leader, api.AddNodeRequest{ID: info.ID, RaftAddr: info.RaftAddr, HTTPAddr: info.HTTPAddr})
+				err := postNode(ctx, s.fwd, s.cfg.NodeToken, s.scheme()+leader, api.AddNodeRequest{ID: info.ID, RaftAddr: info.RaftAddr, HTTPAddr: info.HTTPAddr})
 				if err != nil {
 					s.log.Debug("registering with the leader failed; will retry", "leader", leader, "error", err)
 				} else {
@@ -36,7 +36,7 @@ func (s *Server) registerLoop(ctx context.Context) {
 		} else if s.node.NeedsVersionRegistration() && !s.node.IsLeader() {
 			if leader := s.node.LeaderHTTPAddr(); leader != "" {
 				id := s.node.SelfInfo().ID
-				err := putJSON(ctx, s.fwd, s.scheme()+leader+"/v1/cluster/nodes/"+url.PathEscape(id)+"/version", api.NodeVersionRequest{MaxVersion: s.node.MaxVersion()})
+				err := putJSON(ctx, s.fwd, s.cfg.NodeToken, s.scheme()+leader+"/v1/cluster/nodes/"+url.PathEscape(id)+"/version", api.NodeVersionRequest{MaxVersion: s.node.MaxVersion()})
 				if err != nil {
 					s.log.Debug("registering the protocol version with the leader failed; will retry", "leader", leader, "error", err)
 				} else {
@@ -52,16 +52,16 @@ func (s *Server) registerLoop(ctx context.Context) {
 	}
 }
 
-func postNode(ctx context.Context, c *http.Client, base string, req api.AddNodeRequest) error {
-	return sendJSON(ctx, c, http.MethodPost, strings.TrimRight(base, "/")+"/v1/cluster/nodes", req)
+func postNode(ctx context.Context, c *http.Client, token, base string, req api.AddNodeRequest) error {
+	return sendJSON(ctx, c, token, http.MethodPost, strings.TrimRight(base, "/")+"/v1/cluster/nodes", req)
 }
 
-func putJSON(ctx context.Context, c *http.Client, url string, v any) error {
-	return sendJSON(ctx, c, http.MethodPut, url, v)
+func putJSON(ctx context.Context, c *http.Client, token, url string, v any) error {
+	return sendJSON(ctx, c, token, http.MethodPut, url, v)
 }
 
 // sendJSON sends v to url and turns any non-200 answer into an error naming its code.
-func sendJSON(ctx context.Context, c *http.Client, method, url string, v any) error {
+func sendJSON(ctx context.Context, c *http.Client, token, method, url string, v any) error {
 	body, _ := json.Marshal(v)
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
@@ -70,6 +70,9 @@ func sendJSON(ctx context.Context, c *http.Client, method, url string, v any) er
 		return err
 	}
 	hr.Header.Set("Content-Type", "application/json")
+	if token != "" {
+		hr.Header.Set(api.AuthorizationHeader, "Bearer "+token)
+	}
 	resp, err := c.Do(hr)
 	if err != nil {
 		return err
@@ -87,11 +90,11 @@ func sendJSON(ctx context.Context, c *http.Client, method, url string, v any) er
 // a voter. It retries with backoff until it succeeds or ctx ends, logging each attempt.
 // With tlsCfg (the node's peer client configuration) it speaks HTTPS with its node
 // certificate.
-func Join(ctx context.Context, joinURL string, req api.AddNodeRequest, tlsCfg *tls.Config, log hclog.Logger) error {
+func Join(ctx context.Context, joinURL string, req api.AddNodeRequest, tlsCfg *tls.Config, token string, log hclog.Logger) error {
 	c := &http.Client{Transport: &http.Transport{TLSClientConfig: tlsCfg}}
 	backoff := 200 * time.Millisecond
 	for attempt := 1; ; attempt++ {
-		err := postNode(ctx, c, joinURL, req)
+		err := postNode(ctx, c, token, joinURL, req)
 		if err == nil {
 			log.Info("joined the cluster", "via", joinURL, "attempts", attempt)
 			return nil

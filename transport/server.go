@@ -43,6 +43,17 @@ type Node interface {
 	NeedsVersionRegistration() bool
 	MaxVersion() uint64
 	RegisterVersion(ctx context.Context, id string, v uint64) error
+	ACLBootstrap(ctx context.Context) (cluster.ACLToken, error)
+	ACLSetPolicy(ctx context.Context, name, description string, rules []fsm.ACLRule) error
+	ACLDeletePolicy(ctx context.Context, name string) error
+	ACLCreateToken(ctx context.Context, description string, policies []string) (cluster.ACLToken, error)
+	ACLDeleteToken(ctx context.Context, accessor string) error
+	ACLResolve(secret string) (fsm.ACLIdentity, bool)
+	ACLAnonymous() fsm.ACLIdentity
+	ACLBootstrapped() bool
+	ACLPolicies() []fsm.ACLPolicyView
+	ACLTokens() []fsm.ACLTokenView
+	ACLTokenView(accessor string) (fsm.ACLTokenView, bool)
 	SelfInfo() fsm.NodeInfo
 	MetricsSnapshot() map[string]float64
 }
@@ -72,6 +83,14 @@ type Config struct {
 	// TLS, when non-nil, serves HTTPS with its server configuration, and forwards to
 	// other nodes over mutual TLS with its node certificate.
 	TLS *tlsconf.Reloader
+	// ACL turns on ACL enforcement: every API request needs a bearer token whose policies
+	// grant the right it needs (see transport/acl.go); /healthz, /readyz and /metrics stay
+	// open, and POST /v1/acl/bootstrap works once.
+	ACL bool
+	// NodeToken, when set, is the ACL token this node sends on its own calls to the
+	// leader (registering its HTTP address and protocol version) when ACLs are on and TLS
+	// is off; with TLS, the node certificate proves who it is instead.
+	NodeToken string
 	// RegisterInterval is how often a follower checks that the state machine holds its
 	// HTTP address; zero means 1 s.
 	RegisterInterval time.Duration
@@ -200,6 +219,15 @@ func (s *Server) apiRoutes() []route {
 		{"DELETE /v1/cluster/nodes/{id}", s.handleRemoveNode},
 		{"PUT /v1/cluster/nodes/{id}/version", s.handleNodeVersion},
 		{"POST /v1/cluster/transfer-leader", s.handleTransferLeader},
+		{"POST /v1/acl/bootstrap", s.handleACLBootstrap},
+		{"PUT /v1/acl/policies/{name}", s.handleACLSetPolicy},
+		{"GET /v1/acl/policies", s.handleACLListPolicies},
+		{"GET /v1/acl/policies/{name}", s.handleACLGetPolicy},
+		{"DELETE /v1/acl/policies/{name}", s.handleACLDeletePolicy},
+		{"POST /v1/acl/tokens", s.handleACLCreateToken},
+		{"GET /v1/acl/tokens", s.handleACLListTokens},
+		{"DELETE /v1/acl/tokens/{accessor}", s.handleACLDeleteToken},
+		{"GET /v1/acl/token/self", s.handleACLTokenSelf},
 		{"GET /healthz", s.handleHealthz},
 		{"GET /readyz", s.handleReadyz},
 		{"GET /metrics", s.met.handler().ServeHTTP},

@@ -63,6 +63,8 @@ func serveFlags() []cli.Flag {
 		str("tls-cert", "this node's certificate (PEM), issued by `raftlock tls cert --node ID`; turns on TLS for the API and mutual TLS between nodes", ""),
 		str("tls-key", "the certificate's private key (PEM, mode 0600)", ""),
 		str("tls-ca", "the cluster CA certificate (PEM) that every node and client certificate is checked against", ""),
+		altsrc.NewBoolFlag(&cli.BoolFlag{Name: "acl", Usage: "enforce ACL tokens: every API request needs a bearer token whose policies grant it (bootstrap the first with `raftlock acl bootstrap`)", EnvVars: env("acl")}),
+		str("acl-node-token-file", "file holding the ACL token this node uses to register itself with the leader when ACLs are on and TLS is off (with TLS the node certificate is used); also RAFTLOCK_ACL_NODE_TOKEN", ""),
 		str("tls-client-auth", "client certificates on the HTTPS API: none (not needed; verified when offered), request, or require", "none"),
 		altsrc.NewIntFlag(&cli.IntFlag{Name: "max-held-requests", Usage: "waiting acquires and blocking queries this node holds open at once", Value: 10_000, EnvVars: env("max-held-requests")}),
 		&cli.BoolFlag{Name: "unsafe-grant-without-commit", Hidden: true, Usage: "BREAKS SAFETY: for the verification harness's negative control only"},
@@ -173,7 +175,18 @@ func serveConfig(c *cli.Context, logger hclog.Logger) (cluster.Config, serveOpti
 		},
 		UnsafeGrantWithoutCommit: c.Bool("unsafe-grant-without-commit"),
 	}
-	return cfg, serveOptions{join: c.String("join"), maxHeld: c.Int("max-held-requests"), httpListen: c.String("http-addr")}, nil
+	nodeToken := os.Getenv("RAFTLOCK_ACL_NODE_TOKEN")
+	if f := c.String("acl-node-token-file"); f != "" {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return cluster.Config{}, serveOptions{}, fmt.Errorf("--acl-node-token-file: %w", err)
+		}
+		nodeToken = strings.TrimSpace(string(b))
+	}
+	if c.Bool("acl") && reloader == nil && nodeToken == "" {
+		logger.Warn("ACLs are on and TLS is off: this node registers its HTTP address only when it leads (no node certificate or --acl-node-token-file proves who it is), so right after it first takes office other nodes answer 503 for a moment; use TLS")
+	}
+	return cfg, serveOptions{join: c.String("join"), maxHeld: c.Int("max-held-requests"), httpListen: c.String("http-addr"), acl: c.Bool("acl"), nodeToken: nodeToken}, nil
 }
 
 // advertiseAddr returns the address other nodes use for this node: adv when given, else
@@ -245,7 +258,7 @@ func runServe(ctx context.Context, cfg cluster.Config, opts serveOptions, logger
 		l.Close()
 		return err
 	}
-	srv, err := transport.NewServer(transport.Config{Node: node, Logger: logger, MaxHeldRequests: opts.maxHeld, TLS: cfg.TLS})
+	srv, err := transport.NewServer(transport.Config{Node: node, Logger: logger, MaxHeldRequests: opts.maxHeld, TLS: cfg.TLS, ACL: opts.acl, NodeToken: opts.nodeToken})
 	if err != nil {
 		l.Close()
 		node.Shutdown()
@@ -261,7 +274,7 @@ func runServe(ctx context.Context, cfg cluster.Config, opts serveOptions, logger
 		if cfg.TLS != nil {
 			tlsCfg = cfg.TLS.PeerClientConfig()
 		}
-		if err := transport.Join(ctx, join, api.AddNodeRequest{ID: info.ID, RaftAddr: info.RaftAddr, HTTPAddr: info.HTTPAddr}, tlsCfg, logger); err != nil {
+		if err := transport.Join(ctx, join, api.AddNodeRequest{ID: info.ID, RaftAddr: info.RaftAddr, HTTPAddr: info.HTTPAddr}, tlsCfg, opts.nodeToken, logger); err != nil {
 			logger.Error("could not join the cluster", "error", err)
 		}
 	}
@@ -312,6 +325,8 @@ type serveOptions struct {
 	join       string
 	maxHeld    int
 	httpListen string
+	acl        bool
+	nodeToken  string // never logged, never in argv: read from a file or the environment
 }
 
 // parseBootstrap parses "n1=127.0.0.1:8001,n2=127.0.0.1:8002".
