@@ -43,6 +43,7 @@ type Node interface {
 	RegisterVersion(ctx context.Context, id string, v uint64) error
 	SelfInfo() fsm.NodeInfo
 	MetricsSnapshot() map[string]float64
+	Backup(ctx context.Context) ([]byte, fsm.SnapshotSummary, error)
 }
 
 var _ Node = (*cluster.Node)(nil)
@@ -189,6 +190,7 @@ func (s *Server) routes() {
 	m.HandleFunc("POST /v1/cluster/nodes", s.handleAddNode)
 	m.HandleFunc("DELETE /v1/cluster/nodes/{id}", s.handleRemoveNode)
 	m.HandleFunc("PUT /v1/cluster/nodes/{id}/version", s.handleNodeVersion)
+	m.HandleFunc("GET /v1/snapshot", s.handleSnapshot)
 	m.HandleFunc("GET /healthz", s.handleHealthz)
 	m.HandleFunc("GET /readyz", s.handleReadyz)
 	m.Handle("GET /metrics", s.met.handler())
