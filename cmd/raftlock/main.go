@@ -32,7 +32,7 @@ func newApp() *cli.App {
 		Name:                 "raftlock",
 		Usage:                "a distributed lock manager with fencing tokens, on Raft",
 		EnableBashCompletion: true,
-		Commands:             append([]*cli.Command{serveCommand()}, clientCommands()...),
+		Commands:             append([]*cli.Command{serveCommand(), snapshotCommand()}, clientCommands()...),
 	}
 	return app
 }
