@@ -56,6 +56,7 @@ type Node interface {
 	ACLTokenView(accessor string) (fsm.ACLTokenView, bool)
 	SelfInfo() fsm.NodeInfo
 	MetricsSnapshot() map[string]float64
+	Backup(ctx context.Context) ([]byte, fsm.SnapshotSummary, error)
 }
 
 var _ Node = (*cluster.Node)(nil)
@@ -219,6 +220,7 @@ func (s *Server) apiRoutes() []route {
 		{"DELETE /v1/cluster/nodes/{id}", s.handleRemoveNode},
 		{"PUT /v1/cluster/nodes/{id}/version", s.handleNodeVersion},
 		{"POST /v1/cluster/transfer-leader", s.handleTransferLeader},
+		{"GET /v1/snapshot", s.handleSnapshot},
 		{"POST /v1/acl/bootstrap", s.handleACLBootstrap},
 		{"PUT /v1/acl/policies/{name}", s.handleACLSetPolicy},
 		{"GET /v1/acl/policies", s.handleACLListPolicies},

@@ -29,6 +29,7 @@ var allowed = map[string][]string{
 	"test/fault":           {},
 	"test/deps":            {},
 	"test/blackbox":        {},
+	"test/backup":          {},
 	"cmd/ledger":           {"ledger", "fencing"},
 	"cmd/raftlock":         {"api", "client", "cluster", "transport", "fsm", "fencing", "tlsconf"},
 	"cmd/raftlock-bench":   {"api", "client", "bench/benchkit"},

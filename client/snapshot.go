@@ -1,0 +1,145 @@
+package client
+
+import (
+	"bufio"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/raftlock/raftlock/api"
+)
+
+// Snapshot downloads a backup of the cluster's state (GET /v1/snapshot, which needs the
+// admin right) and writes the backup file to w as it arrives: the header, then the state.
+// It verifies the file while streaming (magic, header, size, SHA-256) and returns the
+// header; on any error, what was written to w must be discarded, so write to a temporary
+// file and rename it only on success.
+//
+// Until an endpoint starts answering, unavailable endpoints and no_leader answers are
+// retried on the other endpoints, as other calls are. Once the backup is streaming it is
+// not retried: the caller's context bounds it (the client's attempt timeout bounds only
+// the wait for the answer to start). The backup holds every lease ID and any ACL token
+// hashes: keep it private.
+func (c *Client) Snapshot(ctx context.Context, w io.Writer) (api.BackupHeader, error) {
+	const op = "snapshot"
+	backoff := c.minBackoff
+	var last error
+	for {
+		for i := range c.endpoints {
+			ep := (c.getPreferred() + i) % len(c.endpoints)
+			resp, err := c.startSnapshot(ctx, ep)
+			if err == nil {
+				defer resp.Body.Close()
+				return readSnapshot(resp.Body, w, c.endpoints[ep])
+			}
+			if !retryable(err) {
+				return api.BackupHeader{}, err
+			}
+			if ctx.Err() != nil {
+				return api.BackupHeader{}, c.ctxErr(ctx, &request{op: op}, last)
+			}
+			last = err
+			c.log.Debug("snapshot: trying the next endpoint", "endpoint", c.endpoints[ep], "error", err)
+		}
+		t := time.NewTimer(backoff/2 + rand.N(backoff/2+1))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return api.BackupHeader{}, c.ctxErr(ctx, &request{op: op}, last)
+		case <-t.C:
+		}
+		backoff = min(2*backoff, c.maxBackoff)
+	}
+}
+
+// startSnapshot sends GET /v1/snapshot to endpoint ep and returns the response once a
+// 200 has started; any other answer is returned as a client error.
+func (c *Client) startSnapshot(ctx context.Context, ep int) (*http.Response, error) {
+	base := c.endpoints[ep]
+	sctx, cancel := context.WithCancel(ctx)
+	timer := time.AfterFunc(c.timeout, cancel) // only until the answer starts
+	req, err := http.NewRequestWithContext(sctx, http.MethodGet, base+"/v1/snapshot", nil)
+	if err != nil {
+		timer.Stop()
+		cancel()
+		return nil, wrap(ErrInvalid, err, "snapshot: building the request")
+	}
+	req.Header.Set("Accept", api.BackupContentType+", application/json")
+	resp, err := c.hc.Do(req)
+	started := timer.Stop()
+	if err != nil {
+		cancel()
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return nil, wrap(ErrUnavailable, err, "snapshot: %s: %v", base, err)
+	}
+	if !started {
+		resp.Body.Close()
+		cancel()
+		return nil, wrap(ErrUnavailable, context.DeadlineExceeded, "snapshot: %s did not start answering within %v", base, c.timeout)
+	}
+	if leader := resp.Header.Get(leaderHeader); leader != "" {
+		c.noteLeader(leader)
+	}
+	if resp.StatusCode == http.StatusOK {
+		resp.Body = cancelOnClose{ReadCloser: resp.Body, cancel: cancel}
+		return resp, nil
+	}
+	defer cancel()
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	var eb api.ErrorBody
+	if err := json.Unmarshal(data, &eb); err != nil || eb.Error.Code == "" {
+		if resp.StatusCode >= 500 {
+			return nil, wrap(ErrUnavailable, nil, "snapshot: %s answered %s", base, resp.Status)
+		}
+		return nil, wrap(ErrServer, nil, "snapshot: %s answered %s: %.200q", base, resp.Status, data)
+	}
+	return nil, fromAPI("snapshot", &api.Error{Code: eb.Error.Code, Message: eb.Error.Message}, parseRetryAfter(resp.Header.Get("Retry-After"), time.Now()))
+}
+
+// cancelOnClose releases a request's context when its body is closed.
+type cancelOnClose struct {
+	io.ReadCloser
+	cancel context.CancelFunc
+}
+
+func (c cancelOnClose) Close() error {
+	err := c.ReadCloser.Close()
+	c.cancel()
+	return err
+}
+
+// readSnapshot copies a backup from body to w, verifying it on the way.
+func readSnapshot(body io.Reader, w io.Writer, base string) (api.BackupHeader, error) {
+	// Everything read from the body reaches w, in order, whatever bufio reads ahead.
+	br := bufio.NewReader(io.TeeReader(body, w))
+	h, err := api.ReadBackupHeader(br)
+	if err != nil {
+		return h, wrap(ErrServer, err, "snapshot: %s: %v", base, err)
+	}
+	sum := sha256.New()
+	n, err := io.Copy(sum, io.LimitReader(br, h.Size))
+	if err != nil {
+		return h, wrap(ErrUnavailable, err, "snapshot: %s: copying the backup failed after %d of %d state bytes: %v", base, n, h.Size, err)
+	}
+	if n != h.Size {
+		return h, wrap(ErrUnavailable, api.ErrBadBackup, "snapshot: %s: the backup ended after %d of %d state bytes", base, n, h.Size)
+	}
+	if extra, _ := io.Copy(io.Discard, br); extra != 0 {
+		return h, wrap(ErrServer, api.ErrBadBackup, "snapshot: %s sent %d bytes after the state", base, extra)
+	}
+	if got := hex.EncodeToString(sum.Sum(nil)); got != h.SHA256 {
+		return h, wrap(ErrServer, api.ErrBadBackup, "snapshot: %s: checksum mismatch: the state hashes to %s, the header says %s", base, got, h.SHA256)
+	}
+	return h, nil
+}
