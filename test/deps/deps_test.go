@@ -28,6 +28,7 @@ var allowed = map[string][]string{
 	"test/testcluster":     {"api", "cluster", "cluster/clustertest", "transport"},
 	"test/fault":           {},
 	"test/deps":            {},
+	"test/deploy":          {},
 	"test/blackbox":        {},
 	"cmd/ledger":           {"ledger", "fencing"},
 	"cmd/raftlock":         {"api", "client", "cluster", "transport", "fsm", "fencing", "tlsconf"},
