@@ -233,6 +233,7 @@ func (s *Server) apiRoutes() []route {
 		{"GET /healthz", s.handleHealthz},
 		{"GET /readyz", s.handleReadyz},
 		{"GET /metrics", s.met.handler().ServeHTTP},
+		{"GET /v1/openapi.json", s.handleOpenAPI},
 	}
 }
 

@@ -28,6 +28,7 @@ var allowed = map[string][]string{
 	"test/testcluster":     {"api", "cluster", "cluster/clustertest", "transport"},
 	"test/fault":           {},
 	"test/deps":            {},
+	"test/deploy":          {},
 	"test/blackbox":        {},
 	"test/backup":          {},
 	"cmd/ledger":           {"ledger", "fencing"},
