@@ -30,7 +30,7 @@ var allowed = map[string][]string{
 	"test/deps":            {},
 	"test/blackbox":        {},
 	"cmd/ledger":           {"ledger", "fencing"},
-	"cmd/raftlock":         {"api", "client", "cluster", "transport", "fsm", "fencing"},
+	"cmd/raftlock":         {"api", "client", "cluster", "transport", "fsm", "fencing", "tlsconf"},
 	"cmd/raftlock-bench":   {"api", "client", "bench/benchkit"},
 	"bench/benchkit":       {},
 	"bench/inproc":         {"cluster", "transport"},
