@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	crand "crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -45,6 +47,9 @@ const leaderHeader = "X-Raftlock-Leader"
 type Client struct {
 	endpoints  []string // base URLs without a trailing slash
 	hc         *http.Client
+	hcGiven    bool        // WithHTTPClient was used
+	tls        *tls.Config // WithTLS; nil means the transport's default (system roots)
+	token      *secret     // WithToken; nil sends no Authorization header
 	timeout    time.Duration
 	minBackoff time.Duration
 	maxBackoff time.Duration
@@ -63,9 +68,33 @@ type Option func(*Client)
 func WithHTTPClient(hc *http.Client) Option {
 	return func(c *Client) {
 		if hc != nil {
-			c.hc = hc
+			c.hc, c.hcGiven = hc, true
 		}
 	}
+}
+
+// WithTLS makes the client speak HTTPS with cfg (cloned; nil keeps the default, which
+// verifies servers against the system's roots). Build cfg with TLSFromFiles from the
+// cluster's CA file and, when the cluster asks for client certificates, a client
+// certificate and key. With TLS configured, a bare "host:port" endpoint means https and
+// an "http://" endpoint is refused, so that a forgotten scheme cannot send a token or a
+// lease ID in clear text. It cannot be combined with WithHTTPClient: configure that
+// client's transport instead.
+func WithTLS(cfg *tls.Config) Option {
+	return func(c *Client) {
+		if cfg != nil {
+			c.tls = cfg.Clone()
+		}
+	}
+}
+
+// WithToken sends secret, an ACL token's secret ID, as "Authorization: Bearer <secret>" on
+// every request. Surrounding white space (a token file's final newline) is trimmed; empty
+// sends no token. The secret never appears in the client's logs or error texts. Send it
+// over HTTPS (WithTLS): over plain HTTP anyone on the path can read it, and New logs a
+// warning saying so.
+func WithToken(secret string) Option {
+	return func(c *Client) { c.token = newSecret(secret) }
 }
 
 // WithTimeout bounds each attempt on one endpoint (DefaultTimeout when d <= 0). A request
@@ -106,6 +135,8 @@ func WithRetryBackoff(min, max time.Duration) Option {
 // "http://127.0.0.1:7001" (a bare "host:port" means http). One endpoint is enough, since
 // any node answers any request, but listing every node lets the client survive the loss
 // of the one it talks to.
+//
+// With WithTLS, a bare "host:port" means https and "http://" endpoints are refused.
 func New(endpoints []string, opts ...Option) (*Client, error) {
 	c := &Client{
 		timeout:    DefaultTimeout,
@@ -113,25 +144,40 @@ func New(endpoints []string, opts ...Option) (*Client, error) {
 		maxBackoff: DefaultMaxBackoff,
 		log:        hclog.NewNullLogger(),
 	}
+	for _, o := range opts {
+		o(c)
+	}
+	if c.tls != nil && c.hcGiven {
+		return nil, errors.New("client: WithTLS and WithHTTPClient cannot be combined: set the TLS config on that HTTP client's transport")
+	}
+	if err := c.token.check(); err != nil {
+		return nil, err
+	}
+	scheme := "http"
+	if c.tls != nil {
+		scheme = "https"
+	}
+	plain := false
 	for _, e := range endpoints {
 		e = strings.TrimSpace(e)
 		if e == "" {
 			continue
 		}
 		if !strings.Contains(e, "://") {
-			e = "http://" + e
+			e = scheme + "://" + e
 		}
 		u, err := url.Parse(e)
 		if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
 			return nil, fmt.Errorf("client: endpoint %q is not an http(s) URL such as http://127.0.0.1:7001", e)
 		}
+		if u.Scheme == "http" && c.tls != nil {
+			return nil, fmt.Errorf("client: endpoint %q is plain HTTP but TLS is configured: use https://%s", e, u.Host)
+		}
+		plain = plain || u.Scheme == "http"
 		c.endpoints = append(c.endpoints, strings.TrimRight(e, "/"))
 	}
 	if len(c.endpoints) == 0 {
 		return nil, errors.New("client: no endpoints given")
-	}
-	for _, o := range opts {
-		o(c)
 	}
 	if c.maxBackoff < c.minBackoff {
 		c.maxBackoff = c.minBackoff
@@ -140,7 +186,18 @@ func New(endpoints []string, opts ...Option) (*Client, error) {
 		tr := http.DefaultTransport.(*http.Transport).Clone()
 		tr.MaxIdleConnsPerHost = 64
 		tr.DialContext = (&net.Dialer{Timeout: 2 * time.Second, KeepAlive: 30 * time.Second}).DialContext
-		c.hc = &http.Client{Transport: tr}
+		if c.tls != nil {
+			tr.TLSClientConfig = c.tls
+		}
+		c.hc = &http.Client{
+			Transport: tr,
+			// The API never redirects. Following one would send a request's body (lease
+			// IDs) wherever the answer points, perhaps over plain HTTP.
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		}
+	}
+	if plain && c.token != nil {
+		c.log.Warn("an ACL token is sent over plain HTTP, where anyone on the path can read it; use https endpoints and TLS")
 	}
 	return c, nil
 }
@@ -164,6 +221,14 @@ type request struct {
 	attemptTimeout time.Duration
 	// maxBackoff overrides the client's maximum backoff for this call when > 0.
 	maxBackoff time.Duration
+	// once marks a request that must not be repeated once an attempt may have been
+	// applied (ACL bootstrap, token creation: a second success would mint a second secret
+	// nobody sees). do then retries only what certainly was not applied: no_leader and
+	// too_many_requests answers, connections that were never made.
+	once bool
+	// secrets are values of this request (lease IDs, request IDs) that must not show in
+	// an error text or a log line, even when the server echoes them.
+	secrets []string
 }
 
 // result tells the caller about the attempt that was answered.
@@ -201,6 +266,7 @@ func (c *Client) do(ctx context.Context, r *request, out any) (result, error) {
 	var last error
 	for {
 		var throttled time.Duration // the Retry-After of a too_many_requests answer
+		tlsFails := 0               // attempts of this round that failed in the TLS handshake
 	round:
 		for i := 0; i < n; i++ {
 			ep := (idx + i) % n
@@ -213,7 +279,7 @@ func (c *Client) do(ctx context.Context, r *request, out any) (result, error) {
 				res.sent = sent
 				return res, nil
 			}
-			if !retryable(err) {
+			if !retryable(err) || (r.once && mayHaveApplied(err)) {
 				return res, err
 			}
 			if ctx.Err() != nil {
@@ -221,6 +287,9 @@ func (c *Client) do(ctx context.Context, r *request, out any) (result, error) {
 				return res, c.ctxErr(ctx, r, last)
 			}
 			last = err
+			if errors.Is(err, ErrTLS) {
+				tlsFails++
+			}
 			if errors.Is(err, ErrTooManyRequests) {
 				// The node is busy, not gone: wait as it asked before asking again (the
 				// attempt made it the preferred endpoint, as it answered).
@@ -231,6 +300,12 @@ func (c *Client) do(ctx context.Context, r *request, out any) (result, error) {
 			}
 			c.log.Debug("request failed, trying the next endpoint", "op", r.op, "endpoint", c.endpoints[ep], "error", err)
 			c.setPreferred((ep + 1) % n)
+		}
+		if tlsFails == n {
+			// No endpoint would shake hands (an untrusted certificate, a refused client
+			// certificate, TLS spoken to a plain port): a misconfiguration that waiting
+			// cannot fix. One endpoint with a bad certificate among good ones is skipped.
+			return res, last
 		}
 		idx = c.getPreferred()
 		// Full jitter in the upper half: spread clients out but keep the pause meaningful.
@@ -260,10 +335,45 @@ func (c *Client) ctxErr(ctx context.Context, r *request, last error) error {
 	return fmt.Errorf("client: %s: %w; last error: %w", r.op, ctx.Err(), last)
 }
 
+// mayHaveApplied reports whether a retryable failure may hide an applied request: an
+// unknown_outcome answer, or a connection that failed after the request could have been
+// sent.
+func mayHaveApplied(err error) bool {
+	if errors.Is(err, ErrUnknownOutcome) {
+		return true
+	}
+	if !errors.Is(err, ErrUnavailable) {
+		return false
+	}
+	var oe *net.OpError
+	return !errors.As(err, &oe) || oe.Op != "dial"
+}
+
 // retryable reports whether another endpoint (or a later attempt) may answer differently.
 func retryable(err error) bool {
 	return errors.Is(err, ErrUnavailable) || errors.Is(err, ErrNoLeader) || errors.Is(err, ErrUnknownOutcome) ||
-		errors.Is(err, ErrTooManyRequests)
+		errors.Is(err, ErrTooManyRequests) || errors.Is(err, ErrTLS)
+}
+
+// tlsFailure reports whether a failed HTTP exchange failed in the TLS handshake for a
+// reason that retrying will not fix.
+func tlsFailure(err error) bool {
+	var (
+		verr *tls.CertificateVerificationError
+		uerr x509.UnknownAuthorityError
+		herr x509.HostnameError
+		cerr x509.CertificateInvalidError
+		rerr tls.RecordHeaderError
+		aerr tls.AlertError
+	)
+	if errors.As(err, &verr) || errors.As(err, &uerr) || errors.As(err, &herr) || errors.As(err, &cerr) ||
+		errors.As(err, &rerr) || errors.As(err, &aerr) {
+		return true
+	}
+	// A TLS alert from the server (it refused our certificate, or has none for us)
+	// arrives as a *net.OpError whose Op is "remote error".
+	var oe *net.OpError
+	return errors.As(err, &oe) && oe.Op == "remote error"
 }
 
 func (c *Client) getPreferred() int {
@@ -310,21 +420,27 @@ func (c *Client) attempt(ctx context.Context, ep int, r *request, out any) (time
 		req.Header.Set("Content-Type", "application/json")
 	}
 	req.Header.Set("Accept", "application/json")
+	if c.token != nil {
+		req.Header.Set(api.AuthorizationHeader, c.token.header())
+	}
 	sent := time.Now()
 	resp, err := c.hc.Do(req)
 	if err != nil {
-		// A *url.Error names the URL, and a lease's URL holds its ID, a secret: name the
-		// endpoint only.
+		// A *url.Error names the URL, and an old lease route's URL holds its ID, a secret:
+		// name the endpoint only.
 		var ue *url.Error
 		if errors.As(err, &ue) {
 			err = ue.Err
 		}
-		return sent, wrap(ErrUnavailable, err, "%s: %s: %v", r.op, base, err)
+		if tlsFailure(err) {
+			return sent, wrap(ErrTLS, err, "%s: %s: %s", r.op, base, c.redact(r, err.Error()))
+		}
+		return sent, wrap(ErrUnavailable, err, "%s: %s: %s", r.op, base, c.redact(r, err.Error()))
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
 	if err != nil {
-		return sent, wrap(ErrUnavailable, err, "%s: reading the answer of %s: %v", r.op, base, err)
+		return sent, wrap(ErrUnavailable, err, "%s: reading the answer of %s: %s", r.op, base, c.redact(r, err.Error()))
 	}
 	if leader := resp.Header.Get(leaderHeader); leader != "" {
 		c.noteLeader(leader)
@@ -346,10 +462,27 @@ func (c *Client) attempt(ctx context.Context, ep int, r *request, out any) (time
 		case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
 			// A proxy or load balancer in front of a node that is down.
 			return sent, wrap(ErrUnavailable, nil, "%s: %s answered %s", r.op, base, resp.Status)
+		case http.StatusUnauthorized:
+			return sent, wrap(ErrUnauthenticated, nil, "%s: %s answered %s", r.op, base, resp.Status)
+		case http.StatusForbidden:
+			return sent, wrap(ErrPermissionDenied, nil, "%s: %s answered %s", r.op, base, resp.Status)
 		}
-		return sent, wrap(ErrServer, nil, "%s: %s answered %s: %.200q", r.op, base, resp.Status, data)
+		return sent, wrap(ErrServer, nil, "%s: %s answered %s: %.200q", r.op, base, resp.Status, c.redact(r, string(data)))
 	}
-	return sent, fromAPI(r.op, &api.Error{Code: eb.Error.Code, Message: eb.Error.Message}, parseRetryAfter(resp.Header.Get("Retry-After"), time.Now()))
+	ae := &api.Error{Code: eb.Error.Code, Message: c.redact(r, eb.Error.Message)}
+	return sent, fromAPI(r.op, ae, parseRetryAfter(resp.Header.Get("Retry-After"), time.Now()))
+}
+
+// redact replaces in s the client's token and the request's secrets, in case a server or
+// a proxy echoes them in an answer that becomes an error text.
+func (c *Client) redact(r *request, s string) string {
+	s = c.token.redact(s)
+	for _, v := range r.secrets {
+		if len(v) >= minSecretLen {
+			s = strings.ReplaceAll(s, v, redactID(v))
+		}
+	}
+	return s
 }
 
 // noteLeader makes the endpoint whose host is the leader's HTTP address the preferred
@@ -436,11 +569,30 @@ func (c *Client) keepAlive(ctx context.Context, leaseID string, attemptTimeout, 
 		return api.Lease{}, result{}, err
 	}
 	var out api.Lease
-	res, err := c.do(ctx, &request{
-		op: op, method: http.MethodPost, path: "/v1/leases/" + leaseID + "/keepalive",
+	res, err := c.leaseCall(ctx, &request{
+		op: op, method: http.MethodPost, path: "/v1/leases/keepalive",
 		attemptTimeout: attemptTimeout, maxBackoff: maxBackoff,
-	}, &out)
+	}, leaseID, http.MethodPost, "/keepalive", &out)
 	return out, res, err
+}
+
+// leaseCall sends r, a request on one of the lease routes that carry the ID in the body
+// (api.LeaseRequest), so that the ID stays out of URLs, which end up in access logs,
+// proxies' logs and error texts. A server older than those routes answers 404 not_found
+// (or 405 method_not_allowed: its GET and DELETE /v1/leases/{id} match the path); the
+// call is then repeated once on the old route, oldMethod /v1/leases/{id}oldSuffix, where
+// the ID has to be in the URL. The first answer said nothing was applied.
+func (c *Client) leaseCall(ctx context.Context, r *request, leaseID, oldMethod, oldSuffix string, out any) (result, error) {
+	r.body = func() any { return api.LeaseRequest{LeaseID: leaseID} }
+	r.secrets = append(r.secrets, leaseID)
+	res, err := c.do(ctx, r, out)
+	if err == nil || !(errors.Is(err, &api.Error{Code: api.CodeNotFound}) || errors.Is(err, &api.Error{Code: api.CodeMethodNotAllowed})) {
+		return res, err
+	}
+	c.log.Debug("the server lacks the lease routes with the ID in the body; using the old route", "op", r.op)
+	old := *r
+	old.method, old.path, old.body = oldMethod, "/v1/leases/"+url.PathEscape(leaseID)+oldSuffix, nil
+	return c.do(ctx, &old, out)
 }
 
 // Revoke deletes a lease and releases every lock it holds (each goes to its next waiter).
@@ -452,7 +604,7 @@ func (c *Client) Revoke(ctx context.Context, leaseID string) (api.RevokeResult, 
 		return api.RevokeResult{}, err
 	}
 	var out api.RevokeResult
-	res, err := c.do(ctx, &request{op: op, method: http.MethodDelete, path: "/v1/leases/" + leaseID}, &out)
+	res, err := c.leaseCall(ctx, &request{op: op, method: http.MethodPost, path: "/v1/leases/revoke"}, leaseID, http.MethodDelete, "", &out)
 	if err != nil && res.attempts > 1 && errors.Is(err, ErrLeaseNotFound) {
 		return api.RevokeResult{LeaseID: leaseID, Released: []string{}}, nil
 	}
@@ -466,7 +618,7 @@ func (c *Client) GetLease(ctx context.Context, leaseID string) (api.Lease, error
 		return api.Lease{}, err
 	}
 	var out api.Lease
-	_, err := c.do(ctx, &request{op: op, method: http.MethodGet, path: "/v1/leases/" + leaseID}, &out)
+	_, err := c.leaseCall(ctx, &request{op: op, method: http.MethodPost, path: "/v1/leases/lookup"}, leaseID, http.MethodGet, "", &out)
 	return out, err
 }
 
@@ -546,7 +698,8 @@ func (c *Client) acquire(ctx context.Context, name string, opts AcquireOptions) 
 		body: func() any {
 			return api.AcquireRequest{LeaseID: opts.LeaseID, TTLMs: ms(opts.TTL), WaitMs: ms(remaining()), Owner: opts.Owner, RequestID: reqID}
 		},
-		waitFn: remaining,
+		waitFn:  remaining,
+		secrets: []string{opts.LeaseID, reqID},
 	}, &out)
 	return out, res, err
 }
@@ -581,7 +734,8 @@ func (c *Client) release(ctx context.Context, name, leaseID string, token uint64
 	}
 	return c.do(ctx, &request{
 		op: op, method: http.MethodDelete, path: lockPath(name),
-		body: func() any { return api.ReleaseRequest{LeaseID: leaseID, Token: token} },
+		body:    func() any { return api.ReleaseRequest{LeaseID: leaseID, Token: token} },
+		secrets: []string{leaseID},
 	}, &api.ReleaseResult{})
 }
 

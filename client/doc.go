@@ -34,8 +34,36 @@
 // so the client returns ErrQuotaExceeded at once (RetryAfter gives the server's hint).
 //
 // Errors from the API match one of the package's sentinel errors (ErrLockHeld,
-// ErrWaitTimeout, ErrNotHolder, ErrLeaseNotFound, ErrNoLeader, ErrQuotaExceeded, ...)
+// ErrWaitTimeout, ErrNotHolder, ErrLeaseNotFound, ErrNoLeader, ErrQuotaExceeded,
+// ErrUnauthenticated, ErrPermissionDenied, ErrConflict, ...)
 // and the server's *api.Error, both with errors.Is.
+//
+// # TLS and ACL tokens
+//
+// WithTLS makes the client speak HTTPS; TLSFromFiles builds its config from the cluster's
+// CA file and, when the cluster requires client certificates, a client certificate and
+// key (`raftlock tls cert --client NAME` issues one). WithToken sends an ACL token's
+// secret as "Authorization: Bearer <secret>" on every request:
+//
+//	cfg, err := client.TLSFromFiles("ca.pem", "worker.pem", "worker-key.pem")
+//	c, err := client.New([]string{"https://10.0.0.1:7001"}, client.WithTLS(cfg),
+//		client.WithToken(os.Getenv("RAFTLOCK_ACL_TOKEN")))
+//
+// Secrets stay out of sight: the token and lease IDs never appear in the client's log
+// lines or error texts (even when a server echoes them), and printing a Client does not
+// show the token. Keepalive, lease lookup and revoke send the lease ID in the request
+// body (POST /v1/leases/keepalive, /lookup, /revoke), not in the URL, which ends up in
+// access logs; against a server older than those routes the client falls back once to
+// the old routes, which carry the ID in the path.
+//
+// With ACLs on, a request without a valid token fails with ErrUnauthenticated (401) and
+// one whose token lacks the right with ErrPermissionDenied (403); a request that
+// contradicts the cluster's state (bootstrapping twice, re-pointing a member without
+// Replace) fails with ErrConflict (409). None is retried: every node would answer the
+// same. A TLS handshake that fails on every endpoint (an untrusted certificate, a refused
+// client certificate) fails with ErrTLS after one round instead of being waited out.
+// ACLBootstrap and ACLTokenCreate, whose answers carry a secret shown once, are not
+// retried after an attempt that may have been applied.
 //
 // # What a lock does not promise
 //

@@ -58,6 +58,21 @@ var (
 	// is longer); callers see it only when their context ends first, or when its deadline
 	// falls before the Retry-After delay would pass (the client then gives up at once).
 	ErrTooManyRequests = errors.New("client: too many requests")
+	// ErrUnauthenticated: ACLs are on and the request carried no token, or one the cluster
+	// does not know (401 unauthenticated). Not retried: another node knows the same tokens.
+	ErrUnauthenticated = errors.New("client: unauthenticated")
+	// ErrPermissionDenied: the request's token does not grant the right it needs
+	// (403 permission_denied). Not retried.
+	ErrPermissionDenied = errors.New("client: permission denied")
+	// ErrConflict: the request contradicts the cluster's state and was refused (409
+	// conflict): ACLs are bootstrapped already, or a member ID would be re-pointed at a new
+	// address without AddNodeRequest.Replace. Not retried.
+	ErrConflict = errors.New("client: conflict")
+	// ErrTLS: the TLS handshake failed in a way waiting cannot fix: the server's
+	// certificate does not verify against the CA (or names another host), the server
+	// refused the client's certificate, or the endpoint does not speak TLS. The client
+	// tries the other endpoints, and gives up once a whole round failed this way.
+	ErrTLS = errors.New("client: TLS handshake failed")
 
 	// ErrLeaseLost: the client can no longer assume its lease is alive: a keepalive was
 	// answered with lease_not_found, the lease was revoked, or its SafeUntil passed without
@@ -88,6 +103,12 @@ func codeSentinel(code string) error {
 		return ErrQuotaExceeded
 	case api.CodeTooManyRequests:
 		return ErrTooManyRequests
+	case api.CodeUnauthenticated:
+		return ErrUnauthenticated
+	case api.CodePermissionDenied:
+		return ErrPermissionDenied
+	case api.CodeConflict:
+		return ErrConflict
 	case api.CodeInvalidJSON, api.CodeInvalidName, api.CodeInvalidTTL, api.CodeInvalidArgument,
 		api.CodeNotFound, api.CodeMethodNotAllowed, api.CodeBodyTooLarge:
 		return ErrInvalid

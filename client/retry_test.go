@@ -1,9 +1,11 @@
 package client_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -25,6 +27,10 @@ func fakeNode(t *testing.T, h http.HandlerFunc) (string, *atomic.Int64) {
 	var hits atomic.Int64
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		hits.Add(1)
+		// Read the body first, as the real server does: net/http notices a client that
+		// gave up (and cancels r.Context) only once the body has been read.
+		b, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(b))
 		h(w, r)
 	}))
 	t.Cleanup(srv.Close)

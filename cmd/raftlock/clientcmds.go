@@ -51,16 +51,19 @@ func clientCommands() []*cli.Command {
 		leaseCommand(),
 		clusterCommand(),
 		lockCommand(),
+		aclCommand(),
+		tlsCommand(),
 	}
 }
 
 // clientFlags are the flags every client command takes, followed by its own.
 func clientFlags(own ...cli.Flag) []cli.Flag {
-	return append([]cli.Flag{
+	flags := []cli.Flag{
 		&cli.StringFlag{Name: "endpoints", Usage: "comma-separated node URLs; any node will do, more survive failures", Value: defaultEndpoints, EnvVars: []string{"RAFTLOCK_ENDPOINTS"}},
 		&cli.BoolFlag{Name: "json", Usage: "print machine-readable JSON"},
 		&cli.DurationFlag{Name: "timeout", Usage: "how long to keep trying to reach the cluster (not counting --wait)", Value: 15 * time.Second},
-	}, own...)
+	}
+	return append(append(flags, securityFlags()...), own...)
 }
 
 // parsedArgs are a client command's arguments once flags are taken out.
@@ -162,10 +165,19 @@ func usageErrorf(c *cli.Context, format string, args ...any) error {
 	return cli.Exit("raftlock: "+msg, exitUsage)
 }
 
-// newClient builds a client from the common flags.
+// newClient builds a client from the common flags: endpoints, timeout, TLS and the ACL
+// token. With TLS on, the default endpoints are the https:// ones.
 func newClient(c *cli.Context) (*client.Client, error) {
-	eps := strings.Split(c.String("endpoints"), ",")
-	cl, err := client.New(eps, client.WithTimeout(attemptTimeout(c)))
+	opts, tlsOn, err := securityOptions(c)
+	if err != nil {
+		return nil, err
+	}
+	endpoints := c.String("endpoints")
+	if tlsOn && !c.IsSet("endpoints") {
+		endpoints = strings.ReplaceAll(endpoints, "http://", "https://")
+	}
+	opts = append(opts, client.WithTimeout(attemptTimeout(c)))
+	cl, err := client.New(strings.Split(endpoints, ","), opts...)
 	if err != nil {
 		return nil, usageErrorf(c, "--endpoints: %v", err)
 	}
@@ -192,7 +204,16 @@ func commandError(err error) error {
 	if errors.Is(err, client.ErrInvalid) {
 		return cli.Exit("raftlock: "+err.Error(), exitUsage)
 	}
-	return cli.Exit("raftlock: "+err.Error(), 1)
+	msg := "raftlock: " + err.Error()
+	switch {
+	case errors.Is(err, client.ErrUnauthenticated):
+		msg += "\nhint: ACLs are on: give a token with $" + envACLToken + " or --acl-token-file FILE"
+	case errors.Is(err, client.ErrPermissionDenied):
+		msg += "\nhint: the token's policies do not grant this; `raftlock acl token self` shows them"
+	case errors.Is(err, client.ErrTLS):
+		msg += "\nhint: --tls-ca must be the cluster's CA; a cluster that requires client certificates needs --tls-cert and --tls-key"
+	}
+	return cli.Exit(msg, 1)
 }
 
 // printJSON writes v as indented JSON.

@@ -1,20 +1,93 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"text/tabwriter"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/raftlock/raftlock/api"
+	"github.com/raftlock/raftlock/client"
 )
 
 func clusterCommand() *cli.Command {
 	return clientCommand(&cli.Command{
 		Name:  "cluster",
-		Usage: "show the cluster's nodes, leader, term and indexes",
+		Usage: "show the cluster's nodes, leader, term and indexes; add or remove members",
 		Description: `Shows the cluster as the answering node sees it: the leader, the node's Raft term,
 commit and applied indexes, and every member with its Raft and HTTP addresses.`,
 		Flags: clientFlags(),
+		Subcommands: []*cli.Command{
+			clientCommand(&cli.Command{
+				Name:      "add",
+				Usage:     "add a voter, or re-register a member's HTTP address",
+				ArgsUsage: "ID",
+				Description: `Adds node ID, listening for Raft at --raft-addr and for HTTP at --http-addr, as a
+voter. Re-pointing an existing member at another Raft address (a node rebuilt on another
+host) is refused unless --replace is given. Start the new node with --join instead when
+it can reach the cluster itself.`,
+				Flags: clientFlags(
+					&cli.StringFlag{Name: "raft-addr", Usage: "the node's Raft address (host:port)"},
+					&cli.StringFlag{Name: "http-addr", Usage: "the node's HTTP API address (host:port)"},
+					&cli.BoolFlag{Name: "replace", Usage: "allow re-pointing an existing member ID at a new Raft address"},
+				),
+			}, runClusterAdd),
+			clientCommand(&cli.Command{
+				Name:      "remove",
+				Usage:     "remove a member from the cluster",
+				ArgsUsage: "ID",
+				Flags:     clientFlags(),
+			}, runClusterRemove),
+		},
 	}, runCluster)
+}
+
+func runClusterAdd(c *cli.Context, a parsedArgs) error {
+	if len(a.args) != 1 || a.dash {
+		return usageErrorf(c, "give exactly one node ID")
+	}
+	if c.String("raft-addr") == "" {
+		return usageErrorf(c, "--raft-addr is required")
+	}
+	cl, err := newClient(c)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := callContext(c, 0)
+	defer cancel()
+	n, err := cl.AddNode(ctx, api.AddNodeRequest{ID: a.args[0], RaftAddr: c.String("raft-addr"), HTTPAddr: c.String("http-addr"), Replace: c.Bool("replace")})
+	if err != nil {
+		if errors.Is(err, client.ErrConflict) {
+			err = fmt.Errorf("%w\nhint: to re-point member %s at a new address, add --replace", err, a.args[0])
+		}
+		return commandError(err)
+	}
+	if c.Bool("json") {
+		return printJSON(c.App.Writer, n)
+	}
+	fmt.Fprintf(c.App.Writer, "added %s (raft %s, http %s)\n", n.ID, n.RaftAddr, n.HTTPAddr)
+	return nil
+}
+
+func runClusterRemove(c *cli.Context, a parsedArgs) error {
+	if len(a.args) != 1 || a.dash {
+		return usageErrorf(c, "give exactly one node ID")
+	}
+	cl, err := newClient(c)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := callContext(c, 0)
+	defer cancel()
+	if err := cl.RemoveNode(ctx, a.args[0]); err != nil {
+		return commandError(err)
+	}
+	if c.Bool("json") {
+		return printJSON(c.App.Writer, map[string]string{"removed": a.args[0]})
+	}
+	fmt.Fprintf(c.App.Writer, "removed %s\n", a.args[0])
+	return nil
 }
 
 func runCluster(c *cli.Context, a parsedArgs) error {

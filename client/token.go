@@ -1,0 +1,55 @@
+package client
+
+import (
+	"errors"
+	"strings"
+)
+
+// minSecretLen is the shortest value redact replaces: a lease ID, request ID or token is
+// far longer, and replacing a few characters would mangle messages for nothing.
+const minSecretLen = 8
+
+// secret holds an ACL token's secret ID. The Client keeps a pointer to it, which fmt
+// prints as an address: printing a Client with %v or %+v cannot show the token (fmt
+// prints unexported string fields as they are, Stringer or not). It prints as
+// "[redacted]" itself. A nil *secret means no token.
+type secret struct{ v string }
+
+// newSecret returns nil for an empty token.
+func newSecret(s string) *secret {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return nil
+	}
+	return &secret{v: s}
+}
+
+// String implements fmt.Stringer.
+func (*secret) String() string { return "[redacted]" }
+
+// GoString implements fmt.GoStringer, for %#v.
+func (*secret) GoString() string { return `"[redacted]"` }
+
+// header returns the Authorization header's value.
+func (s *secret) header() string { return "Bearer " + s.v }
+
+// check reports whether the secret can go in an HTTP header. The error does not show it.
+func (s *secret) check() error {
+	if s == nil {
+		return nil
+	}
+	for i := 0; i < len(s.v); i++ {
+		if s.v[i] <= ' ' || s.v[i] >= 0x7f {
+			return errors.New("client: the ACL token holds characters that cannot go in an HTTP header (white space, control or non-ASCII characters); it is not shown here")
+		}
+	}
+	return nil
+}
+
+// redact replaces the secret in text, in case a server or proxy echoed it.
+func (s *secret) redact(text string) string {
+	if s == nil || len(s.v) < minSecretLen {
+		return text
+	}
+	return strings.ReplaceAll(text, s.v, "[redacted]")
+}

@@ -1,0 +1,341 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/raftlock/raftlock/api"
+	"github.com/raftlock/raftlock/client"
+)
+
+// storeSecretNow is printed with every secret the cluster shows once.
+const storeSecretNow = "Store the secret now, somewhere safe (a file of mode 0600 for --acl-token-file, a secret manager): the cluster keeps only a hash of it and can never show it again."
+
+func aclCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "acl",
+		Usage: "bootstrap ACLs, manage policies and tokens",
+		Description: `With ACLs on, every request carries a token, given to the client commands by
+$RAFTLOCK_ACL_TOKEN or --acl-token-file FILE (--acl-token works but shows the secret
+in the process list). A token holds policies; a policy's rules grant deny, read, lock or
+admin on lock names by prefix, the longest matching prefix deciding. Admin on the empty
+prefix also covers membership and ACL management.
+
+Start with "raftlock acl bootstrap", once per cluster: it prints a management token.`,
+		Subcommands: []*cli.Command{
+			clientCommand(&cli.Command{
+				Name:  "bootstrap",
+				Usage: "turn ACLs on and print the first management token (once per cluster)",
+				Flags: clientFlags(),
+			}, runACLBootstrap),
+			{
+				Name:  "token",
+				Usage: "create, list, revoke or inspect tokens",
+				Subcommands: []*cli.Command{
+					clientCommand(&cli.Command{
+						Name:  "create",
+						Usage: "create a token holding policies and print its secret (shown once)",
+						Flags: clientFlags(
+							&cli.GenericFlag{Name: "policy", Usage: "a policy the token holds (repeat for more)", Value: &multiValue{}},
+							&cli.StringFlag{Name: "description", Usage: "free text for operators (never a secret)"},
+						),
+					}, runACLTokenCreate),
+					clientCommand(&cli.Command{
+						Name:  "list",
+						Usage: "list the tokens (accessor IDs and policies, never secrets)",
+						Flags: clientFlags(),
+					}, runACLTokenList),
+					clientCommand(&cli.Command{
+						Name:      "revoke",
+						Usage:     "revoke a token by its accessor ID",
+						ArgsUsage: "ACCESSOR",
+						Flags:     clientFlags(),
+					}, runACLTokenRevoke),
+					clientCommand(&cli.Command{
+						Name:  "self",
+						Usage: "show the token this command sends (without its secret)",
+						Flags: clientFlags(),
+					}, runACLTokenSelf),
+				},
+			},
+			{
+				Name:  "policy",
+				Usage: "create, list or delete policies",
+				Subcommands: []*cli.Command{
+					clientCommand(&cli.Command{
+						Name:      "create",
+						Usage:     "create a policy, or replace the one of that name",
+						ArgsUsage: "NAME",
+						Description: `Each --rule is PREFIX=ACCESS: ACCESS (deny, read, lock or admin) on every lock name
+that starts with PREFIX. The empty prefix, written "=admin", matches every name and the
+cluster-wide operations. Example:
+
+   raftlock acl policy create workers --rule 'jobs/=lock' --rule '=read'`,
+						Flags: clientFlags(
+							&cli.GenericFlag{Name: "rule", Usage: "PREFIX=ACCESS (repeat for more)", Value: &multiValue{}},
+							&cli.StringFlag{Name: "description", Usage: "free text for operators"},
+						),
+					}, runACLPolicyCreate),
+					clientCommand(&cli.Command{
+						Name:  "list",
+						Usage: "list the policies and their rules",
+						Flags: clientFlags(),
+					}, runACLPolicyList),
+					clientCommand(&cli.Command{
+						Name:      "delete",
+						Usage:     "delete a policy",
+						ArgsUsage: "NAME",
+						Flags:     clientFlags(),
+					}, runACLPolicyDelete),
+				},
+			},
+		},
+	}
+}
+
+// multiValue is a repeatable flag's values, each kept as given: unlike
+// cli.StringSliceFlag it never splits at commas, which a lock-name prefix may hold.
+type multiValue struct{ vals []string }
+
+// Set implements flag.Value.
+func (m *multiValue) Set(v string) error {
+	m.vals = append(m.vals, v)
+	return nil
+}
+
+// String implements flag.Value.
+func (m *multiValue) String() string { return strings.Join(m.vals, " ") }
+
+// multi returns the values of the repeatable flag name.
+func multi(c *cli.Context, name string) []string {
+	if m, ok := c.Generic(name).(*multiValue); ok {
+		return m.vals
+	}
+	return nil
+}
+
+// callACL checks that the command got exactly want positional arguments, then runs call
+// with a client and the command's deadline.
+func callACL(c *cli.Context, a parsedArgs, want int, what string, call func(ctx context.Context, cl *client.Client) error) error {
+	if len(a.args) != want || a.dash {
+		if want == 0 {
+			return usageErrorf(c, "%s takes no arguments", c.Command.HelpName)
+		}
+		return usageErrorf(c, "give exactly one %s", what)
+	}
+	cl, err := newClient(c)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := callContext(c, 0)
+	defer cancel()
+	return commandError(call(ctx, cl))
+}
+
+func runACLBootstrap(c *cli.Context, a parsedArgs) error {
+	var tok api.ACLToken
+	err := callACL(c, a, 0, "", func(ctx context.Context, cl *client.Client) (err error) {
+		tok, err = cl.ACLBootstrap(ctx)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return printNewToken(c, tok)
+}
+
+func runACLTokenCreate(c *cli.Context, a parsedArgs) error {
+	policies := multi(c, "policy")
+	if len(policies) == 0 {
+		return usageErrorf(c, "name at least one --policy")
+	}
+	var tok api.ACLToken
+	err := callACL(c, a, 0, "", func(ctx context.Context, cl *client.Client) (err error) {
+		tok, err = cl.ACLTokenCreate(ctx, api.ACLTokenRequest{Description: c.String("description"), Policies: policies})
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return printNewToken(c, tok)
+}
+
+// printNewToken prints a token whose secret the cluster shows this once, and says so.
+func printNewToken(c *cli.Context, tok api.ACLToken) error {
+	if c.Bool("json") {
+		fmt.Fprintln(c.App.ErrWriter, storeSecretNow)
+		return printJSON(c.App.Writer, tok)
+	}
+	if err := printToken(c.App.Writer, tok); err != nil {
+		return err
+	}
+	fmt.Fprintf(c.App.Writer, "\n%s\n", storeSecretNow)
+	return nil
+}
+
+func printToken(out io.Writer, tok api.ACLToken) error {
+	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(w, "accessor\t%s\n", tok.AccessorID)
+	if tok.SecretID != "" {
+		fmt.Fprintf(w, "secret\t%s\n", tok.SecretID)
+	}
+	if tok.Description != "" {
+		fmt.Fprintf(w, "description\t%s\n", tok.Description)
+	}
+	fmt.Fprintf(w, "policies\t%s\n", strings.Join(tok.Policies, ", "))
+	return w.Flush()
+}
+
+func runACLTokenList(c *cli.Context, a parsedArgs) error {
+	var toks []api.ACLToken
+	err := callACL(c, a, 0, "", func(ctx context.Context, cl *client.Client) (err error) {
+		toks, err = cl.ACLTokenList(ctx)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if c.Bool("json") {
+		return printJSON(c.App.Writer, api.ACLTokenList{Tokens: toks})
+	}
+	if len(toks) == 0 {
+		fmt.Fprintln(c.App.Writer, "no tokens")
+		return nil
+	}
+	w := tabwriter.NewWriter(c.App.Writer, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "ACCESSOR\tPOLICIES\tDESCRIPTION")
+	for _, t := range toks {
+		fmt.Fprintf(w, "%s\t%s\t%s\n", t.AccessorID, strings.Join(t.Policies, ","), t.Description)
+	}
+	return w.Flush()
+}
+
+func runACLTokenRevoke(c *cli.Context, a parsedArgs) error {
+	err := callACL(c, a, 1, "token ACCESSOR ID", func(ctx context.Context, cl *client.Client) error {
+		return cl.ACLTokenRevoke(ctx, a.args[0])
+	})
+	if err != nil {
+		return err
+	}
+	if c.Bool("json") {
+		return printJSON(c.App.Writer, map[string]string{"revoked": a.args[0]})
+	}
+	fmt.Fprintf(c.App.Writer, "revoked token %s\n", a.args[0])
+	return nil
+}
+
+func runACLTokenSelf(c *cli.Context, a parsedArgs) error {
+	var tok api.ACLToken
+	err := callACL(c, a, 0, "", func(ctx context.Context, cl *client.Client) (err error) {
+		tok, err = cl.ACLTokenSelf(ctx)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	tok.SecretID = "" // the caller has it; do not print it again
+	if c.Bool("json") {
+		return printJSON(c.App.Writer, tok)
+	}
+	return printToken(c.App.Writer, tok)
+}
+
+// parseRule reads PREFIX=ACCESS. The split is at the last '=', since a prefix may hold
+// '=' and an access never does.
+func parseRule(s string) (api.ACLRule, error) {
+	i := strings.LastIndexByte(s, '=')
+	if i < 0 {
+		return api.ACLRule{}, fmt.Errorf("rule %q is not PREFIX=ACCESS (an empty prefix is written =ACCESS)", s)
+	}
+	r := api.ACLRule{Prefix: s[:i], Access: s[i+1:]}
+	switch r.Access {
+	case api.AccessDeny, api.AccessRead, api.AccessLock, api.AccessAdmin:
+		return r, nil
+	}
+	return api.ACLRule{}, fmt.Errorf("rule %q: access %q is not one of deny, read, lock, admin", s, r.Access)
+}
+
+func runACLPolicyCreate(c *cli.Context, a parsedArgs) error {
+	specs := multi(c, "rule")
+	if len(specs) == 0 {
+		return usageErrorf(c, "give at least one --rule PREFIX=ACCESS")
+	}
+	rules := make([]api.ACLRule, 0, len(specs))
+	for _, s := range specs {
+		r, err := parseRule(s)
+		if err != nil {
+			return usageErrorf(c, "%v", err)
+		}
+		rules = append(rules, r)
+	}
+	var p api.ACLPolicy
+	err := callACL(c, a, 1, "policy NAME", func(ctx context.Context, cl *client.Client) (err error) {
+		p, err = cl.ACLPolicySet(ctx, a.args[0], api.ACLPolicyRequest{Description: c.String("description"), Rules: rules})
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if c.Bool("json") {
+		return printJSON(c.App.Writer, p)
+	}
+	w := tabwriter.NewWriter(c.App.Writer, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(w, "policy\t%s\n", p.Name)
+	if p.Description != "" {
+		fmt.Fprintf(w, "description\t%s\n", p.Description)
+	}
+	fmt.Fprintf(w, "rules\t%s\n", formatRules(p.Rules))
+	return w.Flush()
+}
+
+// formatRules writes rules as they are given on the command line.
+func formatRules(rules []api.ACLRule) string {
+	parts := make([]string, len(rules))
+	for i, r := range rules {
+		parts[i] = fmt.Sprintf("%q", r.Prefix+"="+r.Access)
+	}
+	return strings.Join(parts, " ")
+}
+
+func runACLPolicyList(c *cli.Context, a parsedArgs) error {
+	var ps []api.ACLPolicy
+	err := callACL(c, a, 0, "", func(ctx context.Context, cl *client.Client) (err error) {
+		ps, err = cl.ACLPolicyList(ctx)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if c.Bool("json") {
+		return printJSON(c.App.Writer, api.ACLPolicyList{Policies: ps})
+	}
+	if len(ps) == 0 {
+		fmt.Fprintln(c.App.Writer, "no policies")
+		return nil
+	}
+	w := tabwriter.NewWriter(c.App.Writer, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "NAME\tRULES\tDESCRIPTION")
+	for _, p := range ps {
+		fmt.Fprintf(w, "%s\t%s\t%s\n", p.Name, formatRules(p.Rules), p.Description)
+	}
+	return w.Flush()
+}
+
+func runACLPolicyDelete(c *cli.Context, a parsedArgs) error {
+	err := callACL(c, a, 1, "policy NAME", func(ctx context.Context, cl *client.Client) error {
+		return cl.ACLPolicyDelete(ctx, a.args[0])
+	})
+	if err != nil {
+		return err
+	}
+	if c.Bool("json") {
+		return printJSON(c.App.Writer, map[string]string{"deleted": a.args[0]})
+	}
+	fmt.Fprintf(c.App.Writer, "deleted policy %s\n", a.args[0])
+	return nil
+}
