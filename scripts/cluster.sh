@@ -6,6 +6,11 @@
 #   scripts/cluster.sh status   show each node's pid and the cluster as n1..n3 see it
 #   scripts/cluster.sh run      start in the foreground with prefixed logs; Ctrl-C stops all
 #
+# start and run take --tls (a development CA and certificates under $STATE/tls, made with
+# `raftlock tls`; HTTPS and mutual TLS between nodes) and --acl (ACLs on; the first start
+# bootstraps them and writes the management token to $STATE/acl-token, mode 0600), and
+# print the environment a client needs.
+#
 # HTTP on 127.0.0.1:7001-7003, Raft on 127.0.0.1:8001-8003. Data, logs and pid files live
 # under $RAFTLOCK_STATE (default .raftlock)/n1..n3. The binary is $RAFTLOCK_BIN (default
 # bin/raftlock, built with 'make build').
@@ -17,7 +22,65 @@ BIN=${RAFTLOCK_BIN:-bin/raftlock}
 NODES=(n1 n2 n3)
 BOOTSTRAP="n1=127.0.0.1:8001,n2=127.0.0.1:8002,n3=127.0.0.1:8003"
 
+TLS=0
+ACL=0
+TLSDIR=
+
 http_port() { echo $((7000 + ${1#n})); }
+
+scheme() { if ((TLS)); then echo https; else echo http; fi; }
+
+# curl_node ARGS...: curl with the client certificate and the management token when on.
+curl_node() {
+  local args=(-fsS)
+  if ((TLS)); then args+=(--cacert "$TLSDIR/ca.pem" --cert "$TLSDIR/local.pem" --key "$TLSDIR/local-key.pem"); fi
+  curl "${args[@]}" "$@"
+}
+
+# make_certs: the development CA, one certificate per node and one client certificate.
+make_certs() {
+  TLSDIR="$STATE/tls"
+  mkdir -p "$TLSDIR"
+  chmod 700 "$TLSDIR"
+  if [[ ! -f $TLSDIR/ca.pem ]]; then
+    "$BIN" tls ca --dir "$TLSDIR" >/dev/null
+    for id in "${NODES[@]}"; do "$BIN" tls cert --node "$id" --dir "$TLSDIR" >/dev/null; done
+    "$BIN" tls cert --client local --dir "$TLSDIR" >/dev/null
+    echo "made a development CA and certificates in $TLSDIR" >&2
+  fi
+}
+
+serve_flags() { # serve_flags ID: the TLS and ACL flags for node ID
+  if ((TLS)); then
+    echo --tls-cert "$TLSDIR/$1.pem" --tls-key "$TLSDIR/$1-key.pem" --tls-ca "$TLSDIR/ca.pem" --tls-client-auth require
+  fi
+  if ((ACL)); then echo --acl; fi
+}
+
+abspath() { if [[ $1 == /* ]]; then echo "$1"; else echo "$PWD/$1"; fi; }
+
+client_env() { # the environment a client needs, as export lines
+  local eps=() tls
+  tls=$(abspath "$TLSDIR")
+  for id in "${NODES[@]}"; do eps+=("$(scheme)://127.0.0.1:$(http_port "$id")"); done
+  echo "export RAFTLOCK_ENDPOINTS=$(IFS=,; echo "${eps[*]}")"
+  if ((TLS)); then
+    echo "export RAFTLOCK_TLS_CA=$tls/ca.pem RAFTLOCK_TLS_CERT=$tls/local.pem RAFTLOCK_TLS_KEY=$tls/local-key.pem"
+  fi
+  if ((ACL)); then echo "export RAFTLOCK_ACL_TOKEN_FILE=$(abspath "$STATE")/acl-token"; fi
+}
+
+# acl_bootstrap: once per cluster, keep the management token in $STATE/acl-token (0600).
+acl_bootstrap() {
+  ((ACL)) || return 0
+  [[ -s $STATE/acl-token ]] && return 0
+  local eval_env out
+  eval_env=$(client_env | grep -v ACL_TOKEN_FILE)
+  out=$(eval "$eval_env"; "$BIN" acl bootstrap --json)
+  (umask 077; printf '%s\n' "$out" | sed -n 's/.*"secret_id": *"\([^"]*\)".*/\1/p' >"$STATE/acl-token")
+  [[ -s $STATE/acl-token ]] || { echo "cluster.sh: ACL bootstrap gave no token: $out" >&2; return 1; }
+  echo "ACLs bootstrapped; the management token is in $STATE/acl-token (mode 0600)" >&2
+}
 raft_port() { echo $((8000 + ${1#n})); }
 
 need_bin() {
@@ -50,9 +113,10 @@ pid_of() {
 start_node() { # start_node ID LOGFILE
   local id=$1 log=$2
   mkdir -p "$STATE/$id/data"
+  # shellcheck disable=SC2046 # serve_flags prints separate words
   "$BIN" serve --id "$id" \
     --http-addr "127.0.0.1:$(http_port "$id")" --raft-addr "127.0.0.1:$(raft_port "$id")" \
-    --data-dir "$STATE/$id/data" --bootstrap "$BOOTSTRAP" >>"$log" 2>&1 &
+    --data-dir "$STATE/$id/data" --bootstrap "$BOOTSTRAP" $(serve_flags "$id") >>"$log" 2>&1 &
   echo $! >"$STATE/$id/pid"
 }
 
@@ -61,7 +125,7 @@ wait_ready() {
   printf 'waiting for a leader' >&2
   while ((SECONDS < deadline)); do
     for id in "${NODES[@]}"; do
-      if curl -fsS "http://127.0.0.1:$(http_port "$id")/readyz" >/dev/null 2>&1; then
+      if curl_node "$(scheme)://127.0.0.1:$(http_port "$id")/readyz" >/dev/null 2>&1; then
         printf ' ready\n' >&2
         return 0
       fi
@@ -82,9 +146,14 @@ cmd_start() {
       continue
     fi
     start_node "$id" "$STATE/$id/log"
-    echo "started $id: http 127.0.0.1:$(http_port "$id"), raft 127.0.0.1:$(raft_port "$id"), log $STATE/$id/log"
+    echo "started $id: $(scheme) 127.0.0.1:$(http_port "$id"), raft 127.0.0.1:$(raft_port "$id"), log $STATE/$id/log"
   done
   wait_ready
+  acl_bootstrap
+  if ((TLS || ACL)); then
+    echo "clients need:"
+    client_env
+  fi
 }
 
 cmd_stop() {
@@ -113,7 +182,7 @@ cmd_status() {
     fi
   done
   for id in "${NODES[@]}"; do
-    if curl -fsS "http://127.0.0.1:$(http_port "$id")/v1/cluster" 2>/dev/null; then
+    if curl_node "$(scheme)://127.0.0.1:$(http_port "$id")/healthz" 2>/dev/null; then
       return 0
     fi
   done
@@ -128,12 +197,21 @@ cmd_run() {
   trap 'echo; echo "stopping all three nodes..."; cmd_stop; exit 0' INT TERM
   for id in "${NODES[@]}"; do
     mkdir -p "$STATE/$id/data"
+    # shellcheck disable=SC2046 # serve_flags prints separate words
     "$BIN" serve --id "$id" \
       --http-addr "127.0.0.1:$(http_port "$id")" --raft-addr "127.0.0.1:$(raft_port "$id")" \
-      --data-dir "$STATE/$id/data" --bootstrap "$BOOTSTRAP" > >(sed -u "s/^/[$id] /") 2>&1 &
+      --data-dir "$STATE/$id/data" --bootstrap "$BOOTSTRAP" $(serve_flags "$id") > >(sed -u "s/^/[$id] /") 2>&1 &
     echo $! >"$STATE/$id/pid" # serve's own pid: the log prefixer runs in a process substitution
   done
   wait_ready
+  acl_bootstrap
+  if ((TLS || ACL)); then
+    echo "raftlock is running with TLS=$TLS ACL=$ACL; clients need:"
+    client_env
+    echo "Ctrl-C stops all three."
+    wait
+    return
+  fi
   cat <<TRY
 
 raftlock is running: three nodes, HTTP on 127.0.0.1:7001-7003 (n2 and n3 forward to the leader).
@@ -151,10 +229,24 @@ TRY
   wait
 }
 
-case "${1:-}" in
+cmd=${1:-}
+shift || true
+for arg in "$@"; do
+  case $arg in
+    --tls) TLS=1 ;;
+    --acl) ACL=1 ;;
+    *) echo "usage: $0 start|stop|status|run [--tls] [--acl]" >&2; exit 2 ;;
+  esac
+done
+if ((TLS)) || [[ -f $STATE/tls/ca.pem && $cmd == status ]]; then
+  TLS=1
+  need_bin
+  make_certs
+fi
+case "$cmd" in
   start) cmd_start ;;
   stop) cmd_stop ;;
   status) cmd_status ;;
   run) cmd_run ;;
-  *) echo "usage: $0 start|stop|status|run" >&2; exit 2 ;;
+  *) echo "usage: $0 start|stop|status|run [--tls] [--acl]" >&2; exit 2 ;;
 esac

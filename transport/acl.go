@@ -1,8 +1,11 @@
 package transport
 
 import (
+	"encoding/json"
 	"net/http"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/raftlock/raftlock/api"
 	"github.com/raftlock/raftlock/fsm"
@@ -99,4 +102,49 @@ func quoteName(name string) string {
 		name = name[:64] + "..."
 	}
 	return "\"" + name + "\""
+}
+
+// forwardUnknownTokens sends a request whose token this node does not know to the leader
+// instead of refusing it, when another node leads: a token created a moment ago through
+// the leader may not have reached this follower yet, and the leader's state is the one
+// that decides. The leader answers 401 if it does not know the token either.
+func (s *Server) forwardUnknownTokens(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !s.aclOn() || !strings.HasPrefix(r.URL.Path, "/v1/") || s.node.IsLeader() || r.Header.Get(hopHeader) != "" {
+			next.ServeHTTP(w, r)
+			return
+		}
+		secret, ok := strings.CutPrefix(r.Header.Get(api.AuthorizationHeader), "Bearer ")
+		if !ok || secret == "" {
+			next.ServeHTTP(w, r)
+			return
+		}
+		if _, known := s.node.ACLResolve(strings.TrimSpace(secret)); known {
+			next.ServeHTTP(w, r)
+			return
+		}
+		if id, _ := s.node.LeaderWatch(); id == "" || s.node.LeaderHTTPAddr() == "" {
+			next.ServeHTTP(w, r) // nobody to ask: refuse here
+			return
+		}
+		body, err := readBody(w, r)
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		s.forward(w, r, body, requestWait(r, body))
+	})
+}
+
+// requestWait is how long a request may legitimately be held: its wait_ms, from the
+// query (blocking queries) or the body (waiting acquires).
+func requestWait(r *http.Request, body []byte) time.Duration {
+	ms, _ := strconv.ParseInt(r.URL.Query().Get("wait_ms"), 10, 64)
+	var b struct {
+		WaitMs int64 `json:"wait_ms"`
+	}
+	if json.Unmarshal(body, &b) == nil && b.WaitMs > ms {
+		ms = b.WaitMs
+	}
+	return time.Duration(min(max(ms, 0), api.MaxWaitMs)) * time.Millisecond
 }

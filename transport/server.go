@@ -182,7 +182,7 @@ func NewServer(cfg Config) (*Server, error) {
 	s.met = newMetrics(cfg.Node)
 	s.routes()
 	s.http = &http.Server{
-		Handler:           s.met.instrument(s.recoverer(s.mux)),
+		Handler:           s.met.instrument(s.recoverer(s.forwardUnknownTokens(s.mux))),
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		// A waiting acquire or blocking query may legitimately take MaxWaitMs.

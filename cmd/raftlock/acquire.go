@@ -42,7 +42,7 @@ func runAcquire(c *cli.Context, a parsedArgs) error {
 	if err := checkName(c, name); err != nil {
 		return err
 	}
-	opts := client.AcquireOptions{LeaseID: c.String("lease"), Wait: c.Duration("wait"), Owner: c.String("owner")}
+	opts := client.AcquireOptions{LeaseID: leaseFlag(c), Wait: c.Duration("wait"), Owner: c.String("owner")}
 	if opts.LeaseID == "" {
 		opts.TTL = c.Duration("ttl")
 	} else if c.IsSet("ttl") {

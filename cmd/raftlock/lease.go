@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -65,15 +66,40 @@ func runLeaseCreate(c *cli.Context, a parsedArgs) error {
 	return printLease(c, l)
 }
 
-// leaseArg returns the lease ID argument.
+// envLeaseID passes a lease ID to the lease commands, --lease and release without putting
+// it in argv, where every user of the machine can read it in the process list.
+const envLeaseID = "RAFTLOCK_LEASE_ID"
+
+// leaseArg returns the lease ID: the argument, or $RAFTLOCK_LEASE_ID when there is none.
 func leaseArg(c *cli.Context, a parsedArgs) (string, error) {
-	if len(a.args) != 1 || a.dash {
-		return "", usageErrorf(c, "give exactly one lease ID")
+	id := os.Getenv(envLeaseID)
+	switch {
+	case len(a.args) == 0 && !a.dash && id != "":
+	case len(a.args) != 1 || a.dash:
+		return "", usageErrorf(c, "give exactly one lease ID (or set $%s, which keeps it out of the process list)", envLeaseID)
+	default:
+		id = a.args[0]
+		warnSecretInArgv(c, "a lease ID", envLeaseID)
 	}
-	if e := api.ValidateLeaseID(a.args[0]); e != nil {
+	if e := api.ValidateLeaseID(id); e != nil {
 		return "", usageErrorf(c, "%s", e.Message)
 	}
-	return a.args[0], nil
+	return id, nil
+}
+
+// leaseFlag returns --lease, or $RAFTLOCK_LEASE_ID when the flag is not given.
+func leaseFlag(c *cli.Context) string {
+	if v := c.String("lease"); v != "" {
+		warnSecretInArgv(c, "a lease ID", envLeaseID)
+		return v
+	}
+	return os.Getenv(envLeaseID)
+}
+
+// warnSecretInArgv tells the user that a secret given on the command line can be read by
+// anyone on the machine, and how to pass it instead.
+func warnSecretInArgv(c *cli.Context, what, env string) {
+	fmt.Fprintf(c.App.ErrWriter, "raftlock: warning: %s on the command line shows in the process list; pass it in $%s instead\n", what, env)
 }
 
 // withLease parses the lease ID argument, then runs call with a client and the command's

@@ -220,7 +220,13 @@ func (r *lockRun) run() error {
 	c := r.c
 	cmd := exec.Command(r.argv[0], r.argv[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	cmd.Env = append(withoutEnv(os.Environ(), "RAFTLOCK_LEASE"),
+	// The command gets the token and the lock's name, not raftlock's own secrets: the
+	// lease ID only with --export-lease, the ACL token never.
+	env := os.Environ()
+	for _, secret := range []string{"RAFTLOCK_LEASE", envLeaseID, "RAFTLOCK_ACL_TOKEN"} {
+		env = withoutEnv(env, secret)
+	}
+	cmd.Env = append(env,
 		"RAFTLOCK_LOCK="+r.name,
 		"RAFTLOCK_TOKEN="+strconv.FormatUint(r.m.Token(), 10),
 	)

@@ -34,7 +34,7 @@ func runRelease(c *cli.Context, a parsedArgs) error {
 	if err := checkName(c, name); err != nil {
 		return err
 	}
-	if c.String("lease") == "" || c.Uint64("token") == 0 {
+	if leaseFlag(c) == "" || c.Uint64("token") == 0 {
 		return usageErrorf(c, "--lease and --token are required")
 	}
 	cl, err := newClient(c)
@@ -43,7 +43,7 @@ func runRelease(c *cli.Context, a parsedArgs) error {
 	}
 	ctx, cancel := callContext(c, 0)
 	defer cancel()
-	if err := cl.Release(ctx, name, c.String("lease"), c.Uint64("token")); err != nil {
+	if err := cl.Release(ctx, name, leaseFlag(c), c.Uint64("token")); err != nil {
 		return commandError(err)
 	}
 	if c.Bool("json") {

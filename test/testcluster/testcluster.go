@@ -26,7 +26,9 @@ import (
 // InProcess is an in-process cluster with an HTTP server per node.
 type InProcess struct {
 	*clustertest.Cluster
-	t       testing.TB
+	// ServerTune, when set, adjusts each node's HTTP server config (ACLs, TLS).
+	ServerTune func(i int, c *transport.Config)
+	t          testing.TB
 	mu      sync.Mutex
 	servers []*transport.Server
 	addrs   []string
@@ -36,7 +38,13 @@ type InProcess struct {
 // knows the leader's HTTP address.
 func StartInProcess(t testing.TB, n int, tune func(i int, c *cluster.Config)) *InProcess {
 	t.Helper()
-	ip := &InProcess{t: t}
+	return StartInProcessWith(t, n, tune, nil)
+}
+
+// StartInProcessWith is StartInProcess with serverTune adjusting each HTTP server's config.
+func StartInProcessWith(t testing.TB, n int, tune func(i int, c *cluster.Config), serverTune func(i int, c *transport.Config)) *InProcess {
+	t.Helper()
+	ip := &InProcess{t: t, ServerTune: serverTune}
 	// Hold the HTTP listeners from the start, so nothing can take their ports while the
 	// cluster elects a leader.
 	listeners := make([]net.Listener, n)
@@ -65,7 +73,11 @@ func StartInProcess(t testing.TB, n int, tune func(i int, c *cluster.Config)) *I
 
 func (ip *InProcess) serve(i int, l net.Listener) {
 	ip.t.Helper()
-	srv, err := transport.NewServer(transport.Config{Node: ip.Nodes[i], Logger: clustertest.Logger(ip.t, fmt.Sprintf("n%d-http", i+1)), RegisterInterval: 100 * time.Millisecond})
+	cfg := transport.Config{Node: ip.Nodes[i], Logger: clustertest.Logger(ip.t, fmt.Sprintf("n%d-http", i+1)), RegisterInterval: 100 * time.Millisecond}
+	if ip.ServerTune != nil {
+		ip.ServerTune(i, &cfg)
+	}
+	srv, err := transport.NewServer(cfg)
 	if err != nil {
 		ip.t.Fatal(err)
 	}

@@ -1,0 +1,187 @@
+package transport_test
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/raftlock/raftlock/api"
+	"github.com/raftlock/raftlock/test/testcluster"
+	"github.com/raftlock/raftlock/transport"
+)
+
+// callAs is call with a bearer token ("" sends none).
+func callAs(t *testing.T, token, method, url, body string, out any) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, url, err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	if token != "" && strings.Contains(string(raw), token) && !strings.Contains(url, "/v1/acl/") {
+		t.Fatalf("%s %s: the answer echoes the token", method, url)
+	}
+	if resp.StatusCode >= 300 {
+		var eb api.ErrorBody
+		if err := json.Unmarshal(raw, &eb); err != nil || eb.Error.Code == "" {
+			t.Fatalf("%s %s: %d with a body that is not an API error: %s", method, url, resp.StatusCode, raw)
+		}
+		return resp.StatusCode, eb.Error.Code
+	}
+	if out != nil {
+		if err := json.Unmarshal(raw, out); err != nil {
+			t.Fatalf("%s %s: decoding %s: %v", method, url, raw, err)
+		}
+	}
+	return resp.StatusCode, ""
+}
+
+func startACLCluster(t *testing.T) *testcluster.InProcess {
+	c := testcluster.StartInProcessWith(t, 3, nil, func(i int, cfg *transport.Config) { cfg.ACL = true })
+	// ACLs need protocol version 2, which the leader raises once every member registered.
+	c.WaitFor(30e9, "protocol version 2", func() bool {
+		for _, n := range c.Nodes {
+			if n.FSM().Version() < 2 {
+				return false
+			}
+		}
+		return true
+	})
+	return c
+}
+
+// With ACLs on, nothing works without a token but the bootstrap, which works once; tokens
+// carry rights per lock-name prefix, checked on every route, and a refused request applies
+// nothing.
+func TestACL_TokensAndRights(t *testing.T) {
+	c := startACLCluster(t)
+	f := c.URL(c.Follower())
+
+	if st, code := callAs(t, "", "PUT", f+"/v1/locks/jobs/a", `{}`, nil); st != 401 || code != api.CodeUnauthenticated {
+		t.Fatalf("acquire before bootstrap: %d %s", st, code)
+	}
+	var mgmt api.ACLToken
+	if st, code := callAs(t, "", "POST", f+"/v1/acl/bootstrap", "", &mgmt); st != 200 || len(mgmt.SecretID) < 32 {
+		t.Fatalf("bootstrap: %d %s %+v", st, code, mgmt)
+	}
+	if st, code := callAs(t, "", "POST", f+"/v1/acl/bootstrap", "", nil); st != 409 || code != api.CodeConflict {
+		t.Fatalf("second bootstrap: %d %s", st, code)
+	}
+	m := mgmt.SecretID
+
+	for _, p := range []struct{ name, body string }{
+		{"jobs-read", `{"rules":[{"prefix":"jobs/","access":"read"}]}`},
+		{"jobs-lock", `{"rules":[{"prefix":"jobs/","access":"lock"},{"prefix":"jobs/secret/","access":"deny"}]}`},
+	} {
+		if st, code := callAs(t, m, "PUT", f+"/v1/acl/policies/"+p.name, p.body, nil); st != 200 {
+			t.Fatalf("policy %s: %d %s", p.name, st, code)
+		}
+	}
+	token := func(policy string) string {
+		var tok api.ACLToken
+		if st, code := callAs(t, m, "POST", f+"/v1/acl/tokens", `{"policies":["`+policy+`"]}`, &tok); st != 200 || tok.SecretID == "" {
+			t.Fatalf("token for %s: %d %s", policy, st, code)
+		}
+		return tok.SecretID
+	}
+	ro, rw := token("jobs-read"), token("jobs-lock")
+
+	var g api.Grant
+	if st, code := callAs(t, rw, "PUT", f+"/v1/locks/jobs/a", `{"ttl_ms":60000}`, &g); st != 200 {
+		t.Fatalf("lock token acquiring jobs/a: %d %s", st, code)
+	}
+	cases := []struct {
+		what, token, method, path, body string
+		status                          int
+		code                            string
+	}{
+		{"no token", "", "PUT", "/v1/locks/jobs/b", `{}`, 401, api.CodeUnauthenticated},
+		{"unknown token", "0123456789abcdef0123456789abcdef", "PUT", "/v1/locks/jobs/b", `{}`, 401, api.CodeUnauthenticated},
+		{"read token acquiring", ro, "PUT", "/v1/locks/jobs/b", `{}`, 403, api.CodePermissionDenied},
+		{"lock token on another prefix", rw, "PUT", "/v1/locks/other/b", `{}`, 403, api.CodePermissionDenied},
+		{"deny carved out of a grant", rw, "PUT", "/v1/locks/jobs/secret/x", `{}`, 403, api.CodePermissionDenied},
+		{"read token releasing", ro, "DELETE", "/v1/locks/jobs/a", `{"lease_id":"` + g.LeaseID + `","token":1}`, 403, api.CodePermissionDenied},
+		{"read token creating a lease", ro, "POST", "/v1/leases", `{}`, 403, api.CodePermissionDenied},
+		{"lock token adding a member", rw, "POST", "/v1/cluster/nodes", `{"id":"n9","raft_addr":"127.0.0.1:9","http_addr":"127.0.0.1:9"}`, 403, api.CodePermissionDenied},
+		{"lock token removing a member", rw, "DELETE", "/v1/cluster/nodes/n1", ``, 403, api.CodePermissionDenied},
+		{"lock token making tokens", rw, "POST", "/v1/acl/tokens", `{"policies":["jobs-lock"]}`, 403, api.CodePermissionDenied},
+		{"read token taking a snapshot", ro, "GET", "/v1/snapshot", ``, 403, api.CodePermissionDenied},
+		{"read token reading another prefix", ro, "GET", "/v1/locks/other/x", ``, 403, api.CodePermissionDenied},
+	}
+	for _, tc := range cases {
+		if st, code := callAs(t, tc.token, tc.method, f+tc.path, tc.body, nil); st != tc.status || code != tc.code {
+			t.Errorf("%s: %d %s, want %d %s", tc.what, st, code, tc.status, tc.code)
+		}
+	}
+	// Nothing refused was applied.
+	for _, name := range []string{"jobs/b", "other/b", "jobs/secret/x"} {
+		var st api.LockStatus
+		callAs(t, m, "GET", f+"/v1/locks/"+name, "", &st)
+		if st.Held {
+			t.Errorf("%s is held after refused acquires", name)
+		}
+	}
+	if !c.Nodes[0].HasMember("n1") || c.Nodes[0].HasMember("n9") {
+		t.Error("membership changed by refused requests")
+	}
+
+	// A read token reads, and a list shows only what it may read.
+	var st api.LockStatus
+	if code, _ := callAs(t, ro, "GET", f+"/v1/locks/jobs/a", "", &st); code != 200 || !st.Held {
+		t.Fatalf("read token status: %d %+v", code, st)
+	}
+	callAs(t, m, "PUT", f+"/v1/locks/other/visible-to-admin", `{"ttl_ms":60000}`, nil)
+	var list api.LockList
+	callAs(t, ro, "GET", f+"/v1/locks", "", &list)
+	for _, l := range list.Locks {
+		if !strings.HasPrefix(l.Name, "jobs/") {
+			t.Errorf("read token's list shows %s", l.Name)
+		}
+	}
+	// Revoked tokens stop working.
+	var toks api.ACLTokenList
+	callAs(t, m, "GET", f+"/v1/acl/tokens", "", &toks)
+	for _, tok := range toks.Tokens {
+		if tok.SecretID != "" {
+			t.Fatal("a token listing shows a secret")
+		}
+	}
+	var self api.ACLToken
+	callAs(t, ro, "GET", f+"/v1/acl/token/self", "", &self)
+	if st, code := callAs(t, m, "DELETE", f+"/v1/acl/tokens/"+self.AccessorID, "", nil); st != 200 {
+		t.Fatalf("revoke: %d %s", st, code)
+	}
+	c.WaitFor(10e9, "the revoked token to stop working on the follower", func() bool {
+		st, _ := callAs(t, ro, "GET", f+"/v1/locks/jobs/a", "", nil)
+		return st == 401
+	})
+}
+
+// A token created through the leader works at once through a follower that has not yet
+// applied it: the follower asks the leader instead of refusing.
+func TestACL_NewTokenWorksThroughFollowers(t *testing.T) {
+	c := startACLCluster(t)
+	l := c.URL(c.Leader(10e9))
+	var mgmt api.ACLToken
+	callAs(t, "", "POST", l+"/v1/acl/bootstrap", "", &mgmt)
+	callAs(t, mgmt.SecretID, "PUT", l+"/v1/acl/policies/all", `{"rules":[{"prefix":"","access":"lock"}]}`, nil)
+	for i := 0; i < 20; i++ {
+		var tok api.ACLToken
+		callAs(t, mgmt.SecretID, "POST", l+"/v1/acl/tokens", `{"policies":["all"]}`, &tok)
+		for j := range c.Nodes {
+			if st, code := callAs(t, tok.SecretID, "POST", c.URL(j)+"/v1/leases", `{}`, nil); st != 201 {
+				t.Fatalf("new token %d through n%d: %d %s", i, j+1, st, code)
+			}
+		}
+	}
+}
