@@ -63,7 +63,9 @@ func (a Access) valid() bool { return a >= AccessDeny && a <= AccessAdmin }
 // ACLRule grants Access on every lock name that starts with Prefix. The empty prefix
 // matches every name, and alone stands for cluster-wide operations (see ACLIdentity.Admin).
 type ACLRule struct {
+	// Prefix is a lock-name prefix, at most MaxACLPrefix bytes; "" matches every name.
 	Prefix string
+	// Access is what the rule grants: AccessDeny, AccessRead, AccessLock or AccessAdmin.
 	Access Access
 }
 
@@ -394,7 +396,9 @@ func (a *acl) compileToken(t *aclToken, memo map[string]*aclRuleSet) {
 
 // ACLPolicyView is a copy of a policy, for listing and reading it.
 type ACLPolicyView struct {
-	Name        string
+	// Name is 1 to MaxACLPolicyName characters of [A-Za-z0-9_-].
+	Name string
+	// Description is the operators' free text.
 	Description string
 	// Rules are in the order they were set.
 	Rules []ACLRule
@@ -403,9 +407,13 @@ type ACLPolicyView struct {
 // ACLTokenView is a token as the API may show it: without its secret or its hash, which
 // would let anyone who reads a listing try secrets offline.
 type ACLTokenView struct {
-	Accessor    string
+	// Accessor is the token's public ID, by which it is listed and deleted.
+	Accessor string
+	// Description is the operators' free text.
 	Description string
-	Policies    []string
+	// Policies names the token's policies, in the order they were set; a deleted policy
+	// has been taken out.
+	Policies []string
 }
 
 func (p *aclPolicy) view() ACLPolicyView {

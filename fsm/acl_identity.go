@@ -12,7 +12,7 @@ import (
 type ACLIdentity struct {
 	// Accessor is the token's public ID; empty for the anonymous identity.
 	Accessor string
-	// Policies names the policies whose rules the identity holds.
+	// Policies names the policies whose rules the identity holds; it is the caller's copy.
 	Policies []string
 	rules    *aclRuleSet
 }
