@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 )
 
 // Access is the right an ACL rule grants on the lock names it matches. The values are
@@ -62,7 +63,9 @@ func (a Access) valid() bool { return a >= AccessDeny && a <= AccessAdmin }
 // ACLRule grants Access on every lock name that starts with Prefix. The empty prefix
 // matches every name, and alone stands for cluster-wide operations (see ACLIdentity.Admin).
 type ACLRule struct {
+	// Prefix is a lock-name prefix, at most MaxACLPrefix bytes; "" matches every name.
 	Prefix string
+	// Access is what the rule grants: AccessDeny, AccessRead, AccessLock or AccessAdmin.
 	Access Access
 }
 
@@ -258,7 +261,7 @@ func (a *acl) bootstrap(cmd *ACLCommand, r *Result) {
 		secretHash:  cmd.SecretHash,
 		description: bootstrapTokenDescription,
 		policies:    []string{ACLPolicyGlobalManagement},
-	})
+	}, nil)
 	a.bootstrapped = true
 }
 
@@ -290,9 +293,10 @@ func (a *acl) setPolicy(cmd *ACLCommand, r *Result) {
 		return
 	}
 	a.putPolicy(&aclPolicy{name: cmd.Policy, description: cmd.Description, rules: slices.Clone(cmd.Rules)})
+	memo := make(map[string]*aclRuleSet)
 	for _, t := range a.tokens {
 		if slices.Contains(t.policies, cmd.Policy) {
-			a.compileToken(t)
+			a.compileToken(t, memo)
 		}
 	}
 }
@@ -310,10 +314,11 @@ func (a *acl) deletePolicy(cmd *ACLCommand, r *Result) {
 		return
 	}
 	delete(a.policies, cmd.Policy)
+	memo := make(map[string]*aclRuleSet)
 	for _, t := range a.tokens {
 		if i := slices.Index(t.policies, cmd.Policy); i >= 0 {
 			t.policies = slices.Delete(slices.Clone(t.policies), i, i+1)
-			a.compileToken(t)
+			a.compileToken(t, memo)
 		}
 	}
 }
@@ -343,7 +348,7 @@ func (a *acl) setToken(cmd *ACLCommand, r *Result) {
 	if len(cmd.Policies) > 0 {
 		policies = slices.Clone(cmd.Policies)
 	}
-	a.putToken(&aclToken{accessor: cmd.Accessor, secretHash: cmd.SecretHash, description: cmd.Description, policies: policies})
+	a.putToken(&aclToken{accessor: cmd.Accessor, secretHash: cmd.SecretHash, description: cmd.Description, policies: policies}, nil)
 }
 
 // putPolicy stores p, compiling its rules.
@@ -352,33 +357,48 @@ func (a *acl) putPolicy(p *aclPolicy) {
 	a.policies[p.name] = p
 }
 
-// putToken stores t (replacing a token with the same accessor and hash), compiling it.
-func (a *acl) putToken(t *aclToken) {
-	a.compileToken(t)
+// putToken stores t (replacing a token with the same accessor and hash), compiling it
+// with memo (see compileToken).
+func (a *acl) putToken(t *aclToken, memo map[string]*aclRuleSet) {
+	a.compileToken(t, memo)
 	a.tokens[t.accessor] = t
 	a.byHash[t.secretHash] = t.accessor
 }
 
 // compileToken recomputes the merged rules of t from its policies. A token with one
-// policy shares that policy's compiled set, which is the common case and costs nothing.
-func (a *acl) compileToken(t *aclToken) {
+// policy shares that policy's compiled set, the common case, which costs nothing. memo,
+// when not nil, shares the sets of tokens with the same policy list within one pass over
+// many tokens (a policy change, a restore), so that a thousand tokens made alike cost one
+// compilation; it must not outlive a change of any policy.
+func (a *acl) compileToken(t *aclToken, memo map[string]*aclRuleSet) {
 	switch len(t.policies) {
 	case 0:
 		t.compiled = nil
+		return
 	case 1:
 		t.compiled = a.policies[t.policies[0]].compiled
-	default:
-		var rules []ACLRule
-		for _, name := range t.policies {
-			rules = append(rules, a.policies[name].rules...)
-		}
-		t.compiled = compileRules(rules)
+		return
+	}
+	key := strings.Join(t.policies, "\x00") // policy names have no NUL
+	if set, ok := memo[key]; ok {
+		t.compiled = set
+		return
+	}
+	var rules []ACLRule
+	for _, name := range t.policies {
+		rules = append(rules, a.policies[name].rules...)
+	}
+	t.compiled = compileRules(rules)
+	if memo != nil {
+		memo[key] = t.compiled
 	}
 }
 
 // ACLPolicyView is a copy of a policy, for listing and reading it.
 type ACLPolicyView struct {
-	Name        string
+	// Name is 1 to MaxACLPolicyName characters of [A-Za-z0-9_-].
+	Name string
+	// Description is the operators' free text.
 	Description string
 	// Rules are in the order they were set.
 	Rules []ACLRule
@@ -387,9 +407,13 @@ type ACLPolicyView struct {
 // ACLTokenView is a token as the API may show it: without its secret or its hash, which
 // would let anyone who reads a listing try secrets offline.
 type ACLTokenView struct {
-	Accessor    string
+	// Accessor is the token's public ID, by which it is listed and deleted.
+	Accessor string
+	// Description is the operators' free text.
 	Description string
-	Policies    []string
+	// Policies names the token's policies, in the order they were set; a deleted policy
+	// has been taken out.
+	Policies []string
 }
 
 func (p *aclPolicy) view() ACLPolicyView {

@@ -12,7 +12,7 @@ import (
 type ACLIdentity struct {
 	// Accessor is the token's public ID; empty for the anonymous identity.
 	Accessor string
-	// Policies names the policies whose rules the identity holds.
+	// Policies names the policies whose rules the identity holds; it is the caller's copy.
 	Policies []string
 	rules    *aclRuleSet
 }
@@ -22,10 +22,20 @@ type ACLIdentity struct {
 // same length cannot both start one name, the first rule that matches a name is the
 // longest match, and it decides. A set is never modified once built, so identities and
 // tokens share it across goroutines.
+//
+// A set whose prefixes have few distinct lengths (the usual "team/service/" layouts) is
+// also indexed by prefix: a lookup then costs one map probe per distinct length instead
+// of one comparison per rule.
 type aclRuleSet struct {
-	rules []ACLRule
-	best  Access // the highest access of any rule, for AnyAccess
+	rules    []ACLRule
+	best     Access            // the highest access of any rule, for AnyAccess
+	byPrefix map[string]Access // nil when scanning rules is as cheap
+	lengths  []int             // the distinct prefix lengths, longest first, with byPrefix
 }
+
+// aclProbeCost is about how many prefix comparisons one map probe costs: a set is
+// indexed when it has at least this many rules per distinct prefix length.
+const aclProbeCost = 4
 
 // combineAccess is the access of two rules with the same prefix: deny wins over any grant
 // (an explicit refusal must not be undone by another policy at the same depth), and
@@ -59,7 +69,37 @@ func compileRules(rules []ACLRule) *aclRuleSet {
 		}
 		return a < b
 	})
+	for _, r := range set.rules {
+		if n := len(set.lengths); n == 0 || set.lengths[n-1] != len(r.Prefix) {
+			set.lengths = append(set.lengths, len(r.Prefix))
+		}
+	}
+	if len(set.lengths)*aclProbeCost <= len(set.rules) {
+		set.byPrefix = byPrefix
+	} else {
+		set.lengths = nil
+	}
 	return set
+}
+
+// access returns the access of the longest prefix of name in the set.
+func (set *aclRuleSet) access(name string) Access {
+	if set.byPrefix != nil {
+		for _, n := range set.lengths {
+			if n <= len(name) {
+				if a, ok := set.byPrefix[name[:n]]; ok {
+					return a
+				}
+			}
+		}
+		return AccessNone
+	}
+	for _, r := range set.rules {
+		if strings.HasPrefix(name, r.Prefix) {
+			return r.Access
+		}
+	}
+	return AccessNone
 }
 
 // Access returns the access the identity has on lock name. Among all the rules of all its
@@ -74,12 +114,7 @@ func (id ACLIdentity) Access(name string) Access {
 	if id.rules == nil {
 		return AccessNone
 	}
-	for _, r := range id.rules.rules {
-		if strings.HasPrefix(name, r.Prefix) {
-			return r.Access
-		}
-	}
-	return AccessNone
+	return id.rules.access(name)
 }
 
 // AnyAccess reports whether some rule of the identity grants at least min on some names.

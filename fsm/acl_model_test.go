@@ -305,9 +305,16 @@ func checkACLAgainstModel(t *testing.T, index uint64, f *FSM, a *modelACL, u *ac
 		if !slices.Equal(id.Policies, policies) {
 			t.Fatalf("step %d: %s policies %q, model %q", index, what, id.Policies, policies)
 		}
+		// Both lookups of a rule set, the scan and the index by prefix, whichever the
+		// set chose, must agree with the model.
+		scan, indexed := id, id
+		scan.rules, indexed.rules = id.rules.withLookup(false), id.rules.withLookup(true)
 		for _, name := range aclProbes {
-			if got, want := id.Access(name), a.access(policies, name); got != want {
-				t.Fatalf("step %d: %s Access(%q) = %s, model %s (policies %q)", index, what, name, got, want, policies)
+			want := a.access(policies, name)
+			for _, x := range []ACLIdentity{id, scan, indexed} {
+				if got := x.Access(name); got != want {
+					t.Fatalf("step %d: %s Access(%q) = %s, model %s (policies %q, indexed %v)", index, what, name, got, want, policies, x.rules != nil && x.rules.byPrefix != nil)
+				}
 			}
 		}
 		for min := AccessDeny; min <= AccessAdmin; min++ {
@@ -357,4 +364,23 @@ func checkACLRestore(t *testing.T, index uint64, f *FSM, a *modelACL, u *aclUniv
 		t.Fatalf("step %d: restored state encodes differently", index)
 	}
 	checkACLAgainstModel(t, index, g, a, u)
+}
+
+// withLookup returns a copy of the set that looks names up by scanning its rules, or by
+// its prefix index, whatever compileRules chose for it.
+func (set *aclRuleSet) withLookup(indexed bool) *aclRuleSet {
+	if set == nil {
+		return nil
+	}
+	c := &aclRuleSet{rules: set.rules, best: set.best}
+	if indexed {
+		c.byPrefix = map[string]Access{}
+		for _, r := range set.rules {
+			c.byPrefix[r.Prefix] = r.Access
+			if n := len(c.lengths); n == 0 || c.lengths[n-1] != len(r.Prefix) {
+				c.lengths = append(c.lengths, len(r.Prefix))
+			}
+		}
+	}
+	return c
 }

@@ -64,6 +64,7 @@ func (a *acl) decodeACL(d *decoder) error {
 	if d.err == nil && ((gm != nil) != a.bootstrapped || (gm != nil && !builtin)) {
 		return badSnapshot("acl policy %q does not match the bootstrap", ACLPolicyGlobalManagement)
 	}
+	memo := make(map[string]*aclRuleSet)
 	for i, n := 0, d.count(1); i < n && d.err == nil; i++ {
 		t := &aclToken{accessor: d.string(), secretHash: d.hash(), description: d.string(), policies: d.strings()}
 		if d.err != nil {
@@ -80,7 +81,7 @@ func (a *acl) decodeACL(d *decoder) error {
 				return badSnapshot("acl token %q: missing policy %q", t.accessor, p)
 			}
 		}
-		a.putToken(t)
+		a.putToken(t, memo)
 	}
 	return nil
 }

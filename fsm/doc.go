@@ -21,4 +21,10 @@
 //
 // Protocol versions (Version) let a cluster of mixed versions stay identical: new commands
 // and the new snapshot format are used only once every voter speaks them.
+//
+// The ACL state (protocol version 2) is replicated like the locks: policies of prefix
+// rules, and tokens known only by the SHA-256 of their secret, which the cluster layer
+// computes (ACLSecretHash) so that no secret is ever in the log or a snapshot. Resolving a
+// request's token (ACLResolve, ACLIdentity.Access) reads rules compiled when they changed,
+// because it happens on every request.
 package fsm

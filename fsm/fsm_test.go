@@ -308,7 +308,7 @@ func FuzzRestore(f *testing.F) {
 	for i, c := range versionCommands() {
 		s.ApplyCommand(uint64(301+i), &c)
 	}
-	f.Add(s.SnapshotBytes()) // format 2, with limits and node versions
+	f.Add(s.SnapshotBytes()) // format 2, with limits, node versions and ACLs
 	f.Fuzz(func(t *testing.T, data []byte) {
 		g := New(nil)
 		if err := g.Restore(io.NopCloser(bytes.NewReader(data))); err != nil {

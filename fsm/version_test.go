@@ -235,12 +235,13 @@ func TestType_Since(t *testing.T) {
 // versionCommands are the commands of protocol version 2, in an order that activates it,
 // for fuzz seeds.
 func versionCommands() []Command {
-	return []Command{
+	cmds := []Command{
 		{Type: TypeNodeVersion, Now: 1, Node: NodeInfo{ID: "n1"}, Version: 2},
 		{Type: TypeSetVersion, Now: 2, Version: 2},
 		{Type: TypeNodeVersion, Now: 3, Node: NodeInfo{ID: "n2"}, Version: 2},
 		{Type: TypeNodeVersion, Now: 3, Node: NodeInfo{ID: "n1"}, Version: 3},
 		{Type: TypeSetLimits, Now: 4, Limits: Limits{MaxLeases: 100, MaxLocksPerLease: 4, MaxWaitersPerLock: 9}},
-		{Type: TypeTick, Now: 1 << 62},
 	}
+	cmds = append(cmds, aclCommands()...)
+	return append(cmds, Command{Type: TypeTick, Now: 1 << 62})
 }
