@@ -33,7 +33,10 @@ func (s *Server) registerLoop(ctx context.Context) {
 					s.log.Info("registered HTTP address with the leader", "http_addr", info.HTTPAddr)
 				}
 			}
-		} else if s.node.NeedsVersionRegistration() && !s.node.IsLeader() {
+		}
+		// Separately: an HTTP registration refused (ACLs without TLS) must not hold the
+		// version registration back, which ACLs themselves depend on.
+		if s.node.NeedsVersionRegistration() && !s.node.IsLeader() {
 			if leader := s.node.LeaderHTTPAddr(); leader != "" {
 				id := s.node.SelfInfo().ID
 				err := putJSON(ctx, s.fwd, s.cfg.NodeToken, s.scheme()+leader+"/v1/cluster/nodes/"+url.PathEscape(id)+"/version", api.NodeVersionRequest{MaxVersion: s.node.MaxVersion()})
