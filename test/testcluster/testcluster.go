@@ -29,9 +29,9 @@ type InProcess struct {
 	// ServerTune, when set, adjusts each node's HTTP server config (ACLs, TLS).
 	ServerTune func(i int, c *transport.Config)
 	t          testing.TB
-	mu      sync.Mutex
-	servers []*transport.Server
-	addrs   []string
+	mu         sync.Mutex
+	servers    []*transport.Server
+	addrs      []string
 }
 
 // StartInProcess starts an n-node cluster with HTTP servers and waits until every node
