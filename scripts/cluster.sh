@@ -5,6 +5,7 @@
 #   scripts/cluster.sh stop     stop them (SIGTERM, then SIGKILL after 10 s)
 #   scripts/cluster.sh status   show each node's pid and the cluster as n1..n3 see it
 #   scripts/cluster.sh run      start in the foreground with prefixed logs; Ctrl-C stops all
+#   scripts/cluster.sh env      print the export lines a client needs (eval "$(... env --tls --acl)")
 #
 # start and run take --tls (a development CA and certificates under $STATE/tls, made with
 # `raftlock tls`; HTTPS and mutual TLS between nodes) and --acl (ACLs on; the first start
@@ -245,8 +246,9 @@ if ((TLS)) || [[ -f $STATE/tls/ca.pem && $cmd == status ]]; then
 fi
 case "$cmd" in
   start) cmd_start ;;
+  env) client_env ;;
   stop) cmd_stop ;;
   status) cmd_status ;;
   run) cmd_run ;;
-  *) echo "usage: $0 start|stop|status|run [--tls] [--acl]" >&2; exit 2 ;;
+  *) echo "usage: $0 start|stop|status|run|env [--tls] [--acl]" >&2; exit 2 ;;
 esac

@@ -24,7 +24,12 @@ type node struct {
 }
 
 // URL returns the node's base URL.
-func (n *node) URL() string { return "http://" + n.HTTPAddr }
+func (n *node) URL() string {
+	if benchTLS != nil {
+		return "https://" + n.HTTPAddr
+	}
+	return "http://" + n.HTTPAddr
+}
 
 // clusterView is the cluster under test: its nodes, and the server processes whose CPU
 // the benchmark charges (which may include pids given by hand that match no node).

@@ -3,14 +3,20 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"strings"
 	"time"
 
+	"github.com/urfave/cli/v2"
+
 	"github.com/raftlock/raftlock/api"
+	"github.com/raftlock/raftlock/client"
 )
 
 // httpClient is a minimal JSON client for the raftlock API, tuned for load generation:
@@ -21,8 +27,36 @@ type httpClient struct {
 	hc *http.Client
 }
 
+// Security settings for every client of this run (set from flags by setSecurity).
+var (
+	benchTLS   *tls.Config
+	benchToken string
+)
+
+// setSecurity reads --tls-* and the ACL token: a benchmark of a secured cluster pays
+// exactly what its clients pay (handshakes, token checks).
+func setSecurity(c *cli.Context) error {
+	if ca := c.String("tls-ca"); ca != "" {
+		cfg, err := client.TLSFromFiles(ca, c.String("tls-cert"), c.String("tls-key"))
+		if err != nil {
+			return err
+		}
+		benchTLS = cfg
+	}
+	benchToken = os.Getenv("RAFTLOCK_ACL_TOKEN")
+	if f := c.String("acl-token-file"); f != "" {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return fmt.Errorf("--acl-token-file: %w", err)
+		}
+		benchToken = strings.TrimSpace(string(b))
+	}
+	return nil
+}
+
 func newHTTPClient(conns int) *httpClient {
 	tr := &http.Transport{
+		TLSClientConfig:     benchTLS,
 		Proxy:               nil,
 		DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
 		MaxIdleConns:        0, // no global limit
@@ -50,6 +84,9 @@ func (c *httpClient) do(ctx context.Context, method, url string, body []byte, ou
 	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
+	}
+	if benchToken != "" {
+		req.Header.Set(api.AuthorizationHeader, "Bearer "+benchToken)
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {

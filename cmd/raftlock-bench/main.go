@@ -103,8 +103,15 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			&cli.BoolFlag{Name: "json", Usage: "print the results as JSON on stdout instead of a table"},
 			&cli.StringFlag{Name: "json-out", Usage: "also write the results as JSON to this file"},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress lines"},
+			&cli.StringFlag{Name: "tls-ca", EnvVars: []string{"RAFTLOCK_TLS_CA"}, Usage: "speak HTTPS, trusting this CA (PEM)"},
+			&cli.StringFlag{Name: "tls-cert", EnvVars: []string{"RAFTLOCK_TLS_CERT"}, Usage: "client certificate (PEM) for clusters that require one"},
+			&cli.StringFlag{Name: "tls-key", EnvVars: []string{"RAFTLOCK_TLS_KEY"}, Usage: "the client certificate's key"},
+			&cli.StringFlag{Name: "acl-token-file", EnvVars: []string{"RAFTLOCK_ACL_TOKEN_FILE"}, Usage: "send the ACL token in this file (or $RAFTLOCK_ACL_TOKEN) on every request"},
 		},
 		Action: func(c *cli.Context) error {
+			if err := setSecurity(c); err != nil {
+				return cli.Exit(err.Error(), 2)
+			}
 			o := options{
 				Endpoints: c.StringSlice("endpoints"), Target: c.String("target"),
 				Duration: c.Duration("duration"), Warmup: c.Duration("warmup"), Clients: c.Int("clients"),
