@@ -85,6 +85,29 @@ func TestNetns_ThreeHostsBoundToAnyAddress(t *testing.T) {
 	}
 	leases, _ := sec.list()
 	checkLogs(t, c, leases, nil)
+
+	// The attack suite's negative control: without TLS, hashicorp/raft's own transport
+	// reaches a node's Raft port across the bridge, and a stranger's TimeoutNow is obeyed
+	// (the node starts an election: its term moves). So when the suite sees the same RPCs
+	// refused, TLS refused them, not an attacker that could not reach Raft at all.
+	f := (leader + 1) % n
+	before, err := cl.view(c.HTTPAddr(f))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := newAttackTransport(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	if err := sendTimeoutNow(tr, c.id(f), c.RaftAddr(f)); err != nil {
+		t.Fatalf("negative control: TimeoutNow over plaintext to n%d without TLS failed: %v", f+1, err)
+	}
+	waitFor(t, 10*time.Second, "n"+fmt.Sprint(f+1)+"'s term to move after a stranger's TimeoutNow (no TLS)", func() bool {
+		v, err := cl.view(c.HTTPAddr(f))
+		return err == nil && v.Term > before.Term
+	})
+	t.Logf("negative control: without TLS a stranger's TimeoutNow to n%d was obeyed (term moved past %d)", f+1, before.Term)
 	t.Logf("hosts: %d nodes on 0.0.0.0 ready, %d writes through every node succeeded, %d lease IDs checked against the logs, in %v",
 		n, writes, len(leases), time.Since(start).Round(time.Millisecond))
 }
