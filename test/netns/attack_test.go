@@ -53,24 +53,51 @@ func (ty *tally) report() {
 	ty.t.Logf("attack cases: %d, refused: %d", ty.cases, ty.refused)
 }
 
-// The cluster runs as it should in production: mutual TLS between nodes, HTTPS with client
-// certificates required, ACLs on (issue 10). The test plays an attacker on the same
-// network as the three "hosts" and counts its attempts and the cluster's refusals:
-// plaintext, missing and foreign certificates on both ports, Raft RPCs from hashicorp/raft's
-// own transport, a client certificate on the Raft port, membership changes and forged
-// headers, a guessed lease ID, and tokens without the rights a request needs. Nothing an
-// attack sent may be applied, and Raft's term and leader may not move. Then the happy path
-// runs across the namespaces over TLS: a lock through a follower, a waiter handed the lock,
-// kill -9 of the leader with the lock and its token intact. Finally no node's log may hold
-// a lease ID or ACL secret issued during the test.
+// The cluster runs with mutual TLS between nodes and HTTPS with client certificates
+// required, first alone and then with ACLs on as well (issue 10). The test plays an
+// attacker on the same network as the three "hosts" and counts its attempts and the
+// cluster's refusals: plaintext, missing and foreign certificates on both ports, Raft RPCs
+// from hashicorp/raft's own transport, a client certificate on the Raft port, membership
+// changes and forged headers, a guessed lease ID, and (with ACLs) tokens without the
+// rights a request needs. Nothing an attack sent may be applied, and Raft's term and
+// leader may not move. Then the happy path runs across the namespaces over TLS: a lock
+// through a follower, a waiter handed the lock, kill -9 of the leader with the lock and
+// its token intact. Finally no node's log may hold a lease ID or ACL secret issued during
+// the test.
+//
+// Without ACLs, the membership cases meet the TLS rule that a node registers only its own
+// HTTP address, proven by its node certificate; with ACLs, they meet the admin right that
+// membership needs (an admin may re-register any member, by design).
 func TestNetns_AttackSuite(t *testing.T) {
+	var cases, refused int
+	for _, acl := range []bool{false, true} {
+		name := "TLS"
+		if acl {
+			name = "TLS+ACL"
+		}
+		t.Run(name, func(t *testing.T) {
+			ty := attackSuite(t, acl)
+			cases, refused = cases+ty.cases, refused+ty.refused
+		})
+	}
+	t.Logf("attack cases in all: %d, refused: %d", cases, refused)
+}
+
+// attackSuite runs the attacks and the happy path on a fresh network and cluster, with
+// ACLs on when acl is set, and returns its tally.
+func attackSuite(t *testing.T, acl bool) *tally {
 	start := time.Now()
 	const n = 3
 	nw := newNetwork(t, n)
 	k := newPKI(t, nw)
-	// A longer election timeout than the default keeps a slow -race run from holding a
-	// spurious election, which the term checks below would take for a successful attack.
-	c := newCluster(t, nw, "--acl", "--election-timeout", "1s")
+	// A longer election timeout than the default keeps a slow -race run (make test runs
+	// every package at once on two cores) from holding a spurious election, which the
+	// term checks below would take for a successful attack.
+	flags := []string{"--election-timeout", "2s"}
+	if acl {
+		flags = append(flags, "--acl")
+	}
+	c := newCluster(t, nw, flags...)
 	c.nodeArgs = k.nodeArgs
 	c.startAll()
 	defer func() {
@@ -82,9 +109,26 @@ func TestNetns_AttackSuite(t *testing.T) {
 	sec := newSecrets()
 	worker := newClient("https", k.clientConfig(&k.worker), sec) // the right CA's client certificate, no token yet
 	waitReadyz(t, c, worker, 30*time.Second)
-	tok := setUpACL(t, c, worker)
+	var tok tokens // all empty without ACLs: the requests then carry no token
+	if acl {
+		tok = setUpACL(t, c, worker)
+	}
 	admin := worker.withToken(tok.admin)
 	leader := waitReady(t, c, admin, 20*time.Second)
+	// Followers register their HTTP addresses with the leader a moment after it takes
+	// office; the baseline the attacks are compared with must come after that.
+	waitFor(t, 15*time.Second, "every member's HTTP address to be registered", func() bool {
+		v, err := admin.view(c.HTTPAddr(leader))
+		if err != nil || len(v.Nodes) != n {
+			return false
+		}
+		for _, m := range v.Nodes {
+			if m.HTTPAddr == "" {
+				return false
+			}
+		}
+		return true
+	})
 	base := snapshot(t, c, admin)
 	t.Logf("cluster ready: leader n%d, term %d, members %s (%v)", leader+1, base.term, base.members, time.Since(start).Round(time.Millisecond))
 
@@ -151,9 +195,13 @@ func TestNetns_AttackSuite(t *testing.T) {
 	// X-Raftlock-Node header that only a node vouching for a node may send.
 	repoint := fmt.Sprintf(`{"id":"n2","raft_addr":"%s:%s","http_addr":"%s:%s"}`, nw.Unused(), raftPort, nw.Unused(), httpPort)
 	hijack := fmt.Sprintf(`{"id":"n1","raft_addr":%q,"http_addr":"%s:%s"}`, c.RaftAddr(0), nw.Unused(), httpPort)
+	withToken := ""
+	if acl {
+		withToken = " (admin token)"
+	}
 	for i := 0; i < n; i++ {
 		a := admin.do("POST", c.HTTPAddr(i), "/v1/cluster/nodes", repoint)
-		ty.check("re-point member n2 without replace (admin token): 409", c.id(i), a.status == 409 && a.code() == "conflict", a.String())
+		ty.check("re-point member n2 without replace"+withToken+": 409", c.id(i), a.status == 409 && a.code() == "conflict", a.String())
 		a = w.do("POST", c.HTTPAddr(i), "/v1/cluster/nodes", hijack)
 		ty.check("register n1's HTTP address with a client certificate: 403", c.id(i), a.status == 403 && a.code() == "permission_denied", a.String())
 		a = w.do("POST", c.HTTPAddr(i), "/v1/cluster/nodes", hijack, "X-Raftlock-Node", "n1")
@@ -179,7 +227,7 @@ func TestNetns_AttackSuite(t *testing.T) {
 	// membership.
 	reader, other := worker.withToken(tok.reader), worker.withToken(tok.other)
 	addNode := fmt.Sprintf(`{"id":"n9","raft_addr":"%s:%s","http_addr":"%s:%s"}`, nw.Unused(), raftPort, nw.Unused(), httpPort)
-	for i := 0; i < n; i++ {
+	for i := 0; i < n && acl; i++ {
 		a := worker.do("PUT", c.HTTPAddr(i), "/v1/locks/netns/acl-none", lockBody)
 		ty.check("ACL: acquire without a token: 401", c.id(i), a.status == 401 && a.code() == "unauthenticated", a.String())
 		a = worker.do("POST", c.HTTPAddr(i), "/v1/leases", `{"ttl_ms":60000}`)
@@ -218,6 +266,7 @@ func TestNetns_AttackSuite(t *testing.T) {
 	checkLogs(t, c, leases, aclKeys)
 	t.Logf("logs checked: %d lease IDs and %d ACL secrets issued during the test, in %d nodes' logs: none found", len(leases), len(aclKeys), n)
 	t.Logf("attack suite took %v", time.Since(start).Round(time.Millisecond))
+	return ty
 }
 
 // happyPath takes a lock through a follower, hands it to a waiter on release, kills the
@@ -297,6 +346,16 @@ func setUpACL(t *testing.T, c *cluster, cl *client) tokens {
 		return last.status == 200 && tok.admin != ""
 	})
 	admin := cl.withToken(tok.admin)
+	// A node checks a token against its own copy of the ACL state before it forwards, so
+	// a follower that has not applied the bootstrap yet answers 401 for a moment.
+	waitFor(t, 10*time.Second, "every node to know the management token", func() bool {
+		for i := range c.procs {
+			if a := admin.do("GET", c.HTTPAddr(i), "/v1/acl/token/self", ""); a.status != 200 {
+				return false
+			}
+		}
+		return true
+	})
 	policies := map[string]string{
 		"netns-worker": `{"rules":[{"prefix":"netns/","access":"lock"},{"prefix":"attack/","access":"lock"}]}`,
 		"netns-reader": `{"rules":[{"prefix":"","access":"read"}]}`,

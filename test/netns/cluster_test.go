@@ -93,7 +93,9 @@ func (c *cluster) start(i int) {
 	cmd := c.nw.command(context.Background(), i, args...)
 	cmd.Env = nodeEnv()
 	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Pdeathsig: should the test binary itself die (a -timeout panic runs no cleanups),
+	// the node dies with it rather than living on in a namespace nobody removes.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		logf.Close()
 		c.t.Fatalf("starting %s in %s: %v", c.id(i), c.nw.ns[i], err)

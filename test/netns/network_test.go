@@ -6,8 +6,11 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -44,6 +47,7 @@ func newNetwork(t *testing.T, n int) *network {
 	if _, err := exec.LookPath("ip"); err != nil {
 		t.Skipf("netns: the `ip` command (iproute2) is not installed: %v", err)
 	}
+	sweepDeadRuns(t)
 	nw := &network{t: t}
 	// One cleanup, registered before anything exists, undoes whatever was created.
 	t.Cleanup(nw.teardown)
@@ -99,6 +103,59 @@ func newNetwork(t *testing.T, n int) *network {
 	}
 	t.Logf("netns: bridge %s %s/24, namespaces %v at %s11..%s%d", nw.bridge, nw.HostIP(), nw.ns, nw.prefix, nw.prefix, 10+n)
 	return nw
+}
+
+// nsPattern matches the namespaces newNetwork names: the PID of the test process that
+// made them, the subnet number, the node.
+var nsPattern = regexp.MustCompile(`^raftlock-test-(\d+)-v(\d+)-n\d+$`)
+
+// sweepDeadRuns removes what an earlier run of these tests left behind when it could not
+// clean up (killed by a -timeout panic or SIGKILL): its namespaces, veths and bridge, found
+// by the names newNetwork gives them, and only when the process that made them is gone.
+func sweepDeadRuns(t *testing.T) {
+	t.Helper()
+	out, err := runIP("netns", "list")
+	if err != nil {
+		return // newNetwork reports what the machine refuses
+	}
+	dead := map[string]bool{} // subnet numbers whose devices are to go
+	for _, line := range strings.Split(out, "\n") {
+		f := strings.Fields(line)
+		if len(f) == 0 {
+			continue
+		}
+		m := nsPattern.FindStringSubmatch(f[0])
+		if m == nil {
+			continue
+		}
+		pid, _ := strconv.Atoi(m[1])
+		if pid <= 0 || syscall.Kill(pid, 0) != syscall.ESRCH {
+			continue // its maker is alive (or the PID is not ours to judge)
+		}
+		t.Logf("netns: removing namespace %s, left behind by process %d, which is gone", f[0], pid)
+		_, _ = runIP("netns", "del", f[0])
+		dead[m[2]] = true
+	}
+	if len(dead) == 0 {
+		return
+	}
+	links, err := runIP("-br", "link", "show")
+	if err != nil {
+		return
+	}
+	for _, l := range strings.Split(links, "\n") {
+		lf := strings.Fields(l)
+		if len(lf) == 0 {
+			continue
+		}
+		dev, _, _ := strings.Cut(lf[0], "@")
+		for v := range dead {
+			if strings.HasPrefix(dev, "rlnv"+v+"x") || dev == "rlnb"+v {
+				t.Logf("netns: removing device %s of the same run", dev)
+				_, _ = runIP("link", "del", dev)
+			}
+		}
+	}
 }
 
 // HostIP is the bridge's address: where the test process's packets come from.
