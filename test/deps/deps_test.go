@@ -30,6 +30,7 @@ var allowed = map[string][]string{
 	"test/deps":            {},
 	"test/deploy":          {},
 	"test/blackbox":        {},
+	"test/netns":           {},
 	"test/backup":          {},
 	"cmd/ledger":           {"ledger", "fencing"},
 	"cmd/raftlock":         {"api", "client", "cluster", "transport", "fsm", "fencing", "tlsconf"},

@@ -1,0 +1,486 @@
+package netns_test
+
+import (
+	"crypto/rand"
+	"crypto/tls"
+	"encoding/hex"
+	"fmt"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// tally counts attack cases and the ones the cluster refused, per kind.
+type tally struct {
+	t       *testing.T
+	mu      sync.Mutex
+	cases   int
+	refused int
+	kinds   []string
+	perKind map[string][2]int // cases, refused
+}
+
+func newTally(t *testing.T) *tally { return &tally{t: t, perKind: map[string][2]int{}} }
+
+// check records one case; a case that was not refused fails the test with its detail.
+func (ty *tally) check(kind, target string, refused bool, detail string) {
+	ty.t.Helper()
+	ty.mu.Lock()
+	defer ty.mu.Unlock()
+	k, seen := ty.perKind[kind]
+	if !seen {
+		ty.kinds = append(ty.kinds, kind)
+	}
+	k[0]++
+	ty.cases++
+	if refused {
+		k[1]++
+		ty.refused++
+	} else {
+		ty.t.Errorf("attack NOT refused: %s against %s: %s", kind, target, detail)
+	}
+	ty.perKind[kind] = k
+}
+
+func (ty *tally) report() {
+	ty.t.Helper()
+	for _, kind := range ty.kinds {
+		k := ty.perKind[kind]
+		ty.t.Logf("  %-58s cases %2d, refused %2d", kind, k[0], k[1])
+	}
+	ty.t.Logf("attack cases: %d, refused: %d", ty.cases, ty.refused)
+}
+
+// The cluster runs with mutual TLS between nodes and HTTPS with client certificates
+// required, first alone and then with ACLs on as well (issue 10). The test plays an
+// attacker on the same network as the three "hosts" and counts its attempts and the
+// cluster's refusals: plaintext, missing and foreign certificates on both ports, Raft RPCs
+// from hashicorp/raft's own transport, a client certificate on the Raft port, membership
+// changes and forged headers, a guessed lease ID, and (with ACLs) tokens without the
+// rights a request needs. Nothing an attack sent may be applied, and Raft's term and
+// leader may not move. Then the happy path runs across the namespaces over TLS: a lock
+// through a follower, a waiter handed the lock, kill -9 of the leader with the lock and
+// its token intact. Finally no node's log may hold a lease ID or ACL secret issued during
+// the test.
+//
+// Without ACLs, the membership cases meet the TLS rule that a node registers only its own
+// HTTP address, proven by its node certificate; with ACLs, they meet the admin right that
+// membership needs (an admin may re-register any member, by design).
+func TestNetns_AttackSuite(t *testing.T) {
+	var cases, refused int
+	for _, acl := range []bool{false, true} {
+		name := "TLS"
+		if acl {
+			name = "TLS+ACL"
+		}
+		t.Run(name, func(t *testing.T) {
+			ty := attackSuite(t, acl)
+			cases, refused = cases+ty.cases, refused+ty.refused
+		})
+	}
+	t.Logf("attack cases in all: %d, refused: %d", cases, refused)
+}
+
+// attackSuite runs the attacks and the happy path on a fresh network and cluster, with
+// ACLs on when acl is set, and returns its tally.
+func attackSuite(t *testing.T, acl bool) *tally {
+	start := time.Now()
+	const n = 3
+	nw := newNetwork(t, n)
+	k := newPKI(t, nw)
+	// A longer election timeout than the default keeps a slow -race run (make test runs
+	// every package at once on two cores) from holding a spurious election, which the
+	// term checks below would take for a successful attack.
+	flags := []string{"--election-timeout", "2s"}
+	if acl {
+		flags = append(flags, "--acl")
+	}
+	c := newCluster(t, nw, flags...)
+	c.nodeArgs = k.nodeArgs
+	c.startAll()
+	defer func() {
+		if t.Failed() {
+			c.dumpLogs()
+		}
+	}()
+
+	sec := newSecrets()
+	worker := newClient("https", k.clientConfig(&k.worker), sec) // the right CA's client certificate, no token yet
+	waitReadyz(t, c, worker, 30*time.Second)
+	var tok tokens // all empty without ACLs: the requests then carry no token
+	if acl {
+		tok = setUpACL(t, c, worker)
+	}
+	admin := worker.withToken(tok.admin)
+	leader := waitReady(t, c, admin, 20*time.Second)
+	// Followers register their HTTP addresses with the leader a moment after it takes
+	// office; the baseline the attacks are compared with must come after that.
+	waitFor(t, 15*time.Second, "every member's HTTP address to be registered", func() bool {
+		v, err := admin.view(c.HTTPAddr(leader))
+		if err != nil || len(v.Nodes) != n {
+			return false
+		}
+		for _, m := range v.Nodes {
+			if m.HTTPAddr == "" {
+				return false
+			}
+		}
+		return true
+	})
+	base := snapshot(t, c, admin)
+	t.Logf("cluster ready: leader n%d, term %d, members %s (%v)", leader+1, base.term, base.members, time.Since(start).Round(time.Millisecond))
+
+	ty := newTally(t)
+	w := worker.withToken(tok.worker) // a legitimate worker's credentials
+	lockBody := `{"owner":"mallory","ttl_ms":60000}`
+
+	// 1. Plain HTTP to the HTTPS API.
+	plain := newClient("http", nil, sec).withToken(tok.worker)
+	for i := 0; i < n; i++ {
+		a := plain.do("PUT", c.HTTPAddr(i), "/v1/locks/attack/plain-http", lockBody)
+		ty.check("plain HTTP to the API port", c.id(i), !a.ok(), a.String())
+	}
+
+	// 2. Plain TCP bytes to the Raft port.
+	for i := 0; i < n; i++ {
+		before := refusedPeers(c, i)
+		ok, detail := rawBytes(c.RaftAddr(i))
+		ty.check("plain TCP bytes to the Raft port", c.id(i), ok && loggedRefusal(c, i, before), detail)
+	}
+
+	// 3. and 4. HTTPS with a client certificate of another CA, and with none.
+	foreign := newClient("https", k.clientConfig(&k.foreignCli), sec).withToken(tok.worker)
+	noCert := newClient("https", k.clientConfig(nil), sec).withToken(tok.worker)
+	for i := 0; i < n; i++ {
+		a := foreign.do("PUT", c.HTTPAddr(i), "/v1/locks/attack/foreign-ca", lockBody)
+		ty.check("HTTPS with a client certificate of another CA", c.id(i), a.err != nil, a.String())
+		a = noCert.do("PUT", c.HTTPAddr(i), "/v1/locks/attack/no-cert", lockBody)
+		ty.check("HTTPS without a client certificate", c.id(i), a.err != nil, a.String())
+	}
+
+	// 5. and 6. Raft RPCs through hashicorp/raft's NetworkTransport: plaintext, a node
+	// certificate of another CA, and a client certificate of the cluster's own CA (which
+	// opens the API but must never open consensus).
+	attackers := []struct {
+		kind string
+		cert *tls.Certificate
+	}{
+		{"Raft %s over plaintext TCP (raft.NewTCPTransport)", nil},
+		{"Raft %s with a node certificate of another CA", &k.foreignNode},
+		{"Raft %s with a client certificate of the cluster CA", &k.worker},
+	}
+	for _, at := range attackers {
+		tr, err := newAttackTransport(at.cert)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < n; i++ {
+			before := refusedPeers(c, i)
+			err := sendAppendEntries(tr, c.id(i), c.RaftAddr(i), base.term)
+			ty.check(fmt.Sprintf(at.kind, "AppendEntries"), c.id(i), err != nil && loggedRefusal(c, i, before) && unmoved(t, c, admin, base),
+				fmt.Sprintf("error %v, cluster now %v", err, snapshot(t, c, admin)))
+			before = refusedPeers(c, i)
+			err = sendTimeoutNow(tr, c.id(i), c.RaftAddr(i))
+			ty.check(fmt.Sprintf(at.kind, "TimeoutNow"), c.id(i), err != nil && loggedRefusal(c, i, before) && unmoved(t, c, admin, base),
+				fmt.Sprintf("error %v, cluster now %v", err, snapshot(t, c, admin)))
+		}
+		tr.Close()
+	}
+
+	// 7. and 8. Membership: re-pointing a member without "replace" (even with the admin
+	// token), and registering n1's HTTP address, where followers send their forwards (and
+	// the lease IDs in them), from a client certificate: plainly, and with a forged
+	// X-Raftlock-Node header that only a node vouching for a node may send.
+	repoint := fmt.Sprintf(`{"id":"n2","raft_addr":"%s:%s","http_addr":"%s:%s"}`, nw.Unused(), raftPort, nw.Unused(), httpPort)
+	hijack := fmt.Sprintf(`{"id":"n1","raft_addr":%q,"http_addr":"%s:%s"}`, c.RaftAddr(0), nw.Unused(), httpPort)
+	withToken := ""
+	if acl {
+		withToken = " (admin token)"
+	}
+	for i := 0; i < n; i++ {
+		a := admin.do("POST", c.HTTPAddr(i), "/v1/cluster/nodes", repoint)
+		ty.check("re-point member n2 without replace"+withToken+": 409", c.id(i), a.status == 409 && a.code() == "conflict", a.String())
+		a = w.do("POST", c.HTTPAddr(i), "/v1/cluster/nodes", hijack)
+		ty.check("register n1's HTTP address with a client certificate: 403", c.id(i), a.status == 403 && a.code() == "permission_denied", a.String())
+		a = w.do("POST", c.HTTPAddr(i), "/v1/cluster/nodes", hijack, "X-Raftlock-Node", "n1")
+		ty.check("same, with a forged X-Raftlock-Node: n1: 403", c.id(i), a.status == 403 && a.code() == "permission_denied", a.String())
+	}
+
+	// 9. A forged hop counter on a request a follower would forward.
+	for i := 0; i < n; i++ {
+		if i == leader {
+			continue
+		}
+		a := w.do("PUT", c.HTTPAddr(i), "/v1/locks/attack/hops", lockBody, "X-Raftlock-Hops", "-1000000")
+		ty.check("forged X-Raftlock-Hops: -1000000 on a follower: 400", c.id(i), a.status == 400, a.String())
+	}
+
+	// 10. A lease ID guessed at random.
+	for i := 0; i < n; i++ {
+		a := w.do("POST", c.HTTPAddr(i), "/v1/leases/keepalive", fmt.Sprintf(`{"lease_id":%q}`, randomHex(t, 16)))
+		ty.check("keepalive of a random 32-hex lease ID: 404", c.id(i), a.status == 404 && a.code() == "lease_not_found", a.String())
+	}
+
+	// 11. ACLs: no token, a read-only token, a token for another prefix, a read token on
+	// membership.
+	reader, other := worker.withToken(tok.reader), worker.withToken(tok.other)
+	addNode := fmt.Sprintf(`{"id":"n9","raft_addr":"%s:%s","http_addr":"%s:%s"}`, nw.Unused(), raftPort, nw.Unused(), httpPort)
+	for i := 0; i < n && acl; i++ {
+		a := worker.do("PUT", c.HTTPAddr(i), "/v1/locks/netns/acl-none", lockBody)
+		ty.check("ACL: acquire without a token: 401", c.id(i), a.status == 401 && a.code() == "unauthenticated", a.String())
+		a = worker.do("POST", c.HTTPAddr(i), "/v1/leases", `{"ttl_ms":60000}`)
+		ty.check("ACL: create a lease without a token: 401", c.id(i), a.status == 401 && a.code() == "unauthenticated", a.String())
+		a = reader.do("PUT", c.HTTPAddr(i), "/v1/locks/netns/acl-read", lockBody)
+		ty.check("ACL: acquire with a read-only token: 403", c.id(i), a.status == 403 && a.code() == "permission_denied", a.String())
+		a = other.do("PUT", c.HTTPAddr(i), "/v1/locks/netns/acl-other", lockBody)
+		ty.check("ACL: acquire with a token for another prefix: 403", c.id(i), a.status == 403 && a.code() == "permission_denied", a.String())
+		a = reader.do("POST", c.HTTPAddr(i), "/v1/cluster/nodes", addNode)
+		ty.check("ACL: add a voter with a read token: 403", c.id(i), a.status == 403 && a.code() == "permission_denied", a.String())
+		a = reader.do("DELETE", c.HTTPAddr(i), "/v1/cluster/nodes/n3", "")
+		ty.check("ACL: remove a voter with a read token: 403", c.id(i), a.status == 403 && a.code() == "permission_denied", a.String())
+	}
+
+	// Nothing any attack sent was applied: no lock, no lease, the same members, term and
+	// leader.
+	if !unmoved(t, c, admin, base) {
+		t.Errorf("after the attacks the cluster moved: was %v, now %v", base, snapshot(t, c, admin))
+	}
+	if a := admin.do("GET", c.HTTPAddr(leader), "/v1/locks?prefix=", ""); a.status != 200 || !strings.Contains(a.raw, `"locks":[]`) {
+		t.Errorf("after the attacks GET /v1/locks: %v, want no lock", a)
+	}
+	for i := 0; i < n; i++ {
+		m := worker.do("GET", c.HTTPAddr(i), "/metrics", "")
+		for _, g := range []string{"raftlock_leases", "raftlock_locks_held"} {
+			if v := gauge(m.raw, g); v != "0" {
+				t.Errorf("after the attacks n%d's %s is %q, want 0 (%v)", i+1, g, v, m.err)
+			}
+		}
+	}
+	ty.report()
+
+	happyPath(t, c, w, admin, leader)
+
+	leases, aclKeys := sec.list()
+	checkLogs(t, c, leases, aclKeys)
+	t.Logf("logs checked: %d lease IDs and %d ACL secrets issued during the test, in %d nodes' logs: none found", len(leases), len(aclKeys), n)
+	t.Logf("attack suite took %v", time.Since(start).Round(time.Millisecond))
+	return ty
+}
+
+// happyPath takes a lock through a follower, hands it to a waiter on release, kills the
+// leader with kill -9 and checks that the new leader has the lock held by the waiter with
+// its token unchanged. Leases are also created and kept alive through every node, so that
+// the log check covers IDs that crossed the network in forwarded requests.
+func happyPath(t *testing.T, c *cluster, w, admin *client, leader int) {
+	t.Helper()
+	n := len(c.procs)
+	for i := 0; i < n; i++ {
+		l := w.do("POST", c.HTTPAddr(i), "/v1/leases", `{"ttl_ms":60000}`)
+		if l.status != 201 {
+			t.Fatalf("create a lease through n%d: %v", i+1, l)
+		}
+		ka := w.do("POST", c.HTTPAddr((i+1)%n), "/v1/leases/keepalive", fmt.Sprintf(`{"lease_id":%q}`, l.body["lease_id"]))
+		if ka.status != 200 {
+			t.Fatalf("keepalive through n%d: %v", (i+1)%n+1, ka)
+		}
+	}
+
+	f1, f2 := (leader+1)%n, (leader+2)%n
+	g := w.do("PUT", c.HTTPAddr(f1), "/v1/locks/netns/happy", `{"owner":"one","ttl_ms":60000}`)
+	if g.status != 200 {
+		t.Fatalf("acquire through follower n%d over TLS: %v", f1+1, g)
+	}
+	waiter := make(chan answer, 1)
+	go func() {
+		waiter <- w.do("PUT", c.HTTPAddr(f2), "/v1/locks/netns/happy", `{"owner":"two","ttl_ms":60000,"wait_ms":20000}`)
+	}()
+	waitFor(t, 10*time.Second, "the waiter to queue", func() bool {
+		st := w.do("GET", c.HTTPAddr(leader), "/v1/locks/netns/happy", "")
+		return st.status == 200 && st.body["waiters"] == float64(1)
+	})
+	rel := w.do("DELETE", c.HTTPAddr(f1), "/v1/locks/netns/happy", fmt.Sprintf(`{"lease_id":%q,"token":%v}`, g.body["lease_id"], g.body["token"]))
+	if rel.status != 200 {
+		t.Fatalf("release through n%d: %v", f1+1, rel)
+	}
+	got := <-waiter
+	if got.status != 200 || got.body["owner"] != "two" || got.body["token"].(float64) <= g.body["token"].(float64) {
+		t.Fatalf("the waiter through n%d: %v, want the lock with a token above %v", f2+1, got, g.body["token"])
+	}
+
+	before := snapshot(t, c, admin)
+	c.kill(leader)
+	var next int
+	waitFor(t, 20*time.Second, "a new leader after kill -9 of the old one", func() bool {
+		ok, l := readyLeader(c, admin)
+		next = l
+		return ok && l >= 0 && l != leader
+	})
+	st := w.do("GET", c.HTTPAddr(next), "/v1/locks/netns/happy", "")
+	if st.status != 200 || st.body["held"] != true || st.body["owner"] != "two" || st.body["token"] != got.body["token"] {
+		t.Fatalf("after failover to n%d: %v, want held by two with token %v", next+1, st, got.body["token"])
+	}
+	after := snapshot(t, c, admin)
+	t.Logf("happy path: acquired via n%d (token %v), waiter via n%d handed the lock (token %v), leader n%d killed (term %d), n%d leads (term %d) with the lock and token intact",
+		f1+1, g.body["token"], f2+1, got.body["token"], leader+1, before.term, next+1, after.term)
+}
+
+// tokens are the ACL secrets the suite works with.
+type tokens struct {
+	admin  string // the bootstrap (global-management) token
+	worker string // lock on netns/ and attack/
+	reader string // read on everything
+	other  string // lock on other/ only
+}
+
+// setUpACL bootstraps ACLs and creates the policies and tokens the suite uses, then waits
+// until every node resolves every token.
+func setUpACL(t *testing.T, c *cluster, cl *client) tokens {
+	t.Helper()
+	var tok tokens
+	var last answer
+	waitFor(t, 20*time.Second, "ACL bootstrap to succeed", func() bool {
+		last = cl.do("POST", c.HTTPAddr(0), "/v1/acl/bootstrap", "")
+		tok.admin, _ = last.body["secret_id"].(string)
+		return last.status == 200 && tok.admin != ""
+	})
+	admin := cl.withToken(tok.admin)
+	// A node checks a token against its own copy of the ACL state before it forwards, so
+	// a follower that has not applied the bootstrap yet answers 401 for a moment.
+	waitFor(t, 10*time.Second, "every node to know the management token", func() bool {
+		for i := range c.procs {
+			if a := admin.do("GET", c.HTTPAddr(i), "/v1/acl/token/self", ""); a.status != 200 {
+				return false
+			}
+		}
+		return true
+	})
+	policies := map[string]string{
+		"netns-worker": `{"rules":[{"prefix":"netns/","access":"lock"},{"prefix":"attack/","access":"lock"}]}`,
+		"netns-reader": `{"rules":[{"prefix":"","access":"read"}]}`,
+		"netns-other":  `{"rules":[{"prefix":"other/","access":"lock"}]}`,
+	}
+	for name, body := range policies {
+		if a := admin.do("PUT", c.HTTPAddr(1), "/v1/acl/policies/"+name, body); a.status != 200 {
+			t.Fatalf("create ACL policy %s: %v", name, a)
+		}
+	}
+	for _, p := range []struct {
+		policy string
+		secret *string
+	}{{"netns-worker", &tok.worker}, {"netns-reader", &tok.reader}, {"netns-other", &tok.other}} {
+		a := admin.do("POST", c.HTTPAddr(2), "/v1/acl/tokens", fmt.Sprintf(`{"description":"netns test","policies":[%q]}`, p.policy))
+		if a.status != 200 {
+			t.Fatalf("create ACL token for %s: %v", p.policy, a)
+		}
+		*p.secret, _ = a.body["secret_id"].(string)
+	}
+	waitFor(t, 10*time.Second, "every node to resolve every token", func() bool {
+		for i := range c.procs {
+			for _, s := range []string{tok.admin, tok.worker, tok.reader, tok.other} {
+				if a := cl.withToken(s).do("GET", c.HTTPAddr(i), "/v1/acl/token/self", ""); a.status != 200 {
+					return false
+				}
+			}
+		}
+		return true
+	})
+	return tok
+}
+
+// view is what an attack must not change: who leads, every node's term, the members.
+type view struct {
+	leader  string
+	term    uint64
+	terms   []uint64
+	members string
+}
+
+func (v view) String() string {
+	return fmt.Sprintf("leader %s, terms %v, members %s", v.leader, v.terms, v.members)
+}
+
+// snapshot reads GET /v1/cluster from every running node.
+func snapshot(t *testing.T, c *cluster, admin *client) view {
+	t.Helper()
+	var v view
+	for i := range c.procs {
+		c.mu.Lock()
+		alive := c.procs[i] != nil
+		c.mu.Unlock()
+		if !alive {
+			continue
+		}
+		cv, err := admin.view(c.HTTPAddr(i))
+		if err != nil {
+			t.Logf("snapshot: %v", err)
+			v.terms = append(v.terms, 0)
+			continue
+		}
+		v.terms = append(v.terms, cv.Term)
+		v.term = max(v.term, cv.Term)
+		if cv.LeaderID != "" {
+			v.leader = cv.LeaderID
+		}
+		v.members = cv.members()
+	}
+	return v
+}
+
+// unmoved reports whether the cluster's leader, every node's term and the membership are
+// what they were in base.
+func unmoved(t *testing.T, c *cluster, admin *client, base view) bool {
+	t.Helper()
+	now := snapshot(t, c, admin)
+	return now.String() == base.String()
+}
+
+// waitReadyz polls every node's /readyz (which needs no token) until all answer 200.
+func waitReadyz(t *testing.T, c *cluster, cl *client, timeout time.Duration) {
+	t.Helper()
+	waitFor(t, timeout, "every node's /readyz to answer 200", func() bool {
+		for i := range c.procs {
+			if a := cl.do("GET", c.HTTPAddr(i), "/readyz", ""); a.status != 200 {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// refusedPeers counts node i's log lines about a refused Raft peer.
+func refusedPeers(c *cluster, i int) int {
+	return strings.Count(c.Log(i), "refused raft peer")
+}
+
+// loggedRefusal waits (a few seconds at most) for node i to log a refused Raft peer beyond
+// the before it had: proof that the node, not the attacker, ended the connection.
+func loggedRefusal(c *cluster, i, before int) bool {
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		if refusedPeers(c, i) > before {
+			return true
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return false
+}
+
+// gauge returns the value of an unlabelled Prometheus metric in text, or "".
+func gauge(text, name string) string {
+	m := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(name) + ` (\S+)$`).FindStringSubmatch(text)
+	if m == nil {
+		return ""
+	}
+	return m[1]
+}
+
+func randomHex(t *testing.T, n int) string {
+	t.Helper()
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	return hex.EncodeToString(b)
+}
