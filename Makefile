@@ -1,4 +1,5 @@
 # raftlock: build, run a local three-node cluster, test.
+SHELL    := /bin/bash
 GO       ?= go
 BIN      := bin/raftlock
 PKGS     := ./...
@@ -18,7 +19,10 @@ run: build
 ## test: vet, unit and in-process multi-node tests with the race detector, short fuzz runs
 test:
 	$(GO) vet $(PKGS)
-	$(GO) test -race -count=1 -timeout 15m $(PKGS)
+	$(GO) test -race -count=1 -timeout 15m $$($(GO) list $(PKGS) | grep -v /test/netns$$)
+	@# The attack suite across network namespaces, verbose so its counts are in the output.
+	set -o pipefail; $(GO) test -race -count=1 -timeout 5m -v ./test/netns/ 2>&1 | \
+	  grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic)|attack cases|refused|lease IDs|skip|SKIP' 
 	$(GO) test -run='^$$' -bench=. -benchtime=1x ./fsm ./api
 	cd bench/etcd && $(GO) vet -mod=mod ./...
 	$(MAKE) --no-print-directory fuzz
