@@ -34,3 +34,15 @@ func (c *Client) RemoveNode(ctx context.Context, id string) error {
 	res, err := c.do(ctx, &request{op: op, method: http.MethodDelete, path: "/v1/cluster/nodes/" + url.PathEscape(id)}, nil)
 	return goneAfterRetry(res, err)
 }
+
+// TransferLeader hands leadership to voter to ("" lets raft pick the most up-to-date one)
+// before maintenance on the current leader (POST /v1/cluster/transfer-leader), and returns
+// the new leader's ID. With ACLs on it needs admin on the empty prefix.
+func (c *Client) TransferLeader(ctx context.Context, to string) (string, error) {
+	var out struct {
+		LeaderID string `json:"leader_id"`
+	}
+	_, err := c.do(ctx, &request{op: "transfer leadership", method: http.MethodPost, path: "/v1/cluster/transfer-leader",
+		body: func() any { return api.TransferLeaderRequest{To: to} }}, &out)
+	return out.LeaderID, err
+}

@@ -319,8 +319,22 @@ func (n *Node) TransferLeadership(ctx context.Context, to string) (string, error
 	if err := n.wait(f); err != nil {
 		return "", n.raftErr(err)
 	}
-	_, id := n.raft.LeaderWithID()
-	return string(id), nil
+	// The transfer is done once the target has been told to campaign; wait (briefly) until
+	// this node hears of the new leader, so the answer names it.
+	deadline := time.Now().Add(4 * n.cfg.ElectionTimeout)
+	for {
+		if _, id := n.raft.LeaderWithID(); id != "" && string(id) != n.cfg.ID {
+			return string(id), nil
+		}
+		if time.Now().After(deadline) {
+			return "", nil
+		}
+		select {
+		case <-ctx.Done():
+			return "", nil
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
 }
 
 func (n *Node) raftErr(err error) error {

@@ -39,6 +39,11 @@ it can reach the cluster itself.`,
 				ArgsUsage: "ID",
 				Flags:     clientFlags(),
 			}, runClusterRemove),
+			clientCommand(&cli.Command{
+				Name:  "transfer-leader",
+				Usage: "hand leadership to another voter (before restarting the leader)",
+				Flags: clientFlags(&cli.StringFlag{Name: "to", Usage: "the voter to hand leadership to (default: the most up-to-date one)"}),
+			}, runClusterTransferLeader),
 		},
 	}, runCluster)
 }
@@ -130,4 +135,25 @@ func runCluster(c *cli.Context, a parsedArgs) error {
 		fmt.Fprintf(w, "%s\t%s\t%s\t%t\t%s\n", n.ID, n.RaftAddr, n.HTTPAddr, n.Voter, mark)
 	}
 	return w.Flush()
+}
+
+func runClusterTransferLeader(c *cli.Context, a parsedArgs) error {
+	if len(a.args) != 0 || a.dash {
+		return usageErrorf(c, "transfer-leader takes no arguments (use --to ID)")
+	}
+	cl, err := newClient(c)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := callContext(c, 0)
+	defer cancel()
+	id, err := cl.TransferLeader(ctx, c.String("to"))
+	if err != nil {
+		return commandError(err)
+	}
+	if c.Bool("json") {
+		return printJSON(c.App.Writer, map[string]string{"leader_id": id})
+	}
+	fmt.Fprintf(c.App.Writer, "leader is now %s\n", id)
+	return nil
 }
