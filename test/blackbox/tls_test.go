@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -132,5 +134,41 @@ func TestBlackbox_TLSHappyPath(t *testing.T) {
 	st := do("GET", p.URL(l)+"/v1/locks/tls/a", "")
 	if st.status != 200 || st.body["owner"] != "two" || st.body["token"] != w.body["token"] {
 		t.Fatalf("after failover: %v, want held by two with token %v", st, w.body["token"])
+	}
+}
+
+// SIGHUP makes a running node serve a rotated certificate, without a restart.
+func TestBlackbox_TLSReloadOnSIGHUP(t *testing.T) {
+	k := newPKI(t, 1)
+	p := testcluster.NewProcesses(t, 1)
+	p.NodeArgs = k.nodeArgs
+	p.Scheme = "https://"
+	p.Client = k.client(t, true)
+	p.StartAll()
+	p.WaitLeader(30 * time.Second)
+	serial := func() string {
+		c := k.client(t, true)
+		resp, err := c.Get(p.URL(0) + "/healthz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		return resp.TLS.PeerCertificates[0].SerialNumber.String()
+	}
+	before := serial()
+	crt, key, err := tlsconf.IssueNode(k.caCert, k.caKey, tlsconf.NodeCertOptions{ID: "n1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(k.dir, "n1.pem"), crt, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(k.dir, "n1-key.pem"), key, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p.Signal(0, syscall.SIGHUP)
+	clustertest.WaitFor(t, 10*time.Second, "the rotated certificate to be served", func() bool { return serial() != before })
+	if !strings.Contains(p.Log(0), "TLS certificate, key and CA reloaded") {
+		t.Fatal("no reload line in the node's log")
 	}
 }

@@ -124,13 +124,20 @@ func (p *Processes) Terminate(i int) {
 // that a test can set NodeArgs, Scheme and Client first; StartAll then starts them.
 func NewProcesses(t testing.TB, n int, extra ...string) *Processes {
 	t.Helper()
+	return NewProcessesOn(t, n, "127.0.0.1", extra...)
+}
+
+// NewProcessesOn is NewProcesses with every address on host ("[::1]" for IPv6).
+func NewProcessesOn(t testing.TB, n int, host string, extra ...string) *Processes {
+	t.Helper()
 	p := &Processes{t: t, bin: Binary(t), dir: t.TempDir(), Extra: extra}
+	onHost := func(addr string) string { return host + addr[strings.LastIndexByte(addr, ':'):] }
 	var boot []string
 	for i := 0; i < n; i++ {
 		id := fmt.Sprintf("n%d", i+1)
 		p.ids = append(p.ids, id)
-		p.http = append(p.http, clustertest.FreePort(t))
-		p.raft = append(p.raft, clustertest.FreePort(t))
+		p.http = append(p.http, onHost(clustertest.FreePort(t)))
+		p.raft = append(p.raft, onHost(clustertest.FreePort(t)))
 		boot = append(boot, id+"="+p.raft[i])
 	}
 	p.boot = strings.Join(boot, ",")
