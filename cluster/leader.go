@@ -63,9 +63,7 @@ func (n *Node) stopLeading() {
 		n.readyCh = make(chan struct{})
 	}
 	n.leaderMu.Unlock()
-	if !mutant.Is("clock-keeps-running") {
-		n.clock.Stop()
-	}
+	n.clock.Stop()
 	if cancel != nil {
 		n.leaderWG.Wait()
 		n.log.Info("stepped down")

@@ -51,7 +51,6 @@ var registry = []Mutant{
 	{"clock-wall-base", "a new leader's clock starts from wall-clock time instead of fsm.Time after the barrier"},
 	{"clock-own-base", "a new leader's clock starts from its own last reading instead of fsm.Time after the barrier"},
 	{"no-barrier", "a new leader starts its clock without the barrier that applies every earlier commit"},
-	{"clock-keeps-running", "a deposed leader's clock is not stopped when it loses leadership"},
 	{"renew-from-apply-time", "a renewal's deadline counts from the entry's (possibly clamped) cluster time, not its stamp"},
 	{"expire-one-tick-early", "a deadline expires one millisecond before it is reached"},
 	{"time-goes-back", "applying an entry sets cluster time to the entry's now even when that is earlier"},
