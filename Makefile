@@ -5,7 +5,7 @@ BIN      := bin/raftlock
 PKGS     := ./...
 FUZZTIME ?= 5s
 
-.PHONY: all build run test test-short fuzz verify bench demo clean fmt vet
+.PHONY: all build run test test-short fuzz verify mutants bench demo clean fmt vet
 
 all: build
 
@@ -26,6 +26,7 @@ test:
 	$(GO) test -run='^$$' -bench=. -benchtime=1x ./fsm ./api
 	cd bench/etcd && $(GO) vet -mod=mod ./...
 	$(MAKE) --no-print-directory fuzz
+	scripts/mutants.sh --quick
 
 fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzDecodeCommand$$' -fuzztime=$(FUZZTIME) ./fsm
@@ -38,7 +39,13 @@ fuzz:
 ## then the GC-pause demo with its outcome asserted. The short campaign runs in `make test`.
 verify: build
 	$(GO) test -tags verify -count=1 -timeout 30m -run TestCampaign -v ./test/verify/
+	scripts/mutants.sh
 	scripts/gc-pause-demo.sh
+
+## mutants: every mutant of internal/mutant against the tests that must kill it (docs/SAFETY.md);
+## a survivor fails. `make test` runs the quick subset, `make verify` all of them.
+mutants:
+	scripts/mutants.sh
 
 ## bench: raftlock beside etcd on this machine (about 6 min; BENCHFLAGS=--quick for about 1)
 bench:

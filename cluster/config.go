@@ -81,12 +81,6 @@ type Config struct {
 	// MaxVersion, when non-zero, makes the node speak at most this protocol version, as a
 	// node of an older release would: for upgrade tests. Zero means fsm.Version.
 	MaxVersion uint64
-
-	// UnsafeGrantWithoutCommit deliberately breaks the node, for the verification
-	// harness's negative control only: a follower answers an acquire of a lock that looks
-	// free in its local state at once, with a made-up token, without consensus. The
-	// linearizability checker must catch it. Never set it anywhere else.
-	UnsafeGrantWithoutCommit bool
 }
 
 func (c *Config) setDefaults() {

@@ -9,6 +9,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/raftlock/raftlock/fsm"
+	"github.com/raftlock/raftlock/internal/mutant"
 )
 
 // leadershipLoop follows raft's leadership notifications and starts or stops the
@@ -74,7 +75,7 @@ func (n *Node) lead(ctx context.Context) {
 	start := time.Now()
 	// Apply everything committed before this term: only then is fsm.Time the newest
 	// cluster time in the log, the base that this term's clock counts from.
-	for {
+	for !mutant.Is("no-barrier") {
 		err := n.wait(n.raft.Barrier(n.cfg.ApplyTimeout))
 		if err == nil {
 			break
@@ -85,6 +86,9 @@ func (n *Node) lead(ctx context.Context) {
 		n.log.Warn("barrier failed; retrying", "error", err)
 	}
 	base := n.fsm.Time()
+	if mutant.Is("clock-wall-base") {
+		base = time.Now().UnixMilli()
+	}
 	n.clock.Start(base)
 	// A Tick of this term makes the first entry the state machine sees in the term, so a
 	// read that waits for the commit index is never stranded behind a no-op.
@@ -265,6 +269,9 @@ func (n *Node) apply(c *fsm.Command) (*fsm.Result, error) {
 	c.Now = now
 	n.lastProposal.Store(now)
 	f := n.raft.Apply(c.Encode(nil), n.cfg.ApplyTimeout)
+	if mutant.Is("grant-before-commit") && c.Type == fsm.TypeAcquire || mutant.Is("keepalive-before-commit") && c.Type == fsm.TypeRenew || mutant.Is("release-before-commit") && c.Type == fsm.TypeRelease {
+		return n.mutantAnswerBeforeCommit(c, f)
+	}
 	if err := n.wait(f); err != nil {
 		switch {
 		case errors.Is(err, raft.ErrNotLeader):

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/raftlock/raftlock/fsm"
+	"github.com/raftlock/raftlock/internal/mutant"
 )
 
 // Grant is a lock held by a lease.
@@ -167,8 +168,7 @@ func (n *Node) Acquire(ctx context.Context, req AcquireRequest) (Grant, error) {
 			req.Lease = newLeaseID()
 		}
 	}
-	if n.cfg.UnsafeGrantWithoutCommit && !n.IsLeader() && !n.fsm.Lock(req.Name).Held {
-		// The deliberately broken path (see Config.UnsafeGrantWithoutCommit).
+	if mutant.Is("grant-without-commit") && !n.IsLeader() && !n.fsm.Lock(req.Name).Held {
 		return Grant{Name: req.Name, Lease: req.Lease, TTL: req.TTL, Token: n.fsm.AppliedIndex() + 1, Owner: req.Owner}, nil
 	}
 	var events <-chan fsm.Event

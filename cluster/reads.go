@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/raftlock/raftlock/fsm"
+	"github.com/raftlock/raftlock/internal/mutant"
 )
 
 // ReadBarrier makes a following read of the state machine linearizable: it notes the
@@ -18,12 +19,18 @@ import (
 // until the state machine has applied that index. No log entry is written. On a follower
 // it returns ErrNotLeader.
 func (n *Node) ReadBarrier(ctx context.Context) error {
+	if mutant.Is("follower-local-read") && n.raft.State() != raft.Leader {
+		return nil
+	}
 	if err := n.waitReady(ctx); err != nil {
 		return err
 	}
 	commit := n.raft.CommitIndex()
-	if err := n.wait(n.raft.VerifyLeader()); err != nil {
+	if err := n.wait(n.raft.VerifyLeader()); err != nil && !mutant.Is("read-skip-verify-leader") {
 		return n.notLeader()
+	}
+	if mutant.Is("read-skip-applied-wait") {
+		return nil
 	}
 	select {
 	case <-n.applied.wait(commit):

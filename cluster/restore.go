@@ -11,6 +11,7 @@ import (
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 
 	"github.com/raftlock/raftlock/fsm"
+	"github.com/raftlock/raftlock/internal/mutant"
 )
 
 // DefaultTokenGap is how far above a backup's index a restored cluster starts its log
@@ -37,6 +38,9 @@ var (
 func RestoreIndex(snapshotIndex, gap, floor uint64) (uint64, error) {
 	if gap > math.MaxUint64-snapshotIndex {
 		return 0, fmt.Errorf("%w: backup index %d plus token gap %d overflows", ErrRestoreIndex, snapshotIndex, gap)
+	}
+	if mutant.Is("restore-resets-base") {
+		return snapshotIndex, nil
 	}
 	return max(snapshotIndex+gap, floor), nil
 }

@@ -1,6 +1,10 @@
 package fencing
 
-import "sync"
+import (
+	"sync"
+
+	"github.com/raftlock/raftlock/internal/mutant"
+)
 
 // MemoryGuard applies the fencing rule to state kept in memory: per resource, it runs a
 // write only if the write's token is at least every token already accepted for that
@@ -41,7 +45,7 @@ func (g *MemoryGuard) Do(resource string, token Token, fn func() error) error {
 	f := g.fence(resource)
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if token < f.token {
+	if token < f.token || mutant.Is("memory-fence-equal-stale") && token == f.token {
 		return &StaleTokenError{Resource: resource, Offered: token, Current: f.token}
 	}
 	if fn != nil {

@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+
+	"github.com/raftlock/raftlock/internal/mutant"
 )
 
 // The SQL the guard runs, written with '?' placeholders (Dialect.Rebind turns them into $n
@@ -220,6 +222,9 @@ func RaiseFence(ctx context.Context, tx *sql.Tx, d Dialect, resource string, tok
 // raiseFence implements RaiseFence; the arguments are already checked.
 func (g *SQLGuard) raiseFence(ctx context.Context, tx *sql.Tx, resource string, token Token) error {
 	t := int64(token) // checked: at most MaxToken
+	if mutant.Is("fence-lt") {
+		g = g.mutantStrictRaise()
+	}
 	for range maxRaiseAttempts {
 		// The common case: the fence exists and is at or below t.
 		if ok, err := execOne(ctx, tx, g.raise, t, resource, t); err != nil || ok {
@@ -227,6 +232,9 @@ func (g *SQLGuard) raiseFence(ctx context.Context, tx *sql.Tx, resource string, 
 		}
 		// The fence is above t, or does not exist (or, on PostgreSQL, exists only in a
 		// transaction that has not committed yet: the INSERT waits for it).
+		if mutant.Is("fence-skip-first-row") && !g.mutantFenceExists(ctx, tx, resource) {
+			return nil
+		}
 		if ok, err := execOne(ctx, tx, g.insert, resource, t); err != nil || ok {
 			return wrapRaise(resource, err)
 		}

@@ -8,6 +8,7 @@ import (
 	"sort"
 
 	"github.com/hashicorp/raft"
+	"github.com/raftlock/raftlock/internal/mutant"
 )
 
 // snapshotMagic starts every snapshot in format 1; its last byte is the format version
@@ -45,6 +46,12 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	s, err := f.decodeState(data)
 	if err != nil {
 		return err
+	}
+	if mutant.Is("restore-drops-waiters") {
+		s.mutantDropWaiters()
+	}
+	if mutant.Is("restore-drops-time") {
+		s.time = 0
 	}
 	f.mu.Lock()
 	f.s = s

@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/btree"
 
+	"github.com/raftlock/raftlock/internal/mutant"
 	"github.com/raftlock/raftlock/leases"
 )
 
@@ -116,6 +117,9 @@ func (s *state) apply(index uint64, c *Command) *Result {
 			r.Status = StatusLeaseNotFound
 			break
 		}
+		if mutant.Is("revoke-leaves-locks") {
+			l.held = nil
+		}
 		r.Released = s.removeLeases(index, []*lease{l})
 	case TypeAcquire:
 		s.acquire(index, c, r)
@@ -125,7 +129,7 @@ func (s *state) apply(index uint64, c *Command) *Result {
 		switch {
 		case l == nil:
 			r.Status = StatusLeaseNotFound
-		case lk == nil || lk.holder != c.Lease || lk.token != c.Token:
+		case lk == nil || lk.holder != c.Lease || lk.token != c.Token && !mutant.Is("release-ignores-token"):
 			r.Status = StatusNotHolder
 		default:
 			s.release(index, c.Name, lk)
@@ -167,6 +171,9 @@ func (s *state) createLease(id LeaseID, ttl int64) *lease {
 // at least the entry's Now, which the leader read after the request arrived.
 func (s *state) touch(l *lease) {
 	l.deadline = satAdd(s.stamp, l.ttl)
+	if mutant.Is("renew-from-apply-time") {
+		l.deadline = satAdd(s.time, l.ttl)
+	}
 	s.leaseExp.Set(string(l.id[:]), l.deadline)
 }
 
@@ -230,7 +237,7 @@ func (s *state) dequeue(index uint64, c *Command, r *Result) {
 	}
 	r.Status = StatusNotHolder
 	if l := s.leases[c.Lease]; l != nil && lk != nil {
-		if _, queued := l.waiting[c.Name]; queued {
+		if _, queued := l.waiting[c.Name]; queued && !mutant.Is("abandon-not-dequeued") {
 			s.leaveQueue(index, c.Name, l)
 		}
 	}
@@ -242,7 +249,7 @@ func (s *state) dequeue(index uint64, c *Command, r *Result) {
 func (s *state) expire(index uint64) {
 	for _, k := range s.waitExp.PopExpired(s.time) {
 		name, id := splitWaitKey(k)
-		if l := s.leases[id]; l != nil {
+		if l := s.leases[id]; l != nil && !mutant.Is("expired-waiters-stay") {
 			s.leaveQueue(index, name, l)
 		}
 	}
@@ -310,13 +317,23 @@ func (s *state) release(index uint64, name string, lk *lock) {
 		return
 	}
 	w := lk.queue.head
+	if mutant.Is("handover-skips-head") && w.next != nil {
+		w = w.next
+	}
 	lk.queue.remove(w)
 	next := s.leases[w.lease]
 	delete(next.waiting, name)
 	s.waitExp.Delete(waitKey(name, w.lease))
 	addName(&next.held, name)
-	lk.holder, lk.token, lk.owner, lk.modify = w.lease, index, w.owner, index
-	s.notify(Event{Kind: EventGranted, Name: name, Lease: w.lease, Token: index, Owner: w.owner, Index: index})
+	token := index
+	if mutant.Is("handover-token-plus-one") {
+		token = lk.token + 1
+	}
+	if mutant.Is("regrant-keeps-token") {
+		token = lk.token
+	}
+	lk.holder, lk.token, lk.owner, lk.modify = w.lease, token, w.owner, index
+	s.notify(Event{Kind: EventGranted, Name: name, Lease: w.lease, Token: token, Owner: w.owner, Index: index})
 	s.notify(Event{Kind: EventLockChanged, Name: name, Index: index})
 }
 

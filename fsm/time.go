@@ -1,6 +1,10 @@
 package fsm
 
-import "math"
+import (
+	"math"
+
+	"github.com/raftlock/raftlock/internal/mutant"
+)
 
 // MaxTimeStep is the most that one entry may advance cluster time once the cluster runs
 // protocol version 2 or later: 24 hours in milliseconds, the longest TTL the API accepts.
@@ -23,7 +27,7 @@ const MaxTimeStep int64 = 24 * 60 * 60 * 1000
 // would be a negative deadline (expired at once, and unreadable in a snapshot), while a
 // saturated one is merely far away.
 func satAdd(a, b int64) int64 {
-	if b > 0 && a > math.MaxInt64-b {
+	if b > 0 && a > math.MaxInt64-b && !mutant.Is("deadline-wraps") {
 		return math.MaxInt64
 	}
 	return a + b
@@ -47,4 +51,7 @@ func (s *state) advance(now int64) {
 		now = min(now, satAdd(s.time, MaxTimeStep))
 	}
 	s.time = max(s.time, now)
+	if mutant.Is("time-goes-back") {
+		s.time = now
+	}
 }

@@ -3,6 +3,8 @@ package leases
 import (
 	"sync"
 	"time"
+
+	"github.com/raftlock/raftlock/internal/mutant"
 )
 
 // Clock is the leader's reading of cluster time in milliseconds: base plus the monotonic
@@ -40,6 +42,9 @@ func (c *Clock) Start(base int64) {
 		src := c.since
 		c.sinceStart = func() time.Duration { return src() - origin }
 	}
+	if mutant.Is("clock-own-base") {
+		base = c.last
+	}
 	c.base = base
 	c.last = base
 	c.started = true
@@ -60,6 +65,9 @@ func (c *Clock) Now() (int64, bool) {
 		return 0, false
 	}
 	t := c.base + c.sinceStart().Milliseconds()
+	if mutant.Is("clock-fast") {
+		t = c.base + c.sinceStart().Milliseconds()*3/2
+	}
 	if t < c.last {
 		t = c.last
 	}

@@ -1,6 +1,10 @@
 package leases
 
-import "container/heap"
+import (
+	"container/heap"
+
+	"github.com/raftlock/raftlock/internal/mutant"
+)
 
 // Table is a set of keys, each with a deadline in cluster-time milliseconds, ordered by
 // (deadline, key). The zero value is an empty table ready to use. It is not safe for
@@ -69,6 +73,9 @@ func (t *Table) Next() (key string, deadline int64, ok bool) {
 // live during [t, t+d) of cluster time.
 func (t *Table) PopExpired(now int64) []string {
 	var out []string
+	if mutant.Is("expire-one-tick-early") {
+		now++
+	}
 	for len(t.items) > 0 && t.items[0].deadline <= now {
 		it := heap.Pop((*itemHeap)(&t.items)).(*item)
 		delete(t.index, it.key)

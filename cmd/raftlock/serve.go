@@ -67,7 +67,6 @@ func serveFlags() []cli.Flag {
 		str("acl-node-token-file", "file holding the ACL token this node uses to register itself with the leader when ACLs are on and TLS is off (with TLS the node certificate is used); also RAFTLOCK_ACL_NODE_TOKEN", ""),
 		str("tls-client-auth", "client certificates on the HTTPS API: none (not needed; verified when offered), request, or require", "none"),
 		altsrc.NewIntFlag(&cli.IntFlag{Name: "max-held-requests", Usage: "waiting acquires and blocking queries this node holds open at once", Value: 10_000, EnvVars: env("max-held-requests")}),
-		&cli.BoolFlag{Name: "unsafe-grant-without-commit", Hidden: true, Usage: "BREAKS SAFETY: for the verification harness's negative control only"},
 	}
 }
 
@@ -99,9 +98,6 @@ keys are the flag names. The command line wins over the environment, which wins 
 			cfg, opts, err := serveConfig(c, logger)
 			if err != nil {
 				return cli.Exit("raftlock serve: "+err.Error(), 2)
-			}
-			if cfg.UnsafeGrantWithoutCommit {
-				logger.Warn("UNSAFE: --unsafe-grant-without-commit is set; this node grants locks without consensus")
 			}
 			// Everything this process writes holds lease IDs or keys: private to its user.
 			restrictUmask()
@@ -173,7 +169,6 @@ func serveConfig(c *cli.Context, logger hclog.Logger) (cluster.Config, serveOpti
 			MaxLocksPerLease:  c.Uint64("max-locks-per-lease"),
 			MaxWaitersPerLock: c.Uint64("max-waiters-per-lock"),
 		},
-		UnsafeGrantWithoutCommit: c.Bool("unsafe-grant-without-commit"),
 	}
 	nodeToken := os.Getenv("RAFTLOCK_ACL_NODE_TOKEN")
 	if f := c.String("acl-node-token-file"); f != "" {
@@ -226,7 +221,7 @@ func printConfig(c *cli.Context, flags []cli.Flag) error {
 	out := map[string]any{}
 	for _, f := range flags {
 		name := f.Names()[0]
-		if name == "config" || name == "print-config" || name == "unsafe-grant-without-commit" {
+		if name == "config" || name == "print-config" {
 			continue
 		}
 		v := c.Value(name)

@@ -14,11 +14,15 @@ const module = "github.com/raftlock/raftlock/"
 // allowed lists, for each package, the project packages it may import directly (test
 // helpers and commands may import anything below them).
 var allowed = map[string][]string{
-	"api":                  {},
-	"leases":               {},
-	"fencing":              {},
-	"fsm":                  {"leases", "fencing"},
-	"cluster":              {"fsm", "leases", "fencing", "tlsconf"},
+	"api": {},
+	// internal/mutant is the mutation campaign's registry (docs/SAFETY.md): a leaf that
+	// imports only the standard library, and a constant false in a default build, so that
+	// any package may carry a one-line mutant hook.
+	"internal/mutant":      {},
+	"leases":               {"internal/mutant"},
+	"fencing":              {"internal/mutant"},
+	"fsm":                  {"leases", "fencing", "internal/mutant"},
+	"cluster":              {"fsm", "leases", "fencing", "tlsconf", "internal/mutant"},
 	"tlsconf":              {},
 	"cluster/clustertest":  {"cluster"},
 	"transport":            {"cluster", "fsm", "leases", "api", "tlsconf"},
@@ -28,6 +32,7 @@ var allowed = map[string][]string{
 	"test/testcluster":     {"api", "cluster", "cluster/clustertest", "transport"},
 	"test/fault":           {},
 	"test/deps":            {},
+	"test/mutants":         {"internal/mutant"},
 	"test/deploy":          {},
 	"test/blackbox":        {},
 	"test/netns":           {},

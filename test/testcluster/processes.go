@@ -38,6 +38,7 @@ func Binary(t testing.TB) string {
 		if raceEnabled {
 			args = append(args, "-race")
 		}
+		args = append(args, mutantTags...)
 		cmd := exec.Command("go", append(args, "./cmd/raftlock")...)
 		cmd.Dir = root
 		out, err := cmd.CombinedOutput()
@@ -63,6 +64,7 @@ func BuildBinary(t testing.TB, flags ...string) string {
 	if raceEnabled {
 		args = append(args, "-race")
 	}
+	args = append(args, mutantTags...)
 	args = append(append(args, flags...), "./cmd/raftlock")
 	cmd := exec.Command("go", args...)
 	cmd.Dir = root

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/raftlock/raftlock/test/testcluster"
 	"github.com/raftlock/raftlock/test/verify/nemesis"
 )
 
@@ -50,15 +51,17 @@ func TestNegativeControlFencingOff(t *testing.T) {
 	}
 }
 
-// TestNegativeControlUnsafeServer runs the lin workload against servers started with
-// --unsafe-grant-without-commit (a follower grants a free-looking lock at once without
-// consensus): the linearizability checker, or the timing checker, must report it.
+// TestNegativeControlUnsafeServer runs the lin workload against servers built with the
+// mutants tag and started with RAFTLOCK_MUTANT=grant-without-commit (a follower grants a
+// free-looking lock at once without consensus; see internal/mutant): the linearizability
+// checker, or the timing checker, must report it.
 func TestNegativeControlUnsafeServer(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts server processes; skipped with -short")
 	}
 	cfg := negativeConfig(t, "unsafe")
-	cfg.Extra = []string{"--unsafe-grant-without-commit"}
+	cfg.Binary = testcluster.BuildBinary(t, "-tags", "mutants")
+	cfg.Env = []string{"RAFTLOCK_MUTANT=grant-without-commit"}
 	cfg.BankWorkers = 2
 	cfg.Rounds = 2
 	res := runCampaign(t, cfg)

@@ -42,6 +42,8 @@ type campaignConfig struct {
 	PauseProb              float64
 	ElectionTimeout        time.Duration
 	Extra                  []string // serve flags
+	Binary                 string   // the raftlock binary; empty: testcluster.Binary
+	Env                    []string // more environment for every node (RAFTLOCK_MUTANT)
 	Fenced                 bool
 	// LivenessSlack is added to TTL + 2 election timeouts for the liveness bound.
 	LivenessSlack time.Duration
@@ -137,7 +139,7 @@ func runCampaign(t *testing.T, cfg campaignConfig) *campaignResult {
 	t.Cleanup(c.net.Close)
 	var err error
 	cl, err = harness.NewCluster(t, harness.ClusterConfig{
-		N: cfg.Nodes, ElectionTimeout: cfg.ElectionTimeout, Extra: cfg.Extra,
+		N: cfg.Nodes, ElectionTimeout: cfg.ElectionTimeout, Extra: cfg.Extra, Binary: cfg.Binary, Env: cfg.Env,
 		Advertise: func(i int, bind string) (string, error) { return c.net.Listen(i, bind) },
 	})
 	if err != nil {

@@ -34,6 +34,9 @@ type ClusterConfig struct {
 	Extra []string
 	// Binary is the raftlock binary; empty builds it with testcluster.Binary.
 	Binary string
+	// Env are more environment variables (KEY=value) for every node, such as
+	// RAFTLOCK_MUTANT for a Binary built with the mutants tag.
+	Env []string
 	// Dir holds the nodes' data directories and logs; empty means t.TempDir().
 	Dir string
 }
@@ -163,6 +166,7 @@ func (c *Cluster) startOnce(i int) error {
 		"--data-dir", filepath.Join(c.cfg.Dir, c.IDs[i]), "--bootstrap", c.bootstrap(),
 		"--election-timeout", c.cfg.ElectionTimeout.String()}, c.cfg.Extra...)
 	cmd := exec.Command(c.bin, args...)
+	cmd.Env = append(os.Environ(), c.cfg.Env...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
