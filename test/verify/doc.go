@@ -13,7 +13,8 @@
 // before the write of one hold in 64 (40 in the short run), and counts its lock competitions
 // on their own: at least 100,000 with zero stale writes accepted and zero duplicate charges,
 // on SQLite and on PostgreSQL (RAFTLOCK_TEST_POSTGRES_DSN). TestBankShort (2,000) and its
-// negative control with fencing off run in `make test`.
+// negative control with fencing off run in `make test`. RAFTLOCK_BANK_TARGET,
+// RAFTLOCK_BANK_WORKERS and RAFTLOCK_BANK_LOCKS change a bank run's size.
 //
 // See docs/VERIFICATION.md. The campaign itself lives in the package's test files, which wire
 // the subpackages together: nemesis (proxies, faults), workload (clients and their records),
