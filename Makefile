@@ -36,9 +36,13 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzParseToken$$' -fuzztime=$(FUZZTIME) ./fencing
 
 ## verify: the long fault-injection campaign (>= 100,000 lock competitions, about 10-20 min),
-## then the GC-pause demo with its outcome asserted. The short campaign runs in `make test`.
+## the bank campaign (>= 100,000 competitions of the fenced-ledger workload alone, SIGSTOPped
+## worker processes, SQLite then PostgreSQL when RAFTLOCK_TEST_POSTGRES_DSN is set; about
+## 8-15 min each), then the GC-pause demo with its outcome asserted. The short versions run in
+## `make test`.
 verify: build
 	$(GO) test -tags verify -count=1 -timeout 30m -run TestCampaign -v ./test/verify/
+	$(GO) test -tags verify -count=1 -timeout 60m -run '^TestBankCampaign$$' -v ./test/verify/
 	scripts/mutants.sh
 	scripts/gc-pause-demo.sh
 

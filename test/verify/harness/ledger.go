@@ -2,6 +2,7 @@ package harness
 
 import (
 	"context"
+	"database/sql"
 	"net"
 	"net/http"
 	"path/filepath"
@@ -20,16 +21,30 @@ type Ledger struct {
 	srv    *http.Server
 }
 
-// StartLedger starts a ledger; fenced false switches its fence check off (the negative
-// control). It stops when the test ends.
+// StartLedger starts a ledger over SQLite; fenced false switches its fence check off (the
+// negative control). It stops when the test ends.
 func StartLedger(t testing.TB, fenced bool) (*Ledger, error) {
+	return StartLedgerDB(t, fenced, "")
+}
+
+// StartLedgerDB starts a ledger over PostgreSQL when dsn is a postgres:// URL, over SQLite in
+// a temporary directory when dsn is empty. A PostgreSQL database is shared with whatever else
+// uses it: callers use account ids of their own. It stops when the test ends.
+func StartLedgerDB(t testing.TB, fenced bool, dsn string) (*Ledger, error) {
 	t.Helper()
-	db, err := fencing.OpenSQLite(filepath.Join(t.TempDir(), "ledger.db"))
+	var db *sql.DB
+	dialect := fencing.SQLite
+	var err error
+	if dsn == "" {
+		db, err = fencing.OpenSQLite(filepath.Join(t.TempDir(), "ledger.db"))
+	} else {
+		db, dialect, err = ledger.OpenDB(context.Background(), "", dsn)
+	}
 	if err != nil {
 		return nil, err
 	}
 	cfg := ledger.DefaultConfig()
-	cfg.DB, cfg.Dialect, cfg.Fenced = db, fencing.SQLite, fenced
+	cfg.DB, cfg.Dialect, cfg.Fenced = db, dialect, fenced
 	l, err := ledger.New(context.Background(), cfg)
 	if err != nil {
 		db.Close()

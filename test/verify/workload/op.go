@@ -72,14 +72,33 @@ type Op struct {
 	Err     string  `json:"err,omitempty"`
 }
 
-// Clock is the campaign's one monotonic clock.
-type Clock struct{ start time.Time }
+// Clock is the campaign's one monotonic clock. A clock from NewClock counts from its own
+// start and serves one process; a clock from NewSharedClock reads the machine's
+// CLOCK_MONOTONIC, so that the records of worker processes and of the test share one
+// time line.
+type Clock struct {
+	start  time.Time
+	shared bool
+	origin int64
+}
 
 // NewClock starts a clock at zero.
 func NewClock() *Clock { return &Clock{start: time.Now()} }
 
+// NewSharedClock returns a clock that reads MonotonicNow() - origin. Processes on one machine
+// given the same origin read the same clock.
+func NewSharedClock(origin int64) *Clock { return &Clock{shared: true, origin: origin} }
+
+// Origin is the MonotonicNow reading a shared clock counts from (zero for a NewClock).
+func (c *Clock) Origin() int64 { return c.origin }
+
 // Now returns nanoseconds since the clock started (monotonic).
-func (c *Clock) Now() int64 { return int64(time.Since(c.start)) }
+func (c *Clock) Now() int64 {
+	if c.shared {
+		return MonotonicNow() - c.origin
+	}
+	return int64(time.Since(c.start))
+}
 
 // Recorder collects operations from many goroutines.
 type Recorder struct {
