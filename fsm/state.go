@@ -37,6 +37,7 @@ type waiter struct {
 	lease      LeaseID
 	owner      string
 	deadline   int64
+	since      int64 // cluster time it joined the queue plus one; 0: unknown (version 1)
 	prev, next *waiter
 }
 
@@ -52,7 +53,8 @@ type state struct {
 	leaseExp   leases.Table // keyed by string(lease ID bytes)
 	waitExp    leases.Table // keyed by waitKey(name, lease)
 	notify     func(Event)
-	protocol   // what protocol versions added: see version.go
+	protocol           // what protocol versions added: see version.go
+	hist       history // per-lock histories (history.go): replicated from version 2 on
 }
 
 // nameIndexDegree is the B-tree degree of the lock name index: nodes of up to 63 names
@@ -116,6 +118,7 @@ func (s *state) apply(index uint64, c *Command) *Result {
 			r.Status = StatusLeaseNotFound
 			break
 		}
+		s.hist.endCause = HistoryRevoked
 		r.Released = s.removeLeases(index, []*lease{l})
 	case TypeAcquire:
 		s.acquire(index, c, r)
@@ -128,6 +131,7 @@ func (s *state) apply(index uint64, c *Command) *Result {
 		case lk == nil || lk.holder != c.Lease || lk.token != c.Token:
 			r.Status = StatusNotHolder
 		default:
+			s.recordEnd(c.Name, lk, l, HistoryReleased)
 			s.release(index, c.Name, lk)
 		}
 	case TypeDequeue:
@@ -203,6 +207,7 @@ func (s *state) acquire(index uint64, c *Command, r *Result) {
 		s.names.ReplaceOrInsert(c.Name)
 		addName(&l.held, c.Name)
 		s.notify(Event{Kind: EventLockChanged, Name: c.Name, Index: index})
+		s.record(c.Name, HistoryEvent{Kind: HistoryGranted, Lease: LeaseFingerprint(l.id), Token: index, Owner: c.Owner})
 		r.Token, r.Owner = index, c.Owner
 	case lk.holder == l.id:
 		r.Token, r.Owner = lk.token, lk.owner // idempotent: the same grant again
@@ -210,6 +215,9 @@ func (s *state) acquire(index uint64, c *Command, r *Result) {
 		deadline := satAdd(s.stamp, c.Wait)
 		if w := l.waiting[c.Name]; w == nil {
 			w = &waiter{lease: l.id, owner: c.Owner, deadline: deadline}
+			if s.version >= 2 {
+				w.since = s.time + 1
+			}
 			lk.queue.push(w)
 			addWaiting(l, c.Name, w)
 			lk.modify = index
@@ -231,6 +239,7 @@ func (s *state) dequeue(index uint64, c *Command, r *Result) {
 	r.Status = StatusNotHolder
 	if l := s.leases[c.Lease]; l != nil && lk != nil {
 		if _, queued := l.waiting[c.Name]; queued {
+			s.hist.waitCause = HistoryWaitAbandoned
 			s.leaveQueue(index, c.Name, l)
 		}
 	}
@@ -243,6 +252,7 @@ func (s *state) expire(index uint64) {
 	for _, k := range s.waitExp.PopExpired(s.time) {
 		name, id := splitWaitKey(k)
 		if l := s.leases[id]; l != nil {
+			s.hist.waitCause = HistoryWaitTimedOut
 			s.leaveQueue(index, name, l)
 		}
 	}
@@ -256,6 +266,7 @@ func (s *state) expire(index uint64) {
 		copy(id[:], k)
 		dead = append(dead, s.leases[id])
 	}
+	s.hist.endCause = HistoryExpired
 	s.removeLeases(index, dead)
 }
 
@@ -265,6 +276,7 @@ func (s *state) expire(index uint64) {
 func (s *state) removeLeases(index uint64, ls []*lease) []string {
 	for _, l := range ls {
 		for _, name := range sortedNames(l.waiting) {
+			s.hist.waitCause = HistoryWaitLeaseEnded
 			s.leaveQueue(index, name, l)
 		}
 		delete(s.leases, l.id)
@@ -274,6 +286,7 @@ func (s *state) removeLeases(index uint64, ls []*lease) []string {
 	for _, l := range ls {
 		names := sortedNames(l.held)
 		for _, name := range names {
+			s.recordEnd(name, s.locks[name], l, s.hist.endCause)
 			s.release(index, name, s.locks[name])
 		}
 		released = names
@@ -292,6 +305,7 @@ func (s *state) leaveQueue(index uint64, name string, l *lease) {
 	lk := s.locks[name]
 	lk.queue.remove(w)
 	lk.modify = index
+	s.recordWaitEnd(name, w)
 	s.notify(Event{Kind: EventWaitEnded, Name: name, Lease: l.id, Index: index})
 	s.notify(Event{Kind: EventLockChanged, Name: name, Index: index})
 }
@@ -317,6 +331,11 @@ func (s *state) release(index uint64, name string, lk *lock) {
 	addName(&next.held, name)
 	lk.holder, lk.token, lk.owner, lk.modify = w.lease, index, w.owner, index
 	s.notify(Event{Kind: EventGranted, Name: name, Lease: w.lease, Token: index, Owner: w.owner, Index: index})
+	granted := HistoryEvent{Kind: HistoryGranted, FromQueue: true, Lease: LeaseFingerprint(w.lease), Token: index, Owner: w.owner}
+	if w.since > 0 {
+		granted.Waited = s.time - (w.since - 1)
+	}
+	s.record(name, granted)
 	s.notify(Event{Kind: EventLockChanged, Name: name, Index: index})
 }
 
