@@ -277,13 +277,13 @@ func (n *Node) Subscribe(prefix string, from uint64) (*Subscription, error) {
 // EventSubscribers returns the number of event stream subscribers.
 func (n *Node) EventSubscribers() int { return n.stream.count() }
 
-// History returns the recorded events of lock name, oldest first. Unless stale, it is a
-// linearizable read, like LockStatus.
-func (n *Node) History(ctx context.Context, name string, stale bool) ([]fsm.HistoryEvent, error) {
+// History returns the recorded events of lock name, oldest first, and the cluster time
+// of the state read. Unless stale, it is a linearizable read, like LockStatus.
+func (n *Node) History(ctx context.Context, name string, stale bool) ([]fsm.HistoryEvent, int64, error) {
 	if !stale {
 		if err := n.ReadBarrier(ctx); err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 	}
-	return n.fsm.History(name), nil
+	return n.fsm.History(name), n.fsm.Time(), nil
 }
