@@ -89,6 +89,7 @@ func newStream(backlog, maxSubs int) *stream {
 type Subscription struct {
 	s       *stream
 	prefix  string
+	start   uint64 // the first index it streams
 	queue   []StreamEntry
 	queued  int // events in queue
 	wake    chan struct{}
@@ -158,6 +159,10 @@ func (sub *Subscription) Next(ctx context.Context) (StreamEntry, error) {
 	}
 }
 
+// Start returns the first entry index the subscription streams: entries before it are
+// not in it, whatever the from it was asked for (0: the next entry applied).
+func (sub *Subscription) Start() uint64 { return sub.start }
+
 // Close ends the subscription and frees its place.
 func (sub *Subscription) Close() {
 	sub.s.mu.Lock()
@@ -180,7 +185,7 @@ func (s *stream) subscribe(prefix string, from uint64) (*Subscription, error) {
 	if from <= s.floor {
 		return nil, &IndexCompactedError{Oldest: s.floor + 1}
 	}
-	sub := &Subscription{s: s, prefix: prefix, wake: make(chan struct{}, 1)}
+	sub := &Subscription{s: s, prefix: prefix, start: from, wake: make(chan struct{}, 1)}
 	s.subs[sub] = struct{}{}
 	for _, e := range s.ring {
 		if e.Index >= from && !sub.stopped {

@@ -58,8 +58,8 @@ func (s *Server) handleHistory(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	err := knownQuery(q, "stale")
 	var stale bool
-	if err == nil {
-		err = api.ValidateName(name)
+	if e := api.ValidateName(name); err == nil && e != nil {
+		err = e // (a nil *api.Error must not become a non-nil error)
 	}
 	if err == nil {
 		stale, err = queryBool(q, "stale")
@@ -117,7 +117,9 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 	prefix := q.Get("prefix")
 	var from uint64
 	if err == nil && prefix != "" {
-		err = api.ValidateName(prefix)
+		if e := api.ValidateName(prefix); e != nil {
+			err = e
+		}
 	}
 	if err == nil {
 		from, err = queryUint(q, "from_index", 1<<63-1)
@@ -154,7 +156,9 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
-	fmt.Fprint(w, "retry: 1000\n\n")
+	// An id without data moves the client's Last-Event-ID to just before the stream's
+	// start without an event, so that a reconnection before the first event is exact.
+	fmt.Fprintf(w, "retry: 1000\nid: %d\n\n", sub.Start()-1)
 	if rc.Flush() != nil {
 		return
 	}
