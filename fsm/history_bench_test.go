@@ -5,6 +5,7 @@ import (
 	"os"
 	"runtime"
 	"testing"
+	"time"
 
 	"github.com/raftlock/raftlock/fsm"
 )
@@ -89,5 +90,45 @@ func TestHistoryMemory1M(t *testing.T) {
 	after := heap()
 	t.Logf("1,000,000 held locks at version 2: heap %.1f MiB (%.0f B/lock), snapshot %.1f MiB",
 		float64(after-before)/(1<<20), float64(after-before)/1e6, float64(len(f.SnapshotBytes()))/(1<<20))
+	runtime.KeepAlive(f)
+}
+
+// TestHistoryMemoryWorstCase reports the heap of the largest history the bounds allow:
+// HistoryLocks locks with HistoryLen events each. It runs only with RAFTLOCK_MEASURE=1.
+func TestHistoryMemoryWorstCase(t *testing.T) {
+	if os.Getenv("RAFTLOCK_MEASURE") == "" {
+		t.Skip("set RAFTLOCK_MEASURE=1 to measure")
+	}
+	heap := func() uint64 {
+		runtime.GC()
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		return m.HeapAlloc
+	}
+	before := heap()
+	f := fsm.New(nil)
+	version2(t, f)
+	id := lease(1)
+	f.ApplyCommand(2, &fsm.Command{Type: fsm.TypeCreateLease, Now: 1, Lease: id, TTL: 3_600_000})
+	index := uint64(2)
+	for round := 0; round < fsm.HistoryLen/2; round++ {
+		for i := 0; i < fsm.HistoryLocks; i++ {
+			name := fmt.Sprintf("jobs/%06d", i)
+			index++
+			r := f.ApplyCommand(index, &fsm.Command{Type: fsm.TypeAcquire, Now: 2, Lease: id, Name: name, Owner: "worker-17"})
+			index++
+			f.ApplyCommand(index, &fsm.Command{Type: fsm.TypeRelease, Now: 2, Lease: id, Name: name, Token: r.Token})
+		}
+	}
+	if f.HistoryCount() != fsm.HistoryLocks || len(f.History("jobs/000000")) != fsm.HistoryLen {
+		t.Fatalf("%d histories, %d events", f.HistoryCount(), len(f.History("jobs/000000")))
+	}
+	after := heap()
+	start := time.Now()
+	snap := f.SnapshotBytes()
+	took := time.Since(start)
+	t.Logf("%d locks × %d events (no lock held): heap %.1f MiB (%.0f B/event), snapshot %.1f MiB encoded in %v",
+		fsm.HistoryLocks, fsm.HistoryLen, float64(after-before)/(1<<20), float64(after-before)/float64(fsm.HistoryLocks*fsm.HistoryLen),
+		float64(len(snap))/(1<<20), took)
 	runtime.KeepAlive(f)
 }
