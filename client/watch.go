@@ -88,6 +88,10 @@ func (w *Watcher) Stop() {
 // Watch starts following the events of the locks whose names start with prefix (every
 // lock when prefix is ""). The first connection is made before Watch returns, so an
 // unknown index, a refused token or a node at its subscriber limit is reported here.
+//
+// Each node streams the entries it has applied itself; requests are not forwarded. With
+// ACLs on, a token created a moment ago may be unknown to a follower for a moment (401):
+// retry, or use the leader's endpoint.
 func (c *Client) Watch(ctx context.Context, prefix string, opts WatchOptions) (*Watcher, error) {
 	op := fmt.Sprintf("watch %q", prefix)
 	ctx, cancel := context.WithCancel(ctx)
