@@ -144,8 +144,16 @@ func TestEvents_StreamResumeLimits(t *testing.T) {
 		cfg.EventBacklog = 50
 	})
 	ctx := clustertest.Ctx(t, 2*time.Minute)
-	// The watcher's own client starts on node 0, whose HTTP server is stopped below.
-	wc, err := client.New(tc.Endpoints())
+	// The watcher's own client starts on a follower, whose HTTP server is stopped below
+	// (stopping the leader's would leave the others nowhere to forward writes).
+	fol := tc.Follower()
+	eps := []string{tc.URL(fol)}
+	for i := range tc.Nodes {
+		if i != fol {
+			eps = append(eps, tc.URL(i))
+		}
+	}
+	wc, err := client.New(eps)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,7 +224,10 @@ func TestEvents_StreamResumeLimits(t *testing.T) {
 	}
 	// A node restart cuts the stream of whichever node served it; the watcher
 	// reconnects with Last-Event-ID and misses nothing.
-	tc.StopHTTP(0)
+	if n := tc.Nodes[fol].EventSubscribers(); n != 1 {
+		t.Fatalf("node %d serves %d streams, want the watcher's", fol, n)
+	}
+	tc.StopHTTP(fol)
 	g, err = c.Acquire(ctx, "ev/after", client.AcquireOptions{TTL: time.Minute})
 	if err != nil {
 		t.Fatal(err)
@@ -238,7 +249,8 @@ func TestEvents_StreamResumeLimits(t *testing.T) {
 	if _, err := c.Watch(ctx, "", client.WatchOptions{FromIndex: 1}); !errors.Is(err, client.ErrIndexCompacted) {
 		t.Fatalf("from index 1: %v", err)
 	}
-	resp, err := http.Get(tc.URL(1) + "/v1/events?from_index=1")
+	live := (fol + 1) % len(tc.Nodes)
+	resp, err := http.Get(tc.URL(live) + "/v1/events?from_index=1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -247,8 +259,8 @@ func TestEvents_StreamResumeLimits(t *testing.T) {
 		t.Fatalf("from index 1: status %d, want 410", resp.StatusCode)
 	}
 
-	// The subscriber limit (2 per node): hold two streams on node 1, the third is refused.
-	one, err := client.New([]string{tc.URL(1)})
+	// The subscriber limit (2 per node): hold two streams on one node, the third is refused.
+	one, err := client.New([]string{tc.URL(live)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -256,7 +268,7 @@ func TestEvents_StreamResumeLimits(t *testing.T) {
 	for len(held) < 2 {
 		hw, err := one.Watch(ctx, "", client.WatchOptions{})
 		if errors.Is(err, client.ErrTooManyRequests) {
-			break // the test's own watcher may sit on node 1
+			break // the test's own watcher may sit on that node
 		}
 		if err != nil {
 			t.Fatal(err)
@@ -265,7 +277,7 @@ func TestEvents_StreamResumeLimits(t *testing.T) {
 	}
 	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	req, _ := http.NewRequestWithContext(cctx, http.MethodGet, tc.URL(1)+"/v1/events", nil)
+	req, _ := http.NewRequestWithContext(cctx, http.MethodGet, tc.URL(live)+"/v1/events", nil)
 	resp, err = http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
