@@ -32,6 +32,9 @@ var _ HistoryNode = (*cluster.Node)(nil)
 // open and a dead client is noticed.
 const streamPing = 15 * time.Second
 
+// streamWriteTimeout bounds one write of an event stream.
+const streamWriteTimeout = 30 * time.Second
+
 func (s *Server) historyNode(w http.ResponseWriter) (HistoryNode, bool) {
 	hn, ok := s.node.(HistoryNode)
 	if !ok {
@@ -150,7 +153,10 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 	}
 	defer sub.Close()
 	rc := http.NewResponseController(w)
-	_ = rc.SetWriteDeadline(time.Time{}) // a stream lives longer than the server's write timeout
+	// A stream lives longer than the server's write timeout: each write gets its own
+	// deadline instead, so that a client that stops reading is cut off and cannot hold
+	// the handler (and the server's shutdown) forever.
+	_ = rc.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
@@ -198,10 +204,12 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 		default:
 			data, _ := json.Marshal(errorFor(streamError(err)).Body())
 			fmt.Fprintf(&buf, "event: error\ndata: %s\n\n", data)
+			_ = rc.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
 			_, _ = w.Write([]byte(buf.String()))
 			_ = rc.Flush()
 			return
 		}
+		_ = rc.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
 		if _, err := w.Write([]byte(buf.String())); err != nil {
 			return
 		}
