@@ -81,6 +81,17 @@ func LeaseFingerprint(id LeaseID) Fingerprint {
 	return f
 }
 
+// fingerprint returns the lease's fingerprint, hashing its ID once: a lease is usually
+// recorded many times (each grant and release), and the hash is most of a record's cost.
+// It is derived, not replicated, state.
+func (l *lease) fingerprint() Fingerprint {
+	if l.fp == nil {
+		fp := LeaseFingerprint(l.id)
+		l.fp = &fp
+	}
+	return *l.fp
+}
+
 // HistoryEvent is one event in a lock's history. Times are cluster time in milliseconds.
 type HistoryEvent struct {
 	Kind HistoryKind
@@ -141,6 +152,9 @@ type history struct {
 	waitCause HistoryKind // scratch for one entry: why the waiters leaving now leave
 	endCause  HistoryKind // scratch for one entry: why the leases removed now end
 	maxLocks  int         // HistoryLocks; tests lower it
+	// observed is set when the FSM has an observer: events are then built at every
+	// version (for the event stream); otherwise only from version 2 on, to be kept.
+	observed bool
 }
 
 func (h *history) len() int { return len(h.byName) }
@@ -201,6 +215,9 @@ func (h *history) add(name string, e HistoryEvent) {
 // (the event stream works at every version) and into the replicated history only when
 // the active version is 2 or more, so that a version 1 node and this one never differ.
 func (s *state) record(name string, e HistoryEvent) {
+	if s.version < 2 && !s.hist.observed {
+		return // nobody keeps or reads it
+	}
 	e.Index, e.Time = s.applied, s.time
 	if s.version >= 2 {
 		s.hist.add(name, e)
@@ -208,23 +225,29 @@ func (s *state) record(name string, e HistoryEvent) {
 	s.notify(Event{Kind: EventHistory, Name: name, Index: e.Index, History: e})
 }
 
-// recordEnd records the end of lk's grant, held by lease l, for the current endCause.
+// recordEnd records the end of lk's grant, held by lease l, for cause.
 func (s *state) recordEnd(name string, lk *lock, l *lease, cause HistoryKind) {
-	e := HistoryEvent{Kind: cause, Lease: LeaseFingerprint(lk.holder), Token: lk.token, Owner: lk.owner}
-	if cause == HistoryExpired && l != nil {
+	if s.version < 2 && !s.hist.observed {
+		return
+	}
+	e := HistoryEvent{Kind: cause, Lease: l.fingerprint(), Token: lk.token, Owner: lk.owner}
+	if cause == HistoryExpired {
 		e.Deadline, e.Renewed = l.deadline, l.deadline-l.ttl
 	}
 	s.record(name, e)
 }
 
-// recordWaitEnd records that waiter w left the queue of lock name, for the current
-// waitCause.
-func (s *state) recordWaitEnd(name string, w *waiter) {
+// recordWaitEnd records that waiter w, of lease l, left the queue of lock name, for the
+// current waitCause.
+func (s *state) recordWaitEnd(name string, w *waiter, l *lease) {
+	if s.version < 2 && !s.hist.observed {
+		return
+	}
 	cause := s.hist.waitCause
 	if cause == 0 {
 		cause = HistoryWaitAbandoned
 	}
-	e := HistoryEvent{Kind: cause, Lease: LeaseFingerprint(w.lease), Owner: w.owner}
+	e := HistoryEvent{Kind: cause, Lease: l.fingerprint(), Owner: w.owner}
 	if w.since > 0 {
 		e.Waited = s.time - (w.since - 1)
 	}

@@ -19,6 +19,7 @@ type lease struct {
 	deadline int64
 	held     map[string]struct{}
 	waiting  map[string]*waiter
+	fp       *Fingerprint // LeaseFingerprint(id), computed on first use (history.go)
 }
 
 // lock is a held lock. A lock that is free has no waiters (a release hands it to the first
@@ -207,7 +208,7 @@ func (s *state) acquire(index uint64, c *Command, r *Result) {
 		s.names.ReplaceOrInsert(c.Name)
 		addName(&l.held, c.Name)
 		s.notify(Event{Kind: EventLockChanged, Name: c.Name, Index: index})
-		s.record(c.Name, HistoryEvent{Kind: HistoryGranted, Lease: LeaseFingerprint(l.id), Token: index, Owner: c.Owner})
+		s.record(c.Name, HistoryEvent{Kind: HistoryGranted, Lease: l.fingerprint(), Token: index, Owner: c.Owner})
 		r.Token, r.Owner = index, c.Owner
 	case lk.holder == l.id:
 		r.Token, r.Owner = lk.token, lk.owner // idempotent: the same grant again
@@ -305,7 +306,7 @@ func (s *state) leaveQueue(index uint64, name string, l *lease) {
 	lk := s.locks[name]
 	lk.queue.remove(w)
 	lk.modify = index
-	s.recordWaitEnd(name, w)
+	s.recordWaitEnd(name, w, l)
 	s.notify(Event{Kind: EventWaitEnded, Name: name, Lease: l.id, Index: index})
 	s.notify(Event{Kind: EventLockChanged, Name: name, Index: index})
 }
@@ -331,7 +332,7 @@ func (s *state) release(index uint64, name string, lk *lock) {
 	addName(&next.held, name)
 	lk.holder, lk.token, lk.owner, lk.modify = w.lease, index, w.owner, index
 	s.notify(Event{Kind: EventGranted, Name: name, Lease: w.lease, Token: index, Owner: w.owner, Index: index})
-	granted := HistoryEvent{Kind: HistoryGranted, FromQueue: true, Lease: LeaseFingerprint(w.lease), Token: index, Owner: w.owner}
+	granted := HistoryEvent{Kind: HistoryGranted, FromQueue: true, Lease: next.fingerprint(), Token: index, Owner: w.owner}
 	if w.since > 0 {
 		granted.Waited = s.time - (w.since - 1)
 	}
