@@ -37,6 +37,10 @@ const (
 	CodeInternal = "internal"
 )
 
+// CodeIndexCompacted: an event stream was asked to start at an index older than the
+// events the node still holds (410); start live, or from the index the message names.
+const CodeIndexCompacted = "index_compacted"
+
 // Status returns the HTTP status that goes with an error code.
 func Status(code string) int {
 	switch code {
@@ -58,6 +62,8 @@ func Status(code string) int {
 		return http.StatusServiceUnavailable
 	case CodeQuotaExceeded, CodeTooManyRequests:
 		return http.StatusTooManyRequests
+	case CodeIndexCompacted:
+		return http.StatusGone
 	default:
 		return http.StatusInternalServerError
 	}

@@ -81,6 +81,14 @@ type Config struct {
 	// MaxVersion, when non-zero, makes the node speak at most this protocol version, as a
 	// node of an older release would: for upgrade tests. Zero means fsm.Version.
 	MaxVersion uint64
+	// EventSubscribers bounds the event stream subscribers (GET /v1/events) this node
+	// serves at once; zero means DefaultEventSubscribers. Past it Subscribe fails with
+	// ErrTooManySubscribers.
+	EventSubscribers int
+	// EventBacklog is how many recent history events the node keeps in memory for
+	// subscribers that resume from an index; zero means DefaultEventBacklog.
+	EventBacklog int
+
 }
 
 func (c *Config) setDefaults() {

@@ -43,6 +43,7 @@ type Node struct {
 
 	faults   atomic.Pointer[faults] // nil except in tests (export_test.go)
 	events   *registry
+	stream   *stream // recent lock events for subscribers (stream.go)
 	applied  *appliedWaiter
 	stopping chan struct{}
 	stopOnce sync.Once
@@ -86,6 +87,7 @@ func New(cfg Config) (*Node, error) {
 		kick:          make(chan struct{}, 1),
 		renewCh:       make(chan *renewReq, 1024),
 		events:        newRegistry(),
+		stream:        newStream(cfg.EventBacklog, cfg.EventSubscribers),
 		applied:       newAppliedWaiter(),
 		stopping:      make(chan struct{}),
 		notifyCh:      make(chan bool, 16),
@@ -250,6 +252,7 @@ func (n *Node) Shutdown() error {
 			}
 		}
 		close(n.stopping)
+		n.stream.shutdown()
 		err = n.closeRaft()
 		<-n.loopDone
 		n.stopLeading()
@@ -279,6 +282,7 @@ func (n *Node) servers() []raft.Server {
 
 // observe receives the state machine's events on raft's FSM goroutine.
 func (n *Node) observe(e fsm.Event) {
+	n.stream.observe(e)
 	switch e.Kind {
 	case fsm.EventApplied:
 		n.applied.advance(e.Index)

@@ -29,6 +29,9 @@ const (
 	// EventHalted: the entry at Index is a command this node does not know and may not
 	// skip, so the state machine stopped before it (Err says why); it is sent once.
 	EventHalted
+	// EventHistory: History happened to lock Name at Index (history.go). It is sent at
+	// every protocol version; the replicated history keeps it from version 2 on.
+	EventHistory
 )
 
 // Event tells an observer what an applied entry did, so that waiting requests are answered
@@ -45,6 +48,8 @@ type Event struct {
 	Index uint64
 	// Err is the reason of an EventHalted.
 	Err error
+	// History is the event of an EventHistory.
+	History HistoryEvent
 }
 
 // FSM is the lock state machine. It implements raft.FSM, raft.BatchingFSM and

@@ -127,9 +127,12 @@ func (s *state) encode() []byte {
 			buf = append(buf, w.lease[:]...)
 			buf = appendString(buf, w.owner)
 			buf = binary.AppendUvarint(buf, uint64(w.deadline))
+			if s.version >= 2 {
+				buf = binary.AppendUvarint(buf, uint64(w.since))
+			}
 		}
 	}
-	return buf
+	return s.appendHistory(buf)
 }
 
 func badSnapshot(format string, args ...any) error {
@@ -179,6 +182,9 @@ func decodeState(data []byte, notify func(Event)) (*state, error) {
 		addName(&holder.held, name)
 		for j, m := 0, count(); j < m && d.err == nil; j++ {
 			w := &waiter{lease: d.leaseID(), owner: d.string(), deadline: d.int64()}
+			if format >= 2 {
+				w.since = d.int64()
+			}
 			wl := s.leases[w.lease]
 			if d.err != nil {
 				break
@@ -195,6 +201,11 @@ func decodeState(data []byte, notify func(Event)) (*state, error) {
 		}
 		s.locks[name] = lk
 		s.names.ReplaceOrInsert(name) // the index is derived state: rebuilt, never encoded
+	}
+	if d.err == nil {
+		if err := s.decodeHistory(&d, format); err != nil {
+			return nil, err
+		}
 	}
 	if d.err != nil {
 		return nil, badSnapshot("%v", d.err)

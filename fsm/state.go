@@ -20,6 +20,7 @@ type lease struct {
 	deadline int64
 	held     map[string]struct{}
 	waiting  map[string]*waiter
+	fp       *Fingerprint // LeaseFingerprint(id), computed on first use (history.go)
 }
 
 // lock is a held lock. A lock that is free has no waiters (a release hands it to the first
@@ -38,6 +39,7 @@ type waiter struct {
 	lease      LeaseID
 	owner      string
 	deadline   int64
+	since      int64 // cluster time it joined the queue plus one; 0: unknown (version 1)
 	prev, next *waiter
 }
 
@@ -53,7 +55,8 @@ type state struct {
 	leaseExp   leases.Table // keyed by string(lease ID bytes)
 	waitExp    leases.Table // keyed by waitKey(name, lease)
 	notify     func(Event)
-	protocol   // what protocol versions added: see version.go
+	protocol           // what protocol versions added: see version.go
+	hist       history // per-lock histories (history.go): replicated from version 2 on
 }
 
 // nameIndexDegree is the B-tree degree of the lock name index: nodes of up to 63 names
@@ -120,6 +123,7 @@ func (s *state) apply(index uint64, c *Command) *Result {
 		if mutant.Is("revoke-leaves-locks") {
 			l.held = nil
 		}
+		s.hist.endCause = HistoryRevoked
 		r.Released = s.removeLeases(index, []*lease{l})
 	case TypeAcquire:
 		s.acquire(index, c, r)
@@ -132,6 +136,7 @@ func (s *state) apply(index uint64, c *Command) *Result {
 		case lk == nil || lk.holder != c.Lease || lk.token != c.Token && !mutant.Is("release-ignores-token"):
 			r.Status = StatusNotHolder
 		default:
+			s.recordEnd(c.Name, lk, l, HistoryReleased)
 			s.release(index, c.Name, lk)
 		}
 	case TypeDequeue:
@@ -210,6 +215,7 @@ func (s *state) acquire(index uint64, c *Command, r *Result) {
 		s.names.ReplaceOrInsert(c.Name)
 		addName(&l.held, c.Name)
 		s.notify(Event{Kind: EventLockChanged, Name: c.Name, Index: index})
+		s.record(c.Name, HistoryEvent{Kind: HistoryGranted, Lease: l.fingerprint(), Token: index, Owner: c.Owner})
 		r.Token, r.Owner = index, c.Owner
 	case lk.holder == l.id:
 		r.Token, r.Owner = lk.token, lk.owner // idempotent: the same grant again
@@ -217,6 +223,9 @@ func (s *state) acquire(index uint64, c *Command, r *Result) {
 		deadline := satAdd(s.stamp, c.Wait)
 		if w := l.waiting[c.Name]; w == nil {
 			w = &waiter{lease: l.id, owner: c.Owner, deadline: deadline}
+			if s.version >= 2 {
+				w.since = s.time + 1
+			}
 			lk.queue.push(w)
 			addWaiting(l, c.Name, w)
 			lk.modify = index
@@ -238,6 +247,7 @@ func (s *state) dequeue(index uint64, c *Command, r *Result) {
 	r.Status = StatusNotHolder
 	if l := s.leases[c.Lease]; l != nil && lk != nil {
 		if _, queued := l.waiting[c.Name]; queued && !mutant.Is("abandon-not-dequeued") {
+			s.hist.waitCause = HistoryWaitAbandoned
 			s.leaveQueue(index, c.Name, l)
 		}
 	}
@@ -250,6 +260,7 @@ func (s *state) expire(index uint64) {
 	for _, k := range s.waitExp.PopExpired(s.time) {
 		name, id := splitWaitKey(k)
 		if l := s.leases[id]; l != nil && !mutant.Is("expired-waiters-stay") {
+			s.hist.waitCause = HistoryWaitTimedOut
 			s.leaveQueue(index, name, l)
 		}
 	}
@@ -263,6 +274,7 @@ func (s *state) expire(index uint64) {
 		copy(id[:], k)
 		dead = append(dead, s.leases[id])
 	}
+	s.hist.endCause = HistoryExpired
 	s.removeLeases(index, dead)
 }
 
@@ -272,6 +284,7 @@ func (s *state) expire(index uint64) {
 func (s *state) removeLeases(index uint64, ls []*lease) []string {
 	for _, l := range ls {
 		for _, name := range sortedNames(l.waiting) {
+			s.hist.waitCause = HistoryWaitLeaseEnded
 			s.leaveQueue(index, name, l)
 		}
 		delete(s.leases, l.id)
@@ -281,6 +294,7 @@ func (s *state) removeLeases(index uint64, ls []*lease) []string {
 	for _, l := range ls {
 		names := sortedNames(l.held)
 		for _, name := range names {
+			s.recordEnd(name, s.locks[name], l, s.hist.endCause)
 			s.release(index, name, s.locks[name])
 		}
 		released = names
@@ -299,6 +313,7 @@ func (s *state) leaveQueue(index uint64, name string, l *lease) {
 	lk := s.locks[name]
 	lk.queue.remove(w)
 	lk.modify = index
+	s.recordWaitEnd(name, w, l)
 	s.notify(Event{Kind: EventWaitEnded, Name: name, Lease: l.id, Index: index})
 	s.notify(Event{Kind: EventLockChanged, Name: name, Index: index})
 }
@@ -334,6 +349,11 @@ func (s *state) release(index uint64, name string, lk *lock) {
 	}
 	lk.holder, lk.token, lk.owner, lk.modify = w.lease, token, w.owner, index
 	s.notify(Event{Kind: EventGranted, Name: name, Lease: w.lease, Token: token, Owner: w.owner, Index: index})
+	granted := HistoryEvent{Kind: HistoryGranted, FromQueue: true, Lease: next.fingerprint(), Token: token, Owner: w.owner}
+	if w.since > 0 {
+		granted.Waited = s.time - (w.since - 1)
+	}
+	s.record(name, granted)
 	s.notify(Event{Kind: EventLockChanged, Name: name, Index: index})
 }
 

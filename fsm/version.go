@@ -67,6 +67,7 @@ func NewWithOptions(o Options) *FSM {
 	}
 	f.s = newState(f.record)
 	f.s.version, f.s.maxVersion = 1, f.maxVersion
+	f.s.hist.observed = f.observe != nil
 	return f
 }
 
@@ -274,5 +275,6 @@ func (f *FSM) decodeState(data []byte) (*state, error) {
 		return nil, fmt.Errorf("%w: snapshot at protocol version %d is newer than this node supports (%d): upgrade this node", ErrUnsupportedVersion, s.version, f.maxVersion)
 	}
 	s.maxVersion = f.maxVersion
+	s.hist.observed = f.observe != nil
 	return s, nil
 }

@@ -110,7 +110,9 @@ func quoteName(name string) string {
 // that decides. The leader answers 401 if it does not know the token either.
 func (s *Server) forwardUnknownTokens(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !s.aclOn() || !strings.HasPrefix(r.URL.Path, "/v1/") || s.node.IsLeader() || r.Header.Get(hopHeader) != "" {
+		// An event stream is never forwarded (a forward buffers the whole answer): a node
+		// streams its own applied entries, and refuses a token it does not know yet.
+		if !s.aclOn() || !strings.HasPrefix(r.URL.Path, "/v1/") || s.node.IsLeader() || r.Header.Get(hopHeader) != "" || r.URL.Path == "/v1/events" {
 			next.ServeHTTP(w, r)
 			return
 		}

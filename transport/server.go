@@ -234,6 +234,8 @@ func (s *Server) apiRoutes() []route {
 		{"GET /readyz", s.handleReadyz},
 		{"GET /metrics", s.met.handler().ServeHTTP},
 		{"GET /v1/openapi.json", s.handleOpenAPI},
+		{"GET /v1/history/{name...}", s.handleHistory},
+		{"GET /v1/events", s.handleEvents},
 	}
 }
 

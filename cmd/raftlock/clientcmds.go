@@ -48,6 +48,7 @@ func clientCommands() []*cli.Command {
 		acquireCommand(),
 		releaseCommand(),
 		statusCommand(),
+		whyCommand(),
 		leaseCommand(),
 		clusterCommand(),
 		lockCommand(),

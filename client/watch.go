@@ -1,0 +1,266 @@
+package client
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/raftlock/raftlock/api"
+)
+
+// ErrIndexCompacted: a Watch was asked to start (or had to resume) at an index older than
+// the events the nodes still hold; events were missed. Start a new Watch without
+// FromIndex, and re-read the state you derive from events (List, Status, History).
+var ErrIndexCompacted = errors.New("client: events before the index asked for are no longer retained")
+
+// History returns the newest recorded events of lock name, oldest first. It is a
+// linearizable read unless stale is true.
+func (c *Client) History(ctx context.Context, name string, stale bool) (api.History, error) {
+	op := fmt.Sprintf("history %q", name)
+	if err := checkName(op, name); err != nil {
+		return api.History{}, err
+	}
+	q := url.Values{}
+	if stale {
+		q.Set("stale", "true")
+	}
+	var out api.History
+	_, err := c.do(ctx, &request{op: op, method: http.MethodGet, path: "/v1/history/" + strings.TrimPrefix(lockPath(name), "/v1/locks/"), query: q}, &out)
+	return out, err
+}
+
+// WatchOptions configure Watch. The zero value follows new events from now on.
+type WatchOptions struct {
+	// FromIndex, when non-zero, starts at the first entry at or after this index that a
+	// node still holds; older than that fails with ErrIndexCompacted.
+	FromIndex uint64
+}
+
+// Watcher follows the lock events of a prefix over GET /v1/events. It reconnects by
+// itself (to any endpoint, resuming after the last entry index it received), so that no
+// event is lost or repeated across a disconnect or a node's restart, as long as some
+// node still holds the events since.
+type Watcher struct {
+	ch     chan api.HistoryEvent
+	cancel context.CancelFunc
+	done   chan struct{}
+	mu     sync.Mutex
+	err    error
+	last   uint64
+	known  bool // last is set: a reconnection sends it as Last-Event-ID
+}
+
+// Events returns the channel of events, in log order, each with its lock's Name and its
+// entry Index. It is closed when the watch ends: Err then says why.
+func (w *Watcher) Events() <-chan api.HistoryEvent { return w.ch }
+
+// Err returns why the watch ended (nil while it runs, the context's error after Stop or
+// cancellation, ErrIndexCompacted or an API error otherwise).
+func (w *Watcher) Err() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.err
+}
+
+// LastIndex returns the index of the last entry whose events were all delivered (or that
+// the stream started after).
+func (w *Watcher) LastIndex() uint64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.last
+}
+
+// Stop ends the watch and waits for it to finish.
+func (w *Watcher) Stop() {
+	w.cancel()
+	<-w.done
+}
+
+// Watch starts following the events of the locks whose names start with prefix (every
+// lock when prefix is ""). The first connection is made before Watch returns, so an
+// unknown index, a refused token or a node at its subscriber limit is reported here.
+//
+// Each node streams the entries it has applied itself; requests are not forwarded. With
+// ACLs on, a token created a moment ago may be unknown to a follower for a moment (401):
+// retry, or use the leader's endpoint.
+func (c *Client) Watch(ctx context.Context, prefix string, opts WatchOptions) (*Watcher, error) {
+	op := fmt.Sprintf("watch %q", prefix)
+	ctx, cancel := context.WithCancel(ctx)
+	w := &Watcher{ch: make(chan api.HistoryEvent, 64), cancel: cancel, done: make(chan struct{})}
+	if opts.FromIndex > 0 {
+		w.last, w.known = opts.FromIndex-1, true
+	}
+	ep := c.getPreferred()
+	body, err := c.openStream(ctx, op, ep, prefix, opts.FromIndex, 0, false)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	go func() {
+		defer close(w.done)
+		defer close(w.ch)
+		backoff := c.minBackoff
+		for {
+			got, err := w.read(ctx, body)
+			body.Close()
+			if got {
+				backoff = c.minBackoff
+			}
+			if ctx.Err() != nil {
+				w.finish(ctx.Err())
+				return
+			}
+			if err != nil && !retryable(err) {
+				w.finish(err)
+				return
+			}
+			w.mu.Lock()
+			resume, known := w.last, w.known
+			w.mu.Unlock()
+			for {
+				select {
+				case <-ctx.Done():
+					w.finish(ctx.Err())
+					return
+				case <-time.After(backoff):
+				}
+				backoff = min(2*backoff, c.maxBackoff)
+				ep = (ep + 1) % len(c.endpoints)
+				body, err = c.openStream(ctx, op, ep, prefix, 0, resume, known)
+				if err == nil {
+					break
+				}
+				if !retryable(err) {
+					w.finish(err)
+					return
+				}
+			}
+		}
+	}()
+	return w, nil
+}
+
+func (w *Watcher) finish(err error) {
+	w.mu.Lock()
+	w.err = err
+	w.mu.Unlock()
+}
+
+// openStream connects to endpoint ep; resume, when known, is sent as Last-Event-ID.
+func (c *Client) openStream(ctx context.Context, op string, ep int, prefix string, from, resume uint64, known bool) (io.ReadCloser, error) {
+	base := c.endpoints[ep]
+	q := url.Values{}
+	if prefix != "" {
+		q.Set("prefix", prefix)
+	}
+	if from > 0 {
+		q.Set("from_index", strconv.FormatUint(from, 10))
+	}
+	u := base + "/v1/events"
+	if len(q) > 0 {
+		u += "?" + q.Encode()
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return nil, wrap(ErrInvalid, err, "%s: building the request", op)
+	}
+	req.Header.Set("Accept", "text/event-stream")
+	if known {
+		req.Header.Set("Last-Event-ID", strconv.FormatUint(resume, 10))
+	}
+	if c.token != nil {
+		req.Header.Set(api.AuthorizationHeader, c.token.header())
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return nil, wrap(ErrUnavailable, err, "%s: %s: %v", op, base, err)
+	}
+	if resp.StatusCode == http.StatusOK {
+		return resp.Body, nil
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	var eb api.ErrorBody
+	if json.Unmarshal(data, &eb) != nil || eb.Error.Code == "" {
+		if resp.StatusCode >= 500 {
+			return nil, wrap(ErrUnavailable, nil, "%s: %s answered %s", op, base, resp.Status)
+		}
+		return nil, wrap(ErrServer, nil, "%s: %s answered %s", op, base, resp.Status)
+	}
+	if eb.Error.Code == api.CodeIndexCompacted {
+		return nil, wrap(ErrIndexCompacted, nil, "%s: %s", op, eb.Error.Message)
+	}
+	return nil, fromAPI(op, &api.Error{Code: eb.Error.Code, Message: eb.Error.Message}, parseRetryAfter(resp.Header.Get("Retry-After"), time.Now()))
+}
+
+// read delivers the stream's events until it ends. It reports whether any entry came, and
+// the error event the server ended the stream with (nil for a plain disconnect).
+func (w *Watcher) read(ctx context.Context, body io.Reader) (bool, error) {
+	sc := bufio.NewScanner(body)
+	sc.Buffer(make([]byte, 64<<10), 64<<20)
+	var id, event, data string
+	hasID := false
+	got := false
+	for sc.Scan() {
+		line := sc.Text()
+		if line != "" {
+			field, value, _ := strings.Cut(line, ":")
+			value = strings.TrimPrefix(value, " ")
+			switch field {
+			case "id":
+				id, hasID = value, true
+			case "event":
+				event = value
+			case "data":
+				data += value
+			}
+			continue
+		}
+		// A blank line ends a message.
+		switch {
+		case event == "entry" && data != "":
+			var e api.EventEntry
+			if err := json.Unmarshal([]byte(data), &e); err != nil {
+				return got, wrap(ErrServer, err, "watch: an event that is not the API's JSON")
+			}
+			for _, ev := range e.Events {
+				select {
+				case w.ch <- ev:
+				case <-ctx.Done():
+					return got, ctx.Err()
+				}
+			}
+			got = true
+		case event == "error" && data != "":
+			var eb api.ErrorBody
+			if json.Unmarshal([]byte(data), &eb) == nil && eb.Error.Code != "" {
+				if eb.Error.Code == api.CodeIndexCompacted {
+					return got, wrap(ErrIndexCompacted, nil, "watch: %s", eb.Error.Message)
+				}
+				return got, fromAPI("watch", &api.Error{Code: eb.Error.Code, Message: eb.Error.Message}, 0)
+			}
+		}
+		if hasID {
+			if n, err := strconv.ParseUint(id, 10, 64); err == nil {
+				w.mu.Lock()
+				w.last, w.known = max(w.last, n), true
+				w.mu.Unlock()
+			}
+		}
+		id, event, data, hasID = "", "", "", false
+	}
+	return got, nil
+}

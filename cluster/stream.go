@@ -1,0 +1,294 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/raftlock/raftlock/fsm"
+)
+
+// Event stream errors.
+var (
+	// ErrIndexCompacted: the stream cannot start at the index asked for, because this
+	// node no longer holds (or never held) every event after it. The error is an
+	// *IndexCompactedError giving the oldest index that can be asked for.
+	ErrIndexCompacted = errors.New("cluster: events before this index are no longer retained")
+	// ErrTooManySubscribers: the node serves its maximum number of event subscribers.
+	ErrTooManySubscribers = errors.New("cluster: too many event subscribers")
+	// ErrSubscriberLagging: the subscriber read too slowly and more than the backlog
+	// piled up for it; it was dropped, and may resume from its last index.
+	ErrSubscriberLagging = errors.New("cluster: event subscriber too slow; resume from the last index received")
+	// ErrStreamReset: the node replaced its state with a snapshot, so the events between
+	// its old and new state are unknown to it; resume elsewhere or start live again.
+	ErrStreamReset = errors.New("cluster: state restored from a snapshot; events before it are unknown here")
+)
+
+// IndexCompactedError is the ErrIndexCompacted of one request.
+type IndexCompactedError struct {
+	// Oldest is the smallest from index that is served now.
+	Oldest uint64
+}
+
+func (e *IndexCompactedError) Error() string {
+	return fmt.Sprintf("%v: the oldest index served is %d", ErrIndexCompacted, e.Oldest)
+}
+
+// Is makes errors.Is(err, ErrIndexCompacted) hold.
+func (e *IndexCompactedError) Is(target error) bool { return target == ErrIndexCompacted }
+
+// Defaults of the event stream.
+const (
+	// DefaultEventSubscribers is Config.EventSubscribers's default.
+	DefaultEventSubscribers = 256
+	// DefaultEventBacklog is Config.EventBacklog's default: the last 10,000 events.
+	DefaultEventBacklog = 10_000
+)
+
+// StreamEvent is one history event of a lock, as the stream carries it.
+type StreamEvent struct {
+	Name string
+	fsm.HistoryEvent
+}
+
+// StreamEntry is what one applied entry did to the locks: every event has Index.
+type StreamEntry struct {
+	Index  uint64
+	Events []StreamEvent
+}
+
+// stream keeps the recent entries that changed a lock, in a bounded ring, and hands each
+// newly applied one to the subscribers. It is fed on raft's FSM goroutine and never blocks
+// it: a subscriber that falls more than the backlog behind is dropped instead.
+type stream struct {
+	mu       sync.Mutex
+	backlog  int // bound on the events kept
+	maxSubs  int
+	ring     []StreamEntry // oldest first; ring[0] may be trimmed
+	events   int           // events in ring
+	floor    uint64        // every event with an index above floor is in the ring
+	last     uint64        // highest index applied
+	building []StreamEvent // events of the entries being applied, published at EventApplied
+	subs     map[*Subscription]struct{}
+}
+
+func newStream(backlog, maxSubs int) *stream {
+	if backlog <= 0 {
+		backlog = DefaultEventBacklog
+	}
+	if maxSubs <= 0 {
+		maxSubs = DefaultEventSubscribers
+	}
+	return &stream{backlog: backlog, maxSubs: maxSubs, subs: map[*Subscription]struct{}{}}
+}
+
+// Subscription is one subscriber's view of the stream: the entries from its start index
+// on, filtered to its prefix.
+type Subscription struct {
+	s       *stream
+	prefix  string
+	start   uint64 // the first index it streams
+	queue   []StreamEntry
+	queued  int // events in queue
+	wake    chan struct{}
+	err     error
+	stopped bool
+}
+
+// add queues e's events under the prefix; called with s.mu held.
+func (sub *Subscription) add(e StreamEntry) {
+	var evs []StreamEvent
+	for _, ev := range e.Events {
+		if strings.HasPrefix(ev.Name, sub.prefix) {
+			evs = append(evs, ev)
+		}
+	}
+	if len(evs) == 0 {
+		return
+	}
+	sub.queue = append(sub.queue, StreamEntry{Index: e.Index, Events: evs})
+	sub.queued += len(evs)
+	if sub.queued > sub.s.backlog {
+		sub.stop(ErrSubscriberLagging)
+		return
+	}
+	select {
+	case sub.wake <- struct{}{}:
+	default:
+	}
+}
+
+// stop ends the subscription with err; called with s.mu held.
+func (sub *Subscription) stop(err error) {
+	if sub.stopped {
+		return
+	}
+	sub.stopped, sub.err = true, err
+	delete(sub.s.subs, sub)
+	close(sub.wake)
+}
+
+// Next returns the next entry, waiting for one. It fails with ctx's error, or with the
+// reason the node ended the subscription (ErrSubscriberLagging, ErrStreamReset,
+// ErrShutdown) once the entries queued before it have been read.
+func (sub *Subscription) Next(ctx context.Context) (StreamEntry, error) {
+	for {
+		sub.s.mu.Lock()
+		if len(sub.queue) > 0 {
+			e := sub.queue[0]
+			sub.queue[0] = StreamEntry{}
+			sub.queue = sub.queue[1:]
+			sub.queued -= len(e.Events)
+			sub.s.mu.Unlock()
+			return e, nil
+		}
+		if sub.stopped {
+			err := sub.err
+			sub.s.mu.Unlock()
+			return StreamEntry{}, err
+		}
+		wake := sub.wake
+		sub.s.mu.Unlock()
+		select {
+		case <-wake:
+		case <-ctx.Done():
+			return StreamEntry{}, ctx.Err()
+		}
+	}
+}
+
+// Start returns the first entry index the subscription streams: entries before it are
+// not in it, whatever the from it was asked for (0: the next entry applied).
+func (sub *Subscription) Start() uint64 { return sub.start }
+
+// Close ends the subscription and frees its place.
+func (sub *Subscription) Close() {
+	sub.s.mu.Lock()
+	defer sub.s.mu.Unlock()
+	sub.stop(ErrShutdown)
+	sub.queue = nil
+}
+
+// subscribe starts a subscription at entry index from (0: only entries applied from now
+// on), for the locks whose names start with prefix.
+func (s *stream) subscribe(prefix string, from uint64) (*Subscription, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.subs) >= s.maxSubs {
+		return nil, fmt.Errorf("%w (%d)", ErrTooManySubscribers, s.maxSubs)
+	}
+	if from == 0 {
+		from = s.last + 1
+	}
+	if from <= s.floor {
+		return nil, &IndexCompactedError{Oldest: s.floor + 1}
+	}
+	sub := &Subscription{s: s, prefix: prefix, start: from, wake: make(chan struct{}, 1)}
+	s.subs[sub] = struct{}{}
+	for _, e := range s.ring {
+		if e.Index >= from && !sub.stopped {
+			sub.add(e)
+		}
+	}
+	if sub.stopped {
+		return nil, fmt.Errorf("%w (%d)", ErrTooManySubscribers, s.maxSubs) // unreachable: the ring fits a backlog
+	}
+	return sub, nil
+}
+
+// observe takes the state machine's events (on raft's FSM goroutine).
+func (s *stream) observe(e fsm.Event) {
+	switch e.Kind {
+	case fsm.EventHistory:
+		s.mu.Lock()
+		s.building = append(s.building, StreamEvent{Name: e.Name, HistoryEvent: e.History})
+		s.mu.Unlock()
+	case fsm.EventApplied:
+		s.mu.Lock()
+		s.publish(e.Index)
+		s.mu.Unlock()
+	case fsm.EventRestored:
+		s.mu.Lock()
+		s.building, s.ring, s.events = nil, nil, 0
+		s.floor, s.last = e.Index, e.Index
+		for sub := range s.subs {
+			sub.stop(ErrStreamReset)
+		}
+		s.mu.Unlock()
+	}
+}
+
+// publish groups the events built since the last call by entry, keeps them in the ring and
+// hands them to the subscribers; called with s.mu held.
+func (s *stream) publish(applied uint64) {
+	evs := s.building
+	s.building = nil
+	for len(evs) > 0 {
+		n := 1
+		for n < len(evs) && evs[n].Index == evs[0].Index {
+			n++
+		}
+		e := StreamEntry{Index: evs[0].Index, Events: evs[:n:n]}
+		evs = evs[n:]
+		s.ring = append(s.ring, e)
+		s.events += len(e.Events)
+		for s.events > s.backlog && len(s.ring) > 1 {
+			old := s.ring[0]
+			s.ring[0] = StreamEntry{}
+			s.ring = s.ring[1:]
+			s.events -= len(old.Events)
+			s.floor = max(s.floor, old.Index)
+		}
+		for sub := range s.subs {
+			sub.add(e)
+		}
+	}
+	s.last = max(s.last, applied)
+}
+
+// shutdown ends every subscription.
+func (s *stream) shutdown() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for sub := range s.subs {
+		sub.stop(ErrShutdown)
+	}
+}
+
+// count returns the number of subscribers.
+func (s *stream) count() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.subs)
+}
+
+// Subscribe starts an event stream of the locks whose names start with prefix, at entry
+// index from: every lock event of an entry at or after from, then each new one as it is
+// applied. from 0 means entries applied from now on. It fails with an
+// *IndexCompactedError when this node no longer retains the events after from-1, and with
+// ErrTooManySubscribers past Config.EventSubscribers. The stream is this node's: a
+// follower streams what it has applied.
+func (n *Node) Subscribe(prefix string, from uint64) (*Subscription, error) {
+	select {
+	case <-n.stopping:
+		return nil, ErrShutdown
+	default:
+	}
+	return n.stream.subscribe(prefix, from)
+}
+
+// EventSubscribers returns the number of event stream subscribers.
+func (n *Node) EventSubscribers() int { return n.stream.count() }
+
+// History returns the recorded events of lock name, oldest first, and the cluster time
+// of the state read. Unless stale, it is a linearizable read, like LockStatus.
+func (n *Node) History(ctx context.Context, name string, stale bool) ([]fsm.HistoryEvent, int64, error) {
+	if !stale {
+		if err := n.ReadBarrier(ctx); err != nil {
+			return nil, 0, err
+		}
+	}
+	return n.fsm.History(name), n.fsm.Time(), nil
+}

@@ -1,0 +1,357 @@
+package fsm
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+)
+
+// HistoryLen is how many events the state machine keeps per lock: the newest HistoryLen,
+// older ones are overwritten.
+const HistoryLen = 32
+
+// HistoryLocks bounds how many locks have a history at once. Past it, the history of the
+// lock least recently active (the one whose newest event is oldest, ties broken by the
+// order in which the log touched them) is dropped, so a stream of distinct lock names
+// costs at most HistoryLocks × HistoryLen events.
+const HistoryLocks = 100_000
+
+// HistoryKind says what a HistoryEvent records.
+type HistoryKind uint8
+
+// History event kinds. A handover is two events at the same index: the end of the old
+// grant (released, expired or revoked), then the granted event of the next holder, which
+// has FromQueue set.
+const (
+	// HistoryGranted: lease Lease (owner Owner) was granted the lock with Token.
+	HistoryGranted HistoryKind = iota + 1
+	// HistoryReleased: the holder released the grant Token.
+	HistoryReleased
+	// HistoryExpired: the holder's lease expired (Deadline; Renewed is its last renewal).
+	HistoryExpired
+	// HistoryRevoked: the holder's lease was revoked.
+	HistoryRevoked
+	// HistoryWaitAbandoned: a waiter left the queue because its client gave up (dequeue).
+	HistoryWaitAbandoned
+	// HistoryWaitTimedOut: a waiter's wait deadline passed (Deadline) before a grant.
+	HistoryWaitTimedOut
+	// HistoryWaitLeaseEnded: a waiter's lease expired or was revoked while it waited.
+	HistoryWaitLeaseEnded
+	historyKindEnd // one past the last kind
+)
+
+// String names the kind as the HTTP API does.
+func (k HistoryKind) String() string {
+	switch k {
+	case HistoryGranted:
+		return "granted"
+	case HistoryReleased:
+		return "released"
+	case HistoryExpired:
+		return "expired"
+	case HistoryRevoked:
+		return "revoked"
+	case HistoryWaitAbandoned:
+		return "wait_abandoned"
+	case HistoryWaitTimedOut:
+		return "wait_timed_out"
+	case HistoryWaitLeaseEnded:
+		return "wait_lease_ended"
+	}
+	return "unknown"
+}
+
+// Fingerprint is a short one-way hash of a lease ID: enough to tell a lock's leases apart
+// in its history, useless to act on the lease (the ID is a bearer secret and is never
+// kept in a history).
+type Fingerprint [4]byte
+
+// String returns the fingerprint in hex.
+func (f Fingerprint) String() string { return hex.EncodeToString(f[:]) }
+
+// LeaseFingerprint returns the fingerprint of lease id: the first bytes of a
+// domain-separated SHA-256.
+func LeaseFingerprint(id LeaseID) Fingerprint {
+	var in [len("raftlock lease fingerprint\x00") + len(id)]byte
+	n := copy(in[:], "raftlock lease fingerprint\x00")
+	copy(in[n:], id[:])
+	sum := sha256.Sum256(in[:])
+	var f Fingerprint
+	copy(f[:], sum[:])
+	return f
+}
+
+// fingerprint returns the lease's fingerprint, hashing its ID once: a lease is usually
+// recorded many times (each grant and release), and the hash is most of a record's cost.
+// It is derived, not replicated, state.
+func (l *lease) fingerprint() Fingerprint {
+	if l.fp == nil {
+		fp := LeaseFingerprint(l.id)
+		l.fp = &fp
+	}
+	return *l.fp
+}
+
+// HistoryEvent is one event in a lock's history. Times are cluster time in milliseconds.
+type HistoryEvent struct {
+	Kind HistoryKind
+	// FromQueue marks a grant to a waiter (a handover, or a grant after the lock was
+	// freed by an expiry); Waited is then how long it waited, in ms, when known (0 for a
+	// wait that began before version 2 was active).
+	FromQueue bool
+	// Lease is the fingerprint of the lease concerned: the grantee, the holder whose
+	// grant ended, or the waiter.
+	Lease Fingerprint
+	// Index is the log index of the entry, and Time the cluster time it was applied at.
+	Index uint64
+	Time  int64
+	// Token is the grant concerned (granted: the new token; released, expired, revoked:
+	// the ended grant's token; 0 for wait events).
+	Token uint64
+	// Owner is the owner label of the grantee, holder or waiter.
+	Owner  string
+	Waited int64
+	// Deadline is the lease's deadline (expired) or the wait's deadline (wait_timed_out).
+	Deadline int64
+	// Renewed is the lease's last renewal (expired): its deadline minus its TTL.
+	Renewed int64
+}
+
+// lockHistory is the ring of one lock's newest events, linked into the history's
+// activity order.
+type lockHistory struct {
+	name       string
+	events     []HistoryEvent // grows to HistoryLen, then wraps at head
+	head       int            // index of the oldest event once the ring is full
+	prev, next *lockHistory   // activity order: prev is less recently active
+}
+
+// ordered returns the events oldest first.
+func (h *lockHistory) ordered() []HistoryEvent {
+	out := make([]HistoryEvent, 0, len(h.events))
+	out = append(out, h.events[h.head:]...)
+	return append(out, h.events[:h.head]...)
+}
+
+func (h *lockHistory) add(e HistoryEvent) {
+	if len(h.events) < HistoryLen {
+		h.events = append(h.events, e)
+		return
+	}
+	h.events[h.head] = e
+	h.head = (h.head + 1) % HistoryLen
+}
+
+// history holds the per-lock histories. It is replicated state from protocol version 2
+// on: every node records the same events at the same entries, and snapshot format 2
+// carries it, in activity order, so that eviction stays the same after a restore.
+type history struct {
+	byName    map[string]*lockHistory
+	oldest    *lockHistory // least recently active: evicted first
+	newest    *lockHistory
+	waitCause HistoryKind // scratch for one entry: why the waiters leaving now leave
+	endCause  HistoryKind // scratch for one entry: why the leases removed now end
+	maxLocks  int         // HistoryLocks; tests lower it
+	// observed is set when the FSM has an observer: events are then built at every
+	// version (for the event stream); otherwise only from version 2 on, to be kept.
+	observed bool
+}
+
+func (h *history) len() int { return len(h.byName) }
+
+// unlink takes lh out of the activity order.
+func (h *history) unlink(lh *lockHistory) {
+	if lh.prev != nil {
+		lh.prev.next = lh.next
+	} else {
+		h.oldest = lh.next
+	}
+	if lh.next != nil {
+		lh.next.prev = lh.prev
+	} else {
+		h.newest = lh.prev
+	}
+	lh.prev, lh.next = nil, nil
+}
+
+// pushNewest appends lh as the most recently active.
+func (h *history) pushNewest(lh *lockHistory) {
+	lh.prev, lh.next = h.newest, nil
+	if h.newest != nil {
+		h.newest.next = lh
+	} else {
+		h.oldest = lh
+	}
+	h.newest = lh
+}
+
+// add appends e to lock name's history, making it the most recently active, and evicts
+// the least recently active history past the bound.
+func (h *history) add(name string, e HistoryEvent) {
+	if h.byName == nil {
+		h.byName = make(map[string]*lockHistory)
+	}
+	lh := h.byName[name]
+	if lh == nil {
+		lh = &lockHistory{name: name}
+		h.byName[name] = lh
+	} else {
+		h.unlink(lh)
+	}
+	lh.add(e)
+	h.pushNewest(lh)
+	limit := h.maxLocks
+	if limit <= 0 {
+		limit = HistoryLocks
+	}
+	for len(h.byName) > limit {
+		old := h.oldest
+		h.unlink(old)
+		delete(h.byName, old.name)
+	}
+}
+
+// record builds nothing unless someone needs it: the event goes to the observer always
+// (the event stream works at every version) and into the replicated history only when
+// the active version is 2 or more, so that a version 1 node and this one never differ.
+func (s *state) record(name string, e HistoryEvent) {
+	if s.version < 2 && !s.hist.observed {
+		return // nobody keeps or reads it
+	}
+	e.Index, e.Time = s.applied, s.time
+	if s.version >= 2 {
+		s.hist.add(name, e)
+	}
+	s.notify(Event{Kind: EventHistory, Name: name, Index: e.Index, History: e})
+}
+
+// recordEnd records the end of lk's grant, held by lease l, for cause.
+func (s *state) recordEnd(name string, lk *lock, l *lease, cause HistoryKind) {
+	if s.version < 2 && !s.hist.observed {
+		return
+	}
+	e := HistoryEvent{Kind: cause, Lease: l.fingerprint(), Token: lk.token, Owner: lk.owner}
+	if cause == HistoryExpired {
+		e.Deadline, e.Renewed = l.deadline, l.deadline-l.ttl
+	}
+	s.record(name, e)
+}
+
+// recordWaitEnd records that waiter w, of lease l, left the queue of lock name, for the
+// current waitCause.
+func (s *state) recordWaitEnd(name string, w *waiter, l *lease) {
+	if s.version < 2 && !s.hist.observed {
+		return
+	}
+	cause := s.hist.waitCause
+	if cause == 0 {
+		cause = HistoryWaitAbandoned
+	}
+	e := HistoryEvent{Kind: cause, Lease: l.fingerprint(), Owner: w.owner}
+	if w.since > 0 {
+		e.Waited = s.time - (w.since - 1)
+	}
+	if cause == HistoryWaitTimedOut {
+		e.Deadline = w.deadline
+	}
+	s.record(name, e)
+}
+
+// History returns the newest events of lock name, oldest first (nil when it has none).
+func (f *FSM) History(name string) []HistoryEvent {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	lh := f.s.hist.byName[name]
+	if lh == nil {
+		return nil
+	}
+	return lh.ordered()
+}
+
+// HistoryCount returns how many locks have a history.
+func (f *FSM) HistoryCount() int {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.s.hist.len()
+}
+
+// appendHistory appends the histories (format 2 only) in activity order, least recent
+// first; each event is written in full so that the encoding is canonical.
+func (s *state) appendHistory(buf []byte) []byte {
+	if s.version < 2 {
+		return buf
+	}
+	buf = binary.AppendUvarint(buf, uint64(s.hist.len()))
+	for lh := s.hist.oldest; lh != nil; lh = lh.next {
+		buf = appendString(buf, lh.name)
+		buf = binary.AppendUvarint(buf, uint64(len(lh.events)))
+		for _, e := range lh.ordered() {
+			buf = append(buf, byte(e.Kind))
+			if e.FromQueue {
+				buf = append(buf, 1)
+			} else {
+				buf = append(buf, 0)
+			}
+			buf = append(buf, e.Lease[:]...)
+			buf = binary.AppendUvarint(buf, e.Index)
+			buf = binary.AppendUvarint(buf, uint64(e.Time))
+			buf = binary.AppendUvarint(buf, e.Token)
+			buf = appendString(buf, e.Owner)
+			buf = binary.AppendUvarint(buf, uint64(e.Waited))
+			buf = binary.AppendUvarint(buf, uint64(e.Deadline))
+			buf = binary.AppendUvarint(buf, uint64(e.Renewed))
+		}
+	}
+	return buf
+}
+
+// decodeHistory reads what appendHistory wrote. Activity order must be by the newest
+// event's index; the canonical-form check that decodeState ends with catches the rest.
+func (s *state) decodeHistory(d *decoder, format uint64) error {
+	if format < 2 {
+		return nil
+	}
+	n := d.uvarint()
+	if n > uint64(len(d.b)) || n > HistoryLocks {
+		return badSnapshot("history of %d locks", n)
+	}
+	var newest uint64 // the newest index of the previous lock: activity order
+	for i := uint64(0); i < n && d.err == nil; i++ {
+		name := d.string()
+		m := d.uvarint()
+		if d.err != nil {
+			break
+		}
+		if name == "" || m == 0 || m > HistoryLen || s.hist.byName[name] != nil {
+			return badSnapshot("history of lock %q: %d events or duplicate", name, m)
+		}
+		lh := &lockHistory{name: name, events: make([]HistoryEvent, 0, m)}
+		last := uint64(0)
+		for j := uint64(0); j < m && d.err == nil; j++ {
+			e := HistoryEvent{Kind: HistoryKind(d.byte())}
+			q := d.byte()
+			for k := range e.Lease {
+				e.Lease[k] = d.byte()
+			}
+			e.FromQueue = q == 1
+			e.Index, e.Time, e.Token = d.uvarint(), d.int64(), d.uvarint()
+			e.Owner = d.string()
+			e.Waited, e.Deadline, e.Renewed = d.int64(), d.int64(), d.int64()
+			if d.err == nil && (e.Kind == 0 || e.Kind >= historyKindEnd || q > 1 || e.Index < last) {
+				return badSnapshot("history of lock %q: bad event", name)
+			}
+			last = e.Index
+			lh.events = append(lh.events, e)
+		}
+		if d.err == nil && last < newest {
+			return badSnapshot("history of lock %q: out of activity order", name)
+		}
+		newest = last
+		if s.hist.byName == nil {
+			s.hist.byName = make(map[string]*lockHistory)
+		}
+		s.hist.byName[name] = lh
+		s.hist.pushNewest(lh)
+	}
+	return nil
+}
