@@ -88,7 +88,6 @@ type Config struct {
 	// EventBacklog is how many recent history events the node keeps in memory for
 	// subscribers that resume from an index; zero means DefaultEventBacklog.
 	EventBacklog int
-
 }
 
 func (c *Config) setDefaults() {
