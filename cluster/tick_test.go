@@ -37,7 +37,7 @@ func TestCluster_TicksOnlyWhileLeasesExist(t *testing.T) {
 	ctx := clustertest.Ctx(t, 30*time.Second)
 	li := c.Leader(15 * time.Second)
 	l := c.Nodes[li]
-	c.WaitFor(5*time.Second, "the leader to register itself", func() bool { return !l.NeedsRegistration() })
+	c.WaitFor(5*time.Second, "the leader to register itself", func() bool { return !l.NeedsRegistration() && !l.NeedsVersionRegistration() })
 	c.WaitFor(5*time.Second, "the leader to apply its log", func() bool { return l.FSM().AppliedIndex() >= l.Raft().LastIndex() })
 	idleFrom := l.Raft().LastIndex()
 	term := l.Raft().CurrentTerm()

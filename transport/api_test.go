@@ -242,9 +242,12 @@ func TestAPI_NoLeaderIs503NotAHang(t *testing.T) {
 	if st, _ := call(t, "GET", c.URL(survivor)+"/healthz", "", nil); st != 200 {
 		t.Fatalf("healthz: %d", st)
 	}
-	if st, code := call(t, "GET", c.URL(survivor)+"/readyz", "", nil); st != 503 || code != api.CodeNoLeader {
-		t.Fatalf("readyz without a leader: %d %s", st, code)
-	}
+	// Until its heartbeat timeout the survivor cannot tell the leader is gone; after it,
+	// readiness must say so.
+	c.WaitFor(10*time.Second, "readyz to answer 503 no_leader without a quorum", func() bool {
+		st, code := call(t, "GET", c.URL(survivor)+"/readyz", "", nil)
+		return st == 503 && code == api.CodeNoLeader
+	})
 }
 
 func TestAPI_Metrics(t *testing.T) {
