@@ -83,7 +83,18 @@ func (n *Node) lead(ctx context.Context) {
 		if ctx.Err() != nil || errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) || errors.Is(err, raft.ErrRaftShutdown) {
 			return
 		}
-		n.log.Warn("barrier failed; retrying", "error", err)
+		// A leadership transfer in progress (a node handing over before it stops) refuses
+		// the barrier at once: wait a little rather than spin and flood the log.
+		if errors.Is(err, raft.ErrLeadershipTransferInProgress) {
+			n.log.Debug("barrier refused while leadership is being transferred; retrying", "error", err)
+		} else {
+			n.log.Warn("barrier failed; retrying", "error", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(20 * time.Millisecond):
+		}
 	}
 	base := n.fsm.Time()
 	if mutant.Is("clock-wall-base") {
