@@ -10,6 +10,7 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -21,9 +22,12 @@ import (
 // kaCounter is an HTTP proxy to a node that records every keepalive request passing
 // through: when it arrived and which leases it named.
 type kaCounter struct {
-	url  string
-	mu   sync.Mutex
-	reqs []kaSeen
+	url string
+	// refuseBatch makes the proxy answer a batch keepalive as a server older than batch
+	// keepalives does: 400 invalid_json for the unknown field lease_ids.
+	refuseBatch atomic.Bool
+	mu          sync.Mutex
+	reqs        []kaSeen
 }
 
 type kaSeen struct {
@@ -57,6 +61,12 @@ func newKACounter(t *testing.T, target string) *kaCounter {
 			k.mu.Lock()
 			k.reqs = append(k.reqs, kaSeen{at: at, ids: ids})
 			k.mu.Unlock()
+			if req.LeaseIDs != nil && k.refuseBatch.Load() {
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusBadRequest)
+				io.WriteString(w, `{"error":{"code":"invalid_json","message":"request body is not a valid JSON object: json: unknown field \"lease_ids\""}}`)
+				return
+			}
 		}
 		rp.ServeHTTP(w, r)
 	}), ReadHeaderTimeout: 5 * time.Second}
@@ -213,4 +223,34 @@ func contains(ids []string, id string) bool {
 		}
 	}
 	return false
+}
+
+// Against a server older than batch keepalives, the client falls back to one request per
+// lease and keeps every lease alive.
+func TestLease_BatchKeepAliveFallsBackOnOldServer(t *testing.T) {
+	tc := testcluster.StartInProcess(t, 1, nil)
+	k := newKACounter(t, tc.URL(0))
+	k.refuseBatch.Store(true)
+	c := newClient(t, []string{k.url})
+	const ttl = 1500 * time.Millisecond
+	ls := []*client.Lease{mustLease(t, c, ttl), mustLease(t, c, ttl)}
+	start := time.Now()
+	waitFor(t, 10*time.Second, "two keepalive rounds", func() bool { return time.Since(start) > 2*ttl })
+	singles := 0
+	for _, r := range k.since(start) {
+		if len(r.ids) == 1 {
+			singles++
+		}
+	}
+	for i, l := range ls {
+		if err := l.Err(); err != nil {
+			t.Fatalf("lease %d lost against an old server: %v", i, err)
+		}
+		if !l.SafeUntil().After(start.Add(ttl - l.DriftMargin())) {
+			t.Fatalf("lease %d not renewed since the start", i)
+		}
+	}
+	if singles < 2 {
+		t.Fatalf("%d single-lease keepalives after the batch was refused", singles)
+	}
 }

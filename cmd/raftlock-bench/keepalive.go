@@ -237,6 +237,7 @@ func (k *keepaliveRun) worker(ctx context.Context, w int) {
 		return "", false
 	}
 	var ids []string
+	renewed := time.Now()
 	for j := w; j < k.leases; j += k.workers {
 		id, ok := create()
 		if !ok {
@@ -245,6 +246,12 @@ func (k *keepaliveRun) worker(ctx context.Context, w int) {
 		}
 		ids = append(ids, id)
 		k.created.Add(1)
+		if k.batch > 0 && time.Since(renewed) > k.interval {
+			// Creating a large share takes longer than a TTL: keep what is made alive
+			// meanwhile (unmeasured), or the first leases expire before their first renewal.
+			k.renewWhileCreating(ctx, ids)
+			renewed = time.Now()
+		}
 	}
 	k.creators.Done()
 	if len(ids) == 0 {
@@ -315,5 +322,17 @@ func (k *keepaliveRun) worker(ctx context.Context, w int) {
 				}
 			}
 		}
+	}
+}
+
+// renewWhileCreating renews ids, in batches, while a worker is still creating its share.
+func (k *keepaliveRun) renewWhileCreating(ctx context.Context, ids []string) {
+	for i := 0; i < len(ids); i += k.batch {
+		body, _ := json.Marshal(api.KeepAliveRequest{LeaseIDs: ids[i:min(i+k.batch, len(ids))]})
+		cctx, cancel := context.WithTimeout(ctx, keepaliveRequestTimeout)
+		if err := k.b.retry(cctx, func() error { return k.hc.do(cctx, "POST", k.base+"/v1/leases/keepalive", body, nil) }); err != nil && ctx.Err() == nil {
+			k.fail(fmt.Errorf("keepalive while creating: %w", err))
+		}
+		cancel()
 	}
 }
