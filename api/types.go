@@ -203,3 +203,25 @@ type ErrorDetail struct {
 	// Message says what happened and, where it helps, what to do next.
 	Message string `json:"message"`
 }
+
+// KeepAliveRequest is the body of POST /v1/leases/keepalive. It names either one lease
+// (LeaseID; the answer is a Lease) or many (LeaseIDs; the answer is a KeepAliveBatch),
+// never both. Every lease of a batch is renewed by the same log entry, and the answer
+// comes once that entry is applied: one request keeps thousands of leases alive.
+type KeepAliveRequest struct {
+	// LeaseID is the one lease to renew.
+	LeaseID string `json:"lease_id,omitempty"`
+	// LeaseIDs are the leases to renew, 1 to MaxKeepAliveBatch of them. A lease listed
+	// twice is renewed and answered once.
+	LeaseIDs []string `json:"lease_ids,omitempty"`
+}
+
+// KeepAliveBatch is the answer to a keepalive with lease_ids. Leases that no longer exist
+// are listed in NotFound rather than failing the request: the others are renewed.
+type KeepAliveBatch struct {
+	// Leases are the renewed leases with their TTLs, in request order.
+	Leases []Lease `json:"leases"`
+	// NotFound lists the leases that do not exist (never did, expired, or were revoked),
+	// in request order. A client treats each of them as lost.
+	NotFound []string `json:"not_found"`
+}

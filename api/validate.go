@@ -22,6 +22,11 @@ const (
 	MaxOwnerLen = 256
 	// MaxBodyBytes is the largest request body the server reads.
 	MaxBodyBytes = 64 << 10
+	// MaxKeepAliveBatch is the most lease IDs one keepalive request may list.
+	MaxKeepAliveBatch = 10_000
+	// MaxKeepAliveBodyBytes is the largest body of POST /v1/leases/keepalive: room for
+	// MaxKeepAliveBatch lease IDs (35 bytes each in JSON) and some whitespace.
+	MaxKeepAliveBodyBytes = 512 << 10
 	// LeaseIDLen is the length of a lease ID in hex characters (128 random bits).
 	LeaseIDLen = 32
 	// MinRequestIDLen and MaxRequestIDLen bound an acquire's request_id: at least 16

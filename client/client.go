@@ -57,6 +57,8 @@ type Client struct {
 
 	mu        sync.Mutex
 	preferred int // index of the endpoint that answered last
+
+	ka keepaliver // renews every Lease of this client in batches
 }
 
 // Option configures a Client.
@@ -573,6 +575,35 @@ func (c *Client) keepAlive(ctx context.Context, leaseID string, attemptTimeout, 
 		op: op, method: http.MethodPost, path: "/v1/leases/keepalive",
 		attemptTimeout: attemptTimeout, maxBackoff: maxBackoff,
 	}, leaseID, http.MethodPost, "/keepalive", &out)
+	return out, res, err
+}
+
+// KeepAliveMany renews up to api.MaxKeepAliveBatch leases with one request: the cluster
+// renews them all in one log entry and answers once it is applied. Leases the cluster no
+// longer knows (expired or revoked) are listed in NotFound; the others are renewed. A
+// server older than batch keepalives answers ErrInvalid.
+func (c *Client) KeepAliveMany(ctx context.Context, leaseIDs []string) (api.KeepAliveBatch, error) {
+	out, _, err := c.keepAliveMany(ctx, leaseIDs, 0, 0)
+	return out, err
+}
+
+func (c *Client) keepAliveMany(ctx context.Context, leaseIDs []string, attemptTimeout, maxBackoff time.Duration) (api.KeepAliveBatch, result, error) {
+	op := "batch keepalive"
+	if len(leaseIDs) == 0 || len(leaseIDs) > api.MaxKeepAliveBatch {
+		return api.KeepAliveBatch{}, result{}, wrap(ErrInvalid, nil, "%s: %d leases, want 1 to %d", op, len(leaseIDs), api.MaxKeepAliveBatch)
+	}
+	for _, id := range leaseIDs {
+		if err := checkLeaseID(op, id); err != nil {
+			return api.KeepAliveBatch{}, result{}, err
+		}
+	}
+	var out api.KeepAliveBatch
+	res, err := c.do(ctx, &request{
+		op: op, method: http.MethodPost, path: "/v1/leases/keepalive",
+		body:           func() any { return api.KeepAliveRequest{LeaseIDs: leaseIDs} },
+		attemptTimeout: attemptTimeout, maxBackoff: maxBackoff,
+		secrets: leaseIDs,
+	}, &out)
 	return out, res, err
 }
 

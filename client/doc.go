@@ -109,6 +109,13 @@
 // is closed it stays closed. A keepalive answered with lease_not_found (the lease expired
 // or was revoked) closes Done at once.
 //
+// All the Leases of one Client are kept alive together: one loop per Client sends one
+// batch keepalive (POST /v1/leases/keepalive with lease_ids) for every lease due within
+// half its interval, so a process with thousands of leases sends about one request per
+// interval. The contract above holds per lease: its send time is that of the batch attempt
+// that was answered, and a batch answer listing it in not_found closes its Done at once.
+// Against a server older than batch keepalives the client renews each lease on its own.
+//
 // SafeUntil is only as good as the holder's ability to look at it: a pause between
 // "SafeUntil is in the future" and the write defeats it. That is what fencing tokens are
 // for.

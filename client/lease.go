@@ -260,42 +260,14 @@ func jittered(d time.Duration) time.Duration {
 	return d - rand.N(d/10+1)
 }
 
-// run sends keepalives until the lease is lost or closed. Each keepalive call retries
-// across endpoints until it is answered or SafeUntil passes; its attempts are short, so
-// a hung node costs a fraction of the TTL.
+// run hands the lease to its client's keepalive loop, which renews it (in one batch with
+// the client's other leases) until it is lost or closed, and takes it back then.
 func (l *Lease) run() {
 	defer close(l.loopDone)
-	attemptTimeout := min(l.c.timeout, max(l.cfg.interval/2, 250*time.Millisecond))
-	retry := max(min(l.cfg.interval/4, DefaultMaxBackoff), keepAliveRetryMin)
 	l.mu.Lock()
 	next := l.lastSent.Add(jittered(l.cfg.interval))
 	l.mu.Unlock()
-	for {
-		t := time.NewTimer(time.Until(next))
-		select {
-		case <-l.ctx.Done():
-			t.Stop()
-			return
-		case <-t.C:
-		}
-		kctx, cancel := context.WithDeadline(l.ctx, l.SafeUntil())
-		_, res, err := l.c.keepAlive(kctx, l.id, attemptTimeout, retry)
-		cancel()
-		switch {
-		case err == nil:
-			if !l.observe(res.sent) {
-				return
-			}
-			next = res.sent.Add(jittered(l.cfg.interval))
-		case errors.Is(err, ErrLeaseNotFound):
-			l.c.log.Warn("lease lost: the cluster no longer knows it", "lease", redactID(l.id))
-			l.lose(wrap(ErrLeaseLost, err, "lease %s: the cluster no longer knows it (it expired or was revoked)", redactID(l.id)))
-			return
-		case l.ctx.Err() != nil:
-			return
-		default:
-			l.c.log.Debug("keepalive failed; retrying", "lease", redactID(l.id), "error", err)
-			next = time.Now().Add(jittered(retry))
-		}
-	}
+	l.c.ka.add(l.c, l, next)
+	<-l.ctx.Done()
+	l.c.ka.remove(l)
 }

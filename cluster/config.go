@@ -31,8 +31,13 @@ type Config struct {
 	// HTTPAddr is this node's HTTP API address (host:port), registered in the state machine
 	// so that followers can forward to the leader.
 	HTTPAddr string
-	// DataDir holds raft.db (log and stable store) and the snapshots. Required.
+	// DataDir holds the log and stable store (raft.db, or wal/ with LogStoreWAL) and the
+	// snapshots. Required.
 	DataDir string
+	// LogStore is the kind of store for the Raft log and the stable values; zero means
+	// LogStoreBoltDB. A data directory written by the other kind is refused with
+	// ErrLogStoreMismatch: a node changes store only by being removed, wiped and re-joined.
+	LogStore LogStoreKind
 	// Bootstrap, when non-empty and the data directory holds no Raft state, bootstraps a new
 	// cluster with these voters. It must list this node.
 	Bootstrap []Peer
@@ -117,6 +122,9 @@ func (c *Config) setDefaults() {
 	if c.Logger == nil {
 		c.Logger = hclog.Default()
 	}
+	if c.LogStore == "" {
+		c.LogStore = LogStoreBoltDB
+	}
 }
 
 // Validate reports the first problem with the configuration, in words that say what to fix.
@@ -128,6 +136,9 @@ func (c *Config) Validate() error {
 		return errors.New("cluster: config: RaftBind is required (--raft-addr)")
 	case c.DataDir == "":
 		return errors.New("cluster: config: DataDir is required (--data-dir)")
+	}
+	if _, err := ParseLogStoreKind(string(c.LogStore)); err != nil {
+		return err
 	}
 	if !ValidID(c.ID) {
 		return fmt.Errorf("cluster: config: ID %q must be 1-64 characters of A-Z, a-z, 0-9, '.', '_' and '-'", c.ID)

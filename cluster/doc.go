@@ -1,5 +1,6 @@
-// Package cluster runs one raftlock node: hashicorp/raft with BoltDB log and stable stores
-// and file snapshots under the data directory, the lock state machine of package fsm, and
+// Package cluster runs one raftlock node: hashicorp/raft with its log and stable values in
+// BoltDB (raft.db, the default) or hashicorp/raft-wal (wal/, Config.LogStore), and file
+// snapshots under the data directory, the lock state machine of package fsm, and
 // the leader-only machinery that drives cluster time.
 //
 // Only this package calls raft.Apply. A Node offers lock operations (Acquire, Release,
@@ -14,7 +15,8 @@
 //   - proposes a Tick at the earliest pending deadline, and at least every second while
 //     leases exist (an idle cluster writes nothing),
 //   - batches keepalives that arrive within RenewWindow into one Renew entry and answers
-//     each only after that entry commits,
+//     each only after that entry commits (KeepAliveMany puts many leases of one request
+//     into the same entry),
 //   - serves linearizable reads read-index style: note the commit index, confirm
 //     leadership with a heartbeat round, wait until the state machine has applied that
 //     index.

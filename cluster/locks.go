@@ -86,44 +86,72 @@ func (n *Node) CreateLease(ctx context.Context, ttl int64) (fsm.LeaseID, error) 
 // before the term ended (or before ctx ended) answers ErrNoLeader, since it was certainly
 // not proposed; one that was taken answers with its batch's outcome.
 func (n *Node) KeepAlive(ctx context.Context, id fsm.LeaseID) (int64, error) {
-	if err := n.waitReady(ctx); err != nil {
+	ttls, found, err := n.renew(ctx, []fsm.LeaseID{id})
+	if err != nil {
 		return 0, err
+	}
+	if !found[0] {
+		return 0, ErrLeaseNotFound
+	}
+	return ttls[0], nil
+}
+
+// KeepAliveMany renews up to MaxKeepAliveBatch leases in one request: all of them go into
+// the same Renew entry of the leader's batch, and the answer comes once that entry is
+// applied. It returns, per lease in order, its TTL in milliseconds and whether it existed
+// (false: it never did, expired, or was revoked; nothing is created). Errors are
+// KeepAlive's and concern the whole request: on ErrNoLeader nothing was renewed; on
+// ErrUnknownOutcome all or none of the leases were.
+func (n *Node) KeepAliveMany(ctx context.Context, ids []fsm.LeaseID) (ttls []int64, found []bool, err error) {
+	if len(ids) == 0 {
+		return nil, nil, nil
+	}
+	if len(ids) > MaxKeepAliveBatch {
+		return nil, nil, fmt.Errorf("%w: %d leases in one keepalive, at most %d", ErrInvalidCommand, len(ids), MaxKeepAliveBatch)
+	}
+	return n.renew(ctx, ids)
+}
+
+// renew queues ids as one request into the renew loop and waits for its batch's outcome.
+func (n *Node) renew(ctx context.Context, ids []fsm.LeaseID) (ttls []int64, found []bool, err error) {
+	if err := n.waitReady(ctx); err != nil {
+		return nil, nil, err
 	}
 	term := n.term()
 	if term == nil {
-		return 0, n.notLeader()
+		return nil, nil, n.notLeader()
 	}
-	req := &renewReq{id: id, resp: make(chan renewResp, 1)}
+	req := &renewReq{ids: ids, resp: make(chan renewResp, 1)}
 	t := time.NewTimer(n.cfg.RenewWindow + 2*n.cfg.ApplyTimeout)
 	defer t.Stop()
 	select {
 	case n.renewCh <- req:
 	case <-term:
-		return 0, ErrNoLeader
+		return nil, nil, ErrNoLeader
 	case <-ctx.Done():
-		return 0, fmt.Errorf("%w: %w", ErrNoLeader, ctx.Err())
+		return nil, nil, fmt.Errorf("%w: %w", ErrNoLeader, ctx.Err())
 	case <-t.C:
-		return 0, ErrNoLeader
+		return nil, nil, ErrNoLeader
 	}
 	for {
 		select {
 		case r := <-req.resp:
-			return r.ttl, r.err
+			return r.ttls, r.found, r.err
 		case <-term:
 			if req.abandon() {
-				return 0, ErrNoLeader
+				return nil, nil, ErrNoLeader
 			}
 			term = nil // taken into a batch: its proposal answers, one way or the other
 		case <-ctx.Done():
 			if req.abandon() {
-				return 0, fmt.Errorf("%w: %w", ErrNoLeader, ctx.Err())
+				return nil, nil, fmt.Errorf("%w: %w", ErrNoLeader, ctx.Err())
 			}
-			return 0, fmt.Errorf("%w: %w", ErrUnknownOutcome, ctx.Err())
+			return nil, nil, fmt.Errorf("%w: %w", ErrUnknownOutcome, ctx.Err())
 		case <-t.C:
 			if req.abandon() {
-				return 0, ErrNoLeader
+				return nil, nil, ErrNoLeader
 			}
-			return 0, ErrUnknownOutcome
+			return nil, nil, ErrUnknownOutcome
 		}
 	}
 }

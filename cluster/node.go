@@ -12,7 +12,6 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
-	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/leases"
@@ -25,7 +24,7 @@ type Node struct {
 	log       hclog.Logger
 	raft      *raft.Raft
 	fsm       *fsm.FSM
-	store     *raftboltdb.BoltStore
+	store     logStore // raft-boltdb or raft-wal (Config.LogStore)
 	transport *raft.NetworkTransport
 	clock     *leases.Clock
 
@@ -98,9 +97,9 @@ func New(cfg Config) (*Node, error) {
 	}
 	n.fsm = fsm.NewWithOptions(fsm.Options{Observe: n.observe, MaxVersion: cfg.MaxVersion})
 
-	store, err := raftboltdb.New(raftboltdb.Options{Path: filepath.Join(cfg.DataDir, "raft.db")})
+	store, err := openLogStore(cfg.DataDir, cfg.LogStore, cfg.Logger)
 	if err != nil {
-		return nil, fmt.Errorf("cluster: opening %s: %w", filepath.Join(cfg.DataDir, "raft.db"), err)
+		return nil, err
 	}
 	n.store = store
 	logs, err := raft.NewLogCache(512, watchedLogs{LogStore: store, h: &n.storage})

@@ -8,9 +8,10 @@ import (
 	"github.com/raftlock/raftlock/fsm"
 )
 
-// renewReq is one keepalive waiting to be batched.
+// renewReq is one keepalive request (of one lease, or of many from a batch keepalive)
+// waiting to be batched. All its leases go into the same Renew entry.
 type renewReq struct {
-	id   fsm.LeaseID
+	ids  []fsm.LeaseID
 	resp chan renewResp
 	// state is renewPending until either the renew loop takes the request into a batch
 	// (renewTaken) or the caller gives up on it first (renewAbandoned). Whoever moves it
@@ -31,13 +32,21 @@ func (r *renewReq) abandon() bool { return r.state.CompareAndSwap(renewPending, 
 // take claims a request for a batch and reports whether its caller still wants it.
 func (r *renewReq) take() bool { return r.state.CompareAndSwap(renewPending, renewTaken) }
 
+// renewResp answers a renewReq: per lease in order, whether it existed and its TTL; or
+// err for all of them.
 type renewResp struct {
-	ttl int64
-	err error
+	ttls  []int64
+	found []bool
+	err   error
 }
 
 // maxRenewBatch caps one Renew entry (16 bytes a lease) well below raft's entry limits.
+// A batch closes once it holds this many leases, so one entry holds at most
+// maxRenewBatch + MaxKeepAliveBatch - 1.
 const maxRenewBatch = 65536
+
+// MaxKeepAliveBatch is the most leases one KeepAliveMany call may renew.
+const MaxKeepAliveBatch = 10_000
 
 // renewLoop gathers keepalives for RenewWindow after the first one arrives and proposes
 // them as one Renew entry; each keepalive is answered only after that entry is applied, so
@@ -48,6 +57,7 @@ func (n *Node) renewLoop(ctx context.Context) {
 	defer timer.Stop()
 	for {
 		var batch []*renewReq
+		size := 0
 		select {
 		case <-ctx.Done():
 			n.failRenews(nil)
@@ -56,15 +66,15 @@ func (n *Node) renewLoop(ctx context.Context) {
 			if !r.take() {
 				continue
 			}
-			batch = append(batch, r)
+			batch, size = append(batch, r), len(r.ids)
 		}
 		timer.Reset(n.cfg.RenewWindow)
 	gather:
-		for len(batch) < maxRenewBatch {
+		for size < maxRenewBatch {
 			select {
 			case r := <-n.renewCh:
 				if r.take() {
-					batch = append(batch, r)
+					batch, size = append(batch, r), size+len(r.ids)
 				}
 			case <-timer.C:
 				break gather
@@ -84,20 +94,23 @@ func (n *Node) renewLoop(ctx context.Context) {
 }
 
 func (n *Node) proposeRenew(batch []*renewReq) {
-	c := &fsm.Command{Type: fsm.TypeRenew, Leases: make([]fsm.LeaseID, len(batch))}
-	for i, r := range batch {
-		c.Leases[i] = r.id
+	c := &fsm.Command{Type: fsm.TypeRenew}
+	for _, r := range batch {
+		c.Leases = append(c.Leases, r.ids...)
 	}
 	res, err := n.apply(c)
-	for i, r := range batch {
-		switch {
-		case err != nil:
+	i := 0
+	for _, r := range batch {
+		if err != nil {
 			r.resp <- renewResp{err: err}
-		case !res.Renewed[i]:
-			r.resp <- renewResp{err: ErrLeaseNotFound}
-		default:
-			r.resp <- renewResp{ttl: res.RenewedTTL[i]}
+			continue
 		}
+		out := renewResp{ttls: make([]int64, len(r.ids)), found: make([]bool, len(r.ids))}
+		for j := range r.ids {
+			out.ttls[j], out.found[j] = res.RenewedTTL[i], res.Renewed[i]
+			i++
+		}
+		r.resp <- out
 	}
 }
 

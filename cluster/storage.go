@@ -57,6 +57,14 @@ func (w watchedLogs) StoreLog(l *raft.Log) error { return w.h.record(w.LogStore.
 
 func (w watchedLogs) StoreLogs(ls []*raft.Log) error { return w.h.record(w.LogStore.StoreLogs(ls)) }
 
+// IsMonotonic passes the wrapped store's raft.MonotonicLogStore answer through: raft-wal
+// allows no gaps, so after installing a snapshot raft must empty it rather than leave a
+// gap, and raft finds that out only through this method.
+func (w watchedLogs) IsMonotonic() bool {
+	m, ok := w.LogStore.(raft.MonotonicLogStore)
+	return ok && m.IsMonotonic()
+}
+
 // watchedStable is the node's stable store (term, vote) with every write's outcome recorded.
 type watchedStable struct {
 	raft.StableStore

@@ -16,11 +16,17 @@ import (
 
 // readBody reads at most api.MaxBodyBytes of the request body.
 func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, api.MaxBodyBytes))
+	return readBodyLimit(w, r, api.MaxBodyBytes)
+}
+
+// readBodyLimit reads at most limit bytes of the request body, for the routes allowed more
+// than api.MaxBodyBytes.
+func readBodyLimit(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			return nil, api.Errorf(api.CodeBodyTooLarge, "request body exceeds %d bytes", api.MaxBodyBytes)
+			return nil, api.Errorf(api.CodeBodyTooLarge, "request body exceeds %d bytes", limit)
 		}
 		return nil, api.Errorf(api.CodeInvalidJSON, "reading request body: %v", err)
 	}

@@ -71,15 +71,6 @@ func leaseFromBody(w http.ResponseWriter, r *http.Request) ([]byte, fsm.LeaseID,
 	return body, id, err
 }
 
-func (s *Server) handleKeepAliveBody(w http.ResponseWriter, r *http.Request) {
-	body, id, err := leaseFromBody(w, r)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	s.keepAlive(w, r, body, id)
-}
-
 func (s *Server) keepAlive(w http.ResponseWriter, r *http.Request, body []byte, id fsm.LeaseID) {
 	if err := s.authorize(r, accessLock, anyName); err != nil {
 		writeError(w, err)

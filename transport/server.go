@@ -21,6 +21,9 @@ type Node interface {
 	ID() string
 	CreateLease(ctx context.Context, ttl int64) (fsm.LeaseID, error)
 	KeepAlive(ctx context.Context, id fsm.LeaseID) (int64, error)
+	// KeepAliveMany renews many leases in one Renew entry: per lease, its TTL and whether
+	// it exists.
+	KeepAliveMany(ctx context.Context, ids []fsm.LeaseID) ([]int64, []bool, error)
 	Revoke(ctx context.Context, id fsm.LeaseID) ([]string, error)
 	Lease(ctx context.Context, id fsm.LeaseID, stale bool) (fsm.LeaseView, error)
 	Acquire(ctx context.Context, req cluster.AcquireRequest) (cluster.Grant, error)

@@ -24,6 +24,7 @@ const (
 	keepaliveMaxWorkers       = 8192
 	keepaliveRequestTimeout   = 5 * time.Second
 	keepaliveCreateRetryLimit = 3
+	keepaliveBatchCreators    = 256
 )
 
 // keepaliveRun is the shared state of the keepalive workload.
@@ -35,6 +36,7 @@ type keepaliveRun struct {
 	interval  time.Duration
 	workers   int
 	leases    int
+	batch     int // lease IDs per request; 0: one request per lease on the URL route
 	created   atomic.Int64
 	creators  sync.WaitGroup // workers still creating their leases
 	measuring atomic.Bool
@@ -64,11 +66,17 @@ func runKeepalive(ctx context.Context, o options, b *backend, progress io.Writer
 	if err != nil {
 		return nil, err
 	}
-	k := &keepaliveRun{b: b, base: leader.URL(), ttlMs: o.LeaseTTL.Milliseconds(), interval: (o.LeaseTTL / 3).Round(time.Millisecond), leases: o.Leases}
+	k := &keepaliveRun{b: b, base: leader.URL(), ttlMs: o.LeaseTTL.Milliseconds(), interval: (o.LeaseTTL / 3).Round(time.Millisecond), leases: o.Leases, batch: o.Batch}
 	rate := float64(k.leases) / k.interval.Seconds()
 	// Each worker has one request in flight; a keepalive waits for the leader's renew
 	// window and a commit, so give every worker a quarter of a second per request.
 	k.workers = min(k.leases, keepaliveMaxWorkers, max(8, int(math.Ceil(rate*keepaliveInFlightSeconds))))
+	if k.batch > 0 {
+		// One batch of each worker's leases per interval: as many workers as batches, and
+		// enough of them (each creates its share of the leases one after another) to fill
+		// the leases at a fair rate.
+		k.workers = min(k.leases, max(keepaliveBatchCreators, int(math.Ceil(float64(k.leases)/float64(k.batch)))))
+	}
 	k.samples = make([][]time.Duration, k.workers)
 	k.hc = newHTTPClient(k.workers)
 	defer k.hc.close()
@@ -84,8 +92,8 @@ func runKeepalive(ctx context.Context, o options, b *backend, progress io.Writer
 			k.worker(runCtx, w)
 		}()
 	}
-	logf(progress, "keepalive: %d leases with TTL %v, each renewed every %v (%.0f keepalives/s) by %d clients, on the leader %s",
-		k.leases, o.LeaseTTL, k.interval, rate, k.workers, leader.ID)
+	logf(progress, "keepalive: %d leases with TTL %v, each renewed every %v (%.0f keepalives/s) by %d clients (batch %d), on the leader %s",
+		k.leases, o.LeaseTTL, k.interval, rate, k.workers, k.batch, leader.ID)
 	createStart := time.Now()
 	allMade := make(chan struct{})
 	go func() { k.creators.Wait(); close(allMade) }()
@@ -120,6 +128,14 @@ func runKeepalive(ctx context.Context, o options, b *backend, progress io.Writer
 		return nil, err
 	}
 	leaderCPU0, leaderErr := benchkit.ProcCPU(leader.PID)
+	followers := map[string]time.Duration{}
+	for _, n := range b.cv.nodes {
+		if n.ID != leader.ID && n.PID != 0 {
+			if cpu, err := benchkit.ProcCPU(n.PID); err == nil {
+				followers[n.ID] = cpu
+			}
+		}
+	}
 	meter.Start()
 	errs0, retries0 := k.errors.Load(), b.Retries()
 	k.measuring.Store(true)
@@ -138,6 +154,14 @@ func runKeepalive(ctx context.Context, o options, b *backend, progress io.Writer
 	}
 	info1, infoErr := nodeInfo(ctx, b.hc, leader)
 	leaderCPU1, leaderErr1 := benchkit.ProcCPU(leader.PID)
+	followerCores := map[string]float64{}
+	for _, n := range b.cv.nodes {
+		if cpu0, ok := followers[n.ID]; ok {
+			if cpu1, err := benchkit.ProcCPU(n.PID); err == nil {
+				followerCores[n.ID] = (cpu1 - cpu0).Seconds()
+			}
+		}
+	}
 	k.measuring.Store(false)
 	use := meter.Stop()
 	retries := b.Retries() - retries0
@@ -177,6 +201,14 @@ func runKeepalive(ctx context.Context, o options, b *backend, progress io.Writer
 	} else {
 		res.Notes = append(res.Notes, "leader CPU not measured: the leader's process was not found (see --pids)")
 	}
+	for _, n := range b.cv.nodes {
+		if v, ok := followerCores[n.ID]; ok {
+			res.Metrics = append(res.Metrics, benchkit.Metric{Name: "follower CPU " + n.ID, Value: v / secs, Unit: "cores"})
+		}
+	}
+	if k.batch > 0 {
+		res.Metrics = append(res.Metrics, benchkit.Metric{Name: "lease IDs per keepalive request", Value: float64(k.batch), Unit: "(--batch; ops count leases renewed)"})
+	}
 	res.Metrics = append(res.Metrics, benchkit.Metric{Name: "keepalives sent more than half an interval late", Value: float64(k.late.Load()), Unit: "(load generator falling behind)"})
 	if now, err := b.cv.leader(ctx, b.hc); err == nil && now.ID != leader.ID {
 		res.Notes = append(res.Notes, fmt.Sprintf("LEADERSHIP CHANGED during the run (%s -> %s): the leader CPU above is %s's, and keepalives were forwarded", leader.ID, now.ID, leader.ID))
@@ -205,6 +237,7 @@ func (k *keepaliveRun) worker(ctx context.Context, w int) {
 		return "", false
 	}
 	var ids []string
+	renewed := time.Now()
 	for j := w; j < k.leases; j += k.workers {
 		id, ok := create()
 		if !ok {
@@ -213,14 +246,28 @@ func (k *keepaliveRun) worker(ctx context.Context, w int) {
 		}
 		ids = append(ids, id)
 		k.created.Add(1)
+		if k.batch > 0 && time.Since(renewed) > k.interval {
+			// Creating a large share takes longer than a TTL: keep what is made alive
+			// meanwhile (unmeasured), or the first leases expire before their first renewal.
+			k.renewWhileCreating(ctx, ids)
+			renewed = time.Now()
+		}
 	}
 	k.creators.Done()
 	if len(ids) == 0 {
 		return
 	}
-	step := k.interval / time.Duration(len(ids))
+	// Each request renews one lease (batch 0, on the URL route) or a chunk of up to
+	// k.batch of this worker's leases (the batch form); the chunks are spread evenly over
+	// the interval.
+	size := max(1, k.batch)
+	var chunks [][]string
+	for i := 0; i < len(ids); i += size {
+		chunks = append(chunks, ids[i:min(i+size, len(ids))])
+	}
+	step := k.interval / time.Duration(len(chunks))
 	due := time.Now().Add(step * time.Duration(w) / time.Duration(k.workers))
-	for i := 0; ctx.Err() == nil; i = (i + 1) % len(ids) {
+	for i := 0; ctx.Err() == nil; i = (i + 1) % len(chunks) {
 		if wait := time.Until(due); wait > 0 {
 			benchkit.Sleep(ctx, wait)
 		} else if -wait > k.interval/2 {
@@ -234,13 +281,30 @@ func (k *keepaliveRun) worker(ctx context.Context, w int) {
 		due = due.Add(step)
 		start := time.Now()
 		cctx, cancel := context.WithTimeout(ctx, keepaliveRequestTimeout)
-		err := k.b.retry(cctx, func() error { return k.hc.do(cctx, "POST", k.base+"/v1/leases/"+ids[i]+"/keepalive", nil, nil) })
+		var notFound []string
+		var err error
+		if k.batch == 0 {
+			err = k.b.retry(cctx, func() error {
+				return k.hc.do(cctx, "POST", k.base+"/v1/leases/"+chunks[i][0]+"/keepalive", nil, nil)
+			})
+			if errors.Is(err, &api.Error{Code: api.CodeLeaseNotFound}) {
+				notFound = chunks[i]
+			}
+		} else {
+			body, _ := json.Marshal(api.KeepAliveRequest{LeaseIDs: chunks[i]})
+			var out api.KeepAliveBatch
+			err = k.b.retry(cctx, func() error { return k.hc.do(cctx, "POST", k.base+"/v1/leases/keepalive", body, &out) })
+			if err == nil && len(out.NotFound) > 0 {
+				notFound = out.NotFound
+				err = fmt.Errorf("%d leases not found", len(out.NotFound))
+			}
+		}
 		cancel()
 		switch {
 		case err == nil:
 			if k.measuring.Load() {
 				k.samples[w] = append(k.samples[w], time.Since(start))
-				k.ops.Add(1)
+				k.ops.Add(int64(len(chunks[i])))
 			}
 		case ctx.Err() != nil:
 			return
@@ -248,11 +312,27 @@ func (k *keepaliveRun) worker(ctx context.Context, w int) {
 			if k.measuring.Load() {
 				k.fail(fmt.Errorf("keepalive: %w", err))
 			}
-			if errors.Is(err, &api.Error{Code: api.CodeLeaseNotFound}) {
+			for _, gone := range notFound {
 				if id, ok := create(); ok {
-					ids[i] = id // keep the number of live leases constant
+					for j, v := range chunks[i] {
+						if v == gone {
+							chunks[i][j] = id // keep the number of live leases constant
+						}
+					}
 				}
 			}
 		}
+	}
+}
+
+// renewWhileCreating renews ids, in batches, while a worker is still creating its share.
+func (k *keepaliveRun) renewWhileCreating(ctx context.Context, ids []string) {
+	for i := 0; i < len(ids); i += k.batch {
+		body, _ := json.Marshal(api.KeepAliveRequest{LeaseIDs: ids[i:min(i+k.batch, len(ids))]})
+		cctx, cancel := context.WithTimeout(ctx, keepaliveRequestTimeout)
+		if err := k.b.retry(cctx, func() error { return k.hc.do(cctx, "POST", k.base+"/v1/leases/keepalive", body, nil) }); err != nil && ctx.Err() == nil {
+			k.fail(fmt.Errorf("keepalive while creating: %w", err))
+		}
+		cancel()
 	}
 }

@@ -30,6 +30,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/raftlock/raftlock/api"
 	"github.com/raftlock/raftlock/bench/benchkit"
 )
 
@@ -63,6 +64,7 @@ type options struct {
 	TTL       time.Duration
 	Leases    int
 	LeaseTTL  time.Duration
+	Batch     int // keepalive: lease IDs per batch keepalive request; 0 sends one request per lease
 	Locks     int
 	Snapshot  bool
 	Restart   bool
@@ -93,6 +95,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			&cli.Int64Flag{Name: "wait-ms", Value: 30000, Usage: "server-side wait of each acquire (wait_ms)"},
 			&cli.DurationFlag{Name: "ttl", Value: 10 * time.Second, Usage: "TTL of each client's lease (kept alive at TTL/3)"},
 			&cli.IntFlag{Name: "leases", Value: 10000, Usage: "keepalive: live leases kept alive"},
+			&cli.IntFlag{Name: "batch", Usage: "keepalive: renew this many leases per request with the batch form of POST /v1/leases/keepalive (lease_ids, at most 10000); 0 sends one request per lease"},
 			&cli.DurationFlag{Name: "lease-ttl", Value: 10 * time.Second, Usage: "keepalive: TTL of those leases (each is renewed every TTL/3)"},
 			&cli.IntFlag{Name: "locks", Value: 1_000_000, Usage: "scale: locks held"},
 			&cli.BoolFlag{Name: "snapshot", Value: true, Usage: "scale: wait for a snapshot that holds every lock and report its size"},
@@ -115,7 +118,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			o := options{
 				Endpoints: c.StringSlice("endpoints"), Target: c.String("target"),
 				Duration: c.Duration("duration"), Warmup: c.Duration("warmup"), Clients: c.Int("clients"),
-				WaitMs: c.Int64("wait-ms"), TTL: c.Duration("ttl"), Leases: c.Int("leases"), LeaseTTL: c.Duration("lease-ttl"),
+				WaitMs: c.Int64("wait-ms"), TTL: c.Duration("ttl"), Leases: c.Int("leases"), LeaseTTL: c.Duration("lease-ttl"), Batch: c.Int("batch"),
 				Locks: c.Int("locks"), Snapshot: c.Bool("snapshot"), Restart: c.Bool("restart"), Keep: c.Bool("keep"),
 				PIDs: c.String("pids"), StateDir: c.String("state"), JSON: c.Bool("json"), JSONOut: c.String("json-out"),
 				Quiet: c.Bool("quiet"), Stdout: stdout, Stderr: stderr,
@@ -207,6 +210,9 @@ func expand(args []string) ([]string, error) {
 func run(ctx context.Context, o options, names []string) ([]*benchkit.Result, error) {
 	if o.Clients < 0 || o.Leases <= 0 || o.Locks <= 0 || o.WaitMs <= 0 || o.TTL < 500*time.Millisecond || o.LeaseTTL < 500*time.Millisecond {
 		return nil, cli.Exit("--clients must be >= 0, --leases, --locks and --wait-ms > 0, --ttl and --lease-ttl >= 500ms", 2)
+	}
+	if o.Batch < 0 || o.Batch > api.MaxKeepAliveBatch {
+		return nil, cli.Exit(fmt.Sprintf("--batch must be 0 to %d", api.MaxKeepAliveBatch), 2)
 	}
 	progress := o.Stderr
 	if o.Quiet {

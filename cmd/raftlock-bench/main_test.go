@@ -46,6 +46,11 @@ func TestWorkloads_Tiny(t *testing.T) {
 				t.Errorf("keepalive: no log entry rate: %+v", r.Metrics)
 			}
 		}},
+		{args: []string{"--leases", "40", "--lease-ttl", "1500ms", "--batch", "16", "keepalive"}, check: func(t *testing.T, r *benchkit.Result) {
+			if !hasMetric(r, "lease IDs per keepalive request") || !hasMetric(r, "log entries per second") {
+				t.Errorf("batch keepalive: no batch or log entry figures: %+v", r.Metrics)
+			}
+		}},
 		{args: []string{"--locks", "300", "--clients", "8", "--snapshot=false", "scale"}, check: func(t *testing.T, r *benchkit.Result) {
 			if !hasMetric(r, "restart to ready") || !hasMetric(r, "RSS n1") {
 				t.Errorf("scale: no restart or memory figures: %+v %v", r.Metrics, r.Notes)

@@ -1,0 +1,181 @@
+package cluster
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
+	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+	wal "github.com/hashicorp/raft-wal"
+	"github.com/hashicorp/raft-wal/metadb"
+)
+
+// LogStoreKind names the store that keeps a node's Raft log and its stable values (term,
+// vote). The zero value means LogStoreBoltDB.
+type LogStoreKind string
+
+const (
+	// LogStoreBoltDB keeps log and stable values in one BoltDB file, DataDir/raft.db
+	// (hashicorp/raft-boltdb). The default: the store hashicorp/raft has shipped with for
+	// years. Every commit costs two fdatasyncs (data pages, then the meta page).
+	LogStoreBoltDB LogStoreKind = "boltdb"
+	// LogStoreWAL keeps the log in append-only segment files under DataDir/wal
+	// (hashicorp/raft-wal) and the stable values in that WAL's own meta database,
+	// DataDir/wal/wal-meta.db, which raft-wal provides as its StableStore. One fdatasync
+	// per commit; raft-wal still calls itself experimental.
+	LogStoreWAL LogStoreKind = "wal"
+)
+
+// LogStoreKinds lists the valid kinds, the default first.
+var LogStoreKinds = []LogStoreKind{LogStoreBoltDB, LogStoreWAL}
+
+// ErrLogStoreMismatch: the data directory holds a Raft log written by another kind of log
+// store than the one configured. The node refuses to start rather than start empty beside
+// its real log; the error says how to convert the node.
+var ErrLogStoreMismatch = errors.New("cluster: data directory holds another kind of log store")
+
+// String returns the kind's name, "boltdb" for the zero value.
+func (k LogStoreKind) String() string {
+	if k == "" {
+		return string(LogStoreBoltDB)
+	}
+	return string(k)
+}
+
+// ParseLogStoreKind returns the kind named s ("boltdb" or "wal"; empty means boltdb).
+func ParseLogStoreKind(s string) (LogStoreKind, error) {
+	switch LogStoreKind(s) {
+	case "", LogStoreBoltDB:
+		return LogStoreBoltDB, nil
+	case LogStoreWAL:
+		return LogStoreWAL, nil
+	}
+	return "", fmt.Errorf("cluster: config: unknown log store %q (want boltdb or wal)", s)
+}
+
+// Paths of each store inside the data directory.
+const (
+	boltFile = "raft.db"
+	walDir   = "wal"
+	walMeta  = "wal-meta.db" // raft-wal's meta database, inside walDir
+)
+
+// DetectLogStore reports which kind of log store the data directory dir already holds, and
+// false when it holds none (a new or wiped directory, which may be given either kind). A
+// directory holding both is an error: an operator mixed two nodes' files.
+func DetectLogStore(dir string) (LogStoreKind, bool, error) {
+	exists := func(p string) (bool, error) {
+		_, err := os.Stat(p)
+		if err == nil {
+			return true, nil
+		}
+		if errors.Is(err, os.ErrNotExist) {
+			return false, nil
+		}
+		return false, fmt.Errorf("cluster: inspecting %s: %w", p, err)
+	}
+	bolt, err := exists(filepath.Join(dir, boltFile))
+	if err != nil {
+		return "", false, err
+	}
+	w, err := exists(filepath.Join(dir, walDir, walMeta))
+	if err != nil {
+		return "", false, err
+	}
+	switch {
+	case bolt && w:
+		return "", false, fmt.Errorf("%w: %s holds both %s and %s/%s; keep the one this node last ran with and move the other away",
+			ErrLogStoreMismatch, dir, boltFile, walDir, walMeta)
+	case bolt:
+		return LogStoreBoltDB, true, nil
+	case w:
+		return LogStoreWAL, true, nil
+	}
+	return "", false, nil
+}
+
+// checkLogStore refuses a data directory written by another kind of store than want, with
+// the conversion procedure in the message.
+func checkLogStore(dir string, want LogStoreKind) error {
+	have, found, err := DetectLogStore(dir)
+	if err != nil || !found || have == want {
+		return err
+	}
+	return fmt.Errorf("%w: %s was written with --raft-log-store=%s but this node was started with --raft-log-store=%s. "+
+		"Start it with --raft-log-store=%s to keep its data, or convert it: remove the node from the cluster "+
+		"(raftlock cluster remove ID), delete its data directory, and start it again with --raft-log-store=%s "+
+		"and --join pointing at a member, so that it catches up from the leader's snapshot "+
+		"(or add a new node with the new store and then remove this one); see docs/OPERATIONS.md",
+		ErrLogStoreMismatch, dir, have, want, have, want)
+}
+
+// walSegmentSize is the size of raft-wal's segment files; zero means raft-wal's default
+// (64 MiB). Tests shrink it: raft-wal v0.4.0 still serves entries truncated from the head
+// while they sit in the open tail segment, so only a sealed and deleted segment makes a
+// leader fall back to sending a snapshot.
+var walSegmentSize int
+
+// logStore is what a node needs of its store: raft's log and stable stores, closed once.
+type logStore interface {
+	raft.LogStore
+	raft.StableStore
+	io.Closer
+}
+
+// openLogStore opens (or creates) the store of the given kind in dir, after checking that
+// dir holds no store of another kind.
+func openLogStore(dir string, kind LogStoreKind, logger hclog.Logger) (logStore, error) {
+	if err := checkLogStore(dir, kind); err != nil {
+		return nil, err
+	}
+	switch kind {
+	case LogStoreWAL:
+		p := filepath.Join(dir, walDir)
+		if err := os.MkdirAll(p, dataDirMode); err != nil {
+			return nil, fmt.Errorf("cluster: creating %s: %w", p, err)
+		}
+		meta := &metadb.BoltMetaDB{}
+		// WithSegmentSize(0) keeps raft-wal's default.
+		w, err := wal.Open(p, wal.WithMetaStore(meta), wal.WithLogger(logger.Named("wal")), wal.WithSegmentSize(walSegmentSize))
+		if err != nil {
+			meta.Close()
+			return nil, fmt.Errorf("cluster: opening the WAL in %s: %w", p, err)
+		}
+		ws := &walStore{WAL: w, meta: meta}
+		// raft-wal creates its files 0644; the directory is private already, and so are
+		// the files, like raft.db and the snapshots.
+		if err := restrictTree(p); err != nil {
+			ws.Close()
+			return nil, fmt.Errorf("cluster: making %s private: %w", p, err)
+		}
+		return ws, nil
+	default:
+		p := filepath.Join(dir, boltFile)
+		s, err := raftboltdb.New(raftboltdb.Options{Path: p})
+		if err != nil {
+			return nil, fmt.Errorf("cluster: opening %s: %w", p, err)
+		}
+		return s, nil
+	}
+}
+
+// walStore is raft-wal's WAL with its meta database, which WAL.Close leaves open (v0.4.0):
+// without closing it, the meta file's lock would outlive the node and a node restarted in
+// the same process would wait on it forever.
+type walStore struct {
+	*wal.WAL
+	meta *metadb.BoltMetaDB
+}
+
+// Close closes the WAL, then its meta database.
+func (s *walStore) Close() error {
+	err := s.WAL.Close()
+	if merr := s.meta.Close(); err == nil {
+		err = merr
+	}
+	return err
+}

@@ -1,0 +1,53 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/urfave/cli/v2"
+)
+
+// --raft-log-store comes from the flag, RAFTLOCK_RAFT_LOG_STORE or the config file's
+// raft-log-store key (boltdb by default), and an unknown store is refused before anything
+// starts.
+func TestServe_RaftLogStoreSetting(t *testing.T) {
+	printed := func(t *testing.T, args ...string) string {
+		t.Helper()
+		var out bytes.Buffer
+		app := newApp()
+		app.Writer = &out
+		if err := app.Run(append([]string{"raftlock", "serve", "--print-config"}, args...)); err != nil {
+			t.Fatal(err)
+		}
+		return out.String()
+	}
+	if out := printed(t); !strings.Contains(out, `raft-log-store = "boltdb"`) {
+		t.Fatalf("default: %s", out)
+	}
+	cfg := filepath.Join(t.TempDir(), "n1.toml")
+	if err := os.WriteFile(cfg, []byte("raft-log-store = \"wal\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out := printed(t, "--config", cfg); !strings.Contains(out, `raft-log-store = "wal"`) {
+		t.Fatalf("config file: %s", out)
+	}
+	t.Setenv("RAFTLOCK_RAFT_LOG_STORE", "wal")
+	if out := printed(t); !strings.Contains(out, `raft-log-store = "wal"`) {
+		t.Fatalf("environment: %s", out)
+	}
+	if out := printed(t, "--raft-log-store", "boltdb"); !strings.Contains(out, `raft-log-store = "boltdb"`) {
+		t.Fatalf("the flag wins over the environment: %s", out)
+	}
+
+	var errb bytes.Buffer
+	app := newApp()
+	app.ErrWriter = &errb
+	app.ExitErrHandler = func(*cli.Context, error) {}
+	err := app.Run([]string{"raftlock", "serve", "--id", "n1", "--data-dir", t.TempDir(), "--raft-log-store", "rocksdb"})
+	if err == nil || !strings.Contains(err.Error(), "rocksdb") {
+		t.Fatalf("an unknown store: %v", err)
+	}
+}
