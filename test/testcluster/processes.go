@@ -22,29 +22,41 @@ var (
 	buildErr  error
 )
 
+// GoBuild builds package pkg of this module (e.g. "./cmd/raftlock") into out with extra
+// `go build` flags, from the module's root, and says what failed with the compiler's output.
+func GoBuild(out, pkg string, flags ...string) error {
+	_, file, _, _ := runtime.Caller(0)
+	root := filepath.Join(filepath.Dir(file), "..", "..")
+	args := append(append([]string{"build", "-o", out}, flags...), pkg)
+	cmd := exec.Command("go", args...)
+	cmd.Dir = root
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("go %v: %v\n%s", args, err, b)
+	}
+	return nil
+}
+
+// serverFlags are the build flags of the server binaries tests start: -race and the
+// mutants tag when the test binary itself has them.
+func serverFlags() []string {
+	var flags []string
+	if raceEnabled {
+		flags = append(flags, "-race")
+	}
+	return append(flags, mutantTags...)
+}
+
 // Binary builds cmd/raftlock once per test process and returns its path.
 func Binary(t testing.TB) string {
 	t.Helper()
 	buildOnce.Do(func() {
-		_, file, _, _ := runtime.Caller(0)
-		root := filepath.Join(filepath.Dir(file), "..", "..")
 		dir, err := os.MkdirTemp("", "raftlock-bin-")
 		if err != nil {
 			buildErr = err
 			return
 		}
 		binPath = filepath.Join(dir, "raftlock")
-		args := []string{"build", "-o", binPath}
-		if raceEnabled {
-			args = append(args, "-race")
-		}
-		args = append(args, mutantTags...)
-		cmd := exec.Command("go", append(args, "./cmd/raftlock")...)
-		cmd.Dir = root
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("go build ./cmd/raftlock: %v\n%s", err, out)
-		}
+		buildErr = GoBuild(binPath, "./cmd/raftlock", serverFlags()...)
 	})
 	if buildErr != nil {
 		t.Fatal(buildErr)
@@ -57,19 +69,9 @@ func Binary(t testing.TB) string {
 // drills) and returns its path.
 func BuildBinary(t testing.TB, flags ...string) string {
 	t.Helper()
-	_, file, _, _ := runtime.Caller(0)
-	root := filepath.Join(filepath.Dir(file), "..", "..")
 	out := filepath.Join(t.TempDir(), "raftlock")
-	args := []string{"build", "-o", out}
-	if raceEnabled {
-		args = append(args, "-race")
-	}
-	args = append(args, mutantTags...)
-	args = append(append(args, flags...), "./cmd/raftlock")
-	cmd := exec.Command("go", args...)
-	cmd.Dir = root
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go %v: %v\n%s", args, err, b)
+	if err := GoBuild(out, "./cmd/raftlock", append(serverFlags(), flags...)...); err != nil {
+		t.Fatal(err)
 	}
 	return out
 }

@@ -8,12 +8,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/raftlock/raftlock/test/testcluster"
 )
 
 var (
@@ -30,19 +31,13 @@ var (
 func WorkerBinary(t testing.TB) string {
 	t.Helper()
 	workerOnce.Do(func() {
-		_, file, _, _ := runtime.Caller(0)
-		root := filepath.Join(filepath.Dir(file), "..", "..", "..")
 		dir, err := os.MkdirTemp("", "raftlock-bankworker-")
 		if err != nil {
 			workerErr = err
 			return
 		}
 		workerBin = filepath.Join(dir, "bankworker")
-		cmd := exec.Command("go", "build", "-o", workerBin, "./test/verify/bankworker")
-		cmd.Dir = root
-		if out, err := cmd.CombinedOutput(); err != nil {
-			workerErr = fmt.Errorf("go build ./test/verify/bankworker: %v\n%s", err, out)
-		}
+		workerErr = testcluster.GoBuild(workerBin, "./test/verify/bankworker")
 	})
 	if workerErr != nil {
 		t.Fatal(workerErr)
