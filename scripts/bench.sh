@@ -4,14 +4,16 @@
 #   scripts/bench.sh [--quick] [--out DIR] [--profile]
 #
 # 1. builds bin/raftlock, bin/raftlock-bench and bin/etcd-bench (bench/etcd, its own module);
-# 2. starts a three-node raftlock cluster (scripts/cluster.sh, throwaway state) and runs the
-#    uncontended, parallel and contended workloads, then keepalive and scale; stops it;
+# 2. for each log store (boltdb, the default, then wal) starts a fresh three-node raftlock
+#    cluster (scripts/cluster.sh, throwaway state) and runs the uncontended, parallel and
+#    contended workloads, then keepalive (100,000 leases in batches) and scale; stops it;
 # 3. starts a three-member etcd (scripts/etcd-local.sh, installs Debian's etcd-server if
 #    missing) and runs the same three lock workloads with concurrency.Mutex; stops it;
-# 4. prints both side by side with the ratio and issue 5's targets, then keepalive and scale.
+# 4. prints each store beside etcd with the ratio and issue 13's targets for that store,
+#    then keepalive and scale for both stores.
 #
 # The systems run one after the other, never together, so neither steals the other's CPU.
-# Full run: about 6 minutes (10 s per workload, 1,000,000 locks for scale). --quick: about a
+# Full run: about 12 minutes (10 s per workload, 1,000,000 locks for scale). --quick: about a
 # minute (3 s per workload, 50,000 locks, no snapshot wait). --out DIR keeps the JSON results
 # and the report. --profile also writes CPU profiles of the servers (bench/inproc) under the
 # parallel and contended workloads and prints their top entries.
@@ -33,11 +35,11 @@ done
 
 if ((QUICK)); then
   LOCKFLAGS=(--duration 3s --warmup 1s)
-  KAFLAGS=(--duration 5s --warmup 1s --leases 2000)
+  KAFLAGS=(--duration 5s --warmup 1s --leases 2000 --batch 1000)
   SCALEFLAGS=(--locks 50000 --snapshot=false)
 else
   LOCKFLAGS=(--duration 10s --warmup 2s)
-  KAFLAGS=(--duration 15s --warmup 2s --leases 10000)
+  KAFLAGS=(--duration 15s --warmup 5s --leases 100000 --lease-ttl 10s --batch 1000)
   SCALEFLAGS=(--locks 1000000)
 fi
 
@@ -80,12 +82,20 @@ scripts/etcd-local.sh install
 cat "$WORK/report.txt" >&2
 
 status=0
-echo "== raftlock" >&2
-scripts/cluster.sh start >&2
-bin/raftlock-bench "${LOCKFLAGS[@]}" --json-out "$WORK/raftlock.json" uncontended parallel contended >/dev/null || status=$?
-bin/raftlock-bench "${KAFLAGS[@]}" --json-out "$WORK/raftlock-keepalive.json" keepalive >/dev/null || status=$?
-bin/raftlock-bench "${SCALEFLAGS[@]}" --json-out "$WORK/raftlock-scale.json" scale >/dev/null || status=$?
-scripts/cluster.sh stop >&2
+# Each log store gets a fresh cluster and the same workloads (issue 13: boltdb stays the
+# default, wal is the option; both are held to their own targets beside etcd).
+for store in boltdb wal; do
+  echo "== raftlock, --raft-log-store=$store" >&2
+  rm -rf "$RAFTLOCK_STATE"
+  # exported, so that a follower the scale workload restarts keeps the same store
+  export RAFTLOCK_RAFT_LOG_STORE=$store
+  scripts/cluster.sh start >&2
+  L=(--label "raftlock-$store")
+  bin/raftlock-bench "${LOCKFLAGS[@]}" "${L[@]}" --json-out "$WORK/raftlock-$store.json" uncontended parallel contended >/dev/null || status=$?
+  bin/raftlock-bench "${KAFLAGS[@]}" "${L[@]}" --json-out "$WORK/raftlock-$store-keepalive.json" keepalive >/dev/null || status=$?
+  bin/raftlock-bench "${SCALEFLAGS[@]}" "${L[@]}" --json-out "$WORK/raftlock-$store-scale.json" scale >/dev/null || status=$?
+  scripts/cluster.sh stop >&2
+done
 
 echo "== etcd" >&2
 scripts/etcd-local.sh start >&2
@@ -108,13 +118,15 @@ fi
 
 {
   echo
-  echo "== raftlock and etcd, side by side (ratio = raftlock / etcd)"
+  for store in boltdb wal; do
+    echo "== raftlock ($store) and etcd, side by side (ratio = raftlock / etcd), issue 13's $store targets"
+    echo
+    bin/raftlock-bench compare --targets "$store" "$WORK/raftlock-$store.json" "$WORK/etcd.json"
+    echo
+  done
+  echo "== raftlock only: keepalive and scale, both stores"
   echo
-  bin/raftlock-bench compare "$WORK/raftlock.json" "$WORK/etcd.json"
-  echo
-  echo "== raftlock only: keepalive and scale"
-  echo
-  bin/raftlock-bench table "$WORK/raftlock-keepalive.json" "$WORK/raftlock-scale.json"
+  bin/raftlock-bench table "$WORK"/raftlock-{boltdb,wal}-keepalive.json "$WORK"/raftlock-{boltdb,wal}-scale.json
   if ((PROFILE)); then
     for wl in parallel contended; do
       echo

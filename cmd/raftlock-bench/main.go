@@ -73,6 +73,7 @@ type options struct {
 	StateDir  string
 	JSON      bool
 	JSONOut   string
+	Label     string // the System name results carry; empty: "raftlock"
 	Quiet     bool
 	Stdout    io.Writer
 	Stderr    io.Writer
@@ -105,6 +106,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			&cli.StringFlag{Name: "state", EnvVars: []string{"RAFTLOCK_STATE"}, Usage: "state directory of scripts/cluster.sh, for pid files"},
 			&cli.BoolFlag{Name: "json", Usage: "print the results as JSON on stdout instead of a table"},
 			&cli.StringFlag{Name: "json-out", Usage: "also write the results as JSON to this file"},
+			&cli.StringFlag{Name: "label", Usage: "name the system in the results (e.g. raftlock-wal), so runs of two configurations can be compared"},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress lines"},
 			&cli.StringFlag{Name: "tls-ca", EnvVars: []string{"RAFTLOCK_TLS_CA"}, Usage: "speak HTTPS, trusting this CA (PEM)"},
 			&cli.StringFlag{Name: "tls-cert", EnvVars: []string{"RAFTLOCK_TLS_CERT"}, Usage: "client certificate (PEM) for clusters that require one"},
@@ -120,7 +122,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 				Duration: c.Duration("duration"), Warmup: c.Duration("warmup"), Clients: c.Int("clients"),
 				WaitMs: c.Int64("wait-ms"), TTL: c.Duration("ttl"), Leases: c.Int("leases"), LeaseTTL: c.Duration("lease-ttl"), Batch: c.Int("batch"),
 				Locks: c.Int("locks"), Snapshot: c.Bool("snapshot"), Restart: c.Bool("restart"), Keep: c.Bool("keep"),
-				PIDs: c.String("pids"), StateDir: c.String("state"), JSON: c.Bool("json"), JSONOut: c.String("json-out"),
+				PIDs: c.String("pids"), StateDir: c.String("state"), JSON: c.Bool("json"), JSONOut: c.String("json-out"), Label: c.String("label"),
 				Quiet: c.Bool("quiet"), Stdout: stdout, Stderr: stderr,
 			}
 			names, err := expand(c.Args().Slice())
@@ -141,8 +143,11 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 		Commands: []*cli.Command{
 			{
 				Name:      "compare",
-				Usage:     "print two systems' results side by side, with the ratio and issue 5's targets",
+				Usage:     "print two systems' results side by side, with the ratio and the targets of --targets",
 				ArgsUsage: "A.json B.json",
+				Flags: []cli.Flag{
+					&cli.StringFlag{Name: "targets", Value: "boltdb", Usage: "whose targets to check: 'boltdb' or 'wal' (issue 13, by raftlock's log store), or 'issue5'"},
+				},
 				Action: func(c *cli.Context) error {
 					if c.NArg() != 2 {
 						return cli.Exit("compare needs two JSON files (raftlock's, then etcd's)", 2)
@@ -157,7 +162,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 					}
 					benchkit.PrintTable(stdout, append(append([]*benchkit.Result{}, a...), b...))
 					fmt.Fprintln(stdout)
-					checked, met := benchkit.Compare(stdout, a, b)
+					checked, met := benchkit.Compare(stdout, a, b, benchkit.TargetsFor(c.String("targets")))
 					fmt.Fprintf(stdout, "\ntargets met: %d of %d\n", met, checked)
 					return nil
 				},
@@ -246,6 +251,9 @@ func run(ctx context.Context, o options, names []string) ([]*benchkit.Result, er
 		}
 		if err != nil {
 			return results, fmt.Errorf("%s: %w", name, err)
+		}
+		if o.Label != "" {
+			r.System = o.Label
 		}
 		results = append(results, r)
 	}
