@@ -27,7 +27,7 @@ const state = {
   clusterTime: null, // {ms, at}: the node's cluster time and performance.now() when read
   selected: null,
   history: [],
-  historyTime: null,
+  historyError: null,
   lastEventId: null,
   streamAbort: null,
   refreshTimer: null,
@@ -401,7 +401,8 @@ async function selectLock(name) {
   state.history = [];
   $('history-section').classList.remove('hidden');
   $('history-name').textContent = name;
-  $('history-note').textContent = 'loading…';
+  $('history-note').textContent = '(loading…)';
+  state.historyError = null;
   renderLocks();
   try {
     // ?stale: this node's own applied state, so the history opens during an election too.
@@ -410,13 +411,11 @@ async function selectLock(name) {
     // Events streamed while the history was read are kept once.
     const known = new Set(h.events.map((e) => e.index + '/' + e.kind + '/' + e.token));
     state.history = h.events.concat(state.history.filter((e) => !known.has(e.index + '/' + e.kind + '/' + e.token)));
-    state.historyTime = { ms: h.cluster_time_ms, at: performance.now() };
-    $('history-note').textContent = '(' + h.events.length + ' recorded events, live)';
   } catch (e) {
     if (e instanceof AuthError) askToken(e.message);
-    $('history-note').textContent = '(' + e.message + ')';
+    if (state.selected === name) state.historyError = e.message;
   }
-  renderHistory();
+  if (state.selected === name) renderHistory();
 }
 
 function describe(ev) {
@@ -435,6 +434,10 @@ function describe(ev) {
 
 function renderHistory() {
   const list = $('history');
+  const n = state.history.length;
+  $('history-note').textContent = state.historyError
+    ? '(' + state.historyError + ')'
+    : '(' + n + (n === 1 ? ' event' : ' events') + ', live; newest first)';
   list.replaceChildren(...state.history.slice().reverse().map((ev) =>
     el('li', { class: ev.kind, 'data-kind': ev.kind, 'data-index': ev.index },
       el('span', { class: 'when' }, clusterTimeLabel(ev.time_ms)),
@@ -585,8 +588,9 @@ function push(key, v, fmt) {
   fig.querySelector('.value').textContent = v == null ? '–' : fmt(v);
   const vals = s.map((x) => x ?? 0);
   const max = Math.max(...vals, 1e-9);
+  // The newest point is at the right edge; the series grows leftwards.
   const pts = vals.map((y, i) => {
-    const px = (i / (CHART_POINTS - 1)) * 200;
+    const px = 200 - ((vals.length - 1 - i) / (CHART_POINTS - 1)) * 200;
     const py = 48 - (y / max) * 46;
     return px.toFixed(1) + ',' + py.toFixed(1);
   });
