@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/chromedp/cdproto/log"
+	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
@@ -89,12 +90,23 @@ func (c *consoleLog) errors() []string {
 	return append([]string(nil), c.errs...)
 }
 
-// TestDashboard_LiveInARealBrowser opens the dashboard of a three-node cluster in headless
-// Chromium, takes a lock through the API and waits (at most 1 s, no reload) for the row
-// the event stream brings, kills the leader with SIGKILL and waits for the new leader on
-// the page, opens the lock's history timeline, and releases the lock to see the history
-// and the table follow live. Any console error or uncaught exception fails it.
-func TestDashboard_LiveInARealBrowser(t *testing.T) {
+// session is one headless Chromium with one tab, and the checks every test uses on it.
+type session struct {
+	t       *testing.T
+	ctx     context.Context
+	console consoleLog
+	shots   string
+	// requests are the URLs the page asked for, and the Authorization header of each
+	// request that carried one (by URL), from the Network domain.
+	mu       sync.Mutex
+	requests []string
+	auth     map[string]string
+}
+
+// needChromium returns the browser to drive, skipping the test loudly without one, or
+// failing it when CI is set.
+func needChromium(t *testing.T) string {
+	t.Helper()
 	bin := chromium()
 	if bin == "" {
 		const how = "no Chromium found (chromium, chromium-browser or google-chrome on PATH, or RAFTLOCK_CHROMIUM); install it with `apt-get install -y chromium` or scripts/ci-chromium.sh"
@@ -103,22 +115,22 @@ func TestDashboard_LiveInARealBrowser(t *testing.T) {
 		}
 		t.Skip("!!! SKIPPING the dashboard browser test: " + how + "; with CI set this fails instead")
 	}
+	return bin
+}
+
+// newSession starts Chromium (headless, a fresh profile) for the rest of the test.
+func newSession(t *testing.T, bin string) *session {
+	t.Helper()
 	shots := os.Getenv("RAFTLOCK_SCREENSHOTS")
 	if shots == "" {
 		shots = t.TempDir()
-	} else if err := os.MkdirAll(shots, 0o755); err != nil {
-		t.Fatal(err)
+	} else {
+		shots = filepath.Join(shots, t.Name())
+		if err := os.MkdirAll(shots, 0o755); err != nil {
+			t.Fatal(err)
+		}
 	}
 	t.Logf("screenshots go to %s", shots)
-
-	p := testcluster.StartProcesses(t, 3)
-	leader := p.WaitLeader(20 * time.Second)
-	follower := (leader + 1) % 3
-	// The page is opened on a follower, so that it outlives the leader's death: a page
-	// talks only to the node that served it.
-	base := p.URL(follower)
-	waitRegistered(t, base, 3)
-
 	opts := []chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(bin),
 		chromedp.Headless,
@@ -140,45 +152,121 @@ func TestDashboard_LiveInARealBrowser(t *testing.T) {
 		chromedp.Flag("disable-features", "Translate,OptimizationHints,MediaRouter,DialMediaRouteProvider"),
 	}
 	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer cancelAlloc()
-	var console consoleLog
-	ctx, cancel := chromedp.NewContext(allocCtx, chromedp.WithListener(console.listen))
-	defer cancel()
+	t.Cleanup(cancelAlloc)
+	s := &session{t: t, shots: shots, auth: map[string]string{}}
+	ctx, cancel := chromedp.NewContext(allocCtx, chromedp.WithListener(s.console.listen), chromedp.WithListener(s.network))
+	t.Cleanup(cancel)
+	s.ctx = ctx
 	// The first Run starts the browser and must not carry a timeout (it would stop the
 	// browser); each later step gets its own.
 	if err := chromedp.Do(ctx); err != nil {
 		t.Fatalf("starting %s: %v", bin, err)
 	}
-	step := func(what string, d time.Duration, actions ...chromedp.Action[chromedp.Void]) {
-		t.Helper()
-		sctx, scancel := context.WithTimeout(ctx, d)
-		defer scancel()
-		if err := chromedp.Do(sctx, actions...); err != nil {
-			t.Fatalf("%s: %v\nconsole errors: %q", what, err, console.errors())
+	return s
+}
+
+// network records the page's requests.
+func (s *session) network(ev any) {
+	if ev, ok := ev.(*network.EventRequestWillBeSent); ok {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.requests = append(s.requests, ev.Request.URL)
+		for k, v := range ev.Request.Headers {
+			if strings.EqualFold(k, "Authorization") {
+				s.auth[ev.Request.URL] = fmt.Sprint(v)
+			}
 		}
 	}
-	shot := func(name string) {
-		t.Helper()
-		sctx, scancel := context.WithTimeout(ctx, 10*time.Second)
-		defer scancel()
-		png, err := chromedp.Run(sctx, chromedp.FullScreenshot(100))
-		if err != nil {
-			t.Fatalf("screenshot %s: %v", name, err)
-		}
-		path := filepath.Join(shots, name)
-		if err := os.WriteFile(path, png, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("screenshot: %s", path)
+}
+
+// step runs browser actions within d.
+func (s *session) step(what string, d time.Duration, actions ...chromedp.Action[chromedp.Void]) {
+	s.t.Helper()
+	ctx, cancel := context.WithTimeout(s.ctx, d)
+	defer cancel()
+	if err := chromedp.Do(ctx, actions...); err != nil {
+		s.t.Fatalf("%s: %v\nconsole errors: %q", what, err, s.console.errors())
 	}
-	poll := func(what, expr string, d time.Duration) {
-		t.Helper()
-		sctx, scancel := context.WithTimeout(ctx, d+5*time.Second)
-		defer scancel()
-		if _, err := chromedp.Run(sctx, chromedp.Poll[bool](expr, chromedp.WithPollingInterval(5*time.Millisecond), chromedp.WithPollingTimeout(d))); err != nil {
-			t.Fatalf("waiting %v for %s: %v\nconsole errors: %q", d, what, err, console.errors())
-		}
+}
+
+// poll waits at most d for a JavaScript expression to be true in the page.
+func (s *session) poll(what, expr string, d time.Duration) {
+	s.t.Helper()
+	ctx, cancel := context.WithTimeout(s.ctx, d+5*time.Second)
+	defer cancel()
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](expr, chromedp.WithPollingInterval(5*time.Millisecond), chromedp.WithPollingTimeout(d))); err != nil {
+		s.shot("failed.png")
+		s.t.Fatalf("waiting %v for %s: %v\nconsole errors: %q", d, what, err, s.console.errors())
 	}
+}
+
+// eval evaluates a JavaScript expression in the page.
+func eval[T any](s *session, expr string) T {
+	s.t.Helper()
+	ctx, cancel := context.WithTimeout(s.ctx, 10*time.Second)
+	defer cancel()
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr))
+	if err != nil {
+		s.t.Fatalf("evaluating %s: %v", expr, err)
+	}
+	return v
+}
+
+// shot saves a full-page screenshot.
+func (s *session) shot(name string) {
+	s.t.Helper()
+	ctx, cancel := context.WithTimeout(s.ctx, 10*time.Second)
+	defer cancel()
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		s.t.Fatalf("screenshot %s: %v", name, err)
+	}
+	path := filepath.Join(s.shots, name)
+	if err := os.WriteFile(path, png, 0o644); err != nil {
+		s.t.Fatal(err)
+	}
+	s.t.Logf("screenshot: %s", path)
+}
+
+// noErrors fails the test on any error the page reported, except those allowed.
+func (s *session) noErrors(allowed ...string) {
+	s.t.Helper()
+	var errs []string
+next:
+	for _, e := range s.console.errors() {
+		for _, a := range allowed {
+			if strings.Contains(e, a) {
+				continue next
+			}
+		}
+		errs = append(errs, e)
+	}
+	if len(errs) > 0 {
+		s.t.Fatalf("the page reported %d error(s):\n%s", len(errs), strings.Join(errs, "\n"))
+	}
+}
+
+// rowJS finds the lock table's row of name.
+func rowJS(name string) string {
+	return `[...document.querySelectorAll('#locks tbody tr')].find(r => r.dataset.name === ` + strconv.Quote(name) + `)`
+}
+
+// TestDashboard_LiveInARealBrowser opens the dashboard of a three-node cluster in headless
+// Chromium, takes a lock through the API and waits (at most 1 s, no reload) for the row
+// the event stream brings, kills the leader with SIGKILL and waits for the new leader on
+// the page, opens the lock's history timeline, and releases the lock to see the history
+// and the table follow live. Any console error or uncaught exception fails it.
+func TestDashboard_LiveInARealBrowser(t *testing.T) {
+	bin := needChromium(t)
+	p := testcluster.StartProcesses(t, 3)
+	leader := p.WaitLeader(20 * time.Second)
+	follower := (leader + 1) % 3
+	// The page is opened on a follower, so that it outlives the leader's death: a page
+	// talks only to the node that served it.
+	base := p.URL(follower)
+	waitRegistered(t, base, 3)
+	s := newSession(t, bin)
+	step, poll, shot := s.step, s.poll, s.shot
 
 	// 1. The page loads, shows three nodes and one leader, and its stream is live.
 	step("opening the dashboard", 15*time.Second, chromedp.Navigate(base+"/ui/"))
@@ -191,30 +279,26 @@ func TestDashboard_LiveInARealBrowser(t *testing.T) {
 
 	// 2. A lock taken through the API appears in the table within 1 s, without reload.
 	const name = "jobs/nightly-report"
-	rowJS := `[...document.querySelectorAll('#locks tbody tr')].find(r => r.dataset.name === ` + strconv.Quote(name) + `)`
+	rowJS := rowJS(name)
 	sent := time.Now()
 	g := acquire(t, p.URL(leader), name, "worker-7")
 	committed := time.Now() // the answer comes after the grant is committed and applied
 	poll("the new lock's row", `(() => { const r = `+rowJS+`; return !!r && r.dataset.token === `+strconv.Quote(strconv.FormatUint(g.Token, 10))+`; })()`, time.Second)
 	seen := time.Since(committed)
-	seenMs, err := chromedp.Run(ctx, chromedp.Evaluate[string](rowJS+`.dataset.seenMs || ''`))
-	if err != nil || seenMs == "" {
-		t.Fatalf("the row carries no stream arrival time (%q, %v): it did not come from the event stream", seenMs, err)
+	seenMs := eval[string](s, rowJS+`.dataset.seenMs || ''`)
+	if seenMs == "" {
+		t.Fatalf("the row carries no stream arrival time: it did not come from the event stream")
 	}
 	arrived, _ := strconv.ParseInt(seenMs, 10, 64)
 	t.Logf("event-stream latency, commit -> browser: %d ms from the acquire's answer to the event's arrival in the page (%d ms from sending the acquire); the row was seen by the test after %v",
 		arrived-committed.UnixMilli(), arrived-sent.UnixMilli(), seen.Round(time.Millisecond))
-	cells, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`[...`+rowJS+`.cells].map(c => c.textContent)`))
-	if err != nil || len(cells) < 8 || cells[1] != "worker-7" || cells[2] != strconv.FormatUint(g.Token, 10) {
-		t.Fatalf("row cells %q (%v)", cells, err)
+	cells := eval[[]string](s, `[...`+rowJS+`.cells].map(c => c.textContent)`)
+	if len(cells) < 8 || cells[1] != "worker-7" || cells[2] != strconv.FormatUint(g.Token, 10) {
+		t.Fatalf("row cells %q", cells)
 	}
 	// The holder's TTL arrives with the next overview (asked for after the event).
 	poll("the row's TTL left", `(() => { const r = `+rowJS+`; return !!r && /s$/.test(r.cells[4].textContent); })()`, 5*time.Second)
-	page, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.body.innerText`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if strings.Contains(page, g.LeaseID) {
+	if strings.Contains(eval[string](s, `document.body.innerText`), g.LeaseID) {
 		t.Fatal("the page shows the lease ID")
 	}
 	shot("2-lock-acquired.png")
@@ -223,7 +307,7 @@ func TestDashboard_LiveInARealBrowser(t *testing.T) {
 	killed := time.Now()
 	p.Kill(leader)
 	poll("the new leader", `(() => { const l = document.getElementById('leader').textContent; return /^n[0-9]$/.test(l) && l !== `+strconv.Quote(leaderID)+`; })()`, 20*time.Second)
-	newLeader, _ := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("#leader")))
+	newLeader := eval[string](s, `document.getElementById('leader').textContent`)
 	poll("the old leader shown unreachable", `[...document.querySelectorAll('#nodes tbody tr')].some(r => r.dataset.node === `+strconv.Quote(leaderID)+` && r.cells[8].classList.contains('down'))`, 10*time.Second)
 	t.Logf("leader %s killed; the page showed %s as the new leader after %v", leaderID, newLeader, time.Since(killed).Round(time.Millisecond))
 	shot("3-new-leader.png")
@@ -239,9 +323,7 @@ func TestDashboard_LiveInARealBrowser(t *testing.T) {
 	poll("the release in the history and the row gone", `document.querySelectorAll('#history li[data-kind="released"]').length === 1 && !(`+rowJS+`)`, 5*time.Second)
 	shot("5-released.png")
 
-	if errs := console.errors(); len(errs) > 0 {
-		t.Fatalf("the page reported %d error(s):\n%s", len(errs), strings.Join(errs, "\n"))
-	}
+	s.noErrors()
 }
 
 // waitRegistered waits until base's overview lists n members with HTTP addresses, so that

@@ -213,7 +213,8 @@ function renderNodes(nodes) {
       el('td', { class: 'num' }, n.reachable ? n.applied_index : '–'),
       el('td', { class: 'num' }, n.reachable ? Math.max(commit - n.applied_index, 0) : '–'),
       el('td', {}, n.reachable ? (n.ready ? 'ready' : 'not ready') : '–'),
-      el('td', { class: n.reachable ? '' : 'down' }, n.reachable ? (n.serving || 'no leader known') : 'unreachable: ' + (n.error || '')),
+      el('td', { class: n.reachable ? '' : (n.http_addr ? 'down' : 'warn') },
+        n.reachable ? (n.serving || 'no leader known') : (n.http_addr ? 'unreachable: ' : 'not asked: ') + (n.error || '')),
     );
     tbody.append(tr);
   }
@@ -269,13 +270,23 @@ async function streamLoop() {
       if (state.lastEventId != null) h['Last-Event-ID'] = String(state.lastEventId);
       const q = state.prefix ? '?prefix=' + encodeURIComponent(state.prefix) : '';
       const resp = await fetch('/v1/events' + q, { headers: h, cache: 'no-store', signal: ctrl.signal });
-      if (resp.status === 401 || resp.status === 403) {
+      if (resp.status === 403 && !state.prefix) {
+        // A stream of every name needs read on every name; a token that may read only
+        // some prefixes follows one of them (the table still refreshes every 2 s).
         await resp.body?.cancel();
-        setStreamState(false, 'needs a token');
-        askToken(resp.status === 401 ? 'a token with read rights is needed' : 'the token may not read this prefix');
+        setStreamState(false, 'pick a prefix');
+        $('stream-note').textContent = 'This token may not read every name: type a prefix it may read (e.g. jobs/) to follow changes live.';
         await waitAbort(ctrl.signal);
         continue;
       }
+      if (resp.status === 401 || resp.status === 403) {
+        await resp.body?.cancel();
+        setStreamState(false, 'needs a token');
+        askToken(resp.status === 401 ? 'a token with read rights is needed' : 'the token may not read the prefix ' + JSON.stringify(state.prefix));
+        await waitAbort(ctrl.signal);
+        continue;
+      }
+      $('stream-note').textContent = '';
       if (resp.status === 410) {
         // This node no longer holds the events after our last one: start again from now,
         // and re-read everything.
@@ -599,13 +610,28 @@ function push(key, v, fmt) {
 
 // ---- start -----------------------------------------------------------------------------
 
+// prefixFromHash reads the prefix filter from the URL fragment (#prefix=jobs/), so that a
+// filtered view can be bookmarked; a prefix is not a secret.
+function prefixFromHash() {
+  const m = /^#prefix=(.*)$/.exec(location.hash);
+  if (!m) return '';
+  try {
+    return decodeURIComponent(m[1]);
+  } catch (e) {
+    return '';
+  }
+}
+
 function start() {
   setupToken();
+  state.prefix = prefixFromHash();
+  $('prefix').value = state.prefix;
   let typing = null;
   $('prefix').addEventListener('input', () => {
     clearTimeout(typing);
     typing = setTimeout(() => {
       state.prefix = $('prefix').value;
+      history.replaceState(null, '', state.prefix ? '#prefix=' + encodeURIComponent(state.prefix) : location.pathname);
       state.locks.clear();
       state.lastEventId = null; // a new prefix starts a new stream
       renderLocks();
