@@ -281,7 +281,9 @@ func TestDashboard_LiveInARealBrowser(t *testing.T) {
 	const name = "jobs/nightly-report"
 	rowJS := rowJS(name)
 	sent := time.Now()
-	g := acquire(t, p.URL(leader), name, "worker-7")
+	// Through the page's node (forwarded to the leader), so that its acquire latency
+	// histogram, which the p99 chart reads, has the request.
+	g := acquire(t, base, name, "worker-7")
 	committed := time.Now() // the answer comes after the grant is committed and applied
 	poll("the new lock's row", `(() => { const r = `+rowJS+`; return !!r && r.dataset.token === `+strconv.Quote(strconv.FormatUint(g.Token, 10))+`; })()`, time.Second)
 	seen := time.Since(committed)
@@ -301,6 +303,15 @@ func TestDashboard_LiveInARealBrowser(t *testing.T) {
 	if strings.Contains(eval[string](s, `document.body.innerText`), g.LeaseID) {
 		t.Fatal("the page shows the lease ID")
 	}
+	// The charts come from /metrics: the grant, the acquire's latency, and a keepalive's
+	// Renew entry show within two scrapes.
+	keepalive(t, base, g.LeaseID)
+	chart := func(id string) string {
+		return `(() => { const v = parseFloat(document.querySelector('#` + id + ` .value').textContent); return v > 0; })()`
+	}
+	poll("acquires/s above 0", chart("chart-grants"), 6*time.Second)
+	poll("a p99 acquire latency", chart("chart-p99"), 6*time.Second)
+	poll("keepalive entries/s above 0", chart("chart-renews"), 6*time.Second)
 	shot("2-lock-acquired.png")
 
 	// 3. The leader dies (SIGKILL); the page shows the new leader and the dead node.
@@ -377,6 +388,19 @@ func acquire(t *testing.T, base, name, owner string) api.Grant {
 		t.Fatalf("acquiring %s: %d %s", name, resp.StatusCode, raw)
 	}
 	return g
+}
+
+// keepalive renews a lease (its ID in the body, never in a URL).
+func keepalive(t *testing.T, base, lease string) {
+	t.Helper()
+	resp, err := http.Post(base+"/v1/leases/keepalive", "application/json", strings.NewReader(fmt.Sprintf(`{"lease_id":%q}`, lease)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("keepalive: %d", resp.StatusCode)
+	}
 }
 
 // release releases a grant, retrying while the cluster elects a leader.

@@ -606,6 +606,11 @@ function push(key, v, fmt) {
     return px.toFixed(1) + ',' + py.toFixed(1);
   });
   fig.querySelector('polyline').setAttribute('points', pts.join(' '));
+  // The newest point is marked, so that a series of one point shows too.
+  const [cx, cy] = pts[pts.length - 1].split(',');
+  const dot = fig.querySelector('circle');
+  dot.setAttribute('cx', cx - 2);
+  dot.setAttribute('cy', cy);
 }
 
 // ---- start -----------------------------------------------------------------------------
