@@ -387,8 +387,11 @@ function onEntry(entry) {
       case 'released':
       case 'expired':
       case 'revoked':
-        if (have && have.token === ev.token) state.locks.delete(ev.name);
-        state.gone.set(ev.name, entry.index);
+        // A shared lock may keep other readers: the overview read after this says.
+        if (have && have.token === ev.token && have.mode !== 'shared') {
+          state.locks.delete(ev.name);
+          state.gone.set(ev.name, entry.index);
+        }
         break;
       default: // the end of a wait
         if (have) {
