@@ -8,7 +8,9 @@ type Overview struct {
 	// ClusterTimeMs is the answering node's cluster time; the lock times below are on the
 	// same clock.
 	ClusterTimeMs int64 `json:"cluster_time_ms"`
-	// AppliedIndex is the index the answering node had applied when it read the locks.
+	// AppliedIndex is the answering node's applied index just before it read the locks:
+	// the locks are at least this new, so a client that also follows the event stream
+	// keeps the changes it streamed after this index.
 	AppliedIndex uint64 `json:"applied_index"`
 	// Nodes are the members, sorted by ID, each as it answers GET /v1/cluster itself.
 	Nodes []NodeStatus `json:"nodes"`

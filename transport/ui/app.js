@@ -80,7 +80,7 @@ function lockPath(name) {
 
 function askToken(reason) {
   state.needToken = true;
-  $('token-reason').textContent = 'ACLs are on: ' + reason + '. Paste a token with read rights. It is kept in this tab only (sessionStorage) and sent as "Authorization: Bearer", never in a URL.';
+  $('token-reason').textContent = 'ACLs are on: ' + reason + '. Paste the token\'s secret ID. It is kept in this tab only (sessionStorage) and sent as "Authorization: Bearer", never in a URL.';
   $('token-box').classList.remove('hidden');
   $('token-input').focus();
 }
@@ -262,6 +262,7 @@ function restartStream() {
 
 async function streamLoop() {
   let backoff = 500;
+  let unknownToken = 0;
   for (;;) {
     const ctrl = new AbortController();
     state.streamAbort = ctrl;
@@ -279,6 +280,16 @@ async function streamLoop() {
         await waitAbort(ctrl.signal);
         continue;
       }
+      if (resp.status === 401 && state.token) {
+        // A token made a moment ago may not have reached this node yet (a stream is
+        // never forwarded to the leader): try again shortly, and ask if it stays unknown.
+        await resp.body?.cancel();
+        setStreamState(false, 'token not known here yet');
+        if (++unknownToken >= 5) askToken('this node does not know the token (revoked, mistyped, or from another cluster)');
+        await sleep(1000, ctrl.signal);
+        if (ctrl.signal.aborted) unknownToken = 0; // a new token (or prefix)
+        continue;
+      }
       if (resp.status === 401 || resp.status === 403) {
         await resp.body?.cancel();
         setStreamState(false, 'needs a token');
@@ -286,6 +297,7 @@ async function streamLoop() {
         await waitAbort(ctrl.signal);
         continue;
       }
+      unknownToken = 0;
       $('stream-note').textContent = '';
       if (resp.status === 410) {
         // This node no longer holds the events after our last one: start again from now,
@@ -652,6 +664,13 @@ function start() {
     renderLocks();
     if (state.selected) renderTimeline();
   }, 1000);
+  // /healthz needs no token: the page names its node before any token is given.
+  fetch('/healthz', { cache: 'no-store' })
+    .then((r) => (r.ok ? r.json() : null))
+    .then((h) => {
+      if (h && h.node && $('self').textContent === '?') $('self').textContent = h.node;
+    })
+    .catch(() => {});
   refresh();
   scrape();
   streamLoop();
