@@ -58,6 +58,8 @@ type Node struct {
 	leaderWatchMu sync.Mutex
 	leaderChanged chan struct{} // closed and replaced at every leader change
 	observer      *raft.Observer
+
+	counters applyCounters // grants and handovers applied (overview.go)
 }
 
 // New opens (or creates) the node's stores under cfg.DataDir, starts raft, and
@@ -282,6 +284,7 @@ func (n *Node) servers() []raft.Server {
 // observe receives the state machine's events on raft's FSM goroutine.
 func (n *Node) observe(e fsm.Event) {
 	n.stream.observe(e)
+	n.counters.observe(e)
 	switch e.Kind {
 	case fsm.EventApplied:
 		n.applied.advance(e.Index)

@@ -148,6 +148,7 @@ func (f *FSM) applyLocked(l *raft.Log) *Result {
 		f.s.applied = l.Index
 		r = &Result{Status: StatusInvalid, Index: l.Index, Err: err}
 	} else {
+		f.counts.count(c.Type)
 		r = f.s.apply(l.Index, &c)
 	}
 	f.applied.Store(f.s.applied)

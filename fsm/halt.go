@@ -9,6 +9,8 @@ type local struct {
 	maxVersion uint64
 	// haltErr is set, once, when the FSM meets a command it does not know and may not skip.
 	haltErr error
+	// counts counts applied entries (overview.go); node-local, never in a snapshot.
+	counts appliedCounts
 }
 
 // Halted returns nil while the state machine applies entries, and after it has halted the

@@ -99,6 +99,25 @@ func (t *Table) Ascend(fn func(key string, deadline int64) bool) {
 	}
 }
 
+// CountUntil returns how many keys have a deadline at or before t. It walks only the part
+// of the heap at or before t (a parent's deadline is never later than its children's), so
+// it costs O(answer), not O(n): a dashboard can ask how many leases expire soon without
+// holding up the state machine on a large table.
+func (t *Table) CountUntil(deadline int64) int {
+	n := 0
+	stack := []int{0}
+	for len(stack) > 0 {
+		i := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if i >= len(t.items) || t.items[i].deadline > deadline {
+			continue
+		}
+		n++
+		stack = append(stack, 2*i+1, 2*i+2)
+	}
+	return n
+}
+
 // itemHeap implements heap.Interface over the table's items.
 type itemHeap []*item
 

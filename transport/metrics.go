@@ -39,6 +39,9 @@ func newMetrics(node Node) *metrics {
 	m.reg.MustRegister(m.requests, m.latency, m.forwarded,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		nodeCollector{node})
+	if on, ok := node.(OverviewNode); ok {
+		m.reg.MustRegister(counterCollector{on})
+	}
 	return m
 }
 

@@ -239,6 +239,8 @@ func (s *Server) apiRoutes() []route {
 		{"GET /v1/openapi.json", s.handleOpenAPI},
 		{"GET /v1/history/{name...}", s.handleHistory},
 		{"GET /v1/events", s.handleEvents},
+		{"GET /v1/overview", s.handleOverview},
+		{"GET /ui/", s.handleUI},
 	}
 }
 

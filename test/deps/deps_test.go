@@ -37,6 +37,7 @@ var allowed = map[string][]string{
 	"test/blackbox":          {},
 	"test/netns":             {},
 	"test/backup":            {},
+	"test/browser":           {"api", "test/testcluster"},
 	"cmd/ledger":             {"ledger", "fencing"},
 	"cmd/raftlock":           {"api", "client", "cluster", "transport", "fsm", "fencing", "tlsconf"},
 	"cmd/raftlock-bench":     {"api", "client", "bench/benchkit"},
