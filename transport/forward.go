@@ -115,6 +115,9 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, body []byte, wa
 	if id := s.callerNode(r); id != "" {
 		req.Header.Set(nodeHeader, id)
 	}
+	if s.cfg.Budget != nil {
+		traceForward(req, r)
+	}
 	s.met.forwarded.Inc()
 	start := time.Now()
 	resp, err := s.fwd.Do(req)
