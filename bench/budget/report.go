@@ -42,7 +42,12 @@ type column struct {
 	total  []time.Duration
 	client []time.Duration
 	out    []time.Duration // client round trip minus the entry node's total
+	parts  [6][]time.Duration
 }
+
+// partNames name the parts of the forward and replication stages (budget.Budget).
+var partNames = [6]string{"  forward: out to the leader's handler", "  forward: leader reads + decodes", "  forward: back + relay",
+	"  replication: leader write end to send", "  replication: send to follower's write", "  replication: follower write end to ack"}
 
 func printTable(w io.Writer, r *result, f *floors) {
 	var cols [2]column // via the leader, via a follower
@@ -56,6 +61,9 @@ func printTable(w io.Writer, r *result, f *floors) {
 			c.stages[s] = append(c.stages[s], b.Stages[s])
 		}
 		c.total = append(c.total, b.Total)
+		for i, d := range [6]time.Duration{b.ForwardOut, b.LeaderIn, b.ForwardBack, b.ReplicationWake, b.ReplicationOut, b.ReplicationBack} {
+			c.parts[i] = append(c.parts[i], d)
+		}
 		if rtt, ok := r.client[b.Tag]; ok {
 			c.client = append(c.client, rtt)
 			c.out = append(c.out, rtt-b.Total)
@@ -85,9 +93,21 @@ func printTable(w io.Writer, r *result, f *floors) {
 		fmt.Fprintf(tw, "%s\t\t", name)
 		for i := range cols {
 			st := budget.Summarize(get(&cols[i]))
+			if st.N == 0 {
+				fmt.Fprint(tw, "-\t-\t\t")
+				continue
+			}
 			fmt.Fprintf(tw, "%s\t%s\t\t", us(st.P50), us(st.P99))
 		}
 		fmt.Fprintf(tw, "%s\t\n", what)
+	}
+	for i, name := range partNames {
+		line(name, func(c *column) []time.Duration {
+			if i < 3 && c == &cols[0] {
+				return nil
+			}
+			return c.parts[i]
+		}, "part of the stage above")
 	}
 	line("entry node total", func(c *column) []time.Duration { return c.total }, "handler start to answer written")
 	line("client round trip", func(c *column) []time.Duration { return c.client }, "as the client saw it")

@@ -39,6 +39,10 @@ func TestBudgets_JoinsForwardedCommit(t *testing.T) {
 			t.Errorf("%s = %v, want %dµs", s, got, us)
 		}
 	}
+	if b.ForwardOut != 30*time.Microsecond || b.LeaderIn != 10*time.Microsecond || b.ForwardBack != 100*time.Microsecond ||
+		b.ReplicationWake != 5*time.Microsecond || b.ReplicationOut != 45*time.Microsecond || b.ReplicationBack != 50*time.Microsecond {
+		t.Errorf("parts: forward %v + %v + %v, replication %v + %v + %v", b.ForwardOut, b.LeaderIn, b.ForwardBack, b.ReplicationWake, b.ReplicationOut, b.ReplicationBack)
+	}
 	var sum time.Duration
 	for _, d := range b.Stages {
 		sum += d

@@ -67,6 +67,18 @@ type Budget struct {
 	Stages [NumStages]time.Duration
 	// Total is the entry node's time on the request, handler start to answer written.
 	Total time.Duration
+	// Parts of Forward (zero unless Forwarded): ForwardOut from the follower's decoded
+	// request to the leader's handler starting (the follower's checks, its HTTP client
+	// sending, the leader's net/http reading the headers); LeaderIn, the leader reading and
+	// decoding the body; ForwardBack from the leader's answer written to the follower's
+	// relay written.
+	ForwardOut, LeaderIn, ForwardBack time.Duration
+	// Parts of Replication: ReplicationWake from the leader's write ending to raft's
+	// replicator starting the AppendEntries request; ReplicationOut from there to the
+	// follower's write starting (encoding and sending the request, the follower reading it
+	// and reaching its log store); ReplicationBack from the follower's write ending to its
+	// answer processed on the leader.
+	ReplicationWake, ReplicationOut, ReplicationBack time.Duration
 }
 
 // key names one node's record of one log index.
@@ -151,7 +163,7 @@ func commitOf(e, l *Trace, nodes []string, stores, applies map[key]Span, rpcs ma
 	// The quorum: the follower whose answer to the AppendEntries that carried the entry
 	// came back first. That request is the round trip that bracketed its write.
 	var fw Span
-	var ack time.Time
+	var ack, sent time.Time
 	for _, n := range nodes {
 		s, ok := stores[key{n, l.Index}]
 		if n == l.Node || !ok {
@@ -159,7 +171,7 @@ func commitOf(e, l *Trace, nodes []string, stores, applies map[key]Span, rpcs ma
 		}
 		for _, rpc := range rpcs[n] {
 			if !rpc.Start.After(s.Start) && !rpc.End.Before(s.End) && (ack.IsZero() || rpc.End.Before(ack)) {
-				ack, fw = rpc.End, s
+				ack, sent, fw = rpc.End, rpc.Start, s
 			}
 		}
 	}
@@ -177,6 +189,10 @@ func commitOf(e, l *Trace, nodes []string, stores, applies map[key]Span, rpcs ma
 	c.Stages[Commit] = ap.Start.Sub(ack)
 	c.Stages[Apply] = ap.End.Sub(ap.Start)
 	c.Stages[Answer] = l.End.Sub(ap.End)
+	if c.Forwarded {
+		c.ForwardOut, c.LeaderIn, c.ForwardBack = l.Start.Sub(e.Decoded), l.Decoded.Sub(l.Start), e.End.Sub(l.End)
+	}
+	c.ReplicationWake, c.ReplicationOut, c.ReplicationBack = sent.Sub(lw.End), fw.Start.Sub(sent), ack.Sub(fw.End)
 	return c, true
 }
 
