@@ -23,6 +23,9 @@ type floors struct {
 	// Fsync: pwrite of 4 KiB into an existing file in the data directory's file system,
 	// then fdatasync: the least a durable log write costs.
 	Fsync budget.Summary
+	// Append: a 128-byte write at the end of a file, then fdatasync: the file grows, so
+	// the sync also commits its new size to the file system's journal.
+	Append budget.Summary
 	// RTT: a 64-byte message to a loopback TCP echo server and back.
 	RTT budget.Summary
 	// Handoff: one goroutine waking another through a channel (half a ping-pong).
@@ -63,7 +66,7 @@ func (f *floors) floorOf(s budget.Stage) (time.Duration, string) {
 func measureFloors(dir string, samples int) (*floors, error) {
 	f := &floors{}
 	var err error
-	if f.Fsync, err = measureFsync(dir, samples); err != nil {
+	if f.Fsync, f.Append, err = measureDisk(dir, samples); err != nil {
 		return nil, err
 	}
 	if f.RTT, err = measureRTT(samples * 10); err != nil {
@@ -79,36 +82,61 @@ func measureFloors(dir string, samples int) (*floors, error) {
 	return f, nil
 }
 
-func measureFsync(dir string, samples int) (budget.Summary, error) {
-	p := filepath.Join(dir, "fsync-floor")
-	fh, err := os.OpenFile(p, os.O_CREATE|os.O_RDWR|os.O_TRUNC, 0o600)
-	if err != nil {
-		return budget.Summary{}, err
+// measureDisk times both disk floors, one sample of each in turn, so that other load on
+// the disk falls on both alike.
+func measureDisk(dir string, samples int) (inPlace, appended budget.Summary, err error) {
+	open := func(name string, flag int) (*os.File, func(), error) {
+		p := filepath.Join(dir, name)
+		fh, err := os.OpenFile(p, os.O_CREATE|os.O_RDWR|os.O_TRUNC|flag, 0o600)
+		if err != nil {
+			return nil, nil, err
+		}
+		return fh, func() { fh.Close(); os.Remove(p) }, nil
 	}
-	defer os.Remove(p)
-	defer fh.Close()
+	fp, closeP, err := open("fsync-floor", 0)
+	if err != nil {
+		return inPlace, appended, err
+	}
+	defer closeP()
+	fa, closeA, err := open("append-floor", os.O_APPEND)
+	if err != nil {
+		return inPlace, appended, err
+	}
+	defer closeA()
 	block := bytes.Repeat([]byte{'x'}, 4096)
 	const blocks = 64
 	for i := 0; i < blocks; i++ { // the file exists and is synced: only data is written below
-		if _, err := fh.Write(block); err != nil {
-			return budget.Summary{}, err
+		if _, err := fp.Write(block); err != nil {
+			return inPlace, appended, err
 		}
 	}
-	if err := fh.Sync(); err != nil {
-		return budget.Summary{}, err
+	if err := fp.Sync(); err != nil {
+		return inPlace, appended, err
 	}
-	out := make([]time.Duration, 0, samples)
+	if err := fa.Sync(); err != nil {
+		return inPlace, appended, err
+	}
+	rec := block[:128]
+	p, a := make([]time.Duration, 0, samples), make([]time.Duration, 0, samples)
 	for i := 0; i < samples; i++ {
 		start := time.Now()
-		if _, err := fh.WriteAt(block, int64(i%blocks)*4096); err != nil {
-			return budget.Summary{}, err
+		if _, err := fp.WriteAt(block, int64(i%blocks)*4096); err != nil {
+			return inPlace, appended, err
 		}
-		if err := fdatasync(fh); err != nil {
-			return budget.Summary{}, err
+		if err := fdatasync(fp); err != nil {
+			return inPlace, appended, err
 		}
-		out = append(out, time.Since(start))
+		p = append(p, time.Since(start))
+		start = time.Now()
+		if _, err := fa.Write(rec); err != nil {
+			return inPlace, appended, err
+		}
+		if err := fdatasync(fa); err != nil {
+			return inPlace, appended, err
+		}
+		a = append(a, time.Since(start))
 	}
-	return budget.Summarize(out), nil
+	return budget.Summarize(p), budget.Summarize(a), nil
 }
 
 func measureRTT(samples int) (budget.Summary, error) {

@@ -26,7 +26,8 @@ func printFloors(w io.Writer, f *floors) {
 	row := func(name string, s budget.Summary) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t\n", name, us(s.P50), us(s.P99), s.N)
 	}
-	row("pwrite 4 KiB + fdatasync, data dir's file system", f.Fsync)
+	row("pwrite 4 KiB in place + fdatasync, data dir's file system", f.Fsync)
+	row("append 128 B (file grows) + fdatasync", f.Append)
 	row("loopback TCP round trip, 64 bytes", f.RTT)
 	row("goroutine hand-off (channel)", f.Handoff)
 	row("JSON decode, acquire request", f.Decode)
