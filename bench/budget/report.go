@@ -43,12 +43,13 @@ type column struct {
 	total  []time.Duration
 	client []time.Duration
 	out    []time.Duration // client round trip minus the entry node's total
-	parts  [6][]time.Duration
+	parts  [8][]time.Duration
 }
 
 // partNames name the parts of the forward and replication stages (budget.Budget).
-var partNames = [6]string{"  forward: out to the leader's handler", "  forward: leader reads + decodes", "  forward: back + relay",
-	"  replication: leader write end to send", "  replication: send to follower's write", "  replication: follower write end to ack"}
+var partNames = [8]string{"  forward: out to the leader's handler", "  forward: leader reads + decodes", "  forward: back + relay",
+	"  replication: leader write end to send", "  replication: send to follower's write", "  replication: follower write end to ack",
+	"  answer: apply end to proposer woken", "  answer: result to JSON written"}
 
 func printTable(w io.Writer, r *result, f *floors) {
 	var cols [2]column // via the leader, via a follower
@@ -62,7 +63,7 @@ func printTable(w io.Writer, r *result, f *floors) {
 			c.stages[s] = append(c.stages[s], b.Stages[s])
 		}
 		c.total = append(c.total, b.Total)
-		for i, d := range [6]time.Duration{b.ForwardOut, b.LeaderIn, b.ForwardBack, b.ReplicationWake, b.ReplicationOut, b.ReplicationBack} {
+		for i, d := range [8]time.Duration{b.ForwardOut, b.LeaderIn, b.ForwardBack, b.ReplicationWake, b.ReplicationOut, b.ReplicationBack, b.AnswerWake, b.AnswerWrite} {
 			c.parts[i] = append(c.parts[i], d)
 		}
 		if rtt, ok := r.client[b.Tag]; ok {

@@ -16,7 +16,7 @@ func TestBudgets_JoinsForwardedCommit(t *testing.T) {
 	r := New()
 	t0 := time.Now()
 	e := &Trace{ID: 1, Node: "n2", Tag: "x", Start: at(t0, 0), Decoded: at(t0, 10), End: at(t0, 1000), rec: r}
-	l := &Trace{ID: 2, Parent: 1, Node: "n1", Start: at(t0, 40), Decoded: at(t0, 50), End: at(t0, 900), Index: 7, rec: r}
+	l := &Trace{ID: 2, Parent: 1, Node: "n1", Start: at(t0, 40), Decoded: at(t0, 50), End: at(t0, 900), Index: 7, Returned: at(t0, 850), rec: r}
 	r.Stored("n1", 6, 7, at(t0, 60), at(t0, 300))   // leader write
 	r.Stored("n2", 7, 7, at(t0, 400), at(t0, 700))  // slower follower
 	r.Stored("n3", 7, 7, at(t0, 350), at(t0, 600))  // quorum follower
@@ -40,6 +40,7 @@ func TestBudgets_JoinsForwardedCommit(t *testing.T) {
 		}
 	}
 	if b.ForwardOut != 30*time.Microsecond || b.LeaderIn != 10*time.Microsecond || b.ForwardBack != 100*time.Microsecond ||
+		b.AnswerWake != 160*time.Microsecond || b.AnswerWrite != 50*time.Microsecond ||
 		b.ReplicationWake != 5*time.Microsecond || b.ReplicationOut != 45*time.Microsecond || b.ReplicationBack != 50*time.Microsecond {
 		t.Errorf("parts: forward %v + %v + %v, replication %v + %v + %v", b.ForwardOut, b.LeaderIn, b.ForwardBack, b.ReplicationWake, b.ReplicationOut, b.ReplicationBack)
 	}

@@ -79,6 +79,11 @@ type Budget struct {
 	// and reaching its log store); ReplicationBack from the follower's write ending to its
 	// answer processed on the leader.
 	ReplicationWake, ReplicationOut, ReplicationBack time.Duration
+	// Parts of Answer: AnswerWake from the end of the apply to the proposer getting raft's
+	// answer (raft's future, the node's waiting goroutine, the handler's goroutine);
+	// AnswerWrite from there to the answer written (the result turned into JSON and
+	// written). AnswerWake is zero when the trace has no Returned time.
+	AnswerWake, AnswerWrite time.Duration
 }
 
 // key names one node's record of one log index.
@@ -189,6 +194,9 @@ func commitOf(e, l *Trace, nodes []string, stores, applies map[key]Span, rpcs ma
 	c.Stages[Commit] = ap.Start.Sub(ack)
 	c.Stages[Apply] = ap.End.Sub(ap.Start)
 	c.Stages[Answer] = l.End.Sub(ap.End)
+	if !l.Returned.IsZero() {
+		c.AnswerWake, c.AnswerWrite = l.Returned.Sub(ap.End), l.End.Sub(l.Returned)
+	}
 	if c.Forwarded {
 		c.ForwardOut, c.LeaderIn, c.ForwardBack = l.Start.Sub(e.Decoded), l.Decoded.Sub(l.Start), e.End.Sub(l.End)
 	}
