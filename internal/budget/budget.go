@@ -72,7 +72,9 @@ type Trace struct {
 	// when the answer had been written.
 	Start, Decoded, End time.Time
 	// Index is the log index of the entry the request's command became (0: none here,
-	// e.g. a follower that forwarded); Returned is when raft answered its future.
+	// e.g. a follower that forwarded); Returned is when raft answered its future. A
+	// request that proposes more than once keeps its last proposal; an acquire that waits
+	// keeps its queueing entry, so its answer stage holds the wait.
 	Index    uint64
 	Returned time.Time
 
