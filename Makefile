@@ -5,7 +5,7 @@ BIN      := bin/raftlock
 PKGS     := ./...
 FUZZTIME ?= 5s
 
-.PHONY: all build run test test-short fuzz verify mutants bench demo clean fmt vet
+.PHONY: all build run test test-short fuzz verify mutants bench budget demo clean fmt vet
 
 all: build
 
@@ -54,6 +54,10 @@ mutants:
 ## bench: raftlock beside etcd on this machine (about 12 min; BENCHFLAGS=--quick for about 2)
 bench:
 	scripts/bench.sh $(BENCHFLAGS)
+
+## budget: where one commit's time goes, stage by stage, beside each stage's floor (about 20 s)
+budget:
+	$(GO) run ./bench/budget $(BUDGETFLAGS)
 
 ## demo: the GC-pause double charge with a Redis lock, and its prevention with raftlock
 demo:

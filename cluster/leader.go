@@ -9,6 +9,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/raftlock/raftlock/fsm"
+	"github.com/raftlock/raftlock/internal/budget"
 	"github.com/raftlock/raftlock/internal/mutant"
 )
 
@@ -267,7 +268,10 @@ func (n *Node) notLeader() error {
 }
 
 // apply stamps c with the leader's clock, proposes it and waits for it to be applied.
-func (n *Node) apply(c *fsm.Command) (*fsm.Result, error) {
+func (n *Node) apply(c *fsm.Command) (*fsm.Result, error) { return n.applyTraced(c, nil) }
+
+// applyTraced is apply that also stamps tr (nil: none) with the entry's index.
+func (n *Node) applyTraced(c *fsm.Command, tr *budget.Trace) (*fsm.Result, error) {
 	now, ok := n.clock.Now()
 	if !ok {
 		return nil, n.notLeader()
@@ -296,6 +300,9 @@ func (n *Node) apply(c *fsm.Command) (*fsm.Result, error) {
 			return nil, fmt.Errorf("%w (%v)", ErrUnknownOutcome, err)
 		}
 		return nil, fmt.Errorf("%w (%v)", ErrUnknownOutcome, err)
+	}
+	if tr != nil {
+		tr.Proposed(f.Index())
 	}
 	r := f.Response().(*fsm.Result)
 	switch r.Status {
@@ -326,6 +333,9 @@ func (n *Node) wait(f raft.Future) error {
 func (n *Node) propose(ctx context.Context, c *fsm.Command) (*fsm.Result, error) {
 	if err := n.waitReady(ctx); err != nil {
 		return nil, err
+	}
+	if n.cfg.Budget != nil {
+		return n.applyTraced(c, budget.FromContext(ctx))
 	}
 	return n.apply(c)
 }

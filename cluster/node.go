@@ -104,7 +104,7 @@ func New(cfg Config) (*Node, error) {
 		return nil, err
 	}
 	n.store = store
-	logs, err := raft.NewLogCache(512, watchedLogs{LogStore: store, h: &n.storage})
+	logs, err := raft.NewLogCache(512, watchedLogs{LogStore: store, h: &n.storage, budget: cfg.Budget, node: cfg.ID})
 	if err != nil {
 		store.Close()
 		return nil, fmt.Errorf("cluster: log cache: %w", err)
@@ -156,7 +156,11 @@ func New(cfg Config) (*Node, error) {
 	rc.NotifyCh = n.notifyCh
 	rc.Logger = cfg.Logger.Named("raft")
 
-	r, err := raft.NewRaft(rc, n.fsm, logs, watchedStable{StableStore: store, h: &n.storage}, snaps, trans)
+	var machine raft.FSM = n.fsm
+	if cfg.Budget != nil {
+		machine = budgetFSM{FSM: n.fsm, budget: cfg.Budget, node: cfg.ID}
+	}
+	r, err := raft.NewRaft(rc, machine, logs, watchedStable{StableStore: store, h: &n.storage}, snaps, trans)
 	if err != nil {
 		trans.Close()
 		store.Close()

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/raftlock/raftlock/internal/budget"
 )
 
 // ErrStorage: this node cannot write its Raft log or stable store (a full or failing
@@ -47,15 +49,31 @@ func (h *storageHealth) check() error {
 	return nil
 }
 
-// watchedLogs is the node's log store with every write's outcome recorded.
+// watchedLogs is the node's log store with every write's outcome recorded (and, with a
+// budget recorder, its timing).
 type watchedLogs struct {
 	raft.LogStore
-	h *storageHealth
+	h      *storageHealth
+	budget *budget.Recorder // nil unless the latency budget is measured
+	node   string
 }
 
-func (w watchedLogs) StoreLog(l *raft.Log) error { return w.h.record(w.LogStore.StoreLog(l)) }
+func (w watchedLogs) StoreLog(l *raft.Log) error {
+	if w.budget != nil {
+		return w.StoreLogs([]*raft.Log{l})
+	}
+	return w.h.record(w.LogStore.StoreLog(l))
+}
 
-func (w watchedLogs) StoreLogs(ls []*raft.Log) error { return w.h.record(w.LogStore.StoreLogs(ls)) }
+func (w watchedLogs) StoreLogs(ls []*raft.Log) error {
+	if w.budget != nil && len(ls) > 0 {
+		start := time.Now()
+		err := w.LogStore.StoreLogs(ls)
+		w.budget.Stored(w.node, ls[0].Index, ls[len(ls)-1].Index, start, time.Now())
+		return w.h.record(err)
+	}
+	return w.h.record(w.LogStore.StoreLogs(ls))
+}
 
 // IsMonotonic passes the wrapped store's raft.MonotonicLogStore answer through: raft-wal
 // allows no gaps, so after installing a snapshot raft must empty it rather than leave a

@@ -238,6 +238,9 @@ func (s *Server) handleAcquire(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
+	if s.cfg.Budget != nil {
+		markDecoded(r)
+	}
 	if req.Wait > 0 {
 		release, ok := s.held.acquire()
 		if !ok {
@@ -287,6 +290,9 @@ func (s *Server) handleRelease(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		writeError(w, err)
 		return
+	}
+	if s.cfg.Budget != nil {
+		markDecoded(r)
 	}
 	err = s.node.Release(r.Context(), name, id, token)
 	if s.forwarded(w, r, body, err, 0) {

@@ -13,6 +13,7 @@ import (
 	"github.com/raftlock/raftlock/api"
 	"github.com/raftlock/raftlock/cluster"
 	"github.com/raftlock/raftlock/fsm"
+	"github.com/raftlock/raftlock/internal/budget"
 	"github.com/raftlock/raftlock/tlsconf"
 )
 
@@ -98,6 +99,10 @@ type Config struct {
 	// RegisterInterval is how often a follower checks that the state machine holds its
 	// HTTP address; zero means 1 s.
 	RegisterInterval time.Duration
+	// Budget, when non-nil, traces every request for the latency budget (bench/budget):
+	// when it began, was decoded, was forwarded and was answered. nil (the default) traces
+	// nothing and costs a nil check in the lock handlers.
+	Budget *budget.Recorder
 }
 
 // Server serves the HTTP API for one node.
@@ -184,8 +189,12 @@ func NewServer(cfg Config) (*Server, error) {
 	}
 	s.met = newMetrics(cfg.Node)
 	s.routes()
+	handler := s.met.instrument(s.recoverer(s.forwardUnknownTokens(s.mux)))
+	if cfg.Budget != nil {
+		handler = s.traced(handler)
+	}
 	s.http = &http.Server{
-		Handler:           s.met.instrument(s.recoverer(s.forwardUnknownTokens(s.mux))),
+		Handler:           handler,
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		// A waiting acquire or blocking query may legitimately take MaxWaitMs.

@@ -18,14 +18,17 @@ var allowed = map[string][]string{
 	// internal/mutant is the mutation campaign's registry (docs/SAFETY.md): a leaf that
 	// imports only the standard library, and a constant false in a default build, so that
 	// any package may carry a one-line mutant hook.
-	"internal/mutant":        {},
+	"internal/mutant": {},
+	// internal/budget records the latency budget (bench/budget): a leaf of the standard
+	// library, off (a nil pointer) unless a recorder is configured.
+	"internal/budget":        {},
 	"leases":                 {"internal/mutant"},
 	"fencing":                {"internal/mutant"},
 	"fsm":                    {"leases", "fencing", "internal/mutant"},
-	"cluster":                {"fsm", "leases", "fencing", "tlsconf", "internal/mutant"},
+	"cluster":                {"fsm", "leases", "fencing", "tlsconf", "internal/mutant", "internal/budget"},
 	"tlsconf":                {},
 	"cluster/clustertest":    {"cluster"},
-	"transport":              {"cluster", "fsm", "leases", "api", "tlsconf"},
+	"transport":              {"cluster", "fsm", "leases", "api", "tlsconf", "internal/budget"},
 	"client":                 {"api"},
 	"ledger":                 {"fencing", "api"},
 	"fencing/fencingtest":    {"fencing"},
@@ -43,6 +46,7 @@ var allowed = map[string][]string{
 	"cmd/raftlock-bench":     {"api", "client", "bench/benchkit"},
 	"bench/benchkit":         {},
 	"bench/inproc":           {"cluster", "transport"},
+	"bench/budget":           {"api", "cluster", "fsm", "internal/budget", "transport"},
 	"test/verify":            {"api", "client", "fencing", "ledger", "test/testcluster"},
 	"test/verify/nemesis":    {},
 	"test/verify/checker":    {"api"},
