@@ -313,7 +313,7 @@ func FuzzRestore(f *testing.F) {
 	for i, c := range versionCommands() {
 		s.ApplyCommand(uint64(301+i), &c)
 	}
-	f.Add(s.SnapshotBytes()) // format 2, with limits, node versions and ACLs
+	f.Add(s.SnapshotBytes())                        // format 2, with limits, node versions and ACLs
 	f.Add(primsState(&testing.T{}).SnapshotBytes()) // format 2, with every primitive in use
 	f.Fuzz(func(t *testing.T, data []byte) {
 		g := New(nil)
