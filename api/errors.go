@@ -37,6 +37,20 @@ const (
 	CodeInternal = "internal"
 )
 
+// Error codes of the coordination primitives (shared locks, semaphores, elections); each
+// is a 409: the request contradicts the primitive's state and nothing was applied.
+const (
+	// CodeModeConflict: the lease holds or waits for the lock in the other mode; there is
+	// no upgrade or downgrade, release first.
+	CodeModeConflict = "mode_conflict"
+	// CodeSemaphoreFull: every permit is held and the request did not wait.
+	CodeSemaphoreFull = "semaphore_full"
+	// CodeLimitConflict: the semaphore is in use with another limit.
+	CodeLimitConflict = "limit_conflict"
+	// CodeElectionHeld: another lease leads and the request did not wait.
+	CodeElectionHeld = "election_held"
+)
+
 // CodeIndexCompacted: an event stream was asked to start at an index older than the
 // events the node still holds (410); start live, or from the index the message names.
 const CodeIndexCompacted = "index_compacted"
@@ -50,7 +64,8 @@ func Status(code string) int {
 		return http.StatusNotFound
 	case CodeMethodNotAllowed:
 		return http.StatusMethodNotAllowed
-	case CodeLockHeld, CodeWaitTimeout, CodeNotHolder, CodeConflict:
+	case CodeLockHeld, CodeWaitTimeout, CodeNotHolder, CodeConflict,
+		CodeModeConflict, CodeSemaphoreFull, CodeLimitConflict, CodeElectionHeld:
 		return http.StatusConflict
 	case CodeUnauthenticated:
 		return http.StatusUnauthorized

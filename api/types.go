@@ -45,6 +45,9 @@ type AcquireRequest struct {
 	// drawn at random per acquire (the Go client sends 32 random hex characters). It must
 	// be empty when LeaseID is set.
 	RequestID string `json:"request_id,omitempty"`
+	// Mode is ModeExclusive (also what "" means) or ModeShared: any number of shared
+	// holders may hold the lock together, and no exclusive holder beside them.
+	Mode string `json:"mode,omitempty"`
 }
 
 // Grant is the answer to a successful acquire.
@@ -60,6 +63,8 @@ type Grant struct {
 	TTLMs int64 `json:"ttl_ms"`
 	// Owner is the label given at acquire time.
 	Owner string `json:"owner,omitempty"`
+	// Mode is the grant's mode: ModeExclusive or ModeShared.
+	Mode string `json:"mode,omitempty"`
 }
 
 // ReleaseRequest is the body of DELETE /v1/locks/{name}.
@@ -86,10 +91,18 @@ type LockStatus struct {
 	Name string `json:"name"`
 	// Held reports whether a lease holds the lock.
 	Held bool `json:"held"`
-	// Token is the fencing token of the current grant, zero when free.
+	// Token is the fencing token of the current grant, zero when free. For a lock held
+	// shared it is the newest (highest) token among the holders.
 	Token uint64 `json:"token"`
-	// Owner is the holder's label.
+	// Owner is the holder's label; for a lock held shared, the oldest holder's.
 	Owner string `json:"owner,omitempty"`
+	// Mode is ModeExclusive or ModeShared while the lock is held, empty when free.
+	Mode string `json:"mode,omitempty"`
+	// Holders are the lock's grants in grant order: one when held exclusive, one or more
+	// when held shared, none when free.
+	Holders []Holder `json:"holders"`
+	// HolderCount is len(Holders).
+	HolderCount int `json:"holder_count"`
 	// Waiters is the number of leases queued for the lock.
 	Waiters int `json:"waiters"`
 	// ModifyIndex is the log index of the last change to the lock; it never goes backwards.

@@ -40,19 +40,24 @@ const (
 
 // ValidateName checks a lock name: 1 to MaxNameLen bytes of UTF-8 with no control
 // characters. Slashes are allowed, so names can be paths such as "accounts/A".
-func ValidateName(name string) *Error {
+func ValidateName(name string) *Error { return ValidateNameOf("lock", name) }
+
+// ValidateNameOf checks the name of a primitive of kind ("lock", "semaphore",
+// "election"): every primitive's names follow the lock name rules, and the messages say
+// which kind of name was wrong.
+func ValidateNameOf(kind, name string) *Error {
 	if name == "" {
-		return Errorf(CodeInvalidName, "lock name is empty")
+		return Errorf(CodeInvalidName, "%s name is empty", kind)
 	}
 	if len(name) > MaxNameLen {
-		return Errorf(CodeInvalidName, "lock name is %d bytes; at most %d are allowed", len(name), MaxNameLen)
+		return Errorf(CodeInvalidName, "%s name is %d bytes; at most %d are allowed", kind, len(name), MaxNameLen)
 	}
 	if !utf8.ValidString(name) {
-		return Errorf(CodeInvalidName, "lock name is not valid UTF-8")
+		return Errorf(CodeInvalidName, "%s name is not valid UTF-8", kind)
 	}
 	for _, r := range name {
 		if unicode.IsControl(r) {
-			return Errorf(CodeInvalidName, "lock name contains the control character %U", r)
+			return Errorf(CodeInvalidName, "%s name contains the control character %U", kind, r)
 		}
 	}
 	return nil
@@ -122,6 +127,38 @@ func ValidateRequestID(id string) *Error {
 		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
 			return Errorf(CodeInvalidArgument, "request_id may contain only A-Z, a-z, 0-9, '_' and '-'")
 		}
+	}
+	return nil
+}
+
+// NormalizeMode applies the default (ModeExclusive) to an empty lock mode and refuses
+// anything but the two modes.
+func NormalizeMode(mode string) (string, *Error) {
+	switch mode {
+	case "", ModeExclusive:
+		return ModeExclusive, nil
+	case ModeShared:
+		return ModeShared, nil
+	}
+	return "", Errorf(CodeInvalidArgument, "mode %q is not one of %q and %q", mode, ModeExclusive, ModeShared)
+}
+
+// ValidateSemaphoreLimit checks a semaphore's limit: 1 to MaxSemaphoreLimit permits.
+func ValidateSemaphoreLimit(limit int64) *Error {
+	if limit < 1 || limit > MaxSemaphoreLimit {
+		return Errorf(CodeInvalidArgument, "limit is %d; it is required and must be between 1 and %d", limit, MaxSemaphoreLimit)
+	}
+	return nil
+}
+
+// ValidateElectionValue checks a leader's published value: at most MaxElectionValueLen
+// bytes of UTF-8. Control characters are allowed, so a value may be a JSON document.
+func ValidateElectionValue(v string) *Error {
+	if len(v) > MaxElectionValueLen {
+		return Errorf(CodeInvalidArgument, "value is %d bytes; at most %d are allowed", len(v), MaxElectionValueLen)
+	}
+	if !utf8.ValidString(v) {
+		return Errorf(CodeInvalidArgument, "value is not valid UTF-8")
 	}
 	return nil
 }

@@ -300,7 +300,13 @@ func (s *Server) handleRelease(w http.ResponseWriter, r *http.Request) {
 }
 
 func lockStatus(v fsm.LockView) api.LockStatus {
-	return api.LockStatus{Name: v.Name, Held: v.Held, Token: v.Token, Owner: v.Owner, Waiters: len(v.Waiters), ModifyIndex: v.ModifyIndex}
+	out := api.LockStatus{Name: v.Name, Held: v.Held, Token: v.Token, Owner: v.Owner, Holders: []api.Holder{}, Waiters: len(v.Waiters), ModifyIndex: v.ModifyIndex}
+	if v.Held {
+		out.Mode = api.ModeExclusive
+		out.Holders = append(out.Holders, api.Holder{Owner: v.Owner, Token: v.Token})
+	}
+	out.HolderCount = len(out.Holders)
+	return out
 }
 
 func (s *Server) handleLockStatus(w http.ResponseWriter, r *http.Request) {
