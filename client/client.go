@@ -543,6 +543,26 @@ func checkName(op, name string) error {
 	return nil
 }
 
+// checkNameAt checks the name of the primitive at route; the message names its kind.
+func checkNameAt(op, route, name string) error {
+	kind := "lock"
+	switch route {
+	case semaphoresRoute:
+		kind = "semaphore"
+	case electionsRoute:
+		kind = "election"
+	}
+	return checkNameOf(op, kind, name)
+}
+
+// checkNameOf checks the name of a primitive of kind ("lock", "semaphore", "election").
+func checkNameOf(op, kind, name string) error {
+	if ae := api.ValidateNameOf(kind, name); ae != nil {
+		return wrap(ErrInvalid, ae, "%s: %s", op, ae.Message)
+	}
+	return nil
+}
+
 func checkWait(op string, wait time.Duration) error {
 	if wait < 0 || ms(wait) > api.MaxWaitMs {
 		return wrap(ErrInvalid, nil, "%s: wait %v is outside 0 to %v", op, wait, time.Duration(api.MaxWaitMs)*time.Millisecond)
@@ -694,6 +714,10 @@ type AcquireOptions struct {
 	// (after a crash, say); it is then as secret as a lease ID, and must be 16 to 128
 	// characters of [A-Za-z0-9_-] drawn at random. It must be empty when LeaseID is set.
 	RequestID string
+	// Mode is the lock's mode: "" or api.ModeExclusive for an exclusive grant (one holder
+	// at a time), api.ModeShared for a shared one (any number of shared holders, and no
+	// exclusive holder beside them). Ignored by the other primitives.
+	Mode string
 }
 
 // Acquire takes lock name and returns the grant with its fencing token. Acquire is
@@ -708,8 +732,19 @@ func (c *Client) Acquire(ctx context.Context, name string, opts AcquireOptions) 
 }
 
 func (c *Client) acquire(ctx context.Context, name string, opts AcquireOptions) (api.Grant, result, error) {
+	op := fmt.Sprintf("acquire %q", name)
+	mode, ae := api.NormalizeMode(opts.Mode)
+	if ae != nil {
+		return api.Grant{}, result{}, wrap(ErrInvalid, ae, "%s: %s", op, ae.Message)
+	}
+	if mode == api.ModeExclusive {
+		mode = "" // what a server older than shared locks understands too
+	}
 	var out api.Grant
-	res, err := c.acquireAt(ctx, fmt.Sprintf("acquire %q", name), locksRoute, name, opts, func(r api.AcquireRequest) any { return r }, &out)
+	res, err := c.acquireAt(ctx, op, locksRoute, name, opts, func(r api.AcquireRequest) any {
+		r.Mode = mode
+		return r
+	}, &out)
 	return out, res, err
 }
 
@@ -718,7 +753,7 @@ func (c *Client) acquire(ctx context.Context, name string, opts AcquireOptions) 
 // own request. It checks the name and options, draws the request ID of a lease created
 // with the grant, and asks a retried waiting request only for the wait that remains.
 func (c *Client) acquireAt(ctx context.Context, op, route, name string, opts AcquireOptions, body func(api.AcquireRequest) any, out any) (result, error) {
-	if err := checkName(op, name); err != nil {
+	if err := checkNameAt(op, route, name); err != nil {
 		return result{}, err
 	}
 	reqID := opts.RequestID
@@ -783,7 +818,7 @@ func (c *Client) release(ctx context.Context, name, leaseID string, token uint64
 // releaseAt gives back the grant (a lock, a permit, a leadership) of name at route, held
 // by leaseID with token.
 func (c *Client) releaseAt(ctx context.Context, op, route, name, leaseID string, token uint64) (result, error) {
-	if err := checkName(op, name); err != nil {
+	if err := checkNameAt(op, route, name); err != nil {
 		return result{}, err
 	}
 	if err := checkLeaseID(op, leaseID); err != nil {
@@ -821,7 +856,7 @@ func (c *Client) Status(ctx context.Context, name string, opts StatusOptions) (a
 // statusAt reads the status of name at route (a lock's, a semaphore's, an election's),
 // blocking when opts ask for it.
 func (c *Client) statusAt(ctx context.Context, op, route, name string, opts StatusOptions, out any) error {
-	if err := checkName(op, name); err != nil {
+	if err := checkNameAt(op, route, name); err != nil {
 		return err
 	}
 	if err := checkWait(op, opts.Wait); err != nil {

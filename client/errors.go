@@ -125,6 +125,14 @@ func codeSentinel(code string) error {
 		return ErrPermissionDenied
 	case api.CodeConflict:
 		return ErrConflict
+	case api.CodeModeConflict:
+		return ErrModeConflict
+	case api.CodeSemaphoreFull:
+		return ErrSemaphoreFull
+	case api.CodeLimitConflict:
+		return ErrLimitConflict
+	case api.CodeElectionHeld:
+		return ErrElectionHeld
 	case api.CodeInvalidJSON, api.CodeInvalidName, api.CodeInvalidTTL, api.CodeInvalidArgument,
 		api.CodeNotFound, api.CodeMethodNotAllowed, api.CodeBodyTooLarge:
 		return ErrInvalid

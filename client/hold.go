@@ -121,7 +121,7 @@ func (h *hold) take(ctx context.Context, op, mode string, wait bool, acq acquire
 	h.held, h.token, h.lease, h.mode = false, 0, nil, ""
 	h.mu.Unlock()
 
-	if err := checkName(op, h.name); err != nil {
+	if err := checkNameOf(op, h.kind, h.name); err != nil {
 		return err
 	}
 	lease := h.given

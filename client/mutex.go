@@ -3,6 +3,8 @@ package client
 import (
 	"context"
 	"fmt"
+
+	"github.com/raftlock/raftlock/api"
 )
 
 // Mutex is an exclusive lock held by a lease. Each grant comes with a fencing token
@@ -42,9 +44,10 @@ func (c *Client) lockReleaser(name string) releaseFunc {
 	}
 }
 
-// lockAcquirer takes lock name.
-func (c *Client) lockAcquirer(name string) acquireFunc {
+// lockAcquirer takes lock name in mode.
+func (c *Client) lockAcquirer(name, mode string) acquireFunc {
 	return func(ctx context.Context, opts AcquireOptions) (grant, result, error) {
+		opts.Mode = mode
 		g, res, err := c.acquire(ctx, name, opts)
 		return grant{token: g.Token, leaseID: g.LeaseID, ttlMs: g.TTLMs}, res, err
 	}
@@ -68,7 +71,7 @@ func (m *Mutex) TryLock(ctx context.Context) error { return m.lock(ctx, false) }
 func (m *Mutex) lock(ctx context.Context, wait bool) error {
 	m.op.Lock()
 	defer m.op.Unlock()
-	return m.take(ctx, fmt.Sprintf("lock %q", m.name), "", wait, m.c.lockAcquirer(m.name))
+	return m.take(ctx, fmt.Sprintf("lock %q", m.name), api.ModeExclusive, wait, m.c.lockAcquirer(m.name, api.ModeExclusive))
 }
 
 // Unlock releases the lock with the lease and token of the hold, so a retried or late
