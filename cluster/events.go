@@ -1,24 +1,34 @@
 package cluster
 
 import (
+	"slices"
 	"sync"
 
 	"github.com/raftlock/raftlock/fsm"
 )
 
 // registry routes the state machine's events to the requests waiting for them: waiting
-// acquires (keyed by lock and lease) and blocking queries (keyed by lock). It is fed on
-// raft's FSM goroutine, so delivering never blocks.
+// acquires (keyed by name and lease) and blocking queries (keyed by name). Locks,
+// semaphores and elections are separate namespaces (fsm.Space). It is fed on raft's FSM
+// goroutine, so delivering never blocks.
 type registry struct {
 	mu      sync.Mutex
 	waiters map[waitKey][]chan fsm.Event
-	watches map[string][]*watcher
-	free    []*watcher // watches of free locks: also woken whenever any lock is freed
+	watches map[spaceName][]*watcher
+	// free holds, per namespace, the watches of names not in use: also woken whenever any
+	// name of that namespace is freed, which moves the modify index they report.
+	free map[fsm.Space][]*watcher
 }
 
 type waitKey struct {
+	space fsm.Space
 	name  string
 	lease fsm.LeaseID
+}
+
+type spaceName struct {
+	space fsm.Space
+	name  string
 }
 
 // watcher is one blocking query's wake-up channel. A watch on a free lock sits in two lists,
@@ -36,14 +46,19 @@ func (w *watcher) fire() {
 }
 
 func newRegistry() *registry {
-	return &registry{waiters: map[waitKey][]chan fsm.Event{}, watches: map[string][]*watcher{}}
+	return &registry{waiters: map[waitKey][]chan fsm.Event{}, watches: map[spaceName][]*watcher{}, free: map[fsm.Space][]*watcher{}}
 }
 
 // waitFor registers interest in the outcome of lease's wait for lock name. The returned
 // channel receives the first EventGranted or EventWaitEnded; cancel unregisters.
 func (r *registry) waitFor(name string, lease fsm.LeaseID) (<-chan fsm.Event, func()) {
+	return r.waitForIn(fsm.SpaceLock, name, lease)
+}
+
+// waitForIn is waitFor in namespace space.
+func (r *registry) waitForIn(space fsm.Space, name string, lease fsm.LeaseID) (<-chan fsm.Event, func()) {
 	ch := make(chan fsm.Event, 1)
-	k := waitKey{name, lease}
+	k := waitKey{space, name, lease}
 	r.mu.Lock()
 	r.waiters[k] = append(r.waiters[k], ch)
 	r.mu.Unlock()
@@ -67,32 +82,43 @@ func (r *registry) waitFor(name string, lease fsm.LeaseID) (<-chan fsm.Event, fu
 
 // waiting returns how many requests are waiting for lease's wait on lock name.
 func (r *registry) waiting(name string, lease fsm.LeaseID) int {
+	return r.waitingIn(fsm.SpaceLock, name, lease)
+}
+
+// waitingIn is waiting in namespace space.
+func (r *registry) waitingIn(space fsm.Space, name string, lease fsm.LeaseID) int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return len(r.waiters[waitKey{name, lease}])
+	return len(r.waiters[waitKey{space, name, lease}])
 }
 
 // watch returns a channel closed at the next change of lock name; when the lock is free
 // (free is true) also at the next freeing of any lock, which moves a free lock's modify
 // index. The returned func unregisters a watch that is no longer wanted.
 func (r *registry) watch(name string, free bool) (<-chan struct{}, func()) {
+	return r.watchIn(fsm.SpaceLock, name, free)
+}
+
+// watchIn is watch in namespace space.
+func (r *registry) watchIn(space fsm.Space, name string, free bool) (<-chan struct{}, func()) {
 	w := &watcher{ch: make(chan struct{})}
+	k := spaceName{space, name}
 	r.mu.Lock()
-	r.watches[name] = append(r.watches[name], w)
+	r.watches[k] = append(r.watches[k], w)
 	if free {
-		r.free = append(r.free, w)
+		r.free[space] = append(r.free[space], w)
 	}
 	r.mu.Unlock()
 	return w.ch, func() {
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		if free {
-			r.free = without(r.free, w)
+			r.free[space] = without(r.free[space], w)
 		}
-		if list := without(r.watches[name], w); len(list) > 0 {
-			r.watches[name] = list
+		if list := without(r.watches[k], w); len(list) > 0 {
+			r.watches[k] = list
 		} else {
-			delete(r.watches, name)
+			delete(r.watches, k)
 		}
 	}
 }
@@ -111,7 +137,7 @@ func (r *registry) deliver(e fsm.Event) {
 	defer r.mu.Unlock()
 	switch e.Kind {
 	case fsm.EventGranted, fsm.EventWaitEnded:
-		k := waitKey{e.Name, e.Lease}
+		k := waitKey{e.Space, e.Name, e.Lease}
 		for _, ch := range r.waiters[k] {
 			select {
 			case ch <- e:
@@ -119,15 +145,16 @@ func (r *registry) deliver(e fsm.Event) {
 			}
 		}
 	case fsm.EventLockChanged:
-		for _, w := range r.watches[e.Name] {
+		k := spaceName{e.Space, e.Name}
+		for _, w := range r.watches[k] {
 			w.fire()
 		}
-		delete(r.watches, e.Name)
+		delete(r.watches, k)
 		if e.Freed {
-			for _, w := range r.free {
+			for _, w := range r.free[e.Space] {
 				w.fire()
 			}
-			r.free = nil
+			delete(r.free, e.Space)
 		}
 	}
 }
@@ -138,14 +165,8 @@ func (r *registry) restored(f *fsm.FSM) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for k, list := range r.waiters {
-		v := f.Lock(k.name)
-		var e fsm.Event
-		switch {
-		case v.Held && v.Holder == k.lease:
-			e = fsm.Event{Kind: fsm.EventGranted, Name: k.name, Lease: k.lease, Token: v.Token, Owner: v.Owner, Index: v.ModifyIndex}
-		case !queued(v, k.lease):
-			e = fsm.Event{Kind: fsm.EventWaitEnded, Name: k.name, Lease: k.lease, Index: v.ModifyIndex}
-		default:
+		e, decided := outcome(f, k)
+		if !decided {
 			continue
 		}
 		for _, ch := range list {
@@ -155,25 +176,58 @@ func (r *registry) restored(f *fsm.FSM) {
 			}
 		}
 	}
-	for name, list := range r.watches {
+	for k, list := range r.watches {
 		for _, w := range list {
 			w.fire()
 		}
-		delete(r.watches, name)
+		delete(r.watches, k)
 	}
-	for _, w := range r.free {
-		w.fire()
+	for space, list := range r.free {
+		for _, w := range list {
+			w.fire()
+		}
+		delete(r.free, space)
 	}
-	r.free = nil
 }
 
-func queued(v fsm.LockView, id fsm.LeaseID) bool {
-	for _, w := range v.Waiters {
-		if w == id {
-			return true
+// outcome re-derives, from the state after a restore, the event that answers the wait k:
+// a grant when the lease now holds the grant, a wait end when it no longer waits, and
+// nothing (decided false) while it still waits.
+func outcome(f *fsm.FSM, k waitKey) (e fsm.Event, decided bool) {
+	var held, waiting bool
+	e = fsm.Event{Kind: fsm.EventGranted, Space: k.space, Name: k.name, Lease: k.lease}
+	switch k.space {
+	case fsm.SpaceLock:
+		v := f.Lock(k.name)
+		for _, h := range v.Holders {
+			if h.Lease == k.lease {
+				held, e.Token, e.Owner = true, h.Token, h.Owner
+			}
 		}
+		waiting, e.Index = slices.Contains(v.Waiters, k.lease), v.ModifyIndex
+	case fsm.SpaceSemaphore:
+		v := f.Semaphore(k.name)
+		for _, h := range v.Permits {
+			if h.Lease == k.lease {
+				held, e.Token, e.Owner = true, h.Token, h.Owner
+			}
+		}
+		waiting, e.Index = slices.Contains(v.Waiters, k.lease), v.ModifyIndex
+	case fsm.SpaceElection:
+		v := f.Election(k.name)
+		if v.Elected && v.Leader == k.lease {
+			held, e.Token, e.Owner, e.Value = true, v.Token, v.Owner, v.Value
+		}
+		waiting, e.Index = slices.Contains(v.Candidates, k.lease), v.ModifyIndex
 	}
-	return false
+	switch {
+	case held:
+		return e, true
+	case !waiting:
+		e.Kind, e.Token, e.Owner, e.Value = fsm.EventWaitEnded, 0, "", ""
+		return e, true
+	}
+	return e, false
 }
 
 // appliedWaiter lets readers wait until the state machine has applied a given index.
@@ -224,7 +278,10 @@ func (a *appliedWaiter) wait(index uint64) <-chan struct{} {
 func (r *registry) watchCount() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	n := len(r.free)
+	n := 0
+	for _, l := range r.free {
+		n += len(l)
+	}
 	for _, l := range r.watches {
 		n += len(l)
 	}

@@ -19,6 +19,8 @@ type Grant struct {
 	Lease fsm.LeaseID
 	TTL   int64
 	Owner string
+	// Shared reports a grant in shared mode.
+	Shared bool
 }
 
 // AcquireRequest asks for a lock. With NewLease the node creates the lease with TTL in the
@@ -32,6 +34,8 @@ type AcquireRequest struct {
 	TTL       int64 // milliseconds, for NewLease
 	Wait      time.Duration
 	Owner     string
+	// Shared asks for the lock in shared mode (protocol version 2).
+	Shared bool
 }
 
 // requestLeaseID derives the implicit lease of an acquire from its client-chosen request ID.
@@ -196,6 +200,13 @@ func (n *Node) Acquire(ctx context.Context, req AcquireRequest) (Grant, error) {
 			req.Lease = newLeaseID()
 		}
 	}
+	typ := fsm.TypeAcquire
+	if req.Shared {
+		typ = fsm.TypeAcquireShared
+		if err := n.versionReady(ctx, typ); err != nil {
+			return Grant{}, err
+		}
+	}
 	if mutant.Is("grant-without-commit") && !n.IsLeader() && !n.fsm.Lock(req.Name).Held {
 		return Grant{Name: req.Name, Lease: req.Lease, TTL: req.TTL, Token: n.fsm.AppliedIndex() + 1, Owner: req.Owner}, nil
 	}
@@ -210,17 +221,19 @@ func (n *Node) Acquire(ctx context.Context, req AcquireRequest) (Grant, error) {
 	if req.Wait > 0 && waitMs == 0 {
 		waitMs = 1
 	}
-	c := &fsm.Command{Type: fsm.TypeAcquire, Name: req.Name, Lease: req.Lease, NewLease: req.NewLease, TTL: req.TTL, Wait: waitMs, Owner: req.Owner}
+	c := &fsm.Command{Type: typ, Name: req.Name, Lease: req.Lease, NewLease: req.NewLease, TTL: req.TTL, Wait: waitMs, Owner: req.Owner}
 	r, err := n.propose(ctx, c)
 	if err != nil {
 		return Grant{}, err
 	}
-	g := Grant{Name: req.Name, Lease: req.Lease, TTL: r.TTL, Token: r.Token, Owner: r.Owner}
+	g := Grant{Name: req.Name, Lease: req.Lease, TTL: r.TTL, Token: r.Token, Owner: r.Owner, Shared: req.Shared}
 	switch r.Status {
 	case fsm.StatusOK:
 		return g, nil
 	case fsm.StatusLockHeld:
 		return Grant{}, ErrLockHeld
+	case fsm.StatusModeConflict:
+		return Grant{}, ErrModeConflict
 	case fsm.StatusLeaseNotFound:
 		return Grant{}, ErrLeaseNotFound
 	case fsm.StatusQueued:
@@ -283,7 +296,7 @@ func (n *Node) abandonWait(req AcquireRequest, cause error) (Grant, error) {
 		return Grant{}, err
 	}
 	if r.Status == fsm.StatusOK { // granted just before the wait ended
-		g := Grant{Name: req.Name, Lease: req.Lease, TTL: req.TTL, Token: r.Token, Owner: r.Owner}
+		g := Grant{Name: req.Name, Lease: req.Lease, TTL: req.TTL, Token: r.Token, Owner: r.Owner, Shared: req.Shared}
 		if cause == ErrWaitTimeout {
 			return g, nil
 		}

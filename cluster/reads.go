@@ -373,6 +373,7 @@ func (n *Node) WatchCount() int { return n.events.watchCount() }
 // MetricsSnapshot returns the node's gauges for the metrics endpoint.
 func (n *Node) MetricsSnapshot() map[string]float64 {
 	st := n.Status()
+	sems, permits, elections := n.fsm.PrimCounts()
 	leader := 0.0
 	if n.IsLeader() {
 		leader = 1
@@ -385,5 +386,8 @@ func (n *Node) MetricsSnapshot() map[string]float64 {
 		"raftlock_cluster_time_ms":   float64(n.fsm.Time()),
 		"raftlock_leases":            float64(n.fsm.LeaseCount()),
 		"raftlock_locks_held":        float64(n.fsm.LockCount()),
+		"raftlock_semaphores_in_use": float64(sems),
+		"raftlock_semaphore_permits": float64(permits),
+		"raftlock_elections_led":     float64(elections),
 	}
 }

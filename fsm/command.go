@@ -46,6 +46,26 @@ const (
 	// TypeACLDeleteToken deletes a token.
 	TypeACLDeleteToken Type = 17
 
+	// The coordination primitives (since version 2, issue 14). None is skippable: a node
+	// that skipped one would grant differently from its peers.
+
+	// TypeAcquireShared asks for a lock in shared mode; its body is TypeAcquire's. Release
+	// and Dequeue of a lock serve both modes.
+	TypeAcquireShared Type = 18
+	// TypeSemAcquire asks for one permit of a semaphore (Limit permits).
+	TypeSemAcquire Type = 19
+	// TypeSemRelease releases a permit (Lease, Token).
+	TypeSemRelease Type = 20
+	// TypeSemDequeue takes a lease out of a semaphore's queue (a waiting client gave up).
+	TypeSemDequeue Type = 21
+	// TypeCampaign campaigns for an election's leadership, or proclaims a new Value from
+	// the leader's lease.
+	TypeCampaign Type = 22
+	// TypeResign gives leadership up (Lease, Token).
+	TypeResign Type = 23
+	// TypeElectionDequeue takes a candidate out of an election's queue.
+	TypeElectionDequeue Type = 24
+
 	// FlagSkippable, set in the type byte, lets a node that does not know the type skip
 	// the command (it still advances time) instead of refusing it.
 	FlagSkippable Type = 0x80
@@ -88,6 +108,20 @@ func (t Type) String() string {
 		return "acl_set_token"
 	case TypeACLDeleteToken:
 		return "acl_delete_token"
+	case TypeAcquireShared:
+		return "acquire_shared"
+	case TypeSemAcquire:
+		return "sem_acquire"
+	case TypeSemRelease:
+		return "sem_release"
+	case TypeSemDequeue:
+		return "sem_dequeue"
+	case TypeCampaign:
+		return "campaign"
+	case TypeResign:
+		return "resign"
+	case TypeElectionDequeue:
+		return "election_dequeue"
 	}
 	return fmt.Sprintf("type(%d)", uint8(t))
 }
@@ -140,8 +174,13 @@ type Command struct {
 	Wait int64
 	// Owner is the holder's label (Acquire).
 	Owner string
-	// Token is the grant being released (Release).
+	// Token is the grant being released (Release, SemRelease, Resign), or, when not zero,
+	// the leadership a Campaign proclaims under (proclaim only).
 	Token uint64
+	// Limit is a semaphore's number of permits (SemAcquire).
+	Limit uint64
+	// Value is the value a leader publishes (Campaign).
+	Value string
 	// Node is the member registered (RegisterNode) or removed (RemoveNode, ID only), or
 	// the node whose version NodeVersion registers (ID only).
 	Node NodeInfo
@@ -198,22 +237,20 @@ func (c *Command) Encode(buf []byte) []byte {
 		}
 	case TypeRevoke:
 		buf = append(buf, c.Lease[:]...)
-	case TypeAcquire:
-		buf = append(buf, c.Lease[:]...)
-		if c.NewLease {
-			buf = append(buf, 1)
-			buf = binary.AppendUvarint(buf, uint64(c.TTL))
-		} else {
-			buf = append(buf, 0)
-		}
-		buf = appendString(buf, c.Name)
-		buf = binary.AppendUvarint(buf, uint64(c.Wait))
-		buf = appendString(buf, c.Owner)
-	case TypeRelease:
+	case TypeAcquire, TypeAcquireShared:
+		buf = c.appendAcquire(buf)
+	case TypeSemAcquire:
+		buf = c.appendAcquire(buf)
+		buf = binary.AppendUvarint(buf, c.Limit)
+	case TypeCampaign:
+		buf = c.appendAcquire(buf)
+		buf = appendString(buf, c.Value)
+		buf = binary.AppendUvarint(buf, c.Token)
+	case TypeRelease, TypeSemRelease, TypeResign:
 		buf = append(buf, c.Lease[:]...)
 		buf = appendString(buf, c.Name)
 		buf = binary.AppendUvarint(buf, c.Token)
-	case TypeDequeue:
+	case TypeDequeue, TypeSemDequeue, TypeElectionDequeue:
 		buf = append(buf, c.Lease[:]...)
 		buf = appendString(buf, c.Name)
 	case TypeRegisterNode:
@@ -282,24 +319,20 @@ func decodeCommand(b []byte, max uint64) (Command, error) {
 		}
 	case TypeRevoke:
 		c.Lease = d.leaseID()
-	case TypeAcquire:
-		c.Lease = d.leaseID()
-		switch d.byte() {
-		case 0:
-		case 1:
-			c.NewLease = true
-			c.TTL = d.int64()
-		default:
-			d.fail(ErrCorruptCommand)
-		}
-		c.Name = d.string()
-		c.Wait = d.int64()
-		c.Owner = d.string()
-	case TypeRelease:
+	case TypeAcquire, TypeAcquireShared:
+		c.decodeAcquire(&d)
+	case TypeSemAcquire:
+		c.decodeAcquire(&d)
+		c.Limit = d.uvarint()
+	case TypeCampaign:
+		c.decodeAcquire(&d)
+		c.Value = d.string()
+		c.Token = d.uvarint()
+	case TypeRelease, TypeSemRelease, TypeResign:
 		c.Lease = d.leaseID()
 		c.Name = d.string()
 		c.Token = d.uvarint()
-	case TypeDequeue:
+	case TypeDequeue, TypeSemDequeue, TypeElectionDequeue:
 		c.Lease = d.leaseID()
 		c.Name = d.string()
 	case TypeRegisterNode:
@@ -342,6 +375,38 @@ func decodeCommand(b []byte, max uint64) (Command, error) {
 		d.fail(fmt.Errorf("%w: %d trailing bytes", ErrCorruptCommand, len(d.b)))
 	}
 	return c, d.err
+}
+
+// appendAcquire appends the body of an Acquire, which the other requests for a grant
+// (AcquireShared, SemAcquire, Campaign) start with: lease, new-lease flag and TTL, name,
+// wait, owner.
+func (c *Command) appendAcquire(buf []byte) []byte {
+	buf = append(buf, c.Lease[:]...)
+	if c.NewLease {
+		buf = append(buf, 1)
+		buf = binary.AppendUvarint(buf, uint64(c.TTL))
+	} else {
+		buf = append(buf, 0)
+	}
+	buf = appendString(buf, c.Name)
+	buf = binary.AppendUvarint(buf, uint64(c.Wait))
+	return appendString(buf, c.Owner)
+}
+
+// decodeAcquire reads what appendAcquire wrote.
+func (c *Command) decodeAcquire(d *decoder) {
+	c.Lease = d.leaseID()
+	switch d.byte() {
+	case 0:
+	case 1:
+		c.NewLease = true
+		c.TTL = d.int64()
+	default:
+		d.fail(ErrCorruptCommand)
+	}
+	c.Name = d.string()
+	c.Wait = d.int64()
+	c.Owner = d.string()
 }
 
 func appendString(buf []byte, s string) []byte {

@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/raftlock/raftlock/leases"
 )
 
 // EventKind says what an Event reports.
@@ -39,7 +41,12 @@ const (
 // the state machine behaves the same with or without an observer.
 type Event struct {
 	Kind EventKind
-	// Freed marks an EventLockChanged that freed the lock (its state was dropped).
+	// Space is the namespace of Name: a lock (the zero value), a semaphore or an
+	// election. EventGranted, EventWaitEnded and EventLockChanged (then: the semaphore or
+	// election changed) come in every space; the others concern locks.
+	Space Space
+	// Freed marks an EventLockChanged that freed the lock (its state was dropped), or
+	// deleted the semaphore or election.
 	Freed bool
 	Name  string
 	Lease LeaseID
@@ -50,6 +57,8 @@ type Event struct {
 	Err error
 	// History is the event of an EventHistory.
 	History HistoryEvent
+	// Value is the elected candidate's value (EventGranted of an election).
+	Value string
 }
 
 // FSM is the lock state machine. It implements raft.FSM, raft.BatchingFSM and
@@ -172,11 +181,17 @@ func (f *FSM) Time() int64 {
 
 // LockView is a read-only copy of a lock's state.
 type LockView struct {
-	Name        string
-	Held        bool
-	Holder      LeaseID
-	Token       uint64
-	Owner       string
+	Name string
+	Held bool
+	// Shared reports a lock held in shared mode.
+	Shared bool
+	// Holder, Token and Owner are the exclusive holder's grant. For a lock held shared,
+	// Holder and Owner are the oldest reader's and Token the newest (highest) token.
+	Holder LeaseID
+	Token  uint64
+	Owner  string
+	// Holders are every grant in grant order (one when exclusive).
+	Holders     []Holding
 	Waiters     []LeaseID
 	ModifyIndex uint64
 }
@@ -187,6 +202,11 @@ func (s *state) view(name string) LockView {
 		return LockView{Name: name, ModifyIndex: s.freedIndex}
 	}
 	v := LockView{Name: name, Held: true, Holder: lk.holder, Token: lk.token, Owner: lk.owner, ModifyIndex: lk.modify}
+	if lk.isShared() {
+		v.Shared, v.Holders, v.Token = true, lk.readers.holdings(), lk.readers.tail.token
+	} else {
+		v.Holders = []Holding{{Lease: lk.holder, Token: lk.token, Owner: lk.owner}}
+	}
 	for w := lk.queue.head; w != nil; w = w.next {
 		v.Waiters = append(v.Waiters, w.lease)
 	}
@@ -267,17 +287,13 @@ func (f *FSM) LeaseCount() int {
 func (f *FSM) NextDeadline() (int64, bool) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	_, a, okA := f.s.leaseExp.Next()
-	_, b, okB := f.s.waitExp.Next()
-	switch {
-	case okA && okB:
-		return min(a, b), true
-	case okA:
-		return a, true
-	case okB:
-		return b, true
+	next, ok := int64(0), false
+	for _, t := range []*leases.Table{&f.s.leaseExp, &f.s.waitExp, &f.s.semWaitExp, &f.s.elecWaitExp} {
+		if _, d, has := t.Next(); has && (!ok || d < next) {
+			next, ok = d, true
+		}
 	}
-	return 0, false
+	return next, ok
 }
 
 // Nodes returns the registered nodes sorted by ID.

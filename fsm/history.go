@@ -230,7 +230,8 @@ func (s *state) recordEnd(name string, lk *lock, l *lease, cause HistoryKind) {
 	if s.version < 2 && !s.hist.observed {
 		return
 	}
-	e := HistoryEvent{Kind: cause, Lease: l.fingerprint(), Token: lk.token, Owner: lk.owner}
+	token, owner, _ := lk.grantOf(l.id)
+	e := HistoryEvent{Kind: cause, Lease: l.fingerprint(), Token: token, Owner: owner}
 	if cause == HistoryExpired {
 		e.Deadline, e.Renewed = l.deadline, l.deadline-l.ttl
 	}

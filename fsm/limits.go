@@ -7,9 +7,11 @@ package fsm
 type Limits struct {
 	// MaxLeases bounds the number of live leases (CreateLease, Acquire with NewLease).
 	MaxLeases uint64
-	// MaxLocksPerLease bounds how many locks one lease may hold and wait for, together.
+	// MaxLocksPerLease bounds how many locks one lease may hold and wait for, together;
+	// semaphore permits and election leaderships and candidacies count as locks.
 	MaxLocksPerLease uint64
-	// MaxWaitersPerLock bounds the queue of one lock.
+	// MaxWaitersPerLock bounds the queue of one lock, and that of every semaphore and
+	// election.
 	MaxWaitersPerLock uint64
 }
 
@@ -57,7 +59,7 @@ func (s *state) acquireQuota(c *Command, l *lease, lk *lock, r *Result) bool {
 	if l != nil {
 		_, held = l.held[c.Name]
 		_, waiting = l.waiting[c.Name]
-		count = len(l.held) + len(l.waiting)
+		count = l.count() // every primitive counts (prims.go)
 	}
 	if held || waiting {
 		return false

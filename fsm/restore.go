@@ -91,8 +91,8 @@ func InspectSnapshot(data []byte) (SnapshotSummary, error) {
 // protocol versions) are dropped too: the new nodes register themselves. Cluster time, the
 // active protocol version, the limits and the ACL policies and token hashes are kept. The
 // applied index and the freed index
-// become newIndex, so that no modify index goes backwards and no read waits for an index
-// the new log never reaches.
+// become newIndex (and so do the semaphores' and elections' freed indexes), so that no
+// modify index goes backwards and no read waits for an index the new log never reaches.
 //
 // newIndex below the backup's applied index is refused (ErrRestoreIndex). The result is
 // in canonical form: it decodes and encodes to the same bytes.
@@ -107,6 +107,7 @@ func PrepareRestore(data []byte, newIndex uint64) ([]byte, error) {
 	}
 	s := newState(nil)
 	s.applied, s.freedIndex = newIndex, newIndex
+	s.semFreed, s.elecFreed = newIndex, newIndex
 	s.time = old.time
 	s.version, s.maxVersion = old.version, old.maxVersion
 	s.limits = old.limits

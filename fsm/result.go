@@ -34,6 +34,18 @@ const (
 	// StatusNotFound: an ACL command names a policy or token that does not exist;
 	// nothing but time changed.
 	StatusNotFound
+	// StatusModeConflict: the lease holds or waits for the lock in the other mode; nothing
+	// but time changed.
+	StatusModeConflict
+	// StatusSemaphoreFull: a SemAcquire without a wait found every permit held (or
+	// leases waiting); nothing but time changed.
+	StatusSemaphoreFull
+	// StatusLimitConflict: a SemAcquire named another limit than the semaphore in use has
+	// (Result.Limit); nothing but time changed.
+	StatusLimitConflict
+	// StatusElectionHeld: a Campaign without a wait found another lease leading; nothing
+	// but time changed.
+	StatusElectionHeld
 )
 
 // String names the status for logs and tests.
@@ -61,6 +73,14 @@ func (s Status) String() string {
 		return "conflict"
 	case StatusNotFound:
 		return "not_found"
+	case StatusModeConflict:
+		return "mode_conflict"
+	case StatusSemaphoreFull:
+		return "semaphore_full"
+	case StatusLimitConflict:
+		return "limit_conflict"
+	case StatusElectionHeld:
+		return "election_held"
 	}
 	return "status(?)"
 }
@@ -89,4 +109,11 @@ type Result struct {
 	// Quota names the limit a StatusQuotaExceeded hit: QuotaLeases, QuotaLocksPerLease or
 	// QuotaWaitersPerLock.
 	Quota string
+	// Limit is the semaphore's number of permits (SemAcquire: granted, queued, full or in
+	// conflict).
+	Limit uint64
+	// Value is the election's published value, and Modify its modify index (Campaign that
+	// leads, ElectionDequeue of the leader).
+	Value  string
+	Modify uint64
 }

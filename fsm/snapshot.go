@@ -132,7 +132,8 @@ func (s *state) encode() []byte {
 			}
 		}
 	}
-	return s.appendHistory(buf)
+	buf = s.appendHistory(buf)
+	return s.appendPrims(buf)
 }
 
 func badSnapshot(format string, args ...any) error {
@@ -204,6 +205,11 @@ func decodeState(data []byte, notify func(Event)) (*state, error) {
 	}
 	if d.err == nil {
 		if err := s.decodeHistory(&d, format); err != nil {
+			return nil, err
+		}
+	}
+	if d.err == nil {
+		if err := s.decodePrims(&d, format); err != nil {
 			return nil, err
 		}
 	}

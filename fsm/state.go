@@ -1,7 +1,6 @@
 package fsm
 
 import (
-	"fmt"
 	"sort"
 	"strings"
 
@@ -21,6 +20,7 @@ type lease struct {
 	held     map[string]struct{}
 	waiting  map[string]*waiter
 	fp       *Fingerprint // LeaseFingerprint(id), computed on first use (history.go)
+	prims    *leasePrims  // semaphores and elections (prims.go); nil until used
 }
 
 // lock is a held lock. A lock that is free has no waiters (a release hands it to the first
@@ -31,6 +31,9 @@ type lock struct {
 	owner  string
 	modify uint64
 	queue  waitQueue
+	// readers holds every holder while the lock is held shared (shared.go), and is nil
+	// while it is held exclusive.
+	readers *grantSet
 }
 
 // waiter is a lease queued for a lock, with its wait deadline in cluster time, and its
@@ -39,7 +42,9 @@ type waiter struct {
 	lease      LeaseID
 	owner      string
 	deadline   int64
-	since      int64 // cluster time it joined the queue plus one; 0: unknown (version 1)
+	since      int64  // cluster time it joined the queue plus one; 0: unknown (version 1)
+	shared     bool   // a shared lock request (locks only)
+	value      string // the candidate's value (elections only)
 	prev, next *waiter
 }
 
@@ -57,6 +62,7 @@ type state struct {
 	notify     func(Event)
 	protocol           // what protocol versions added: see version.go
 	hist       history // per-lock histories (history.go): replicated from version 2 on
+	primState          // semaphores and elections (prims.go)
 }
 
 // nameIndexDegree is the B-tree degree of the lock name index: nodes of up to 63 names
@@ -69,12 +75,13 @@ func newState(notify func(Event)) *state {
 		notify = func(Event) {}
 	}
 	return &state{
-		leases:   make(map[LeaseID]*lease),
-		locks:    make(map[string]*lock),
-		names:    btree.NewOrderedG[string](nameIndexDegree),
-		nodes:    make(map[string]NodeInfo),
-		notify:   notify,
-		protocol: protocol{acl: newACL()},
+		leases:    make(map[LeaseID]*lease),
+		locks:     make(map[string]*lock),
+		names:     btree.NewOrderedG[string](nameIndexDegree),
+		nodes:     make(map[string]NodeInfo),
+		notify:    notify,
+		protocol:  protocol{acl: newACL()},
+		primState: newPrimState(),
 	}
 }
 
@@ -97,7 +104,9 @@ func (s *state) apply(index uint64, c *Command) *Result {
 	s.advance(c.Now)
 	s.applied = index
 	s.expire(index)
+	s.settle(index)
 	r := &Result{Index: index}
+	defer s.settle(index)
 	switch c.Type.known(s.maxVersion) {
 	case TypeTick:
 	case TypeCreateLease:
@@ -127,17 +136,30 @@ func (s *state) apply(index uint64, c *Command) *Result {
 		r.Released = s.removeLeases(index, []*lease{l})
 	case TypeAcquire:
 		s.acquire(index, c, r)
+	case TypeAcquireShared:
+		if s.active(c.Type, r) {
+			s.acquire(index, c, r)
+		}
+	case TypeSemAcquire, TypeSemRelease, TypeSemDequeue, TypeCampaign, TypeResign, TypeElectionDequeue:
+		if s.active(c.Type, r) {
+			s.applyPrim(index, c, r)
+		}
 	case TypeRelease:
 		l := s.leases[c.Lease]
 		lk := s.locks[c.Name]
+		var token uint64
+		var holds bool
+		if lk != nil {
+			token, _, holds = lk.grantOf(c.Lease)
+		}
 		switch {
 		case l == nil:
 			r.Status = StatusLeaseNotFound
-		case lk == nil || lk.holder != c.Lease || lk.token != c.Token && !mutant.Is("release-ignores-token"):
+		case !holds || token != c.Token && !mutant.Is("release-ignores-token"):
 			r.Status = StatusNotHolder
 		default:
 			s.recordEnd(c.Name, lk, l, HistoryReleased)
-			s.release(index, c.Name, lk)
+			s.releaseGrant(index, c.Name, lk, l.id)
 		}
 	case TypeDequeue:
 		s.dequeue(index, c, r)
@@ -182,67 +204,13 @@ func (s *state) touch(l *lease) {
 	s.leaseExp.Set(string(l.id[:]), l.deadline)
 }
 
-func (s *state) acquire(index uint64, c *Command, r *Result) {
-	if c.Name == "" || len(c.Name) > maxStringLen || strings.IndexByte(c.Name, 0) >= 0 {
-		r.Status, r.Err = StatusInvalid, fmt.Errorf("%w: bad lock name", ErrCorruptCommand)
-		return
-	}
-	l := s.leases[c.Lease]
-	if l == nil && !c.NewLease {
-		r.Status = StatusLeaseNotFound
-		return
-	}
-	lk := s.locks[c.Name]
-	if lk != nil && lk.holder != c.Lease && c.Wait <= 0 {
-		// Held, no wait: refuse without creating the lease, so a failed one-shot acquire
-		// leaves nothing behind.
-		r.Status = StatusLockHeld
-		return
-	}
-	if s.acquireQuota(c, l, lk, r) {
-		return
-	}
-	if l == nil {
-		l = s.createLease(c.Lease, c.TTL)
-	} else {
-		s.touch(l)
-	}
-	r.TTL = l.ttl
-	switch {
-	case lk == nil:
-		lk = &lock{holder: l.id, token: index, owner: c.Owner, modify: index}
-		s.locks[c.Name] = lk
-		s.names.ReplaceOrInsert(c.Name)
-		addName(&l.held, c.Name)
-		s.notify(Event{Kind: EventLockChanged, Name: c.Name, Index: index})
-		s.record(c.Name, HistoryEvent{Kind: HistoryGranted, Lease: l.fingerprint(), Token: index, Owner: c.Owner})
-		r.Token, r.Owner = index, c.Owner
-	case lk.holder == l.id:
-		r.Token, r.Owner = lk.token, lk.owner // idempotent: the same grant again
-	default:
-		deadline := satAdd(s.stamp, c.Wait)
-		if w := l.waiting[c.Name]; w == nil {
-			w = &waiter{lease: l.id, owner: c.Owner, deadline: deadline}
-			if s.version >= 2 {
-				w.since = s.time + 1
-			}
-			lk.queue.push(w)
-			addWaiting(l, c.Name, w)
-			lk.modify = index
-			s.notify(Event{Kind: EventLockChanged, Name: c.Name, Index: index})
-		} else {
-			w.deadline = deadline // a re-issued wait extends the old one
-		}
-		s.waitExp.Set(waitKey(c.Name, l.id), deadline)
-		r.Status = StatusQueued
-	}
-}
-
 func (s *state) dequeue(index uint64, c *Command, r *Result) {
 	lk := s.locks[c.Name]
-	if lk != nil && lk.holder == c.Lease {
-		r.Token, r.Owner = lk.token, lk.owner
-		return
+	if lk != nil {
+		if token, owner, ok := lk.grantOf(c.Lease); ok {
+			r.Token, r.Owner = token, owner
+			return
+		}
 	}
 	r.Status = StatusNotHolder
 	if l := s.leases[c.Lease]; l != nil && lk != nil {
@@ -264,6 +232,7 @@ func (s *state) expire(index uint64) {
 			s.leaveQueue(index, name, l)
 		}
 	}
+	s.expirePrimWaits(index)
 	keys := s.leaseExp.PopExpired(s.time)
 	if len(keys) == 0 {
 		return
@@ -287,6 +256,7 @@ func (s *state) removeLeases(index uint64, ls []*lease) []string {
 			s.hist.waitCause = HistoryWaitLeaseEnded
 			s.leaveQueue(index, name, l)
 		}
+		s.leavePrimQueues(index, l)
 		delete(s.leases, l.id)
 		s.leaseExp.Delete(string(l.id[:]))
 	}
@@ -294,11 +264,13 @@ func (s *state) removeLeases(index uint64, ls []*lease) []string {
 	for _, l := range ls {
 		names := sortedNames(l.held)
 		for _, name := range names {
-			s.recordEnd(name, s.locks[name], l, s.hist.endCause)
-			s.release(index, name, s.locks[name])
+			lk := s.locks[name]
+			s.recordEnd(name, lk, l, s.hist.endCause)
+			s.releaseGrant(index, name, lk, l.id)
 		}
 		released = names
 	}
+	s.releasePrims(index, ls)
 	if released == nil {
 		released = []string{}
 	}
@@ -313,6 +285,9 @@ func (s *state) leaveQueue(index uint64, name string, l *lease) {
 	lk := s.locks[name]
 	lk.queue.remove(w)
 	lk.modify = index
+	if lk.isShared() && lk.queue.head != nil && lk.queue.head.shared {
+		s.admit = append(s.admit, name) // granted by settle, once the entry's removals are done
+	}
 	s.recordWaitEnd(name, w, l)
 	s.notify(Event{Kind: EventWaitEnded, Name: name, Lease: l.id, Index: index})
 	s.notify(Event{Kind: EventLockChanged, Name: name, Index: index})
@@ -324,6 +299,13 @@ func (s *state) release(index uint64, name string, lk *lock) {
 	if old := s.leases[lk.holder]; old != nil {
 		delete(old.held, name)
 	}
+	s.handOver(index, name, lk)
+}
+
+// handOver gives lock name, which has just become free, to the head of its queue at index:
+// to the head waiter when it is exclusive, to the shared waiters at the head otherwise. A
+// lock with nobody waiting is deleted.
+func (s *state) handOver(index uint64, name string, lk *lock) {
 	if lk.queue.len == 0 {
 		delete(s.locks, name)
 		s.names.Delete(name)
@@ -332,6 +314,10 @@ func (s *state) release(index uint64, name string, lk *lock) {
 		return
 	}
 	w := lk.queue.head
+	if w.shared {
+		s.grantShared(index, name, lk)
+		return
+	}
 	if mutant.Is("handover-skips-head") && w.next != nil {
 		w = w.next
 	}

@@ -16,9 +16,10 @@ import (
 // so that old and new nodes in one cluster hold the same state byte for byte.
 //
 //   - 1: the original log and snapshot format.
-//   - 2: SetVersion, NodeVersion, SetLimits and the ACL commands; snapshot format 2 (adds
-//     the active version, the limits, the node versions and the ACL state); one entry
-//     moves cluster time by at most MaxTimeStep.
+//   - 2: SetVersion, NodeVersion, SetLimits and the ACL commands; shared locks,
+//     semaphores and elections (prims.go); snapshot format 2 (adds the active version, the
+//     limits, the node versions, the ACL state, the lock histories and the primitives);
+//     one entry moves cluster time by at most MaxTimeStep.
 const Version uint64 = 2
 
 // Since returns the protocol version that introduced the command type, and 0 for a type
@@ -30,7 +31,9 @@ func (t Type) Since() uint64 {
 		TypeRegisterNode, TypeDequeue, TypeRemoveNode:
 		return 1
 	case TypeSetVersion, typeNodeVersion, TypeSetLimits,
-		TypeACLBootstrap, TypeACLSetPolicy, TypeACLDeletePolicy, TypeACLSetToken, TypeACLDeleteToken:
+		TypeACLBootstrap, TypeACLSetPolicy, TypeACLDeletePolicy, TypeACLSetToken, TypeACLDeleteToken,
+		TypeAcquireShared, TypeSemAcquire, TypeSemRelease, TypeSemDequeue,
+		TypeCampaign, TypeResign, TypeElectionDequeue:
 		return 2
 	}
 	return 0

@@ -212,7 +212,7 @@ func TestType_Since(t *testing.T) {
 		switch {
 		case ty >= TypeCreateLease && ty <= TypeRemoveNode:
 			want = 1
-		case ty >= TypeSetVersion && ty <= TypeACLDeleteToken:
+		case ty >= TypeSetVersion && ty <= TypeElectionDequeue:
 			want = 2
 		}
 		if ty.Since() != want || (ty|FlagSkippable).Since() != want {
@@ -228,6 +228,11 @@ func TestType_Since(t *testing.T) {
 	for _, ty := range []Type{TypeACLBootstrap, TypeACLSetPolicy, TypeACLDeletePolicy, TypeACLSetToken, TypeACLDeleteToken} {
 		if ty&FlagSkippable != 0 || ty.Since() != 2 {
 			t.Fatalf("%s: ACL commands are not skippable and need version 2", ty)
+		}
+	}
+	for _, ty := range []Type{TypeAcquireShared, TypeSemAcquire, TypeSemRelease, TypeSemDequeue, TypeCampaign, TypeResign, TypeElectionDequeue} {
+		if ty&FlagSkippable != 0 || ty.Since() != 2 {
+			t.Fatalf("%s: the primitives' commands are not skippable and need version 2", ty)
 		}
 	}
 }

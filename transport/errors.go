@@ -17,6 +17,9 @@ func errorFor(err error) *api.Error {
 	if errors.As(err, &ae) {
 		return ae
 	}
+	if pe := primErrorFor(err); pe != nil {
+		return pe
+	}
 	switch {
 	case errors.Is(err, cluster.ErrLockHeld):
 		return api.Errorf(api.CodeLockHeld, "the lock is held by another lease; retry later or pass wait_ms to queue for it")

@@ -202,7 +202,11 @@ func decodeAcquire(name string, body []byte) (cluster.AcquireRequest, error) {
 	if e := api.ValidateRequestID(req.RequestID); e != nil {
 		return cluster.AcquireRequest{}, e
 	}
-	out := cluster.AcquireRequest{Name: name, Wait: time.Duration(req.WaitMs) * time.Millisecond, Owner: req.Owner}
+	mode, e := api.NormalizeMode(req.Mode)
+	if e != nil {
+		return cluster.AcquireRequest{}, e
+	}
+	out := cluster.AcquireRequest{Name: name, Wait: time.Duration(req.WaitMs) * time.Millisecond, Owner: req.Owner, Shared: mode == api.ModeShared}
 	if req.LeaseID != "" {
 		if req.TTLMs != 0 {
 			return out, api.Errorf(api.CodeInvalidArgument, "ttl_ms applies only when a lease is created; omit it when passing lease_id")
@@ -254,7 +258,11 @@ func (s *Server) handleAcquire(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, api.Grant{Name: g.Name, Token: g.Token, LeaseID: g.Lease.String(), TTLMs: g.TTL, Owner: g.Owner})
+	mode := api.ModeExclusive
+	if g.Shared {
+		mode = api.ModeShared
+	}
+	writeJSON(w, http.StatusOK, api.Grant{Name: g.Name, Token: g.Token, LeaseID: g.Lease.String(), TTLMs: g.TTL, Owner: g.Owner, Mode: mode})
 }
 
 // decodeRelease validates a DELETE /v1/locks/{name} request.
@@ -300,10 +308,12 @@ func (s *Server) handleRelease(w http.ResponseWriter, r *http.Request) {
 }
 
 func lockStatus(v fsm.LockView) api.LockStatus {
-	out := api.LockStatus{Name: v.Name, Held: v.Held, Token: v.Token, Owner: v.Owner, Holders: []api.Holder{}, Waiters: len(v.Waiters), ModifyIndex: v.ModifyIndex}
-	if v.Held {
+	out := api.LockStatus{Name: v.Name, Held: v.Held, Token: v.Token, Owner: v.Owner, Holders: holders(v.Holders), Waiters: len(v.Waiters), ModifyIndex: v.ModifyIndex}
+	switch {
+	case v.Shared:
+		out.Mode = api.ModeShared
+	case v.Held:
 		out.Mode = api.ModeExclusive
-		out.Holders = append(out.Holders, api.Holder{Owner: v.Owner, Token: v.Token})
 	}
 	out.HolderCount = len(out.Holders)
 	return out

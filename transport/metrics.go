@@ -53,6 +53,9 @@ var nodeGaugeHelp = map[string]string{
 	"raftlock_cluster_time_ms":   "The state machine's cluster time.",
 	"raftlock_leases":            "Live leases.",
 	"raftlock_locks_held":        "Held locks.",
+	"raftlock_semaphores_in_use": "Semaphores with at least one permit held.",
+	"raftlock_semaphore_permits": "Semaphore permits held, over all semaphores.",
+	"raftlock_elections_led":     "Elections with a leader.",
 }
 
 func (c nodeCollector) Describe(ch chan<- *prometheus.Desc) {

@@ -30,6 +30,12 @@ type Node interface {
 	Release(ctx context.Context, name string, lease fsm.LeaseID, token uint64) error
 	LockStatus(ctx context.Context, name string, stale bool, waitIndex uint64, wait time.Duration) (fsm.LockView, error)
 	Locks(ctx context.Context, prefix, after string, limit int, stale bool) ([]fsm.LockView, bool, error)
+	SemaphoreAcquire(ctx context.Context, req cluster.SemaphoreRequest) (cluster.SemaphoreGrant, error)
+	SemaphoreRelease(ctx context.Context, name string, lease fsm.LeaseID, token uint64) error
+	SemaphoreStatus(ctx context.Context, name string, stale bool, waitIndex uint64, wait time.Duration) (fsm.SemaphoreView, error)
+	Campaign(ctx context.Context, req cluster.CampaignRequest) (cluster.ElectionGrant, error)
+	Resign(ctx context.Context, name string, lease fsm.LeaseID, token uint64) error
+	ElectionStatus(ctx context.Context, name string, stale bool, waitIndex uint64, wait time.Duration) (fsm.ElectionView, error)
 	Status() cluster.Status
 	AddVoter(ctx context.Context, info fsm.NodeInfo, replace bool) error
 	MemberRaftAddr(id string) (string, bool)
@@ -218,6 +224,12 @@ func (s *Server) apiRoutes() []route {
 		{"DELETE /v1/locks/{name...}", s.handleRelease},
 		{"GET /v1/locks/{name...}", s.handleLockStatus},
 		{"GET /v1/locks", s.handleListLocks},
+		{"PUT /v1/semaphores/{name...}", s.handleSemaphoreAcquire},
+		{"DELETE /v1/semaphores/{name...}", s.handleSemaphoreRelease},
+		{"GET /v1/semaphores/{name...}", s.handleSemaphoreStatus},
+		{"PUT /v1/elections/{name...}", s.handleCampaign},
+		{"DELETE /v1/elections/{name...}", s.handleResign},
+		{"GET /v1/elections/{name...}", s.handleElectionStatus},
 		{"GET /v1/cluster", s.handleCluster},
 		{"POST /v1/cluster/nodes", s.handleAddNode},
 		{"DELETE /v1/cluster/nodes/{id}", s.handleRemoveNode},
