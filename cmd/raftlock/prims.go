@@ -117,13 +117,8 @@ func runElect(c *cli.Context, a parsedArgs) error {
 }
 
 func semaphoreStatusCommand() *cli.Command {
-	return clientCommand(&cli.Command{
-		Name:      "semaphore-status",
-		Usage:     "show a semaphore: its limit, the permits held and the waiters",
-		ArgsUsage: "NAME",
-		Flags:     clientFlags(&cli.BoolFlag{Name: "stale", Usage: "let any node answer from its own state"}),
-	}, func(c *cli.Context, a parsedArgs) error {
-		return showStatus(c, a, "semaphore", func(ctx context.Context, cl *client.Client, name string, opts client.StatusOptions) (any, error) {
+	return statusCommandOf("semaphore-status", "show a semaphore: its limit, the permits held and the waiters", "semaphore",
+		func(ctx context.Context, cl *client.Client, name string, opts client.StatusOptions) (any, error) {
 			return cl.SemaphoreStatus(ctx, name, opts)
 		}, func(w *tabwriter.Writer, v any) {
 			st := v.(api.SemaphoreStatus)
@@ -136,17 +131,11 @@ func semaphoreStatusCommand() *cli.Command {
 			fmt.Fprintf(w, "waiters\t%d\n", st.Waiters)
 			fmt.Fprintf(w, "modify index\t%d\n", st.ModifyIndex)
 		})
-	})
 }
 
 func leaderCommand() *cli.Command {
-	return clientCommand(&cli.Command{
-		Name:      "leader",
-		Usage:     "show who leads an election and the value it published",
-		ArgsUsage: "NAME",
-		Flags:     clientFlags(&cli.BoolFlag{Name: "stale", Usage: "let any node answer from its own state"}),
-	}, func(c *cli.Context, a parsedArgs) error {
-		return showStatus(c, a, "election", func(ctx context.Context, cl *client.Client, name string, opts client.StatusOptions) (any, error) {
+	return statusCommandOf("leader", "show who leads an election and the value it published", "election",
+		func(ctx context.Context, cl *client.Client, name string, opts client.StatusOptions) (any, error) {
 			return cl.ElectionStatus(ctx, name, opts)
 		}, func(w *tabwriter.Writer, v any) {
 			st := v.(api.ElectionStatus)
@@ -160,13 +149,27 @@ func leaderCommand() *cli.Command {
 			fmt.Fprintf(w, "candidates\t%d\n", st.Candidates)
 			fmt.Fprintf(w, "modify index\t%d\n", st.ModifyIndex)
 		})
-	})
+}
+
+// statusReader reads the status of one primitive.
+type statusReader func(ctx context.Context, cl *client.Client, name string, opts client.StatusOptions) (any, error)
+
+// statusCommandOf is a one-name status command: read the status of the primitive of kind
+// and print it as JSON or, for people, with show.
+func statusCommandOf(name, usage, kind string, read statusReader, show func(*tabwriter.Writer, any)) *cli.Command {
+	return clientCommand(&cli.Command{
+		Name:      name,
+		Usage:     usage,
+		ArgsUsage: "NAME",
+		Description: "Reads are linearizable (answered by the leader) unless --stale lets any node answer from\n" +
+			"its own, possibly lagging, state.",
+		Flags: clientFlags(&cli.BoolFlag{Name: "stale", Usage: "let any node answer from its own state"}),
+	}, func(c *cli.Context, a parsedArgs) error { return showStatus(c, a, kind, read, show) })
 }
 
 // showStatus runs a one-name status command: read the status of the primitive of kind,
 // then print it as JSON or, for people, with show.
-func showStatus(c *cli.Context, a parsedArgs, kind string,
-	read func(context.Context, *client.Client, string, client.StatusOptions) (any, error), show func(*tabwriter.Writer, any)) error {
+func showStatus(c *cli.Context, a parsedArgs, kind string, read statusReader, show func(*tabwriter.Writer, any)) error {
 	if len(a.args) != 1 || a.dash {
 		return usageErrorf(c, "%s takes exactly one %s NAME", c.Command.Name, kind)
 	}

@@ -14,7 +14,6 @@ import (
 	"github.com/raftlock/raftlock/api"
 	"github.com/raftlock/raftlock/client"
 	"github.com/raftlock/raftlock/cluster/clustertest"
-	"github.com/raftlock/raftlock/test/testcluster"
 )
 
 // waitScript records that the command started (its first argument names a file to create,
@@ -59,13 +58,7 @@ func startedWith(t *testing.T, path string) (uint64, []string) {
 // TestCLI_Primitives runs `lock --shared`, `semaphore`, `elect`, `semaphore-status` and
 // `leader` as a user would, against one in-process cluster.
 func TestCLI_Primitives(t *testing.T) {
-	tc := testcluster.StartInProcess(t, 3, nil)
-	r := &cliRunner{t: t, bin: testcluster.Binary(t), eps: strings.Join(tc.Endpoints(), ",")}
-	c, err := client.New(tc.Endpoints())
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := clustertest.Ctx(t, 5*time.Minute)
+	r, c, ctx := startCLICluster(t)
 
 	t.Run("LockSharedRunsTogether", func(t *testing.T) {
 		r := &cliRunner{t: t, bin: r.bin, eps: r.eps}

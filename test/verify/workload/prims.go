@@ -57,12 +57,20 @@ func (c *Client) giveBack(ctx context.Context, kind Kind, route, name, lease, ow
 
 // SemaphoreStatus reads semaphore name (linearizable).
 func (c *Client) SemaphoreStatus(ctx context.Context, name string) Op {
-	n := c.node()
-	op := Op{Kind: SemStatus, Node: n, Lock: name, Call: c.Rec.Clock.Now()}
-	r := c.send(ctx, c.Endpoints[n], http.MethodGet, "/v1/semaphores/"+name, nil, 0, 0)
 	var s api.SemaphoreStatus
-	decode(&r, "semaphore status", &s)
-	op.Limit, op.Holders = s.Limit, holders(s.Permits)
+	return c.read(ctx, SemStatus, "/v1/semaphores/", name, &s, func(op *Op) {
+		op.Limit, op.Holders = s.Limit, holders(s.Permits)
+	})
+}
+
+// read sends GET route+name, decodes an OK answer into out, and lets fill copy it into
+// the record.
+func (c *Client) read(ctx context.Context, kind Kind, route, name string, out any, fill func(*Op)) Op {
+	n := c.node()
+	op := Op{Kind: kind, Node: n, Lock: name, Call: c.Rec.Clock.Now()}
+	r := c.send(ctx, c.Endpoints[n], http.MethodGet, route+name, nil, 0, 0)
+	decode(&r, string(kind), out)
+	fill(&op)
 	return c.record(op, r)
 }
 
@@ -98,11 +106,8 @@ func (c *Client) Resign(ctx context.Context, name, lease, owner string, token ui
 
 // ElectionStatus reads election name (linearizable).
 func (c *Client) ElectionStatus(ctx context.Context, name string) Op {
-	n := c.node()
-	op := Op{Kind: ElectStatus, Node: n, Lock: name, Call: c.Rec.Clock.Now()}
-	r := c.send(ctx, c.Endpoints[n], http.MethodGet, "/v1/elections/"+name, nil, 0, 0)
 	var s api.ElectionStatus
-	decode(&r, "election status", &s)
-	op.Elected, op.StatusOwner, op.Value, op.Token = s.Elected, s.Owner, s.Value, s.Token
-	return c.record(op, r)
+	return c.read(ctx, ElectStatus, "/v1/elections/", name, &s, func(op *Op) {
+		op.Elected, op.StatusOwner, op.Value, op.Token = s.Elected, s.Owner, s.Value, s.Token
+	})
 }
