@@ -286,6 +286,11 @@ func FuzzDecodeCommand(f *testing.F) {
 	for _, c := range versionCommands() {
 		f.Add(c.Encode(nil))
 	}
+	pg := newPGen(5, New(nil))
+	for i := 0; i < 40; i++ {
+		c := pg.next()
+		f.Add(c.Encode(nil))
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		c, err := DecodeCommand(data)
 		if err != nil {
@@ -308,7 +313,8 @@ func FuzzRestore(f *testing.F) {
 	for i, c := range versionCommands() {
 		s.ApplyCommand(uint64(301+i), &c)
 	}
-	f.Add(s.SnapshotBytes()) // format 2, with limits, node versions and ACLs
+	f.Add(s.SnapshotBytes())                        // format 2, with limits, node versions and ACLs
+	f.Add(primsState(&testing.T{}).SnapshotBytes()) // format 2, with every primitive in use
 	f.Fuzz(func(t *testing.T, data []byte) {
 		g := New(nil)
 		if err := g.Restore(io.NopCloser(bytes.NewReader(data))); err != nil {

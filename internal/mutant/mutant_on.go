@@ -66,6 +66,10 @@ var registry = []Mutant{
 	// release (§1)
 	{"release-ignores-token", "a release by the holder's lease succeeds with any token"},
 	{"revoke-leaves-locks", "revoking a lease leaves its locks held"},
+	// primitives (§9)
+	{"shared-beside-exclusive", "a shared lock request is granted beside an exclusive holder"},
+	{"semaphore-extra-permit", "a semaphore grants one permit more than its limit"},
+	{"election-two-leaders", "a campaign takes office while another lease leads"},
 	// fencing (§7)
 	{"fence-lt", "the SQL fence is raised only for a token strictly above it (< for <=): the holder cannot write twice"},
 	{"fence-skip-first-row", "the first fenced write of a resource does not create its fence row"},
