@@ -5,13 +5,16 @@
 #
 # 1. builds bin/raftlock, bin/raftlock-bench and bin/etcd-bench (bench/etcd, its own module);
 # 2. starts a three-node raftlock cluster (scripts/cluster.sh, throwaway state) and runs the
-#    uncontended, parallel and contended workloads, then keepalive and scale; stops it;
+#    uncontended, parallel and contended workloads, the shared (90% shared, 10% exclusive)
+#    and semaphore (limit 4) workloads, then keepalive and scale; stops it;
 # 3. starts a three-member etcd (scripts/etcd-local.sh, installs Debian's etcd-server if
-#    missing) and runs the same three lock workloads with concurrency.Mutex; stops it;
-# 4. prints both side by side with the ratio and issue 5's targets, then keepalive and scale.
+#    missing) and runs the same three lock workloads with concurrency.Mutex, and shared with
+#    etcd's nearest recipe (experimental/recipes RWMutex); etcd has no semaphore; stops it;
+# 4. prints both side by side with the ratio and issue 5's targets, then shared beside
+#    etcd's recipe, semaphore (raftlock only), keepalive and scale.
 #
 # The systems run one after the other, never together, so neither steals the other's CPU.
-# Full run: about 6 minutes (10 s per workload, 1,000,000 locks for scale). --quick: about a
+# Full run: about 7 minutes (10 s per workload, 1,000,000 locks for scale). --quick: about a
 # minute (3 s per workload, 50,000 locks, no snapshot wait). --out DIR keeps the JSON results
 # and the report. --profile also writes CPU profiles of the servers (bench/inproc) under the
 # parallel and contended workloads and prints their top entries.
@@ -83,6 +86,7 @@ status=0
 echo "== raftlock" >&2
 scripts/cluster.sh start >&2
 bin/raftlock-bench "${LOCKFLAGS[@]}" --json-out "$WORK/raftlock.json" uncontended parallel contended >/dev/null || status=$?
+bin/raftlock-bench "${LOCKFLAGS[@]}" --json-out "$WORK/raftlock-prims.json" shared semaphore >/dev/null || status=$?
 bin/raftlock-bench "${KAFLAGS[@]}" --json-out "$WORK/raftlock-keepalive.json" keepalive >/dev/null || status=$?
 bin/raftlock-bench "${SCALEFLAGS[@]}" --json-out "$WORK/raftlock-scale.json" scale >/dev/null || status=$?
 scripts/cluster.sh stop >&2
@@ -90,6 +94,7 @@ scripts/cluster.sh stop >&2
 echo "== etcd" >&2
 scripts/etcd-local.sh start >&2
 bin/etcd-bench "${LOCKFLAGS[@]}" --json-out "$WORK/etcd.json" uncontended parallel contended >/dev/null || status=$?
+bin/etcd-bench "${LOCKFLAGS[@]}" --json-out "$WORK/etcd-prims.json" shared >/dev/null || status=$?
 scripts/etcd-local.sh stop >&2
 
 if ((PROFILE)); then
@@ -111,6 +116,11 @@ fi
   echo "== raftlock and etcd, side by side (ratio = raftlock / etcd)"
   echo
   bin/raftlock-bench compare "$WORK/raftlock.json" "$WORK/etcd.json"
+  echo
+  echo "== shared lock (90% shared, 10% exclusive) and semaphore (limit 4), contended"
+  echo "   etcd: shared with experimental/recipes RWMutex (no fencing value); etcd has no semaphore"
+  echo
+  bin/raftlock-bench table "$WORK/raftlock-prims.json" "$WORK/etcd-prims.json"
   echo
   echo "== raftlock only: keepalive and scale"
   echo
