@@ -100,8 +100,9 @@ func TestNegativeControlPrimitives(t *testing.T) {
 			res := runCampaign(t, cfg)
 			t.Logf("\n%s\n%s", res.table(), res.verdictReport())
 			v := res.Verdicts[c.verdict]
-			if v.OK() {
-				t.Fatalf("the %s checker passed servers with the %s mutant (%d operations checked)", c.verdict, c.mutant, v.Checked)
+			if v.Kinds["illegal"] == 0 {
+				// A porcupine timeout also fails the verdict, but proves nothing.
+				t.Fatalf("the %s checker did not find the %s mutant's history illegal: %s", c.verdict, c.mutant, v)
 			}
 			for _, name := range checkerOrder {
 				if other := res.Verdicts[name]; name != c.verdict && name != "liveness" && !other.OK() {

@@ -172,6 +172,9 @@ func runCampaign(t *testing.T, cfg campaignConfig) *campaignResult {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if cfg.RWWorkers+cfg.SemWorkers+cfg.ElectWorkers > 0 {
+		c.waitPrimitives()
+	}
 	plan := nemesis.Plan(cfg.Seed, cfg.Rounds, cfg.Kinds, cfg.MinHold, cfg.MaxHold, cfg.SnapshotHold)
 	start := time.Now()
 	for r, f := range plan {
@@ -627,5 +630,26 @@ func (c *campaign) countPrims(ops []checker.Op) {
 		case checker.OutHeld, checker.OutSemFull, checker.OutElectionHeld, checker.OutModeConflict, checker.OutLimitConflict:
 			p.Refusals++
 		}
+	}
+}
+
+// waitPrimitives waits until the cluster serves the other primitives: a fresh cluster
+// activates protocol version 2, which they need, a moment after every node has reported
+// its version, and answers 503 no_leader until then. Those answers would enter the first
+// round's history as ambiguous operations, each one a branch for the checkers to explore.
+func (c *campaign) waitPrimitives() {
+	cli := workload.NewClient(c.cl.Endpoints(), c.ledger.URL, workload.NewRecorder(c.clock), "setup", 0, c.cfg.Seed)
+	defer cli.Close()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		// A permit of a semaphore no round uses, on an implicit lease that expires at once.
+		op := cli.AcquirePermit(context.Background(), "verify/ready", "", "setup", 1)
+		if op.Outcome == workload.OK || op.Outcome == workload.SemaphoreFull {
+			return
+		}
+		if time.Now().After(deadline) {
+			c.t.Fatalf("the cluster does not serve semaphores 30 s after it started: %s %s", op.Outcome, op.Err)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
