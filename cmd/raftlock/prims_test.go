@@ -214,3 +214,24 @@ func mustCLILease(t *testing.T, c *client.Client) *client.Lease {
 	})
 	return l
 }
+
+// TestCLI_PrimitivesHelp: the new commands document what they run and their exit codes.
+func TestCLI_PrimitivesHelp(t *testing.T) {
+	for cmd, wants := range map[string][]string{
+		"lock":      {"--shared", "shared holders"},
+		"semaphore": {"--limit", "RAFTLOCK_SEMAPHORE", "RAFTLOCK_TOKEN", "limit_conflict", "76"},
+		"elect":     {"--value", "only while leader", "resigns", "RAFTLOCK_ELECTION", "RAFTLOCK_VALUE", "76"},
+	} {
+		var out bytes.Buffer
+		app := newApp()
+		app.Writer = &out
+		if err := app.Run([]string{"raftlock", cmd, "--help"}); err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range wants {
+			if !strings.Contains(out.String(), want) {
+				t.Errorf("%s --help lacks %q", cmd, want)
+			}
+		}
+	}
+}
