@@ -1,12 +1,15 @@
 package transport_test
 
 import (
+	"encoding/json"
 	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/raftlock/raftlock/api"
+	"github.com/raftlock/raftlock/cluster"
 	"github.com/raftlock/raftlock/test/testcluster"
 )
 
@@ -235,5 +238,104 @@ func TestAPI_ElectionLifecycle(t *testing.T) {
 	call(t, "GET", f+"/v1/elections/svc/primary", "", &e)
 	if !e.Elected || e.Token != g.g.Token || e.Value != "10.0.0.3" || e.Candidates != 0 {
 		t.Fatalf("status after resign: %+v", e)
+	}
+}
+
+// ACL rules apply to a primitive's name as to a lock's: lock rights on the prefix to take,
+// release or campaign, read rights to read; a refused request applies nothing.
+func TestACL_PrimitivesFollowNameRules(t *testing.T) {
+	c := startACLCluster(t)
+	f := c.URL(c.Follower())
+	var mgmt api.ACLToken
+	if st, code := callAs(t, "", "POST", f+"/v1/acl/bootstrap", "", &mgmt); st != 200 {
+		t.Fatalf("bootstrap: %d %s", st, code)
+	}
+	m := mgmt.SecretID
+	for _, p := range []struct{ name, body string }{
+		{"jobs-read", `{"rules":[{"prefix":"jobs/","access":"read"}]}`},
+		{"jobs-lock", `{"rules":[{"prefix":"jobs/","access":"lock"}]}`},
+	} {
+		if st, code := callAs(t, m, "PUT", f+"/v1/acl/policies/"+p.name, p.body, nil); st != 200 {
+			t.Fatalf("policy %s: %d %s", p.name, st, code)
+		}
+	}
+	token := func(policy string) string {
+		var tok api.ACLToken
+		if st, code := callAs(t, m, "POST", f+"/v1/acl/tokens", `{"policies":["`+policy+`"]}`, &tok); st != 200 {
+			t.Fatalf("token: %d %s", st, code)
+		}
+		return tok.SecretID
+	}
+	ro, rw := token("jobs-read"), token("jobs-lock")
+	var sg api.SemaphoreGrant
+	if st, code := callAs(t, rw, "PUT", f+"/v1/semaphores/jobs/s", `{"limit":1}`, &sg); st != 200 {
+		t.Fatalf("semaphore with a lock token: %d %s", st, code)
+	}
+	var eg api.ElectionGrant
+	if st, code := callAs(t, rw, "PUT", f+"/v1/elections/jobs/e", `{"value":"v"}`, &eg); st != 200 {
+		t.Fatalf("campaign with a lock token: %d %s", st, code)
+	}
+	cases := []struct {
+		what, token, method, path, body string
+		status                          int
+	}{
+		{"no token", "", "PUT", "/v1/semaphores/jobs/t", `{"limit":1}`, 401},
+		{"read token taking a permit", ro, "PUT", "/v1/semaphores/jobs/t", `{"limit":1}`, 403},
+		{"lock token on another prefix", rw, "PUT", "/v1/semaphores/other/t", `{"limit":1}`, 403},
+		{"read token campaigning", ro, "PUT", "/v1/elections/jobs/f", `{"value":"v"}`, 403},
+		{"read token resigning", ro, "DELETE", "/v1/elections/jobs/e", fmt.Sprintf(`{"lease_id":%q,"token":%d}`, eg.LeaseID, eg.Token), 403},
+		{"read token releasing", ro, "DELETE", "/v1/semaphores/jobs/s", fmt.Sprintf(`{"lease_id":%q,"token":%d}`, sg.LeaseID, sg.Token), 403},
+		{"read token on another prefix", ro, "GET", "/v1/elections/other/e", ``, 403},
+		{"read token reading", ro, "GET", "/v1/elections/jobs/e", ``, 200},
+		{"read token reading a semaphore", ro, "GET", "/v1/semaphores/jobs/s", ``, 200},
+	}
+	for _, tc := range cases {
+		if st, code := callAs(t, tc.token, tc.method, f+tc.path, tc.body, nil); st != tc.status {
+			t.Errorf("%s: %d %s, want %d", tc.what, st, code, tc.status)
+		}
+	}
+	var e api.ElectionStatus
+	callAs(t, m, "GET", f+"/v1/elections/jobs/e", "", &e)
+	var s api.SemaphoreStatus
+	callAs(t, m, "GET", f+"/v1/semaphores/jobs/s", "", &s)
+	if !e.Elected || e.Token != eg.Token || len(s.Permits) != 1 {
+		t.Fatalf("refused requests changed state: %+v %+v", e, s)
+	}
+}
+
+// While a member speaks only protocol version 1 (a rolling upgrade in progress), the
+// primitives answer 503 with Retry-After and say that every node must be upgraded;
+// nothing is applied, and exclusive locks work as before.
+func TestAPI_PrimitivesWaitForVersion2(t *testing.T) {
+	c := testcluster.StartInProcess(t, 3, func(i int, cfg *cluster.Config) {
+		if i == 2 {
+			cfg.MaxVersion = 1
+		}
+	})
+	f := c.URL(c.Follower())
+	for _, r := range []struct{ method, path, body string }{
+		{"PUT", "/v1/semaphores/s", `{"limit":2}`},
+		{"PUT", "/v1/elections/e", `{"value":"v"}`},
+		{"PUT", "/v1/locks/l", `{"mode":"shared"}`},
+	} {
+		req, _ := http.NewRequest(r.method, f+r.path, strings.NewReader(r.body))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var eb api.ErrorBody
+		_ = json.NewDecoder(resp.Body).Decode(&eb)
+		resp.Body.Close()
+		if resp.StatusCode != 503 || resp.Header.Get("Retry-After") == "" || eb.Error.Code != api.CodeNoLeader || !strings.Contains(eb.Error.Message, "every node") {
+			t.Fatalf("%s %s at version 1: %d %+v", r.method, r.path, resp.StatusCode, eb)
+		}
+	}
+	if st, code := call(t, "PUT", f+"/v1/locks/l", `{}`, nil); st != 200 {
+		t.Fatalf("exclusive lock at version 1: %d %s", st, code)
+	}
+	var s api.SemaphoreStatus
+	call(t, "GET", f+"/v1/semaphores/s", "", &s)
+	if s.Limit != 0 {
+		t.Fatalf("refused semaphore request applied: %+v", s)
 	}
 }

@@ -66,7 +66,7 @@ var registry = []Mutant{
 	// release (§1)
 	{"release-ignores-token", "a release by the holder's lease succeeds with any token"},
 	{"revoke-leaves-locks", "revoking a lease leaves its locks held"},
-	// primitives (§9)
+	// primitives (§10)
 	{"shared-beside-exclusive", "a shared lock request is granted beside an exclusive holder"},
 	{"semaphore-extra-permit", "a semaphore grants one permit more than its limit"},
 	{"election-two-leaders", "a campaign takes office while another lease leads"},

@@ -1,0 +1,253 @@
+package cluster_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/raftlock/raftlock/cluster"
+	"github.com/raftlock/raftlock/cluster/clustertest"
+	"github.com/raftlock/raftlock/fsm"
+)
+
+// v2Leader registers every member's protocol version with the leader (followers do it
+// through their HTTP servers, which these tests have none of), waits until every node runs
+// protocol version 2, and returns the leader.
+func v2Leader(t *testing.T, c *clustertest.Cluster) *cluster.Node {
+	t.Helper()
+	l := leaderNode(c)
+	for _, n := range c.Nodes {
+		if err := l.RegisterVersion(clustertest.Ctx(t, 10*time.Second), n.ID(), fsm.Version); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.WaitFor(30*time.Second, "protocol version 2 everywhere", func() bool {
+		for _, n := range c.Nodes {
+			if n.FSM().Version() < 2 {
+				return false
+			}
+		}
+		return true
+	})
+	return leaderNode(c)
+}
+
+// A waiting permit request is answered by the commit that releases a permit (its token
+// is that entry's index), a waiting candidate by the resignation that elects it, and a
+// waiting shared request by the release that frees the lock.
+func TestNode_PrimWaitsAnsweredByTheFreeingCommit(t *testing.T) {
+	c := clustertest.Start(t, 3, nil)
+	ctx := clustertest.Ctx(t, 60*time.Second)
+	l := v2Leader(t, c)
+
+	p, err := l.SemaphoreAcquire(ctx, cluster.SemaphoreRequest{Name: "pool", Limit: 1, NewLease: true, TTL: 10_000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.SemaphoreAcquire(ctx, cluster.SemaphoreRequest{Name: "pool", Limit: 1, NewLease: true, TTL: 10_000}); !errors.Is(err, cluster.ErrSemaphoreFull) {
+		t.Fatalf("full: %v", err)
+	}
+	var lc *cluster.LimitConflictError
+	if _, err := l.SemaphoreAcquire(ctx, cluster.SemaphoreRequest{Name: "pool", Limit: 4, NewLease: true, TTL: 10_000}); !errors.As(err, &lc) || lc.Limit != 1 {
+		t.Fatalf("limit conflict: %v", err)
+	}
+	semDone := make(chan cluster.SemaphoreGrant, 1)
+	go func() {
+		g, err := l.SemaphoreAcquire(ctx, cluster.SemaphoreRequest{Name: "pool", Limit: 1, NewLease: true, TTL: 10_000, Wait: 30 * time.Second})
+		if err != nil {
+			t.Errorf("waiting permit: %v", err)
+		}
+		semDone <- g
+	}()
+	clustertest.WaitFor(t, 10*time.Second, "a permit waiter", func() bool { return len(l.FSM().Semaphore("pool").Waiters) == 1 })
+	if err := l.SemaphoreRelease(ctx, "pool", p.Lease, p.Token); err != nil {
+		t.Fatal(err)
+	}
+	g := <-semDone
+	if v := l.FSM().Semaphore("pool"); g.Token <= p.Token || len(v.Permits) != 1 || v.Permits[0].Token != g.Token || v.ModifyIndex != g.Token {
+		t.Fatalf("handover: grant %+v, state %+v", g, v)
+	}
+
+	e, err := l.Campaign(ctx, cluster.CampaignRequest{Name: "svc", Value: "a", NewLease: true, TTL: 10_000})
+	if err != nil || e.Value != "a" || e.ModifyIndex != e.Token {
+		t.Fatalf("campaign: %+v %v", e, err)
+	}
+	elDone := make(chan cluster.ElectionGrant, 1)
+	go func() {
+		g, err := l.Campaign(ctx, cluster.CampaignRequest{Name: "svc", Value: "b", Owner: "B", NewLease: true, TTL: 10_000, Wait: 30 * time.Second})
+		if err != nil {
+			t.Errorf("waiting candidate: %v", err)
+		}
+		elDone <- g
+	}()
+	clustertest.WaitFor(t, 10*time.Second, "a candidate", func() bool { return len(l.FSM().Election("svc").Candidates) == 1 })
+	if err := l.Resign(ctx, "svc", e.Lease, e.Token); err != nil {
+		t.Fatal(err)
+	}
+	if g := <-elDone; g.Value != "b" || g.Owner != "B" || g.Token <= e.Token || g.ModifyIndex != g.Token {
+		t.Fatalf("elected candidate: %+v", g)
+	}
+
+	w, err := l.Acquire(ctx, cluster.AcquireRequest{Name: "db", NewLease: true, TTL: 10_000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Acquire(ctx, cluster.AcquireRequest{Name: "db", Lease: w.Lease, Shared: true}); !errors.Is(err, cluster.ErrModeConflict) {
+		t.Fatalf("downgrade: %v", err)
+	}
+	readers := make(chan cluster.Grant, 2)
+	for i := 0; i < 2; i++ {
+		go func() {
+			g, err := l.Acquire(ctx, cluster.AcquireRequest{Name: "db", Shared: true, NewLease: true, TTL: 10_000, Wait: 30 * time.Second})
+			if err != nil {
+				t.Errorf("waiting reader: %v", err)
+			}
+			readers <- g
+		}()
+	}
+	clustertest.WaitFor(t, 10*time.Second, "two readers waiting", func() bool { return len(l.FSM().Lock("db").Waiters) == 2 })
+	if err := l.Release(ctx, "db", w.Lease, w.Token); err != nil {
+		t.Fatal(err)
+	}
+	a, b := <-readers, <-readers
+	if !a.Shared || a.Token != b.Token || a.Token <= w.Token {
+		t.Fatalf("readers granted by one commit: %+v %+v", a, b)
+	}
+}
+
+// A waiting request whose caller goes away leaves the queue (Dequeue), and the lease it
+// created for itself is revoked: nothing waits for a client that is gone.
+func TestNode_AbandonedPrimWaitsAreDequeued(t *testing.T) {
+	c := clustertest.Start(t, 3, nil)
+	ctx := clustertest.Ctx(t, 60*time.Second)
+	l := v2Leader(t, c)
+	if _, err := l.SemaphoreAcquire(ctx, cluster.SemaphoreRequest{Name: "s", Limit: 1, NewLease: true, TTL: 10_000}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Campaign(ctx, cluster.CampaignRequest{Name: "e", Value: "v", NewLease: true, TTL: 10_000}); err != nil {
+		t.Fatal(err)
+	}
+	leases := l.FSM().LeaseCount()
+	for _, try := range []func(ctx context.Context) error{
+		func(ctx context.Context) error {
+			_, err := l.SemaphoreAcquire(ctx, cluster.SemaphoreRequest{Name: "s", Limit: 1, NewLease: true, TTL: 10_000, Wait: time.Minute})
+			return err
+		},
+		func(ctx context.Context) error {
+			_, err := l.Campaign(ctx, cluster.CampaignRequest{Name: "e", Value: "w", NewLease: true, TTL: 10_000, Wait: time.Minute})
+			return err
+		},
+	} {
+		wctx, cancel := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		go func() { done <- try(wctx) }()
+		clustertest.WaitFor(t, 10*time.Second, "queued", func() bool {
+			return len(l.FSM().Semaphore("s").Waiters)+len(l.FSM().Election("e").Candidates) == 1
+		})
+		cancel()
+		// As for locks: the caller went away after its request was proposed.
+		if err := <-done; !errors.Is(err, cluster.ErrUnknownOutcome) {
+			t.Fatalf("abandoned wait: %v", err)
+		}
+		clustertest.WaitFor(t, 10*time.Second, "dequeued and revoked", func() bool {
+			return len(l.FSM().Semaphore("s").Waiters)+len(l.FSM().Election("e").Candidates) == 0 && l.FSM().LeaseCount() == leases
+		})
+	}
+	// A wait that ends in the state machine answers wait_timeout and leaves nothing.
+	if _, err := l.SemaphoreAcquire(ctx, cluster.SemaphoreRequest{Name: "s", Limit: 1, NewLease: true, TTL: 10_000, Wait: 300 * time.Millisecond}); !errors.Is(err, cluster.ErrWaitTimeout) {
+		t.Fatalf("timed-out wait: %v", err)
+	}
+	clustertest.WaitFor(t, 10*time.Second, "implicit lease revoked", func() bool { return l.FSM().LeaseCount() == leases })
+}
+
+// An election status read with wait_index blocks until the next change of leader or value
+// and returns it; a proclaim that does not change the value is not a change.
+func TestNode_ElectionStatusBlocksUntilAChange(t *testing.T) {
+	c := clustertest.Start(t, 3, nil)
+	ctx := clustertest.Ctx(t, 60*time.Second)
+	l := v2Leader(t, c)
+	e, err := l.Campaign(ctx, cluster.CampaignRequest{Name: "svc", Value: "v1", NewLease: true, TTL: 10_000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := l.ElectionStatus(ctx, "svc", false, 0, 0)
+	if err != nil || v.ModifyIndex != e.Token {
+		t.Fatalf("status: %+v %v", v, err)
+	}
+	got := make(chan fsm.ElectionView, 1)
+	go func() {
+		v, err := c.Nodes[c.Follower()].ElectionStatus(ctx, "svc", true, e.Token, 30*time.Second)
+		if err != nil {
+			t.Errorf("blocking read: %v", err)
+		}
+		got <- v
+	}()
+	clustertest.WaitFor(t, 10*time.Second, "the blocking read to watch", func() bool {
+		n := 0
+		for _, node := range c.Nodes {
+			n += node.WatchCount()
+		}
+		return n >= 1
+	})
+	same, err := l.Campaign(ctx, cluster.CampaignRequest{Name: "svc", Value: "v1", Lease: e.Lease, Token: e.Token})
+	if err != nil || same.ModifyIndex != e.Token {
+		t.Fatalf("proclaim of the same value: %+v %v", same, err)
+	}
+	p, err := l.Campaign(ctx, cluster.CampaignRequest{Name: "svc", Value: "v2", Lease: e.Lease, Token: e.Token})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := <-got; v.Value != "v2" || v.ModifyIndex != p.ModifyIndex || v.Token != e.Token {
+		t.Fatalf("observer saw %+v, want the proclaim at %d", v, p.ModifyIndex)
+	}
+	// A semaphore not in use is woken when another semaphore is deleted (its modify index
+	// moves), never stranded.
+	sv, err := l.SemaphoreStatus(ctx, "idle", false, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	woke := make(chan fsm.SemaphoreView, 1)
+	go func() {
+		v, _ := l.SemaphoreStatus(ctx, "idle", false, sv.ModifyIndex, 30*time.Second)
+		woke <- v
+	}()
+	g, err := l.SemaphoreAcquire(ctx, cluster.SemaphoreRequest{Name: "other", Limit: 1, NewLease: true, TTL: 10_000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.SemaphoreRelease(ctx, "other", g.Lease, g.Token); err != nil {
+		t.Fatal(err)
+	}
+	if v := <-woke; v.ModifyIndex <= sv.ModifyIndex || v.Limit != 0 {
+		t.Fatalf("idle semaphore read: %+v", v)
+	}
+}
+
+// While any member speaks only protocol version 1, the primitives are refused before
+// anything is proposed (a version 1 node would halt on them); the lock works as before.
+func TestNode_PrimsRefusedWhileAMemberSpeaksVersion1(t *testing.T) {
+	c := clustertest.Start(t, 3, func(i int, cfg *cluster.Config) {
+		if i == 2 {
+			cfg.MaxVersion = 1
+		}
+	})
+	ctx := clustertest.Ctx(t, 60*time.Second)
+	l := leaderNode(c)
+	before := l.FSM().AppliedIndex()
+	if _, err := l.SemaphoreAcquire(ctx, cluster.SemaphoreRequest{Name: "s", Limit: 1, NewLease: true, TTL: 10_000}); !errors.Is(err, cluster.ErrPrimsInactive) {
+		t.Fatalf("semaphore at version 1: %v", err)
+	}
+	if _, err := l.Campaign(ctx, cluster.CampaignRequest{Name: "e", NewLease: true, TTL: 10_000}); !errors.Is(err, cluster.ErrPrimsInactive) {
+		t.Fatalf("campaign at version 1: %v", err)
+	}
+	if _, err := l.Acquire(ctx, cluster.AcquireRequest{Name: "x", Shared: true, NewLease: true, TTL: 10_000}); !errors.Is(err, cluster.ErrPrimsInactive) {
+		t.Fatalf("shared lock at version 1: %v", err)
+	}
+	if _, err := l.Acquire(ctx, cluster.AcquireRequest{Name: "x", NewLease: true, TTL: 10_000}); err != nil {
+		t.Fatalf("exclusive lock at version 1: %v", err)
+	}
+	if l.FSM().Version() != 1 || l.FSM().LeaseCount() != 1 || l.FSM().AppliedIndex() <= before {
+		t.Fatalf("version %d, %d leases", l.FSM().Version(), l.FSM().LeaseCount())
+	}
+}
