@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -150,7 +151,9 @@ const observeWait = 60 * time.Second
 // higher than the last one sent (a new leader, a proclaimed value, a resignation or an
 // expiry). Changes that come faster than a read returns are coalesced: the newest state
 // is always sent. Failed reads are retried with the client's backoff. The channel is
-// closed when ctx ends.
+// closed when ctx ends, or when a read fails in a way asking again cannot fix (an invalid
+// name, a token refused: ErrInvalid, ErrUnauthenticated, ErrPermissionDenied; Leader
+// returns the same error).
 func (e *Election) Observe(ctx context.Context) <-chan ElectionLeader {
 	ch := make(chan ElectionLeader)
 	go func() {
@@ -165,6 +168,10 @@ func (e *Election) Observe(ctx context.Context) <-chan ElectionLeader {
 			}
 			st, err := e.c.ElectionStatus(ctx, e.name, opts)
 			if err != nil {
+				if errors.Is(err, ErrInvalid) || errors.Is(err, ErrUnauthenticated) || errors.Is(err, ErrPermissionDenied) {
+					e.c.log.Warn("observe: the election cannot be read; stopping", "election", e.name, "error", err)
+					return // asking again cannot succeed
+				}
 				if ctx.Err() == nil {
 					e.c.log.Debug("observe: reading the election failed; retrying", "election", e.name, "error", err)
 					select {

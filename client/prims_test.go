@@ -296,3 +296,18 @@ func TestClient_Primitives(t *testing.T) {
 		}
 	})
 }
+
+// TestElection_ObserveStopsOnInvalidName: a read that can never succeed closes the
+// channel instead of being retried forever.
+func TestElection_ObserveStopsOnInvalidName(t *testing.T) {
+	c := newClient(t, []string{"http://127.0.0.1:1"})
+	ch := c.NewElection("").Observe(ctxFor(t, 10*time.Second))
+	select {
+	case l, ok := <-ch:
+		if ok {
+			t.Fatalf("observed %+v for an invalid name", l)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Observe still retries a name that cannot be valid")
+	}
+}
