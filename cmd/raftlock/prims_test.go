@@ -75,15 +75,16 @@ func TestCLI_Primitives(t *testing.T) {
 			}
 		}
 		// A writer beside a reader is refused.
-		g, err := c.Acquire(ctx, "cli/rw", client.AcquireOptions{Mode: api.ModeShared, TTL: 10 * time.Second, Owner: "reader"})
-		if err != nil {
-			t.Fatal(err)
+		res := r.run("acquire", "cli/rw", "--shared", "--ttl", "10s", "--owner", "reader", "--json")
+		var g api.Grant
+		if err := json.Unmarshal([]byte(res.stdout), &g); err != nil || g.Mode != api.ModeShared {
+			t.Fatalf("acquire --shared: %d %q %v", res.code, res.stdout, err)
 		}
 		defer c.Revoke(ctx, g.LeaseID)
 		if res := r.run("lock", "cli/rw", "--wait", "0", "--", "true"); res.code != exitNotAcquired {
 			t.Fatalf("exclusive lock beside a reader exited %d; want %d\n%s", res.code, exitNotAcquired, res.stderr)
 		}
-		res := r.run("status", "cli/rw")
+		res = r.run("status", "cli/rw")
 		if res.code != 0 || !strings.Contains(res.stdout, "shared, 1 holders") || !strings.Contains(res.stdout, "reader") {
 			t.Fatalf("status of a lock held shared: %d %q %s", res.code, res.stdout, res.stderr)
 		}
