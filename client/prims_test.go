@@ -8,15 +8,11 @@ import (
 
 	"github.com/raftlock/raftlock/api"
 	"github.com/raftlock/raftlock/client"
-	"github.com/raftlock/raftlock/test/testcluster"
 )
 
-// TestClient_Primitives runs RWMutex, Semaphore and Election against one three-node
-// cluster; each subtest uses its own names.
-func TestClient_Primitives(t *testing.T) {
-	tc := testcluster.StartInProcess(t, 3, nil)
-	eps := tc.Endpoints()
-
+// testPrimitives runs RWMutex, Semaphore and Election against the cluster of
+// TestClient_InProcess at eps; each subtest uses its own names.
+func testPrimitives(t *testing.T, eps []string) {
 	t.Run("RWMutexSharedThenExclusive", func(t *testing.T) {
 		c := newClient(t, eps)
 		ctx := ctxFor(t, 30*time.Second)
