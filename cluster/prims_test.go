@@ -116,8 +116,8 @@ func TestNode_PrimWaitsAnsweredByTheFreeingCommit(t *testing.T) {
 	}
 }
 
-// A waiting request whose caller goes away leaves the queue (Dequeue), and the lease it
-// created for itself is revoked: nothing waits for a client that is gone.
+// A waiting request whose caller goes away leaves the queue (Dequeue), and a lease the
+// request created for itself is revoked: nothing waits for a client that is gone.
 func TestNode_AbandonedPrimWaitsAreDequeued(t *testing.T) {
 	c := clustertest.Start(t, 3, nil)
 	ctx := clustertest.Ctx(t, 60*time.Second)
@@ -128,33 +128,41 @@ func TestNode_AbandonedPrimWaitsAreDequeued(t *testing.T) {
 	if _, err := l.Campaign(ctx, cluster.CampaignRequest{Name: "e", Value: "v", NewLease: true, TTL: 10_000}); err != nil {
 		t.Fatal(err)
 	}
-	leases := l.FSM().LeaseCount()
-	for _, try := range []func(ctx context.Context) error{
-		func(ctx context.Context) error {
-			_, err := l.SemaphoreAcquire(ctx, cluster.SemaphoreRequest{Name: "s", Limit: 1, NewLease: true, TTL: 10_000, Wait: time.Minute})
-			return err
-		},
-		func(ctx context.Context) error {
-			_, err := l.Campaign(ctx, cluster.CampaignRequest{Name: "e", Value: "w", NewLease: true, TTL: 10_000, Wait: time.Minute})
-			return err
-		},
-	} {
-		wctx, cancel := context.WithCancel(ctx)
-		done := make(chan error, 1)
-		go func() { done <- try(wctx) }()
-		clustertest.WaitFor(t, 10*time.Second, "queued", func() bool {
-			return len(l.FSM().Semaphore("s").Waiters)+len(l.FSM().Election("e").Candidates) == 1
-		})
-		cancel()
-		// As for locks: the caller went away after its request was proposed.
-		if err := <-done; !errors.Is(err, cluster.ErrUnknownOutcome) {
-			t.Fatalf("abandoned wait: %v", err)
+	// With its own lease, which stays: only the dequeue takes it out of the queue.
+	own, err := l.CreateLease(ctx, 30_000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	queued := func() int { return len(l.FSM().Semaphore("s").Waiters) + len(l.FSM().Election("e").Candidates) }
+	for _, newLease := range []bool{false, true} {
+		leases := l.FSM().LeaseCount()
+		for _, try := range []func(ctx context.Context) error{
+			func(ctx context.Context) error {
+				_, err := l.SemaphoreAcquire(ctx, cluster.SemaphoreRequest{Name: "s", Limit: 1, Lease: own, NewLease: newLease, TTL: 10_000, Wait: time.Minute})
+				return err
+			},
+			func(ctx context.Context) error {
+				_, err := l.Campaign(ctx, cluster.CampaignRequest{Name: "e", Value: "w", Lease: own, NewLease: newLease, TTL: 10_000, Wait: time.Minute})
+				return err
+			},
+		} {
+			wctx, cancel := context.WithCancel(ctx)
+			done := make(chan error, 1)
+			go func() { done <- try(wctx) }()
+			clustertest.WaitFor(t, 10*time.Second, "queued", func() bool { return queued() == 1 })
+			cancel()
+			// As for locks: the caller went away after its request was proposed.
+			if err := <-done; !errors.Is(err, cluster.ErrUnknownOutcome) {
+				t.Fatalf("abandoned wait: %v", err)
+			}
+			clustertest.WaitFor(t, 10*time.Second, "dequeued", func() bool { return queued() == 0 && l.FSM().LeaseCount() == leases })
 		}
-		clustertest.WaitFor(t, 10*time.Second, "dequeued and revoked", func() bool {
-			return len(l.FSM().Semaphore("s").Waiters)+len(l.FSM().Election("e").Candidates) == 0 && l.FSM().LeaseCount() == leases
-		})
+	}
+	if _, ok := l.FSM().Lease(own); !ok {
+		t.Fatal("the caller's own lease was revoked")
 	}
 	// A wait that ends in the state machine answers wait_timeout and leaves nothing.
+	leases := l.FSM().LeaseCount()
 	if _, err := l.SemaphoreAcquire(ctx, cluster.SemaphoreRequest{Name: "s", Limit: 1, NewLease: true, TTL: 10_000, Wait: 300 * time.Millisecond}); !errors.Is(err, cluster.ErrWaitTimeout) {
 		t.Fatalf("timed-out wait: %v", err)
 	}
@@ -177,7 +185,7 @@ func TestNode_ElectionStatusBlocksUntilAChange(t *testing.T) {
 	}
 	got := make(chan fsm.ElectionView, 1)
 	go func() {
-		v, err := c.Nodes[c.Follower()].ElectionStatus(ctx, "svc", true, e.Token, 30*time.Second)
+		v, err := c.Nodes[c.Follower()].ElectionStatus(ctx, "svc", true, e.Token, time.Minute)
 		if err != nil {
 			t.Errorf("blocking read: %v", err)
 		}
@@ -198,8 +206,14 @@ func TestNode_ElectionStatusBlocksUntilAChange(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v := <-got; v.Value != "v2" || v.ModifyIndex != p.ModifyIndex || v.Token != e.Token {
-		t.Fatalf("observer saw %+v, want the proclaim at %d", v, p.ModifyIndex)
+	// Woken by the change, well before its minute is up.
+	select {
+	case v := <-got:
+		if v.Value != "v2" || v.ModifyIndex != p.ModifyIndex || v.Token != e.Token {
+			t.Fatalf("observer saw %+v, want the proclaim at %d", v, p.ModifyIndex)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the blocking read was not woken by the proclaim")
 	}
 	// A semaphore not in use is woken when another semaphore is deleted (its modify index
 	// moves), never stranded.
@@ -209,7 +223,7 @@ func TestNode_ElectionStatusBlocksUntilAChange(t *testing.T) {
 	}
 	woke := make(chan fsm.SemaphoreView, 1)
 	go func() {
-		v, _ := l.SemaphoreStatus(ctx, "idle", false, sv.ModifyIndex, 30*time.Second)
+		v, _ := l.SemaphoreStatus(ctx, "idle", false, sv.ModifyIndex, time.Minute)
 		woke <- v
 	}()
 	g, err := l.SemaphoreAcquire(ctx, cluster.SemaphoreRequest{Name: "other", Limit: 1, NewLease: true, TTL: 10_000})
@@ -219,8 +233,13 @@ func TestNode_ElectionStatusBlocksUntilAChange(t *testing.T) {
 	if err := l.SemaphoreRelease(ctx, "other", g.Lease, g.Token); err != nil {
 		t.Fatal(err)
 	}
-	if v := <-woke; v.ModifyIndex <= sv.ModifyIndex || v.Limit != 0 {
-		t.Fatalf("idle semaphore read: %+v", v)
+	select {
+	case v := <-woke:
+		if v.ModifyIndex <= sv.ModifyIndex || v.Limit != 0 {
+			t.Fatalf("idle semaphore read: %+v", v)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the blocking read of a semaphore not in use was not woken when another was deleted")
 	}
 }
 

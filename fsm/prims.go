@@ -266,7 +266,9 @@ func (s *state) semAcquire(index uint64, c *Command, r *Result) {
 	var waiting bool
 	if sm != nil && l != nil {
 		mine = sm.permits.get(l.id)
-		_, waiting = l.p().semWaits[c.Name]
+		if l.prims != nil {
+			_, waiting = l.prims.semWaits[c.Name]
+		}
 	}
 	free := sm == nil || uint64(sm.permits.len()) < sm.limit && sm.queue.len == 0
 	if mutant.Is("semaphore-extra-permit") && sm != nil && uint64(sm.permits.len()) == sm.limit && sm.queue.len == 0 {
