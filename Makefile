@@ -51,7 +51,7 @@ verify: build
 mutants:
 	scripts/mutants.sh
 
-## bench: raftlock beside etcd on this machine (about 12 min; BENCHFLAGS=--quick for about 2)
+## bench: raftlock beside etcd on this machine (about 14 min; BENCHFLAGS=--quick for about 2)
 bench:
 	scripts/bench.sh $(BENCHFLAGS)
 

@@ -507,14 +507,24 @@ func redactID(id string) string {
 	return id[:6] + "…"
 }
 
+// Route prefixes of the primitives; the name follows, always last in the path.
+const (
+	locksRoute      = "/v1/locks/"
+	semaphoresRoute = "/v1/semaphores/"
+	electionsRoute  = "/v1/elections/"
+)
+
 // lockPath escapes each segment of a lock name, so that names such as "accounts/A" or
 // "a b?c" reach the server unchanged.
-func lockPath(name string) string {
+func lockPath(name string) string { return namePath(locksRoute, name) }
+
+// namePath is route followed by name, each segment escaped.
+func namePath(route, name string) string {
 	segs := strings.Split(name, "/")
 	for i, s := range segs {
 		segs[i] = url.PathEscape(s)
 	}
-	return "/v1/locks/" + strings.Join(segs, "/")
+	return route + strings.Join(segs, "/")
 }
 
 // ms converts a duration to whole milliseconds, rounding up so that a positive duration
@@ -529,6 +539,33 @@ func ms(d time.Duration) int64 {
 func checkName(op, name string) error {
 	if ae := api.ValidateName(name); ae != nil {
 		return wrap(ErrInvalid, ae, "%s: %s", op, ae.Message)
+	}
+	return nil
+}
+
+// checkNameAt checks the name of the primitive at route; the message names its kind.
+func checkNameAt(op, route, name string) error {
+	kind := "lock"
+	switch route {
+	case semaphoresRoute:
+		kind = "semaphore"
+	case electionsRoute:
+		kind = "election"
+	}
+	return checkNameOf(op, kind, name)
+}
+
+// checkNameOf checks the name of a primitive of kind ("lock", "semaphore", "election").
+func checkNameOf(op, kind, name string) error {
+	if ae := api.ValidateNameOf(kind, name); ae != nil {
+		return wrap(ErrInvalid, ae, "%s: %s", op, ae.Message)
+	}
+	return nil
+}
+
+func checkWait(op string, wait time.Duration) error {
+	if wait < 0 || ms(wait) > api.MaxWaitMs {
+		return wrap(ErrInvalid, nil, "%s: wait %v is outside 0 to %v", op, wait, time.Duration(api.MaxWaitMs)*time.Millisecond)
 	}
 	return nil
 }
@@ -677,6 +714,10 @@ type AcquireOptions struct {
 	// (after a crash, say); it is then as secret as a lease ID, and must be 16 to 128
 	// characters of [A-Za-z0-9_-] drawn at random. It must be empty when LeaseID is set.
 	RequestID string
+	// Mode is the lock's mode: "" or api.ModeExclusive for an exclusive grant (one holder
+	// at a time), api.ModeShared for a shared one (any number of shared holders, and no
+	// exclusive holder beside them). Ignored by the other primitives.
+	Mode string
 }
 
 // Acquire takes lock name and returns the grant with its fencing token. Acquire is
@@ -692,27 +733,47 @@ func (c *Client) Acquire(ctx context.Context, name string, opts AcquireOptions) 
 
 func (c *Client) acquire(ctx context.Context, name string, opts AcquireOptions) (api.Grant, result, error) {
 	op := fmt.Sprintf("acquire %q", name)
-	if err := checkName(op, name); err != nil {
-		return api.Grant{}, result{}, err
+	mode, ae := api.NormalizeMode(opts.Mode)
+	if ae != nil {
+		return api.Grant{}, result{}, wrap(ErrInvalid, ae, "%s: %s", op, ae.Message)
+	}
+	if mode == api.ModeExclusive {
+		mode = "" // what a server older than shared locks understands too
+	}
+	var out api.Grant
+	res, err := c.acquireAt(ctx, op, locksRoute, name, opts, func(r api.AcquireRequest) any {
+		r.Mode = mode
+		return r
+	}, &out)
+	return out, res, err
+}
+
+// acquireAt sends an acquire-like request (a lock, a permit, a campaign) for name at route: opts
+// become the fields every such request shares, and body wraps them into the primitive's
+// own request. It checks the name and options, draws the request ID of a lease created
+// with the grant, and asks a retried waiting request only for the wait that remains.
+func (c *Client) acquireAt(ctx context.Context, op, route, name string, opts AcquireOptions, body func(api.AcquireRequest) any, out any) (result, error) {
+	if err := checkNameAt(op, route, name); err != nil {
+		return result{}, err
 	}
 	reqID := opts.RequestID
 	if opts.LeaseID != "" {
 		if err := checkLeaseID(op, opts.LeaseID); err != nil {
-			return api.Grant{}, result{}, err
+			return result{}, err
 		}
 		if reqID != "" {
-			return api.Grant{}, result{}, wrap(ErrInvalid, nil, "%s: a request ID is only for an acquire without a lease", op)
+			return result{}, wrap(ErrInvalid, nil, "%s: a request ID is only for an acquire without a lease", op)
 		}
 	} else if reqID == "" {
 		// One ID per logical acquire, the same on every retry below: an attempt that was
 		// applied but whose answer was lost must not leave a second lease (holding the
-		// lock, or queued for it) behind.
+		// grant, or queued for it) behind.
 		reqID = newRequestID()
 	} else if ae := api.ValidateRequestID(reqID); ae != nil {
-		return api.Grant{}, result{}, wrap(ErrInvalid, ae, "%s: %s", op, ae.Message)
+		return result{}, wrap(ErrInvalid, ae, "%s: %s", op, ae.Message)
 	}
-	if opts.Wait < 0 || ms(opts.Wait) > api.MaxWaitMs {
-		return api.Grant{}, result{}, wrap(ErrInvalid, nil, "%s: wait %v is outside 0 to %v", op, opts.Wait, time.Duration(api.MaxWaitMs)*time.Millisecond)
+	if err := checkWait(op, opts.Wait); err != nil {
+		return result{}, err
 	}
 	// A retried waiting acquire asks only for the wait that remains, so that failover does
 	// not stretch the caller's wait.
@@ -723,16 +784,14 @@ func (c *Client) acquire(ctx context.Context, name string, opts AcquireOptions) 
 		}
 		return max(time.Until(waitEnd), time.Millisecond)
 	}
-	var out api.Grant
-	res, err := c.do(ctx, &request{
-		op: op, method: http.MethodPut, path: lockPath(name),
+	return c.do(ctx, &request{
+		op: op, method: http.MethodPut, path: namePath(route, name),
 		body: func() any {
-			return api.AcquireRequest{LeaseID: opts.LeaseID, TTLMs: ms(opts.TTL), WaitMs: ms(remaining()), Owner: opts.Owner, RequestID: reqID}
+			return body(api.AcquireRequest{LeaseID: opts.LeaseID, TTLMs: ms(opts.TTL), WaitMs: ms(remaining()), Owner: opts.Owner, RequestID: reqID})
 		},
 		waitFn:  remaining,
 		secrets: []string{opts.LeaseID, reqID},
-	}, &out)
-	return out, res, err
+	}, out)
 }
 
 // newRequestID draws an acquire's request ID: 128 random bits as 32 hex characters, as
@@ -753,8 +812,13 @@ func (c *Client) Release(ctx context.Context, name, leaseID string, token uint64
 }
 
 func (c *Client) release(ctx context.Context, name, leaseID string, token uint64) (result, error) {
-	op := fmt.Sprintf("release %q", name)
-	if err := checkName(op, name); err != nil {
+	return c.releaseAt(ctx, fmt.Sprintf("release %q", name), locksRoute, name, leaseID, token)
+}
+
+// releaseAt gives back the grant (a lock, a permit, a leadership) of name at route, held
+// by leaseID with token.
+func (c *Client) releaseAt(ctx context.Context, op, route, name, leaseID string, token uint64) (result, error) {
+	if err := checkNameAt(op, route, name); err != nil {
 		return result{}, err
 	}
 	if err := checkLeaseID(op, leaseID); err != nil {
@@ -764,7 +828,7 @@ func (c *Client) release(ctx context.Context, name, leaseID string, token uint64
 		return result{}, wrap(ErrInvalid, nil, "%s: the token of the grant is required", op)
 	}
 	return c.do(ctx, &request{
-		op: op, method: http.MethodDelete, path: lockPath(name),
+		op: op, method: http.MethodDelete, path: namePath(route, name),
 		body:    func() any { return api.ReleaseRequest{LeaseID: leaseID, Token: token} },
 		secrets: []string{leaseID},
 	}, &api.ReleaseResult{})
@@ -784,12 +848,19 @@ type StatusOptions struct {
 
 // Status reads the state of lock name. A free lock has Held false and Token zero.
 func (c *Client) Status(ctx context.Context, name string, opts StatusOptions) (api.LockStatus, error) {
-	op := fmt.Sprintf("status %q", name)
-	if err := checkName(op, name); err != nil {
-		return api.LockStatus{}, err
+	var out api.LockStatus
+	err := c.statusAt(ctx, fmt.Sprintf("status %q", name), locksRoute, name, opts, &out)
+	return out, err
+}
+
+// statusAt reads the status of name at route (a lock's, a semaphore's, an election's),
+// blocking when opts ask for it.
+func (c *Client) statusAt(ctx context.Context, op, route, name string, opts StatusOptions, out any) error {
+	if err := checkNameAt(op, route, name); err != nil {
+		return err
 	}
-	if opts.Wait < 0 || ms(opts.Wait) > api.MaxWaitMs {
-		return api.LockStatus{}, wrap(ErrInvalid, nil, "%s: wait %v is outside 0 to %v", op, opts.Wait, time.Duration(api.MaxWaitMs)*time.Millisecond)
+	if err := checkWait(op, opts.Wait); err != nil {
+		return err
 	}
 	q := url.Values{}
 	if opts.Stale {
@@ -799,12 +870,11 @@ func (c *Client) Status(ctx context.Context, name string, opts StatusOptions) (a
 		q.Set("wait_index", strconv.FormatUint(opts.WaitIndex, 10))
 		q.Set("wait_ms", strconv.FormatInt(ms(opts.Wait), 10))
 	}
-	var out api.LockStatus
 	_, err := c.do(ctx, &request{
-		op: op, method: http.MethodGet, path: lockPath(name), query: q,
+		op: op, method: http.MethodGet, path: namePath(route, name), query: q,
 		waitFn: func() time.Duration { return opts.Wait },
-	}, &out)
-	return out, err
+	}, out)
+	return err
 }
 
 // List returns the held or awaited locks whose names start with prefix (all of them when

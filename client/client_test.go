@@ -12,11 +12,13 @@ import (
 	"github.com/raftlock/raftlock/test/testcluster"
 )
 
-// TestClient_InProcess runs the API and Mutex tests against one shared three-node
-// cluster; each subtest uses its own lock names.
+// TestClient_InProcess runs the API, Mutex, RWMutex, Semaphore and Election tests against
+// one shared three-node cluster; each subtest uses its own names.
 func TestClient_InProcess(t *testing.T) {
 	tc := testcluster.StartInProcess(t, 3, nil)
 	eps := tc.Endpoints()
+
+	t.Run("Primitives", func(t *testing.T) { testPrimitives(t, eps) })
 
 	t.Run("LeaseKeepAliveAndClose", func(t *testing.T) {
 		c := newClient(t, eps)

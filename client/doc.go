@@ -1,6 +1,7 @@
 // Package client is the Go client of raftlock: leases kept alive in the background,
-// a Mutex with fencing tokens and server-side blocking waits, and low-level calls that
-// mirror the HTTP JSON API one to one.
+// a Mutex with fencing tokens and server-side blocking waits, a read/write lock
+// (RWMutex), a counting Semaphore and a leader Election on the same machinery, and
+// low-level calls that mirror the HTTP JSON API one to one.
 //
 // It imports only the api package and the standard library (plus go-hclog), so a worker
 // can depend on it without pulling in a server.
@@ -14,6 +15,22 @@
 //	if err := m.Lock(ctx); err != nil { ... }
 //	// pass m.Token() with every write the storage must fence, e.g. "Fencing-Token: 4711"
 //	m.Unlock(ctx)
+//
+// # Shared locks, semaphores and elections
+//
+// RWMutex, Semaphore and Election are held exactly like a Mutex: with a given Lease or
+// one of their own per hold, the same options (WithOwner, WithLeaseTTL, WithWaitChunk),
+// server-side FIFO waits re-issued in chunks, a fencing token per grant (Token), and Lost
+// and SafeUntil. They differ only in what they hold:
+//
+//	rw := c.NewRWMutex("catalog/prices")     // RLock: any number of readers; Lock: one writer
+//	sem := c.NewSemaphore("exports", 4)      // Acquire: one of 4 permits
+//	el := c.NewElection("services/scheduler") // Campaign(ctx, addr): lead and publish addr
+//	for l := range el.Observe(ctx) { ... }   // who leads, and what it published
+//
+// The new answers map to ErrModeConflict (no upgrade from shared to exclusive or back:
+// release first), ErrSemaphoreFull, ErrLimitConflict (the semaphore is in use with another
+// limit) and ErrElectionHeld.
 //
 // Any endpoint serves any request: followers forward to the leader. On a connection
 // error, a timed-out attempt (WithTimeout) or a 503 answer (no_leader or unknown_outcome)

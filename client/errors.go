@@ -80,8 +80,24 @@ var (
 	ErrLeaseLost = errors.New("client: lease lost")
 	// ErrLeaseClosed: the lease was closed (revoked) by its owner with Lease.Close.
 	ErrLeaseClosed = errors.New("client: lease closed")
-	// ErrNotLocked: Unlock was called on a Mutex that does not hold its lock.
+	// ErrNotLocked: Unlock was called on a Mutex (or RWMutex) that does not hold its lock,
+	// Release on a Semaphore that holds no permit, or Resign (Proclaim) on an Election
+	// that does not lead.
 	ErrNotLocked = errors.New("client: mutex not locked")
+
+	// ErrModeConflict: the lease holds (or waits for) the lock in the other mode, shared
+	// or exclusive (409 mode_conflict). There is no upgrade or downgrade: release first.
+	ErrModeConflict = errors.New("client: lock held in the other mode")
+	// ErrSemaphoreFull: every permit of the semaphore is taken and the request did not
+	// wait (409 semaphore_full).
+	ErrSemaphoreFull = errors.New("client: semaphore full")
+	// ErrLimitConflict: the semaphore is in use with another limit (409 limit_conflict);
+	// the error's text says the current limit. A limit is set by the first acquirer and
+	// holds while any permit is taken or awaited.
+	ErrLimitConflict = errors.New("client: semaphore limit conflict")
+	// ErrElectionHeld: another lease leads the election and the campaign did not wait
+	// (409 election_held).
+	ErrElectionHeld = errors.New("client: election held by another leader")
 )
 
 // codeSentinel maps an API error code to the client's error value.
@@ -109,6 +125,14 @@ func codeSentinel(code string) error {
 		return ErrPermissionDenied
 	case api.CodeConflict:
 		return ErrConflict
+	case api.CodeModeConflict:
+		return ErrModeConflict
+	case api.CodeSemaphoreFull:
+		return ErrSemaphoreFull
+	case api.CodeLimitConflict:
+		return ErrLimitConflict
+	case api.CodeElectionHeld:
+		return ErrElectionHeld
 	case api.CodeInvalidJSON, api.CodeInvalidName, api.CodeInvalidTTL, api.CodeInvalidArgument,
 		api.CodeNotFound, api.CodeMethodNotAllowed, api.CodeBodyTooLarge:
 		return ErrInvalid

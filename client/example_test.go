@@ -131,3 +131,113 @@ func ExampleLease_SafeUntil() {
 	fmt.Println(left > 0 && left <= 5*time.Second-lease.DriftMargin(), lease.DriftMargin())
 	// Output: true 500ms
 }
+
+// Readers share the lock; a writer waits until the last reader leaves, and its token,
+// higher than every reader's, is the one that fences its writes.
+func ExampleRWMutex() {
+	ctx := context.Background()
+	c, err := client.New(exampleEndpoints())
+	if err != nil {
+		panic(err)
+	}
+	r1 := c.NewRWMutex("catalog/prices", client.WithLeaseTTL(5*time.Second))
+	r2 := c.NewRWMutex("catalog/prices", client.WithLeaseTTL(5*time.Second))
+	if err := r1.RLock(ctx); err != nil {
+		panic(err)
+	}
+	if err := r2.RLock(ctx); err != nil {
+		panic(err)
+	}
+	fmt.Println("two readers:", r1.Mode(), r2.Mode())
+
+	w := c.NewRWMutex("catalog/prices", client.WithLeaseTTL(5*time.Second))
+	fmt.Println("writer beside readers:", errors.Is(w.TryLock(ctx), client.ErrLockHeld))
+	r1.RUnlock(ctx)
+	r2.RUnlock(ctx)
+	if err := w.Lock(ctx); err != nil {
+		panic(err)
+	}
+	fmt.Println("writer:", w.Mode(), w.Token() > r2.Token())
+	w.Unlock(ctx)
+	// Output:
+	// two readers: shared shared
+	// writer beside readers: true
+	// writer: exclusive true
+}
+
+// A semaphore of limit 2 lets two workers in; a third is refused (or waits, with
+// Acquire) until a permit is released. Each permit has its own fencing token.
+func ExampleSemaphore() {
+	ctx := context.Background()
+	c, err := client.New(exampleEndpoints())
+	if err != nil {
+		panic(err)
+	}
+	var workers []*client.Semaphore
+	for i := 0; i < 3; i++ {
+		workers = append(workers, c.NewSemaphore("exports/slots", 2, client.WithOwner(fmt.Sprint("worker-", i)), client.WithLeaseTTL(5*time.Second)))
+	}
+	fmt.Println(workers[0].TryAcquire(ctx), workers[1].TryAcquire(ctx))
+	fmt.Println("third:", errors.Is(workers[2].TryAcquire(ctx), client.ErrSemaphoreFull))
+
+	st, err := c.SemaphoreStatus(ctx, "exports/slots", client.StatusOptions{})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("limit", st.Limit, "in use", len(st.Permits), "by", st.Permits[0].Owner, st.Permits[1].Owner)
+
+	workers[0].Release(ctx)
+	fmt.Println("third, after a release:", workers[2].Acquire(ctx))
+	workers[1].Release(ctx)
+	workers[2].Release(ctx)
+	// Output:
+	// <nil> <nil>
+	// third: true
+	// limit 2 in use 2 by worker-0 worker-1
+	// third, after a release: <nil>
+}
+
+// One process leads and publishes its address; others observe who leads. When the leader
+// resigns, the next candidate leads, in the same commit, with its own value.
+func ExampleElection() {
+	ctx := context.Background()
+	c, err := client.New(exampleEndpoints())
+	if err != nil {
+		panic(err)
+	}
+	a := c.NewElection("services/scheduler", client.WithOwner("host-a"), client.WithLeaseTTL(5*time.Second))
+	if err := a.Campaign(ctx, "10.0.0.1:9000"); err != nil {
+		panic(err)
+	}
+	octx, stop := context.WithCancel(ctx)
+	defer stop()
+	changes := a.Observe(octx)
+	l := <-changes
+	fmt.Println("leader:", l.Owner, l.Value, l.Token == a.Token())
+
+	b := c.NewElection("services/scheduler", client.WithOwner("host-b"), client.WithLeaseTTL(5*time.Second))
+	elected := make(chan error, 1)
+	go func() { elected <- b.Campaign(ctx, "10.0.0.2:9000") }() // waits as a candidate
+
+	if err := a.Proclaim(ctx, "10.0.0.1:9001"); err != nil {
+		panic(err)
+	}
+	for l.Value != "10.0.0.1:9001" {
+		l = <-changes
+	}
+	fmt.Println("proclaimed:", l.Value, "same token:", l.Token == a.Token())
+
+	a.Resign(ctx)
+	if err := <-elected; err != nil {
+		panic(err)
+	}
+	for l.Owner != "host-b" {
+		l = <-changes
+	}
+	fmt.Println("next leader:", l.Owner, l.Value)
+	b.Resign(ctx)
+	// Output:
+	// leader: host-a 10.0.0.1:9000 true
+	// proclaimed: 10.0.0.1:9001 same token: true
+	// next leader: host-b 10.0.0.2:9000
+}

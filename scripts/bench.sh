@@ -6,14 +6,16 @@
 # 1. builds bin/raftlock, bin/raftlock-bench and bin/etcd-bench (bench/etcd, its own module);
 # 2. for each log store (boltdb, the default, then wal) starts a fresh three-node raftlock
 #    cluster (scripts/cluster.sh, throwaway state) and runs the uncontended, parallel and
-#    contended workloads, then keepalive (100,000 leases in batches) and scale; stops it;
+#    contended workloads, the shared (90% shared, 10% exclusive) and semaphore (limit 4)
+#    workloads, then keepalive (100,000 leases in batches) and scale; stops it;
 # 3. starts a three-member etcd (scripts/etcd-local.sh, installs Debian's etcd-server if
-#    missing) and runs the same three lock workloads with concurrency.Mutex; stops it;
+#    missing) and runs the same three lock workloads with concurrency.Mutex, and shared with
+#    etcd's nearest recipe (experimental/recipes RWMutex); etcd has no semaphore; stops it;
 # 4. prints each store beside etcd with the ratio and issue 13's targets for that store,
-#    then keepalive and scale for both stores.
+#    then shared beside etcd's recipe, semaphore (raftlock only), keepalive and scale.
 #
 # The systems run one after the other, never together, so neither steals the other's CPU.
-# Full run: about 12 minutes (10 s per workload, 1,000,000 locks for scale). --quick: about a
+# Full run: about 14 minutes (10 s per workload, 1,000,000 locks for scale). --quick: about a
 # minute (3 s per workload, 50,000 locks, no snapshot wait). --out DIR keeps the JSON results
 # and the report. --profile also writes CPU profiles of the servers (bench/inproc) under the
 # parallel and contended workloads and prints their top entries.
@@ -92,6 +94,7 @@ for store in boltdb wal; do
   scripts/cluster.sh start >&2
   L=(--label "raftlock-$store")
   bin/raftlock-bench "${LOCKFLAGS[@]}" "${L[@]}" --json-out "$WORK/raftlock-$store.json" uncontended parallel contended >/dev/null || status=$?
+  bin/raftlock-bench "${LOCKFLAGS[@]}" "${L[@]}" --json-out "$WORK/raftlock-$store-prims.json" shared semaphore >/dev/null || status=$?
   bin/raftlock-bench "${KAFLAGS[@]}" "${L[@]}" --json-out "$WORK/raftlock-$store-keepalive.json" keepalive >/dev/null || status=$?
   bin/raftlock-bench "${SCALEFLAGS[@]}" "${L[@]}" --json-out "$WORK/raftlock-$store-scale.json" scale >/dev/null || status=$?
   scripts/cluster.sh stop >&2
@@ -100,6 +103,7 @@ done
 echo "== etcd" >&2
 scripts/etcd-local.sh start >&2
 bin/etcd-bench "${LOCKFLAGS[@]}" --json-out "$WORK/etcd.json" uncontended parallel contended >/dev/null || status=$?
+bin/etcd-bench "${LOCKFLAGS[@]}" --json-out "$WORK/etcd-prims.json" shared >/dev/null || status=$?
 scripts/etcd-local.sh stop >&2
 
 if ((PROFILE)); then
@@ -124,6 +128,11 @@ fi
     bin/raftlock-bench compare --targets "$store" "$WORK/raftlock-$store.json" "$WORK/etcd.json"
     echo
   done
+  echo "== shared lock (90% shared, 10% exclusive) and semaphore (limit 4), contended, both stores"
+  echo "   etcd: shared with experimental/recipes RWMutex (no fencing value); etcd has no semaphore"
+  echo
+  bin/raftlock-bench table "$WORK"/raftlock-{boltdb,wal}-prims.json "$WORK/etcd-prims.json"
+  echo
   echo "== raftlock only: keepalive and scale, both stores"
   echo
   bin/raftlock-bench table "$WORK"/raftlock-{boltdb,wal}-keepalive.json "$WORK"/raftlock-{boltdb,wal}-scale.json

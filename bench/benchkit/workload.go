@@ -65,7 +65,7 @@ func DefaultClients(workload string) int {
 		return 1
 	case Parallel:
 		return 64
-	case Contended:
+	case Contended, Shared, Semaphore:
 		return 16
 	}
 	return 1
@@ -83,6 +83,9 @@ type Config struct {
 	Warmup time.Duration
 	// Progress, when non-nil, receives a line every second.
 	Progress io.Writer
+	// Hold is how long the shared and semaphore workloads keep each grant before giving
+	// it back; zero gives it back at once, like the contended workload.
+	Hold time.Duration
 	// Prefix starts every lock name; empty means "bench/<unix nanoseconds>", so that runs
 	// against a long-lived cluster never meet each other's locks.
 	Prefix string
@@ -107,6 +110,8 @@ func Run(ctx context.Context, b Backend, cfg Config) (*Result, error) {
 		body = (*run).independent
 	case Contended:
 		body = (*run).contended
+	case Shared, Semaphore:
+		body = (*run).primitive
 	default:
 		return nil, fmt.Errorf("benchkit: unknown workload %q", cfg.Workload)
 	}
@@ -118,6 +123,9 @@ func Run(ctx context.Context, b Backend, cfg Config) (*Result, error) {
 	}
 	r.sessions = sessions
 	defer closeSessions(sessions)
+	if err := supports(b, sessions[0], cfg.Workload); err != nil {
+		return nil, err
+	}
 
 	runCtx, cancel := context.WithCancel(ctx)
 	r.ctx = runCtx
@@ -191,7 +199,8 @@ type run struct {
 	mu          sync.Mutex
 	errSamples  []string
 	violSamples []string
-	holders     int
+	holders     int // holders of the lock (contended), readers or permits (shared, semaphore)
+	writers     int // exclusive holders (shared)
 	lastToken   uint64
 	releasedAt  time.Time // when the last holder called Unlock (contended)
 }
@@ -336,9 +345,14 @@ func (r *run) result(b Backend, use CPUUse) *Result {
 		gaps = append(gaps, r.workers[i].gaps...)
 	}
 	res.Latency = Summarize(lat)
-	if r.cfg.Workload == Contended {
+	switch r.cfg.Workload {
+	case Shared, Semaphore:
+		res.Op = "grant"
+	case Contended:
 		res.Op = "handover"
 		res.Gap = Summarize(gaps)
+	}
+	if res.Op != "cycle" {
 		for i := range r.workers {
 			res.PerClient = append(res.PerClient, r.workers[i].count)
 		}

@@ -8,6 +8,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
+	recipe "go.etcd.io/etcd/client/v3/experimental/recipes"
 	"go.uber.org/zap"
 
 	"github.com/raftlock/raftlock/bench/benchkit"
@@ -68,13 +69,56 @@ func (b *backend) NewSession(ctx context.Context, _ int) (benchkit.Session, erro
 	if err != nil {
 		return nil, err
 	}
-	return &session{s: s, mutexes: map[string]*concurrency.Mutex{}}, nil
+	return &session{s: s, mutexes: map[string]*concurrency.Mutex{}, rw: map[string]*recipe.RWMutex{}}, nil
 }
+
+// Unsupported says why a workload cannot run against etcd.
+func (b *backend) Unsupported(workload string) string {
+	if workload == benchkit.Semaphore {
+		return noSemaphore
+	}
+	return "etcd has no " + workload + " primitive"
+}
+
+// noSemaphore is what etcd-bench says when asked for the semaphore workload.
+const noSemaphore = "etcd has no semaphore: client/v3/concurrency has Mutex and Election only, " +
+	"and client/v3/experimental/recipes has none; the semaphore workload runs on raftlock alone"
 
 // session is one client's etcd session and the mutexes it has used.
 type session struct {
 	s       *concurrency.Session
 	mutexes map[string]*concurrency.Mutex
+	rw      map[string]*recipe.RWMutex
+}
+
+var _ benchkit.SharedLocker = (*session)(nil)
+
+// LockMode takes etcd's nearest recipe to a shared lock, the RWMutex of
+// client/v3/experimental/recipes (keys under the name, readers wait for older writers,
+// writers for every older key). It exposes no fencing value and takes no context: the
+// token is 0, and a wait ends only when granted (or the session ends).
+func (s *session) LockMode(_ context.Context, name string, shared bool) (uint64, error) {
+	m := s.rw[name]
+	if m == nil {
+		m = recipe.NewRWMutex(s.s, keyPrefix+"rw/"+name)
+		s.rw[name] = m
+	}
+	if shared {
+		return 0, m.RLock()
+	}
+	return 0, m.Lock()
+}
+
+// UnlockMode releases a grant of LockMode.
+func (s *session) UnlockMode(_ context.Context, name string, _ uint64, shared bool) error {
+	m := s.rw[name]
+	if m == nil {
+		return fmt.Errorf("unlock %s: not locked by this session", name)
+	}
+	if shared {
+		return m.RUnlock()
+	}
+	return m.Unlock()
 }
 
 // Lock takes the mutex; its fencing value is the revision of the answer that granted it.

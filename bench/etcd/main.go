@@ -1,9 +1,12 @@
 // Command etcd-bench runs raftlock's lock workloads (uncontended, parallel, contended)
-// against an etcd cluster with the standard Go client's concurrency.Mutex, one
-// concurrency.Session (lease, 10 s TTL by default) per client, and prints the same table
-// as raftlock-bench, so that scripts/bench.sh can put the two side by side.
+// against an etcd cluster with the standard Go client's concurrency.Mutex, and the
+// shared workload (90% shared, 10% exclusive) with etcd's nearest recipe, the RWMutex of
+// client/v3/experimental/recipes. etcd has no semaphore, so there is no semaphore
+// workload here. One concurrency.Session (lease, 10 s TTL by default) per client; it
+// prints the same table as raftlock-bench, so that scripts/bench.sh can put the two side
+// by side.
 //
-//	etcd-bench [flags] WORKLOAD...      uncontended parallel contended, or all
+//	etcd-bench [flags] WORKLOAD...      uncontended parallel contended shared, or all
 //
 // It lives in a module of its own so that raftlock itself keeps no etcd dependency. The
 // workload loops, the statistics and the report are raftlock's bench/benchkit, shared
@@ -74,7 +77,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (int, err
 	fs.StringVar(&o.jsonOut, "json-out", "", "also write the results as JSON to this file")
 	fs.BoolVar(&o.quiet, "quiet", false, "no progress lines")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: etcd-bench [flags] WORKLOAD...   (uncontended, parallel, contended, or all)")
+		fmt.Fprintln(stderr, "usage: etcd-bench [flags] WORKLOAD...   (uncontended, parallel, contended, shared, or all; etcd has no semaphore)")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -84,11 +87,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (int, err
 	for _, a := range fs.Args() {
 		switch {
 		case a == "all":
-			names = append(names, lockWorkloads...)
-		case a == benchkit.Uncontended || a == benchkit.Parallel || a == benchkit.Contended:
+			names = append(names, append(lockWorkloads, benchkit.Shared)...)
+		case a == benchkit.Uncontended || a == benchkit.Parallel || a == benchkit.Contended || a == benchkit.Shared:
 			names = append(names, a)
+		case a == benchkit.Semaphore:
+			return 2, errors.New(noSemaphore)
 		default:
-			return 2, fmt.Errorf("unknown workload %q; known: %s, all", a, strings.Join(lockWorkloads, ", "))
+			return 2, fmt.Errorf("unknown workload %q; known: %s, %s, all", a, strings.Join(lockWorkloads, ", "), benchkit.Shared)
 		}
 	}
 	if len(names) == 0 {
@@ -118,7 +123,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (int, err
 		if err != nil {
 			return 1, fmt.Errorf("%s: %w", name, err)
 		}
-		r.Notes = append(r.Notes, fmt.Sprintf("concurrency.Mutex, one concurrency.Session per client (TTL %d s), etcd %s", o.ttl, b.version))
+		recipe := "concurrency.Mutex"
+		if name == benchkit.Shared {
+			recipe = "experimental/recipes RWMutex (no fencing value: tokens not checked)"
+		}
+		r.Notes = append(r.Notes, fmt.Sprintf("%s, one concurrency.Session per client (TTL %d s), etcd %s", recipe, o.ttl, b.version))
 		results = append(results, r)
 	}
 	if o.json {

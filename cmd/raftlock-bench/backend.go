@@ -107,12 +107,18 @@ func (s *session) Lock(ctx context.Context, name string) (uint64, error) {
 }
 
 func (s *session) acquire(ctx context.Context, name string, body []byte, wait time.Duration) (uint64, error) {
+	return s.put(ctx, "/v1/locks/", name, body, wait)
+}
+
+// put sends an acquire-like PUT route+name (a lock, a permit) and returns the grant's
+// token. Every answer of these routes carries the token as "token".
+func (s *session) put(ctx context.Context, route, name string, body []byte, wait time.Duration) (uint64, error) {
 	cctx, cancel := context.WithTimeout(ctx, wait+10*time.Second)
 	defer cancel()
 	var g api.Grant
 	// An acquire is idempotent for its lease, so one answered no_leader (an election, or
 	// an outcome the old leader could not know) is simply asked again.
-	err := s.b.retry(cctx, func() error { return s.b.hc.do(cctx, "PUT", s.base+"/v1/locks/"+name, body, &g) })
+	err := s.b.retry(cctx, func() error { return s.b.hc.do(cctx, "PUT", s.base+route+name, body, &g) })
 	if err != nil {
 		return 0, err
 	}
@@ -124,6 +130,11 @@ func (s *session) acquire(ctx context.Context, name string, body []byte, wait ti
 
 // Unlock releases a lock granted with token.
 func (s *session) Unlock(ctx context.Context, name string, token uint64) error {
+	return s.release(ctx, "/v1/locks/", name, token)
+}
+
+// release sends DELETE route+name with the session's lease and token.
+func (s *session) release(ctx context.Context, route, name string, token uint64) error {
 	body := make([]byte, 0, 80)
 	body = append(body, `{"lease_id":"`...)
 	body = append(body, s.lease...)
@@ -134,7 +145,7 @@ func (s *session) Unlock(ctx context.Context, name string, token uint64) error {
 	defer cancel()
 	retried := false
 	err := s.b.retry(cctx, func() error {
-		err := s.b.hc.do(cctx, "DELETE", s.base+"/v1/locks/"+name, body, nil)
+		err := s.b.hc.do(cctx, "DELETE", s.base+route+name, body, nil)
 		if retried && errors.Is(err, &api.Error{Code: api.CodeNotHolder}) {
 			return nil // the first attempt was applied after all
 		}
@@ -161,4 +172,36 @@ func (s *session) Close(ctx context.Context) error {
 	close(s.stop)
 	<-s.done
 	return s.b.hc.do(ctx, "DELETE", s.base+"/v1/leases/"+s.lease, nil, nil)
+}
+
+var (
+	_ benchkit.SharedLocker = (*session)(nil)
+	_ benchkit.Semaphorer   = (*session)(nil)
+)
+
+// LockMode takes a lock shared or exclusive with the session's lease, waiting in its
+// queue up to wait_ms. The exclusive mode is the lock of Lock.
+func (s *session) LockMode(ctx context.Context, name string, shared bool) (uint64, error) {
+	if !shared {
+		return s.Lock(ctx, name)
+	}
+	body, _ := json.Marshal(api.AcquireRequest{LeaseID: s.lease, WaitMs: s.b.waitMs, Mode: api.ModeShared})
+	return s.acquire(ctx, name, body, s.b.waitDuration())
+}
+
+// UnlockMode releases a grant of either mode: the same DELETE.
+func (s *session) UnlockMode(ctx context.Context, name string, token uint64, _ bool) error {
+	return s.Unlock(ctx, name, token)
+}
+
+// Acquire takes a permit of semaphore name with the session's lease, waiting in its queue
+// up to wait_ms.
+func (s *session) Acquire(ctx context.Context, name string, limit int) (uint64, error) {
+	body, _ := json.Marshal(api.SemaphoreAcquireRequest{Limit: int64(limit), LeaseID: s.lease, WaitMs: s.b.waitMs})
+	return s.put(ctx, "/v1/semaphores/", name, body, s.b.waitDuration())
+}
+
+// Release gives back a permit granted with token.
+func (s *session) Release(ctx context.Context, name string, token uint64) error {
+	return s.release(ctx, "/v1/semaphores/", name, token)
 }

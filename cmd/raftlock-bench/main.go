@@ -1,8 +1,9 @@
 // Command raftlock-bench measures a raftlock cluster: lock throughput and latency,
-// handover gaps and fairness under contention, the cost of keeping many leases alive,
-// and memory, snapshot and restart figures with many locks held.
+// handover gaps and fairness under contention, the contended shared lock (90% shared,
+// 10% exclusive) and semaphore (limit 4) workloads, the cost of keeping many leases
+// alive, and memory, snapshot and restart figures with many locks held.
 //
-//	raftlock-bench [flags] WORKLOAD...           uncontended parallel contended keepalive scale, or all
+//	raftlock-bench [flags] WORKLOAD...           uncontended parallel contended shared semaphore keepalive scale, or all
 //	raftlock-bench compare RAFTLOCK.json ETCD.json
 //	raftlock-bench table FILE.json...
 //
@@ -51,7 +52,7 @@ func main() {
 const exitViolations = 3
 
 // workloads lists every workload in the order "all" runs them.
-var workloads = []string{benchkit.Uncontended, benchkit.Parallel, benchkit.Contended, "keepalive", "scale"}
+var workloads = []string{benchkit.Uncontended, benchkit.Parallel, benchkit.Contended, benchkit.Shared, benchkit.Semaphore, "keepalive", "scale"}
 
 // options are the flags of a run.
 type options struct {
@@ -83,7 +84,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 	return &cli.App{
 		Name:      "raftlock-bench",
 		Usage:     "benchmark a raftlock cluster",
-		ArgsUsage: "WORKLOAD... (uncontended, parallel, contended, keepalive, scale, or all)",
+		ArgsUsage: "WORKLOAD... (uncontended, parallel, contended, shared, semaphore, keepalive, scale, or all)",
 		Writer:    stdout,
 		ErrWriter: stderr,
 		Flags: []cli.Flag{
@@ -92,7 +93,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			&cli.StringFlag{Name: "target", Value: "leader", Usage: "where lock traffic goes: 'leader' (found with GET /v1/cluster) or 'all' (clients spread over the endpoints; followers forward)"},
 			&cli.DurationFlag{Name: "duration", Value: 10 * time.Second, Usage: "measured time of each workload"},
 			&cli.DurationFlag{Name: "warmup", Value: 2 * time.Second, Usage: "unmeasured time before each workload"},
-			&cli.IntFlag{Name: "clients", Usage: "concurrent clients (0: 1 uncontended, 64 parallel, 16 contended, 64 to fill scale)"},
+			&cli.IntFlag{Name: "clients", Usage: "concurrent clients (0: 1 uncontended, 64 parallel, 16 contended, shared and semaphore, 64 to fill scale)"},
 			&cli.Int64Flag{Name: "wait-ms", Value: 30000, Usage: "server-side wait of each acquire (wait_ms)"},
 			&cli.DurationFlag{Name: "ttl", Value: 10 * time.Second, Usage: "TTL of each client's lease (kept alive at TTL/3)"},
 			&cli.IntFlag{Name: "leases", Value: 10000, Usage: "keepalive: live leases kept alive"},

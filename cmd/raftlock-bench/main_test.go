@@ -41,6 +41,16 @@ func TestWorkloads_Tiny(t *testing.T) {
 				t.Errorf("contended: no gap or per-client counts: %+v", r)
 			}
 		}},
+		{args: []string{"--clients", "4", "shared"}, check: func(t *testing.T, r *benchkit.Result) {
+			if r.Op != "grant" || len(r.PerClient) != 4 {
+				t.Errorf("shared: not a grant workload with per-client counts: %+v", r)
+			}
+		}},
+		{args: []string{"--clients", "6", "semaphore"}, check: func(t *testing.T, r *benchkit.Result) {
+			if r.Op != "grant" || len(r.PerClient) != 6 {
+				t.Errorf("semaphore: not a grant workload with per-client counts: %+v", r)
+			}
+		}},
 		{args: []string{"--leases", "40", "--lease-ttl", "1500ms", "keepalive"}, check: func(t *testing.T, r *benchkit.Result) {
 			if !hasMetric(r, "log entries per second") {
 				t.Errorf("keepalive: no log entry rate: %+v", r.Metrics)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/raftlock/raftlock/api"
 	"github.com/raftlock/raftlock/client"
 )
 
@@ -23,13 +24,15 @@ it expires after --ttl unless renewed with 'raftlock lease keepalive ID', and th
 then released. Release it early with 'raftlock release NAME --lease ID --token N'. To run
 a command under a lock that is kept alive for as long as it runs, use 'raftlock lock'.
 
-With --wait, a held lock is waited for in its FIFO queue on the server.
+With --wait, a held lock is waited for in its FIFO queue on the server. With --shared the
+lock is taken as a reader, beside other shared holders.
 ` + exitCodesHelp,
 		Flags: clientFlags(
 			&cli.DurationFlag{Name: "ttl", Usage: "TTL of the lease created when --lease is not given (500ms to 24h)", Value: 10 * time.Second},
 			&cli.DurationFlag{Name: "wait", Usage: "how long to wait when the lock is held; 0 fails at once (at most 5m)"},
 			&cli.StringFlag{Name: "owner", Usage: "label shown in the lock's status (a host, a job ID)"},
 			&cli.StringFlag{Name: "lease", Usage: "hold the lock with this existing lease ID"},
+			&cli.BoolFlag{Name: "shared", Usage: "take the lock shared (a reader): any number of shared holders at once, no exclusive holder beside them"},
 		),
 	}, runAcquire)
 }
@@ -43,6 +46,9 @@ func runAcquire(c *cli.Context, a parsedArgs) error {
 		return err
 	}
 	opts := client.AcquireOptions{LeaseID: leaseFlag(c), Wait: c.Duration("wait"), Owner: c.String("owner")}
+	if c.Bool("shared") {
+		opts.Mode = api.ModeShared
+	}
 	if opts.LeaseID == "" {
 		opts.TTL = c.Duration("ttl")
 	} else if c.IsSet("ttl") {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -105,15 +106,21 @@ func fileHas(path, s string) bool {
 	return err == nil && strings.Contains(string(b), s)
 }
 
-// TestCLI runs the client commands as a user would, against one in-process cluster.
-func TestCLI(t *testing.T) {
+// startCLICluster starts a three-node in-process cluster and returns a runner of the
+// raftlock binary against it, a client of it, and a context for the whole test.
+func startCLICluster(t *testing.T) (*cliRunner, *client.Client, context.Context) {
 	tc := testcluster.StartInProcess(t, 3, nil)
 	r := &cliRunner{t: t, bin: testcluster.Binary(t), eps: strings.Join(tc.Endpoints(), ",")}
 	c, err := client.New(tc.Endpoints())
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := clustertest.Ctx(t, 5*time.Minute)
+	return r, c, clustertest.Ctx(t, 5*time.Minute)
+}
+
+// TestCLI runs the client commands as a user would, against one in-process cluster.
+func TestCLI(t *testing.T) {
+	r, c, ctx := startCLICluster(t)
 	status := func(name string) api.LockStatus {
 		t.Helper()
 		st, err := c.Status(ctx, name, client.StatusOptions{})

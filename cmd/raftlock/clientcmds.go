@@ -38,9 +38,11 @@ Exit codes:
    1    any other error
    2    usage error: bad flags or arguments, invalid lock name or TTL
    75   the lock was not acquired: held (with --wait 0 or after --wait), or the
-        cluster could not be reached in time
-   76   (lock) the lock was lost while the command ran; the command was stopped
-   127  (lock) the command could not be started`
+        cluster could not be reached in time (semaphore: no permit; elect: not
+        elected; also a semaphore in use with another --limit)
+   76   (lock, semaphore, elect) the lock (permit, leadership) was lost while the
+        command ran; the command was stopped
+   127  (lock, semaphore, elect) the command could not be started`
 
 // clientCommands returns the commands that talk to a cluster over the HTTP API.
 func clientCommands() []*cli.Command {
@@ -52,6 +54,10 @@ func clientCommands() []*cli.Command {
 		leaseCommand(),
 		clusterCommand(),
 		lockCommand(),
+		semaphoreCommand(),
+		semaphoreStatusCommand(),
+		electCommand(),
+		leaderCommand(),
 		aclCommand(),
 		tlsCommand(),
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/raftlock/raftlock/api"
 	"github.com/raftlock/raftlock/client"
 )
 
@@ -54,21 +55,36 @@ If raftlock itself is killed with SIGKILL, the command gets SIGKILL too (Linux).
 command has its own process group, it is not the terminal's foreground group: use it for
 non-interactive commands.
 
+With --shared the lock is taken as a reader: any number of shared holders run at once,
+never beside an exclusive holder. The lock's queue is FIFO across both modes, so a
+waiting exclusive holder blocks later shared ones. Shared holders read; the exclusive
+holder's RAFTLOCK_TOKEN is the one that fences writes.
+
 With --json, raftlock writes one JSON line per event (acquired, not_acquired, lost,
 released) to stderr; the command's own output is untouched.
 
 Example:
    raftlock lock payments/order-1001 --ttl 10s --wait 30s -- ./charge.sh 1001
+   raftlock lock --shared catalog/prices -- ./export-prices.sh
 ` + exitCodesHelp,
-		Flags: clientFlags(
-			&cli.DurationFlag{Name: "ttl", Usage: "TTL of the lease that holds the lock (500ms to 24h)", Value: 10 * time.Second},
-			&cli.DurationFlag{Name: "wait", Usage: "how long to wait for the lock; 0 fails at once when it is held", Value: 30 * time.Second},
-			&cli.StringFlag{Name: "owner", Usage: "label shown in the lock's status (default: HOST/PID)"},
-			&cli.DurationFlag{Name: "grace", Usage: "time between SIGTERM and SIGKILL to the command's process group (lock lost, or command done with processes left); at most the drift margin max(TTL/10, 100ms) unless --unsafe-grace", DefaultText: "half the drift margin"},
-			&cli.BoolFlag{Name: "unsafe-grace", Usage: "allow a --grace longer than the drift margin: the command may then outlive the lease and overlap with the next holder"},
-			&cli.BoolFlag{Name: "export-lease", Usage: "pass the lease ID to the command as RAFTLOCK_LEASE (a secret: it can release and revoke the lock)"},
+		Flags: holdFlags("lock", 30*time.Second, "",
+			&cli.BoolFlag{Name: "shared", Usage: "take the lock shared (a reader): any number of shared holders at once, no exclusive holder beside them"},
 		),
 	}, runLock)
+}
+
+// holdFlags are the flags of the commands that run a command while holding something
+// (lock, semaphore, elect): what is "the lock" in their help is what, and wait is the
+// default --wait (waitText its help text when not empty).
+func holdFlags(what string, wait time.Duration, waitText string, own ...cli.Flag) []cli.Flag {
+	return clientFlags(append([]cli.Flag{
+		&cli.DurationFlag{Name: "ttl", Usage: "TTL of the lease that holds the " + what + " (500ms to 24h)", Value: 10 * time.Second},
+		&cli.DurationFlag{Name: "wait", Usage: "how long to wait for the " + what + "; 0 fails at once when it is held", Value: wait, DefaultText: waitText},
+		&cli.StringFlag{Name: "owner", Usage: "label shown in the " + what + "'s status (default: HOST/PID)"},
+		&cli.DurationFlag{Name: "grace", Usage: "time between SIGTERM and SIGKILL to the command's process group (" + what + " lost, or command done with processes left); at most the drift margin max(TTL/10, 100ms) unless --unsafe-grace", DefaultText: "half the drift margin"},
+		&cli.BoolFlag{Name: "unsafe-grace", Usage: "allow a --grace longer than the drift margin: the command may then outlive the lease and overlap with the next holder"},
+		&cli.BoolFlag{Name: "export-lease", Usage: "pass the lease ID to the command as RAFTLOCK_LEASE (a secret: it can release and revoke the " + what + ")"},
+	}, own...)...)
 }
 
 // Bounds of the wait for the command's process group to be gone before the release.
@@ -80,17 +96,40 @@ const (
 	groupKillWait = 5 * time.Second
 )
 
-// lockRun is one `raftlock lock` invocation.
-type lockRun struct {
-	c     *cli.Context
-	cl    *client.Client
-	name  string
-	argv  []string
-	grace time.Duration // between SIGTERM and SIGKILL to the command's group
-	sigs  chan os.Signal
-	lease *client.Lease
-	m     *client.Mutex
+// holding is what a run holds while its command runs: a lock (either mode), a permit of
+// a semaphore, the leadership of an election.
+type holding struct {
+	// what names it for messages and events: "lock", "semaphore", "election".
+	what string
+	// take takes it with the run's lease, waiting in its queue when wait is set.
+	take func(ctx context.Context, wait bool) error
+	// give gives it back; client.ErrNotLocked when nothing is held.
+	give func(ctx context.Context) error
+	// token and lost are those of the hold (client.Mutex's Token and Lost).
+	token func() uint64
+	lost  func() <-chan struct{}
+	// env is what the command learns besides RAFTLOCK_TOKEN.
+	env []string
 }
+
+// holdFactory makes what a run holds, on its lease, for the command line in c.
+type holdFactory func(c *cli.Context, lease *client.Lease, name, owner string) holding
+
+// lockRun is one `raftlock lock` (semaphore, elect) invocation.
+type lockRun struct {
+	c       *cli.Context
+	cl      *client.Client
+	name    string
+	argv    []string
+	grace   time.Duration // between SIGTERM and SIGKILL to the command's group
+	sigs    chan os.Signal
+	lease   *client.Lease
+	newHold holdFactory
+	h       holding
+}
+
+// label names what is held, for messages: lock "a/b", semaphore "slots".
+func (r *lockRun) label() string { return fmt.Sprintf("%s %q", r.h.what, r.name) }
 
 // defaultGrace is --grace when not given: half the drift margin the client uses for a
 // lease of ttl, so that SIGKILL reaches the command before the cluster can expire the
@@ -117,11 +156,36 @@ func graceFlag(c *cli.Context) (time.Duration, error) {
 }
 
 func runLock(c *cli.Context, a parsedArgs) error {
+	return runHold(c, a, "lock", func(c *cli.Context, lease *client.Lease, name, owner string) holding {
+		m := client.NewRWMutex(lease, name, client.WithOwner(owner))
+		shared := c.Bool("shared")
+		return holding{
+			what: "lock",
+			take: func(ctx context.Context, wait bool) error {
+				switch {
+				case shared && wait:
+					return m.RLock(ctx)
+				case shared:
+					return m.TryRLock(ctx)
+				case wait:
+					return m.Lock(ctx)
+				}
+				return m.TryLock(ctx)
+			},
+			give: m.Unlock, token: m.Token, lost: m.Lost,
+			env: []string{"RAFTLOCK_LOCK=" + name},
+		}
+	})
+}
+
+// runHold runs `raftlock lock` or one of its kin: what names the thing held in usage
+// errors, and newHold builds it once the lease exists.
+func runHold(c *cli.Context, a parsedArgs, what string, newHold holdFactory) error {
 	if len(a.args) != 1 || !a.dash || len(a.tail) == 0 {
-		return usageErrorf(c, "lock needs a lock NAME, then --, then the COMMAND to run")
+		return usageErrorf(c, "%s needs a %s NAME, then --, then the COMMAND to run", c.Command.Name, what)
 	}
-	if err := checkName(c, a.args[0]); err != nil {
-		return err
+	if e := api.ValidateNameOf(what, a.args[0]); e != nil {
+		return usageErrorf(c, "%s", e.Message)
 	}
 	if c.Duration("wait") < 0 || c.Duration("grace") < 0 {
 		return usageErrorf(c, "--wait and --grace cannot be negative")
@@ -134,7 +198,7 @@ func runLock(c *cli.Context, a parsedArgs) error {
 	if err != nil {
 		return err
 	}
-	r := &lockRun{c: c, cl: cl, name: a.args[0], argv: a.tail, grace: grace, sigs: make(chan os.Signal, 8)}
+	r := &lockRun{c: c, cl: cl, name: a.args[0], argv: a.tail, grace: grace, sigs: make(chan os.Signal, 8), newHold: newHold, h: holding{what: what}}
 	// main's signal.NotifyContext cancels c.Context on SIGINT and SIGTERM, which ends the
 	// wait for the lock; this channel also receives them, to pass them on to the command.
 	signal.Notify(r.sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
@@ -161,24 +225,24 @@ func (r *lockRun) acquire() error {
 		return r.notAcquired(err)
 	}
 	r.lease = lease
-	r.m = client.NewMutex(lease, r.name, client.WithOwner(owner))
+	r.h = r.newHold(c, lease, r.name, owner)
 	wait := c.Duration("wait")
 	if wait == 0 {
 		ctx, cancel = callContext(c, 0)
-		err = r.m.TryLock(ctx)
+		err = r.h.take(ctx, false)
 	} else {
 		ctx, cancel = context.WithTimeout(c.Context, wait)
-		err = r.m.Lock(ctx)
+		err = r.h.take(ctx, true)
 	}
 	cancel()
 	if err == nil && c.Context.Err() != nil {
 		err = c.Context.Err() // interrupted as the lock was granted: do not start
 	}
 	if err != nil {
-		r.closeLease(r.m.Unlock)
+		r.closeLease(r.h.give)
 		return r.notAcquired(err)
 	}
-	ev := map[string]any{"token": r.m.Token(), "ttl_ms": lease.TTL().Milliseconds(), "grace_ms": r.grace.Milliseconds()}
+	ev := map[string]any{"token": r.h.token(), "ttl_ms": lease.TTL().Milliseconds(), "grace_ms": r.grace.Milliseconds()}
 	if c.Bool("export-lease") {
 		ev["lease_id"] = lease.ID()
 	}
@@ -189,14 +253,14 @@ func (r *lockRun) acquire() error {
 // notAcquired maps a failure to take the lock to an exit status.
 func (r *lockRun) notAcquired(err error) error {
 	if r.c.Context.Err() != nil {
-		return cli.Exit("raftlock: interrupted while taking the lock", r.signalStatus())
+		return cli.Exit("raftlock: interrupted while taking the "+r.h.what, r.signalStatus())
 	}
 	if errors.Is(err, client.ErrInvalid) {
 		return cli.Exit("raftlock: "+err.Error(), exitUsage)
 	}
 	msg := err.Error()
 	if errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, client.ErrUnavailable) && !errors.Is(err, client.ErrNoLeader) {
-		msg = fmt.Sprintf("lock %q still held after waiting %v", r.name, r.c.Duration("wait"))
+		msg = fmt.Sprintf("%s still held after waiting %v", r.label(), r.c.Duration("wait"))
 	}
 	r.event("not_acquired", map[string]any{"error": msg})
 	return cli.Exit("raftlock: "+msg, exitNotAcquired)
@@ -226,23 +290,20 @@ func (r *lockRun) run() error {
 	for _, secret := range []string{"RAFTLOCK_LEASE", envLeaseID, "RAFTLOCK_ACL_TOKEN"} {
 		env = withoutEnv(env, secret)
 	}
-	cmd.Env = append(env,
-		"RAFTLOCK_LOCK="+r.name,
-		"RAFTLOCK_TOKEN="+strconv.FormatUint(r.m.Token(), 10),
-	)
+	cmd.Env = append(append(env, r.h.env...), "RAFTLOCK_TOKEN="+strconv.FormatUint(r.h.token(), 10))
 	if c.Bool("export-lease") {
 		cmd.Env = append(cmd.Env, "RAFTLOCK_LEASE="+r.lease.ID())
 	}
 	prepareCommand(cmd)
 	if err := cmd.Start(); err != nil {
-		r.closeLease(r.m.Unlock)
+		r.closeLease(r.h.give)
 		return cli.Exit(fmt.Sprintf("raftlock: cannot run %q: %v", r.argv[0], err), exitCannotRun)
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
 
 	lost := false
-	lostCh := r.m.Lost()
+	lostCh := r.h.lost()
 	var kill <-chan time.Time
 	var waitErr error
 loop:
@@ -275,10 +336,10 @@ loop:
 		// the lock.
 		signalCommand(cmd, syscall.SIGKILL)
 		r.closeLease(nil)
-		return cli.Exit(fmt.Sprintf("raftlock: lock %q was lost while the command ran; the command was stopped (its status: %d)", r.name, status), exitLockLost)
+		return cli.Exit(fmt.Sprintf("raftlock: %s was lost while the command ran; the command was stopped (its status: %d)", r.label(), status), exitLockLost)
 	}
-	if err := r.closeLease(r.m.Unlock); err != nil {
-		fmt.Fprintf(c.App.ErrWriter, "raftlock: releasing %q: %v (the lease expires by itself)\n", r.name, err)
+	if err := r.closeLease(r.h.give); err != nil {
+		fmt.Fprintf(c.App.ErrWriter, "raftlock: releasing %s: %v (the lease expires by itself)\n", r.label(), err)
 	}
 	r.event("released", map[string]any{"exit_code": status})
 	if status != 0 {
@@ -289,7 +350,7 @@ loop:
 
 // reportLost tells the user (and --json readers) that the lock was lost.
 func (r *lockRun) reportLost(action string) {
-	fmt.Fprintf(r.c.App.ErrWriter, "raftlock: lock %q lost (%v); %s, SIGKILL in %v\n", r.name, r.lease.Err(), action, r.grace)
+	fmt.Fprintf(r.c.App.ErrWriter, "raftlock: %s lost (%v); %s, SIGKILL in %v\n", r.label(), r.lease.Err(), action, r.grace)
 	r.event("lost", map[string]any{"error": fmt.Sprint(r.lease.Err()), "grace_ms": r.grace.Milliseconds()})
 }
 
@@ -302,7 +363,7 @@ func (r *lockRun) drainGroup(cmd *exec.Cmd, lostCh <-chan struct{}) (lost bool) 
 		return false
 	}
 	fmt.Fprintf(r.c.App.ErrWriter, "raftlock: the command exited, but processes it started are still running; "+
-		"sending them SIGTERM, SIGKILL in %v, and releasing %q once they are gone\n", r.grace, r.name)
+		"sending them SIGTERM, SIGKILL in %v, and releasing %s once they are gone\n", r.grace, r.label())
 	signalCommand(cmd, syscall.SIGTERM)
 	poll := time.NewTicker(groupPoll)
 	defer poll.Stop()
@@ -387,6 +448,6 @@ func (r *lockRun) event(kind string, fields map[string]any) {
 		return
 	}
 	fields["event"] = kind
-	fields["lock"] = r.name
+	fields[r.h.what] = r.name
 	_ = printJSONLine(r.c.App.ErrWriter, fields)
 }

@@ -16,7 +16,7 @@ func statusCommand() *cli.Command {
 		Usage:     "show one lock, or the held and awaited locks",
 		ArgsUsage: "[NAME]",
 		Description: `With NAME, shows that lock: whether it is held, its fencing token, owner, number of
-waiters and modify index. Without NAME, lists the held or awaited locks whose names
+waiters and modify index; for a lock held shared, every holder's token and owner. Without NAME, lists the held or awaited locks whose names
 start with --prefix (all of them by default).
 
 Reads are linearizable (answered by the leader) unless --stale lets any node answer from
@@ -58,6 +58,12 @@ func runStatus(c *cli.Context, a parsedArgs) error {
 		if st.Held {
 			fmt.Fprintf(w, "token\t%d\n", st.Token)
 			fmt.Fprintf(w, "owner\t%s\n", st.Owner)
+			if st.Mode == api.ModeShared {
+				fmt.Fprintf(w, "mode\tshared, %d holders\n", st.HolderCount)
+				for _, h := range st.Holders {
+					fmt.Fprintf(w, "  token %d\t%s\n", h.Token, h.Owner)
+				}
+			}
 		}
 		fmt.Fprintf(w, "waiters\t%d\n", st.Waiters)
 		fmt.Fprintf(w, "modify index\t%d\n", st.ModifyIndex)

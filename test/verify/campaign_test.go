@@ -24,6 +24,7 @@ func TestCampaign(t *testing.T) {
 		MinHold: 2 * time.Second, MaxHold: 5 * time.Second, SnapshotHold: 25 * time.Second,
 		Warmup: time.Second, After: time.Second,
 		LinWorkers: 6, LinLocks: 3, BankWorkers: 6, BankLocks: 3,
+		RWWorkers: 4, RWLocks: 2, SemWorkers: 4, Semaphores: 2, SemLimit: 2, ElectWorkers: 3, Elections: 2,
 		BankTTLMs: 1000, BankWaitMs: 1500, PauseProb: 0.2,
 		Fenced: true, LivenessSlack: 1500 * time.Millisecond,
 		Extra: []string{"--snapshot-threshold", "1024", "--trailing-logs", "256"},
@@ -65,5 +66,6 @@ func report(t *testing.T, res *campaignResult) {
 			t.Errorf("%s (history in %s; replay with RAFTLOCK_VERIFY_SEED=%d)", v, res.Artifacts, res.Seed)
 		}
 	}
+	checkPrims(t, res)
 	checkFaults(t, res)
 }

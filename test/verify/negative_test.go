@@ -73,3 +73,42 @@ func TestNegativeControlUnsafeServer(t *testing.T) {
 		t.Errorf("only the timing checker caught the unsafe server; the linearizability checker should too")
 	}
 }
+
+// TestNegativeControlPrimitives runs each other primitive's workload alone against servers
+// built with the mutants tag and started with that primitive's mutant (see
+// internal/mutant): a shared grant beside an exclusive holder, one semaphore permit too
+// many, a second leader. The primitive's porcupine checker must report it.
+func TestNegativeControlPrimitives(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts server processes; skipped with -short")
+	}
+	bin := testcluster.BuildBinary(t, "-tags", "mutants")
+	for _, c := range []struct {
+		mutant, verdict string
+		set             func(*campaignConfig)
+	}{
+		{"shared-beside-exclusive", "shared-locks", func(cfg *campaignConfig) { cfg.RWWorkers, cfg.RWLocks = 4, 1 }},
+		{"semaphore-extra-permit", "semaphores", func(cfg *campaignConfig) { cfg.SemWorkers, cfg.Semaphores, cfg.SemLimit = 4, 1, 2 }},
+		{"election-two-leaders", "elections", func(cfg *campaignConfig) { cfg.ElectWorkers, cfg.Elections = 3, 1 }},
+	} {
+		t.Run(c.mutant, func(t *testing.T) {
+			cfg := negativeConfig(t, c.mutant)
+			cfg.Binary, cfg.Env = bin, []string{"RAFTLOCK_MUTANT=" + c.mutant}
+			cfg.LinWorkers, cfg.BankWorkers, cfg.Rounds = 0, 0, 1
+			cfg.MinHold, cfg.MaxHold = 2*time.Second, 2*time.Second
+			c.set(&cfg)
+			res := runCampaign(t, cfg)
+			t.Logf("\n%s\n%s", res.table(), res.verdictReport())
+			v := res.Verdicts[c.verdict]
+			if v.Kinds["illegal"] == 0 {
+				// A porcupine timeout also fails the verdict, but proves nothing.
+				t.Fatalf("the %s checker did not find the %s mutant's history illegal: %s", c.verdict, c.mutant, v)
+			}
+			for _, name := range checkerOrder {
+				if other := res.Verdicts[name]; name != c.verdict && name != "liveness" && !other.OK() {
+					t.Logf("note: %s failed too: %s", name, other)
+				}
+			}
+		})
+	}
+}

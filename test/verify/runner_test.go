@@ -38,13 +38,19 @@ type campaignConfig struct {
 
 	LinWorkers, LinLocks   int
 	BankWorkers, BankLocks int
-	BankTTLMs, BankWaitMs  int64
-	PauseProb              float64
-	ElectionTimeout        time.Duration
-	Extra                  []string // serve flags
-	Binary                 string   // the raftlock binary; empty: testcluster.Binary
-	Env                    []string // more environment for every node (RAFTLOCK_MUTANT)
-	Fenced                 bool
+	// Workers and names of the other primitives (issue 14), each checked with its own
+	// porcupine model: shared locks (RW), semaphores of SemLimit permits (Sem), elections.
+	RWWorkers, RWLocks      int
+	SemWorkers, Semaphores  int
+	SemLimit                int64
+	ElectWorkers, Elections int
+	BankTTLMs, BankWaitMs   int64
+	PauseProb               float64
+	ElectionTimeout         time.Duration
+	Extra                   []string // serve flags
+	Binary                  string   // the raftlock binary; empty: testcluster.Binary
+	Env                     []string // more environment for every node (RAFTLOCK_MUTANT)
+	Fenced                  bool
 	// LivenessSlack is added to TTL + 2 election timeouts for the liveness bound.
 	LivenessSlack time.Duration
 	// Artifacts is where a failing round leaves its history; empty: a temp dir.
@@ -55,19 +61,21 @@ type campaignConfig struct {
 
 // campaignResult is what a campaign measured and found.
 type campaignResult struct {
-	Seed          int64
-	Rounds        int
-	Asked         []nemesis.Kind // the fault kinds the campaign was configured with
-	Elapsed       time.Duration
-	Faults        map[nemesis.Kind]int
-	FaultErrors   []string
-	Ops           int
-	Grants        int
-	Competitions  int
-	BankCompet    int
-	Pauses        int
-	Ambiguous     int
-	Fencing       checker.FencingStats
+	Seed         int64
+	Rounds       int
+	Asked        []nemesis.Kind // the fault kinds the campaign was configured with
+	Elapsed      time.Duration
+	Faults       map[nemesis.Kind]int
+	FaultErrors  []string
+	Ops          int
+	Grants       int
+	Competitions int
+	BankCompet   int
+	Pauses       int
+	Ambiguous    int
+	Fencing      checker.FencingStats
+	// Prims counts the other primitives' operations by workload (rw, sem, elect).
+	Prims         map[string]*primStats
 	Verdicts      map[string]*checker.Verdict
 	MaxRecovery   time.Duration
 	LivenessBound time.Duration
@@ -76,7 +84,15 @@ type campaignResult struct {
 	Artifacts     string
 }
 
-var checkerOrder = []string{"linearizable", "fencing", "tokens", "acknowledged", "timing", "liveness"}
+var checkerOrder = []string{"linearizable", "fencing", "tokens", "acknowledged", "timing", "liveness", "shared-locks", "semaphores", "elections"}
+
+// primWorkloads are the workloads of the other primitives, in table order.
+var primWorkloads = []string{"rw", "sem", "elect"}
+
+// primStats counts one primitive's operations in a campaign: all of them, the grants
+// (acquires, campaigns, proclaims answered ok) and the refusals (held, full, election
+// held, mode or limit conflicts: each a competition the model judged).
+type primStats struct{ Ops, Grants, Refusals int }
 
 // envSeed returns RAFTLOCK_VERIFY_SEED if set, else a fresh seed.
 func envSeed(t testing.TB) int64 {
@@ -124,6 +140,7 @@ func runCampaign(t *testing.T, cfg campaignConfig) *campaignResult {
 	t.Logf("campaign %s: seed %d (replay: RAFTLOCK_VERIFY_SEED=%d), %d nodes, faults %v", cfg.Name, cfg.Seed, cfg.Seed, cfg.Nodes, cfg.Kinds)
 	c := &campaign{t: t, cfg: cfg, clock: workload.NewClock(), res: &campaignResult{
 		Seed: cfg.Seed, Asked: cfg.Kinds, Faults: map[nemesis.Kind]int{}, Verdicts: map[string]*checker.Verdict{}, Artifacts: cfg.Artifacts,
+		Prims:         map[string]*primStats{"rw": {}, "sem": {}, "elect": {}},
 		LivenessBound: time.Duration(cfg.BankTTLMs)*time.Millisecond + 2*cfg.ElectionTimeout + cfg.LivenessSlack,
 	}}
 	for _, name := range checkerOrder {
@@ -154,6 +171,9 @@ func runCampaign(t *testing.T, cfg campaignConfig) *campaignResult {
 	cancel()
 	if err != nil {
 		t.Fatal(err)
+	}
+	if cfg.RWWorkers+cfg.SemWorkers+cfg.ElectWorkers > 0 {
+		c.waitPrimitives()
 	}
 	plan := nemesis.Plan(cfg.Seed, cfg.Rounds, cfg.Kinds, cfg.MinHold, cfg.MaxHold, cfg.SnapshotHold)
 	start := time.Now()
@@ -245,6 +265,7 @@ func (c *campaign) round(r int, f nemesis.Fault) int {
 				WaitMs: cfg.BankWaitMs, PauseProb: cfg.PauseProb, PauseMin: 1.2, PauseMax: 2.5})
 		}()
 	}
+	c.startPrims(wctx, &wg, rec, r)
 	obs := workload.NewClient(eps, c.ledger.URL, rec, "observer", 0, cfg.Seed*3000+int64(r))
 	wg.Add(1)
 	go func() {
@@ -325,9 +346,13 @@ func (c *campaign) round(r int, f nemesis.Fault) int {
 		accts = append(accts, ca)
 	}
 	dir := filepath.Join(cfg.Artifacts, fmt.Sprintf("round-%03d-%s", r, f.Kind))
-	verdicts := []*checker.Verdict{checker.CheckLinearizable(ops, checker.LinOptions{Dir: dir})}
-	fv, fst := checker.CheckFencing(ops, accts)
-	verdicts = append(verdicts, fv, checker.CheckTokens(ops), checker.CheckAcknowledged(ops), checker.CheckTiming(ops))
+	lopt := checker.LinOptions{Dir: dir}
+	verdicts := []*checker.Verdict{checker.CheckLinearizable(ops, lopt)}
+	// The lock checkers judge exclusive locks; the other primitives have their models.
+	lockOps, primOps := splitPrims(ops)
+	fv, fst := checker.CheckFencing(lockOps, accts)
+	verdicts = append(verdicts, fv, checker.CheckTokens(lockOps), checker.CheckAcknowledged(lockOps), checker.CheckTiming(lockOps),
+		checker.CheckSharedLocks(primOps, lopt), checker.CheckSemaphores(primOps, lopt), checker.CheckElections(primOps, lopt))
 	n := 0
 	for _, v := range verdicts {
 		c.res.Verdicts[v.Checker].Merge(v)
@@ -337,7 +362,8 @@ func (c *campaign) round(r int, f nemesis.Fault) int {
 	c.res.Fencing.RefusedStale += fst.RefusedStale
 	c.res.Fencing.StaleAccepted += fst.StaleAccepted
 	c.res.Fencing.DoubleJobs += fst.DoubleJobs
-	st := stats(ops)
+	st := stats(lockOps)
+	c.countPrims(primOps)
 	c.res.Ops += len(ops)
 	c.res.Grants += st.grants
 	c.res.Competitions += st.competitions
@@ -464,6 +490,12 @@ func (res *campaignResult) table() string {
 		res.Fencing.Applied, res.Fencing.RefusedStale, res.Fencing.StaleAccepted, res.Fencing.DoubleJobs)
 	fmt.Fprintf(&b, "| slowest recovery (bound) | %v (%v) |\n| snapshots installed | %d |\n| proxy connections (unidentified) | %d (%d) |\n",
 		res.MaxRecovery.Round(time.Millisecond), res.LivenessBound, res.Snapshots, res.Net.Accepted, res.Net.Unknown)
+	fmt.Fprintf(&b, "\n| primitive | operations | grants | refusals |\n|---|---|---|---|\n")
+	for _, w := range primWorkloads {
+		if p := res.Prims[w]; p != nil {
+			fmt.Fprintf(&b, "| %s | %d | %d | %d |\n", primNames[w], p.Ops, p.Grants, p.Refusals)
+		}
+	}
 	fmt.Fprintf(&b, "\n| checker | checked | anomalies |\n|---|---|---|\n")
 	for _, name := range checkerOrder {
 		v := res.Verdicts[name]
@@ -530,5 +562,94 @@ func checkFaults(t testing.TB, res *campaignResult) {
 	t.Logf("faults injected: %s", res.faultCounts())
 	for _, p := range res.faultProblems() {
 		t.Errorf("fault campaign: %s", p)
+	}
+}
+
+// primNames names the primitives' workloads in the table.
+var primNames = map[string]string{"rw": "shared locks (90% shared)", "sem": "semaphores", "elect": "elections"}
+
+// startPrims starts the workers of the other primitives for round r, on fresh names.
+func (c *campaign) startPrims(ctx context.Context, wg *sync.WaitGroup, rec *workload.Recorder, r int) {
+	cfg, eps := c.cfg, c.cl.Endpoints()
+	names := func(prefix string, n int) []string {
+		var out []string
+		for i := 0; i < n; i++ {
+			out = append(out, fmt.Sprintf("%s/r%d/%d", prefix, r, i))
+		}
+		return out
+	}
+	rw, sems, elections := names("rw", cfg.RWLocks), names("sem", cfg.Semaphores), names("elect", cfg.Elections)
+	start := func(kind string, workers int, seed int64, run func(context.Context, *workload.Client)) {
+		for w := 0; w < workers; w++ {
+			cli := workload.NewClient(eps, c.ledger.URL, rec, kind, w, seed+int64(r*100+w))
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer cli.Close()
+				run(ctx, cli)
+			}()
+		}
+	}
+	start("rw", cfg.RWWorkers, cfg.Seed*4000, func(ctx context.Context, cli *workload.Client) {
+		workload.RunShared(ctx, cli, workload.LinConfig{Locks: rw}, 20*time.Second)
+	})
+	start("sem", cfg.SemWorkers, cfg.Seed*5000, func(ctx context.Context, cli *workload.Client) {
+		workload.RunSemaphore(ctx, cli, workload.LinConfig{Locks: sems}, cfg.SemLimit, 20*time.Second)
+	})
+	start("elect", cfg.ElectWorkers, cfg.Seed*6000, func(ctx context.Context, cli *workload.Client) {
+		workload.RunElection(ctx, cli, workload.LinConfig{Locks: elections}, 20*time.Second)
+	})
+}
+
+// splitPrims separates the operations of the other primitives' workloads (and their
+// leases) from those the lock checkers judge.
+func splitPrims(ops []checker.Op) (locks, prims []checker.Op) {
+	for _, o := range ops {
+		if _, ok := primNames[o.Workload]; ok {
+			prims = append(prims, o)
+		} else {
+			locks = append(locks, o)
+		}
+	}
+	return locks, prims
+}
+
+// countPrims adds a round's operations of the other primitives to the campaign's counts.
+func (c *campaign) countPrims(ops []checker.Op) {
+	for _, o := range ops {
+		p := c.res.Prims[o.Workload]
+		if p == nil {
+			continue
+		}
+		p.Ops++
+		switch o.Outcome {
+		case checker.OutOK:
+			if o.Kind == checker.KindAcquire || o.Kind == checker.KindSemAcquire || o.Kind == checker.KindCampaign || o.Kind == checker.KindProclaim {
+				p.Grants++
+			}
+		case checker.OutHeld, checker.OutSemFull, checker.OutElectionHeld, checker.OutModeConflict, checker.OutLimitConflict:
+			p.Refusals++
+		}
+	}
+}
+
+// waitPrimitives waits until the cluster serves the other primitives: a fresh cluster
+// activates protocol version 2, which they need, a moment after every node has reported
+// its version, and answers 503 no_leader until then. Those answers would enter the first
+// round's history as ambiguous operations, each one a branch for the checkers to explore.
+func (c *campaign) waitPrimitives() {
+	cli := workload.NewClient(c.cl.Endpoints(), c.ledger.URL, workload.NewRecorder(c.clock), "setup", 0, c.cfg.Seed)
+	defer cli.Close()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		// A permit of a semaphore no round uses, on an implicit lease that expires at once.
+		op := cli.AcquirePermit(context.Background(), "verify/ready", "", "setup", 1)
+		if op.Outcome == workload.OK || op.Outcome == workload.SemaphoreFull {
+			return
+		}
+		if time.Now().After(deadline) {
+			c.t.Fatalf("the cluster does not serve semaphores 30 s after it started: %s %s", op.Outcome, op.Err)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }

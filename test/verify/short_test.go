@@ -29,6 +29,7 @@ func shortConfig(t *testing.T) campaignConfig {
 		MinHold: 1500 * time.Millisecond, MaxHold: 2500 * time.Millisecond, SnapshotHold: 25 * time.Second,
 		Warmup: time.Second, After: 500 * time.Millisecond,
 		LinWorkers: 4, LinLocks: 2, BankWorkers: 4, BankLocks: 2,
+		RWWorkers: 3, RWLocks: 1, SemWorkers: 3, Semaphores: 1, SemLimit: 2, ElectWorkers: 3, Elections: 1,
 		BankTTLMs: 1000, BankWaitMs: 1500, PauseProb: 0.3,
 		Fenced: true, LivenessSlack: 1500 * time.Millisecond,
 		Extra: []string{"--snapshot-threshold", "1024", "--trailing-logs", "256"},
@@ -50,8 +51,20 @@ func TestShortCampaign(t *testing.T) {
 	if res.Grants == 0 || res.Competitions == 0 || res.Pauses == 0 {
 		t.Errorf("the workload did too little: %d grants, %d competitions, %d pauses", res.Grants, res.Competitions, res.Pauses)
 	}
+	checkPrims(t, res)
 	checkFaults(t, res)
 	if res.Net.Unknown > 0 {
 		t.Logf("warning: %d proxied connections had an unidentified source", res.Net.Unknown)
+	}
+}
+
+// checkPrims fails t when a primitive's workload met no contention: its model then judged
+// nothing worth judging.
+func checkPrims(t testing.TB, res *campaignResult) {
+	t.Helper()
+	for _, w := range primWorkloads {
+		if p := res.Prims[w]; p.Grants == 0 || p.Refusals == 0 {
+			t.Errorf("the %s workload did too little: %d grants, %d refusals", primNames[w], p.Grants, p.Refusals)
+		}
 	}
 }

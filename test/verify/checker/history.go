@@ -19,6 +19,13 @@ const (
 	KindCharge      = "charge"
 	KindReadAccount = "read_account"
 	KindPause       = "pause"
+	KindSemAcquire  = "sem_acquire"
+	KindSemRelease  = "sem_release"
+	KindSemStatus   = "sem_status"
+	KindCampaign    = "campaign"
+	KindProclaim    = "proclaim"
+	KindResign      = "resign"
+	KindElectStatus = "elect_status"
 
 	OutOK            = "ok"
 	OutHeld          = "lock_held"
@@ -29,7 +36,17 @@ const (
 	OutAmbiguous     = "ambiguous"
 	OutUnavailable   = "unavailable"
 	OutFailed        = "failed"
+	OutModeConflict  = "mode_conflict"
+	OutSemFull       = "semaphore_full"
+	OutLimitConflict = "limit_conflict"
+	OutElectionHeld  = "election_held"
 )
+
+// Holder is one grant of a shared lock or one permit of a semaphore in a status read.
+type Holder struct {
+	Owner string `json:"owner"`
+	Token uint64 `json:"token"`
+}
 
 // Never is the return time of an ambiguous operation that might still take effect.
 const Never = math.MaxInt64
@@ -50,6 +67,11 @@ type Op struct {
 	Held        bool     `json:"held,omitempty"`
 	StatusOwner string   `json:"status_owner,omitempty"`
 	Locks       []string `json:"locks,omitempty"`
+	Mode        string   `json:"mode,omitempty"`
+	Holders     []Holder `json:"holders,omitempty"`
+	Limit       int64    `json:"limit,omitempty"`
+	Value       string   `json:"value,omitempty"`
+	Elected     bool     `json:"elected,omitempty"`
 	ChargeID    string   `json:"charge_id,omitempty"`
 	Account     string   `json:"account,omitempty"`
 	Amount      int64    `json:"amount,omitempty"`

@@ -22,19 +22,26 @@ type lockState struct {
 	Floor uint64
 }
 
-// linInput is a lock operation.
+// linInput is an operation on one lock (semaphore, election).
 type linInput struct {
 	Kind  string
 	Owner string
-	Token uint64 // release
+	Token uint64 // release, resign, proclaim
+	Mode  string // shared-lock acquire
+	Limit int64  // semaphore acquire
+	Value string // campaign, proclaim
 }
 
 // linOutput is its answer.
 type linOutput struct {
 	Outcome string
-	Token   uint64 // grant, status
-	Held    bool   // status
-	Owner   string // status
+	Token   uint64   // grant, status
+	Held    bool     // status (an election's: elected)
+	Owner   string   // status
+	Mode    string   // lock status
+	Holders []Holder // lock and semaphore status
+	Limit   int64    // semaphore status
+	Value   string   // campaign grant, election status
 }
 
 func free(s lockState, floor uint64) lockState {
@@ -214,7 +221,7 @@ type LinOptions struct {
 func LinHistory(lockOps []Op, all []Op) []porcupine.Operation {
 	owners := map[string]bool{}
 	for _, o := range lockOps {
-		if o.Owner != "" && o.Kind == KindAcquire && (o.Outcome == OutOK || o.Outcome == OutAmbiguous) {
+		if o.Owner != "" && grants(o.Kind) && (o.Outcome == OutOK || o.Outcome == OutAmbiguous) {
 			owners[o.Owner] = true
 		}
 	}
@@ -246,7 +253,7 @@ func LinHistory(lockOps []Op, all []Op) []porcupine.Operation {
 		case OutUnavailable, OutFailed, OutWaitTimeout:
 			return
 		}
-		if o.Kind == KindStatus && o.Outcome != OutOK {
+		if reads(o.Kind) && o.Outcome != OutOK {
 			return
 		}
 		ret := o.Return
@@ -255,16 +262,15 @@ func LinHistory(lockOps []Op, all []Op) []porcupine.Operation {
 		}
 		hist = append(hist, porcupine.Operation{
 			ClientId: o.Worker,
-			Input:    linInput{Kind: o.Kind, Owner: o.Owner, Token: inToken(o)},
+			Input:    linInput{Kind: o.Kind, Owner: o.Owner, Token: inToken(o), Mode: o.Mode, Limit: o.Limit, Value: o.Value},
 			Call:     o.Call,
-			Output:   linOutput{Outcome: o.Outcome, Token: outToken(o), Held: o.Held, Owner: o.StatusOwner},
+			Output:   linOutput{Outcome: o.Outcome, Token: outToken(o), Held: o.Held || o.Elected, Owner: o.StatusOwner, Holders: o.Holders, Limit: o.Limit, Value: o.Value, Mode: o.Mode},
 			Return:   ret,
 			Metadata: fmt.Sprintf("op #%d on n%d", o.ID, o.Node+1),
 		})
 	}
 	for _, o := range lockOps {
-		switch o.Kind {
-		case KindAcquire, KindRelease, KindStatus:
+		if o.Kind != KindRevoke {
 			add(o)
 		}
 	}
@@ -283,15 +289,30 @@ func LinHistory(lockOps []Op, all []Op) []porcupine.Operation {
 	return hist
 }
 
+// grants reports whether an operation of kind may give its lease a grant (a lock, a
+// permit, a leadership).
+func grants(kind string) bool {
+	return kind == KindAcquire || kind == KindSemAcquire || kind == KindCampaign
+}
+
+// reads reports whether kind is a status read, which has no effect.
+func reads(kind string) bool {
+	return kind == KindStatus || kind == KindSemStatus || kind == KindElectStatus
+}
+
+// inToken is the token an operation presents: a release's, a resignation's, a proclaim's.
 func inToken(o Op) uint64 {
-	if o.Kind == KindRelease {
+	switch o.Kind {
+	case KindRelease, KindSemRelease, KindResign, KindProclaim:
 		return o.Token
 	}
 	return 0
 }
 
+// outToken is the token an answer carries: a grant's (a proclaim's keeps the
+// leadership's), a status read's.
 func outToken(o Op) uint64 {
-	if o.Kind == KindAcquire || o.Kind == KindStatus {
+	if grants(o.Kind) || reads(o.Kind) || o.Kind == KindProclaim {
 		return o.Token
 	}
 	return 0
@@ -301,14 +322,20 @@ var unsafeName = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
 
 // CheckLinearizable checks every lock of the lin workload (ops whose Workload is "lin").
 func CheckLinearizable(ops []Op, opt LinOptions) *Verdict {
-	v := newVerdict("linearizable")
+	return checkModel("linearizable", "lin", LockModel, ops, opt)
+}
+
+// checkModel checks, with model, every lock (semaphore, election) of the ops of workload,
+// one porcupine history each, into a verdict named name.
+func checkModel(name, workload string, nd porcupine.NondeterministicModel, ops []Op, opt LinOptions) *Verdict {
+	v := newVerdict(name)
 	if opt.Timeout == 0 {
 		opt.Timeout = 60 * time.Second
 	}
-	locks := byLock(ops, func(o Op) bool { return o.Workload == "lin" })
-	model := LockModel.ToModel()
-	for _, name := range sortedKeys(locks) {
-		hist := LinHistory(locks[name], ops)
+	locks := byLock(ops, func(o Op) bool { return o.Workload == workload })
+	model := nd.ToModel()
+	for _, lock := range sortedKeys(locks) {
+		hist := LinHistory(locks[lock], ops)
 		v.Checked += len(hist)
 		res, info := porcupine.CheckOperationsVerbose(model, hist, opt.Timeout)
 		if res == porcupine.Ok {
@@ -318,12 +345,12 @@ func CheckLinearizable(ops []Op, opt LinOptions) *Verdict {
 		if res == porcupine.Unknown {
 			kind = "timeout"
 		}
-		example := fmt.Sprintf("lock %s: porcupine says %s over %d operations", name, res, len(hist))
+		example := fmt.Sprintf("%s %s: porcupine says %s over %d operations", workload, lock, res, len(hist))
 		if res == porcupine.Illegal {
-			example += "; longest partial linearization ends before: " + firstUnlinearized(info, hist)
+			example += "; longest partial linearization ends before: " + firstUnlinearized(model, info, hist)
 		}
 		if opt.Dir != "" {
-			path := filepath.Join(opt.Dir, "lin-"+unsafeName.ReplaceAllString(name, "_")+".html")
+			path := filepath.Join(opt.Dir, workload+"-"+unsafeName.ReplaceAllString(lock, "_")+".html")
 			if err := os.MkdirAll(opt.Dir, 0o755); err == nil {
 				if err := porcupine.VisualizePath(model, info, path); err == nil {
 					v.Files = append(v.Files, path)
@@ -337,7 +364,7 @@ func CheckLinearizable(ops []Op, opt LinOptions) *Verdict {
 
 // firstUnlinearized describes the operations that the longest partial linearization could
 // not place, earliest call first (a hint of where the history breaks).
-func firstUnlinearized(info porcupine.LinearizationInfo, hist []porcupine.Operation) string {
+func firstUnlinearized(model porcupine.Model, info porcupine.LinearizationInfo, hist []porcupine.Operation) string {
 	parts := info.PartialLinearizations()
 	if len(parts) == 0 {
 		return "?"
@@ -365,7 +392,7 @@ func firstUnlinearized(info porcupine.LinearizationInfo, hist []porcupine.Operat
 			break
 		}
 		o := hist[i]
-		out += fmt.Sprintf("[%s %s at %s..%s] ", LockModel.DescribeOperation(o.Input, o.Output), o.Metadata, ms(o.Call), ms(o.Return))
+		out += fmt.Sprintf("[%s %s at %s..%s] ", model.DescribeOperation(o.Input, o.Output), o.Metadata, ms(o.Call), ms(o.Return))
 	}
 	return out
 }

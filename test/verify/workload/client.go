@@ -122,6 +122,9 @@ func (c *Client) send(ctx context.Context, base, method, path string, body any, 
 		r.outcome = LeaseNotFound
 	case eb.Error.Code == "stale_token":
 		r.outcome = Stale
+	case eb.Error.Code == api.CodeModeConflict, eb.Error.Code == api.CodeSemaphoreFull,
+		eb.Error.Code == api.CodeLimitConflict, eb.Error.Code == api.CodeElectionHeld:
+		r.outcome = Outcome(eb.Error.Code)
 	default:
 		r.outcome = Failed
 	}
@@ -187,9 +190,15 @@ func (c *Client) RevokeLease(ctx context.Context, lease, owner string) Op {
 
 // AcquireLock takes lock with lease, waiting up to waitMs.
 func (c *Client) AcquireLock(ctx context.Context, lock, lease, owner string, ttlMs, waitMs int64) Op {
+	return c.AcquireLockMode(ctx, lock, lease, owner, "", ttlMs, waitMs)
+}
+
+// AcquireLockMode takes lock with lease in mode (api.ModeShared, or "" for exclusive),
+// waiting up to waitMs.
+func (c *Client) AcquireLockMode(ctx context.Context, lock, lease, owner, mode string, ttlMs, waitMs int64) Op {
 	n := c.node()
-	op := Op{Kind: Acquire, Node: n, Lock: lock, Lease: lease, Owner: owner, TTLMs: ttlMs, WaitMs: waitMs, Call: c.Rec.Clock.Now()}
-	r := c.send(ctx, c.Endpoints[n], http.MethodPut, "/v1/locks/"+lock, api.AcquireRequest{LeaseID: lease, WaitMs: waitMs, Owner: owner}, 0, time.Duration(waitMs)*time.Millisecond)
+	op := Op{Kind: Acquire, Node: n, Lock: lock, Lease: lease, Owner: owner, Mode: mode, TTLMs: ttlMs, WaitMs: waitMs, Call: c.Rec.Clock.Now()}
+	r := c.send(ctx, c.Endpoints[n], http.MethodPut, "/v1/locks/"+lock, api.AcquireRequest{LeaseID: lease, WaitMs: waitMs, Owner: owner, Mode: mode}, 0, time.Duration(waitMs)*time.Millisecond)
 	if r.outcome == OK {
 		var g api.Grant
 		if err := json.Unmarshal(r.body, &g); err != nil || g.Token == 0 {
@@ -218,7 +227,7 @@ func (c *Client) LockStatus(ctx context.Context, lock string) Op {
 		if err := json.Unmarshal(r.body, &s); err != nil {
 			r.outcome, r.err = Ambiguous, fmt.Sprintf("bad status answer %q", r.body)
 		}
-		op.Held, op.Token, op.StatusOwner = s.Held, s.Token, s.Owner
+		op.Held, op.Token, op.StatusOwner, op.Mode, op.Holders = s.Held, s.Token, s.Owner, s.Mode, holders(s.Holders)
 	}
 	return c.record(op, r)
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/raftlock/raftlock/api"
 )
 
 // LinConfig configures a lin worker.
@@ -30,6 +32,36 @@ type linLease struct {
 // is gone: from then on the ambiguous operation can no longer take effect, which lets the
 // checker close its interval at the revoke's return.
 func RunLin(ctx context.Context, c *Client, cfg LinConfig, cleanup time.Duration) {
+	runLeased(ctx, c, cfg, cleanup, linOps{
+		acquire: func(ctx context.Context, name string, l linLease) Op {
+			return c.AcquireLock(ctx, name, l.id, l.owner, 0, 0)
+		},
+		release: func(ctx context.Context, name string, l linLease, token uint64) Op {
+			return c.ReleaseLock(ctx, name, l.id, l.owner, token)
+		},
+		status: c.LockStatus,
+	})
+}
+
+// linOps are the requests of one primitive that a lin-style worker sends.
+type linOps struct {
+	// acquire asks for a grant (a lock, a permit, a leadership) at once.
+	acquire func(ctx context.Context, name string, l linLease) Op
+	// release gives a grant back with its token.
+	release func(ctx context.Context, name string, l linLease, token uint64) Op
+	// status reads the primitive.
+	status func(ctx context.Context, name string) Op
+	// update, when set, is an operation a holder may send instead of a release (a
+	// proclaim); a definite refusal means the grant is gone.
+	update func(ctx context.Context, name string, l linLease, token uint64) Op
+}
+
+// runLeased runs a lin-style worker on the primitives named in cfg.Locks with the
+// requests of ops: its own leases of a TTL that never expires during a round, every
+// request with wait 0, and a revoke of the lease (until a definite answer) after any
+// ambiguous grant or release, so that the checker can close the ambiguous operation's
+// interval at that revoke's return.
+func runLeased(ctx context.Context, c *Client, cfg LinConfig, cleanup time.Duration, ops linOps) {
 	if cfg.TTLMs == 0 {
 		cfg.TTLMs = 120000
 	}
@@ -41,7 +73,7 @@ func RunLin(ctx context.Context, c *Client, cfg LinConfig, cleanup time.Duration
 	newLease := func() (linLease, bool) {
 		for ctx.Err() == nil {
 			seq++
-			owner := fmt.Sprintf("lin%d.%d", c.Worker, seq)
+			owner := fmt.Sprintf("%s%d.%d", c.Workload, c.Worker, seq)
 			op := c.CreateLease(ctx, cfg.TTLMs, owner)
 			if op.Outcome == OK {
 				return linLease{op.Lease, owner}, true
@@ -80,28 +112,35 @@ func RunLin(ctx context.Context, c *Client, cfg LinConfig, cleanup time.Duration
 				continue
 			}
 		}
-		lock := cfg.Locks[rng.Intn(len(cfg.Locks))]
+		name := cfg.Locks[rng.Intn(len(cfg.Locks))]
 		p := rng.Float64()
-		if tok, mine := held[lock]; mine {
-			if p < 0.3 {
-				c.LockStatus(ctx, lock)
-			} else {
-				op := c.ReleaseLock(ctx, lock, l.id, l.owner, tok)
-				switch op.Outcome {
+		if tok, mine := held[name]; mine {
+			switch {
+			case p < 0.3:
+				ops.status(ctx, name)
+			case p < 0.5 && ops.update != nil:
+				switch ops.update(ctx, name, l, tok).Outcome {
+				case NotHolder, LeaseNotFound, Failed:
+					delete(held, name)
+				case Ambiguous:
+					reset()
+				}
+			default:
+				switch ops.release(ctx, name, l, tok).Outcome {
 				case OK, NotHolder, LeaseNotFound, Failed:
-					delete(held, lock)
+					delete(held, name)
 				case Ambiguous:
 					reset()
 				}
 			}
 		} else {
 			if p < 0.25 {
-				c.LockStatus(ctx, lock)
+				ops.status(ctx, name)
 			} else {
-				op := c.AcquireLock(ctx, lock, l.id, l.owner, 0, 0)
+				op := ops.acquire(ctx, name, l)
 				switch op.Outcome {
 				case OK:
-					held[lock] = op.Token
+					held[name] = op.Token
 				case Ambiguous:
 					reset()
 				case LeaseNotFound:
@@ -121,6 +160,68 @@ func RunLin(ctx context.Context, c *Client, cfg LinConfig, cleanup time.Duration
 		revoke(rctx, l)
 		cancel()
 	}
+}
+
+// RunShared runs a lin-style worker on shared locks: nine acquires in ten are shared,
+// the others exclusive.
+func RunShared(ctx context.Context, c *Client, cfg LinConfig, cleanup time.Duration) {
+	rng := c.Rand()
+	runLeased(ctx, c, cfg, cleanup, linOps{
+		acquire: func(ctx context.Context, name string, l linLease) Op {
+			mode := api.ModeShared
+			if rng.Float64() < 0.1 {
+				mode = api.ModeExclusive
+			}
+			return c.AcquireLockMode(ctx, name, l.id, l.owner, mode, 0, 0)
+		},
+		release: func(ctx context.Context, name string, l linLease, token uint64) Op {
+			return c.ReleaseLock(ctx, name, l.id, l.owner, token)
+		},
+		status: c.LockStatus,
+	})
+}
+
+// RunSemaphore runs a lin-style worker on semaphores of limit permits; one acquire in
+// twenty asks for limit+1, to meet limit_conflict (or, on an unused semaphore, to set the
+// other limit).
+func RunSemaphore(ctx context.Context, c *Client, cfg LinConfig, limit int64, cleanup time.Duration) {
+	rng := c.Rand()
+	runLeased(ctx, c, cfg, cleanup, linOps{
+		acquire: func(ctx context.Context, name string, l linLease) Op {
+			n := limit
+			if rng.Float64() < 0.05 {
+				n++
+			}
+			return c.AcquirePermit(ctx, name, l.id, l.owner, n)
+		},
+		release: func(ctx context.Context, name string, l linLease, token uint64) Op {
+			return c.ReleasePermit(ctx, name, l.id, l.owner, token)
+		},
+		status: c.SemaphoreStatus,
+	})
+}
+
+// RunElection runs a lin-style worker on elections: it campaigns, proclaims new values
+// while leading, and resigns. Every value is unique, so a status read tells which
+// campaign or proclaim it saw.
+func RunElection(ctx context.Context, c *Client, cfg LinConfig, cleanup time.Duration) {
+	n := 0
+	value := func(l linLease) string {
+		n++
+		return fmt.Sprintf("%s/v%d", l.owner, n)
+	}
+	runLeased(ctx, c, cfg, cleanup, linOps{
+		acquire: func(ctx context.Context, name string, l linLease) Op {
+			return c.Campaign(ctx, name, l.id, l.owner, value(l), 0)
+		},
+		release: func(ctx context.Context, name string, l linLease, token uint64) Op {
+			return c.Resign(ctx, name, l.id, l.owner, token)
+		},
+		status: c.ElectionStatus,
+		update: func(ctx context.Context, name string, l linLease, token uint64) Op {
+			return c.Campaign(ctx, name, l.id, l.owner, value(l), token)
+		},
+	})
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) {

@@ -18,6 +18,15 @@ const (
 	Release     Kind = "release"
 	Status      Kind = "status"
 	Charge      Kind = "charge"
+	// The other primitives (issue 14). A shared lock uses Acquire, Release and Status with
+	// a Mode; a proclaim is a Campaign with the leader's Token.
+	SemAcquire  Kind = "sem_acquire"
+	SemRelease  Kind = "sem_release"
+	SemStatus   Kind = "sem_status"
+	Campaign    Kind = "campaign"
+	Proclaim    Kind = "proclaim"
+	Resign      Kind = "resign"
+	ElectStatus Kind = "elect_status"
 	ReadAccount Kind = "read_account"
 	Pause       Kind = "pause"
 )
@@ -36,7 +45,19 @@ const (
 	Ambiguous     Outcome = "ambiguous"
 	Unavailable   Outcome = "unavailable" // definite: the request was never sent (refused)
 	Failed        Outcome = "failed"      // definite: another 4xx answer
+	// The refusals of the other primitives, named by their API codes.
+	ModeConflict  Outcome = "mode_conflict"
+	SemaphoreFull Outcome = "semaphore_full"
+	LimitConflict Outcome = "limit_conflict"
+	ElectionHeld  Outcome = "election_held"
 )
+
+// Holder is one grant of a shared lock or one permit of a semaphore, as a status read
+// shows it.
+type Holder struct {
+	Owner string `json:"owner"`
+	Token uint64 `json:"token"`
+}
 
 // Op is one recorded operation. Times are nanoseconds on the campaign's Clock.
 type Op struct {
@@ -60,6 +81,17 @@ type Op struct {
 	StatusOwner string `json:"status_owner,omitempty"`
 	// Locks is a lease read's answer.
 	Locks []string `json:"locks,omitempty"`
+	// Mode is a lock acquire's mode (shared or exclusive; empty means exclusive) and a
+	// status read's answer.
+	Mode string `json:"mode,omitempty"`
+	// Holders are a status read's grants (a shared lock's holders, a semaphore's permits).
+	Holders []Holder `json:"holders,omitempty"`
+	// Limit is a semaphore acquire's limit and a semaphore status read's answer.
+	Limit int64 `json:"limit,omitempty"`
+	// Value is a campaign's (proclaim's) value, and a grant's or an election status read's
+	// published value; Elected is the status read's answer.
+	Value   string `json:"value,omitempty"`
+	Elected bool   `json:"elected,omitempty"`
 
 	ChargeID string `json:"charge_id,omitempty"`
 	Account  string `json:"account,omitempty"`

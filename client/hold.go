@@ -1,0 +1,320 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/raftlock/raftlock/api"
+)
+
+// Defaults of the held primitives (Mutex, RWMutex, Semaphore, Election).
+const (
+	// DefaultMutexTTL is the TTL of the lease a Mutex (or an RWMutex, a Semaphore, an
+	// Election) creates for itself.
+	DefaultMutexTTL = time.Duration(api.DefaultTTLMs) * time.Millisecond
+	// DefaultWaitChunk is the longest single server-side wait Lock (RLock, Acquire,
+	// Campaign) asks for; longer waits are re-issued. It stays well below api.MaxWaitMs
+	// and common proxy idle timeouts.
+	DefaultWaitChunk = 240 * time.Second
+)
+
+// MutexOption configures a Mutex, and likewise an RWMutex, a Semaphore or an Election:
+// they share the options and the lease handling.
+type MutexOption func(*holdOptions)
+
+// holdOptions are the options of a held primitive.
+type holdOptions struct {
+	owner     string
+	chunk     time.Duration
+	ttl       time.Duration
+	leaseOpts []LeaseOption
+}
+
+// WithOwner sets the label shown in the lock's (semaphore's, election's) status: a host
+// name, a job ID; empty means none.
+func WithOwner(owner string) MutexOption { return func(o *holdOptions) { o.owner = owner } }
+
+// WithLeaseTTL sets the TTL of the lease a Mutex made by Client.NewMutex (or an RWMutex,
+// Semaphore or Election made by the Client) creates for each hold (default
+// DefaultMutexTTL). It has no effect on one made on a given Lease.
+func WithLeaseTTL(ttl time.Duration) MutexOption { return func(o *holdOptions) { o.ttl = ttl } }
+
+// WithLeaseOptions sets the options of the lease a Mutex made by Client.NewMutex (or an
+// RWMutex, Semaphore or Election made by the Client) creates.
+func WithLeaseOptions(opts ...LeaseOption) MutexOption {
+	return func(o *holdOptions) { o.leaseOpts = append(o.leaseOpts, opts...) }
+}
+
+// WithWaitChunk sets the longest single server-side wait of Lock (RLock, Acquire,
+// Campaign; default DefaultWaitChunk, at most api.MaxWaitMs). A wait that is re-issued
+// joins the back of the queue again, so longer chunks keep a waiter's place longer.
+func WithWaitChunk(d time.Duration) MutexOption {
+	return func(o *holdOptions) {
+		if d > 0 {
+			o.chunk = min(d, time.Duration(api.MaxWaitMs)*time.Millisecond)
+		}
+	}
+}
+
+// grant is what every acquire-like answer carries: a lock grant (either mode), a permit,
+// a leadership.
+type grant struct {
+	token   uint64
+	leaseID string
+	ttlMs   int64
+}
+
+// acquireFunc sends one acquire of a primitive with opts (LeaseID, or TTL for a lease
+// created with the grant; Wait; Owner).
+type acquireFunc func(ctx context.Context, opts AcquireOptions) (grant, result, error)
+
+// releaseFunc gives back the grant of leaseID with token.
+type releaseFunc func(ctx context.Context, leaseID string, token uint64) (result, error)
+
+// hold is the machinery every held primitive shares: a grant held by a lease (a given
+// one, or one created per hold), taken with server-side waits that are re-issued, given
+// back with the lease and the token, and watched for loss. Mutex, RWMutex, Semaphore and
+// Election embed it; they differ only in the requests they send.
+type hold struct {
+	c       *Client
+	name    string
+	kind    string // "lock", "semaphore", "election": for error texts
+	o       holdOptions
+	given   *Lease // nil: a lease is created per hold
+	release releaseFunc
+
+	op sync.Mutex // serializes taking and giving back
+
+	mu    sync.Mutex
+	lease *Lease // lease of the current hold
+	token uint64
+	mode  string // the variant held: a lock's mode; "" for the other primitives
+	held  bool
+}
+
+func (h *hold) init(c *Client, given *Lease, name, kind string, opts []MutexOption, release releaseFunc) {
+	h.c, h.given, h.name, h.kind, h.release = c, given, name, kind, release
+	h.o = holdOptions{chunk: DefaultWaitChunk, ttl: DefaultMutexTTL}
+	for _, o := range opts {
+		o(&h.o)
+	}
+}
+
+// Name returns the name of the lock (semaphore, election).
+func (h *hold) Name() string { return h.name }
+
+// take takes the grant in mode, waiting (when wait) for as long as ctx allows. It returns
+// nil at once when the same mode is held with a live lease, and ErrModeConflict when the
+// other mode is. The caller holds h.op.
+func (h *hold) take(ctx context.Context, op, mode string, wait bool, acq acquireFunc) error {
+	h.mu.Lock()
+	if h.held && h.lease.lost() == nil {
+		held := h.mode
+		h.mu.Unlock()
+		if held != mode {
+			return wrap(ErrModeConflict, nil, "%s: held in %s mode; release it first", op, held)
+		}
+		return nil
+	}
+	h.held, h.token, h.lease, h.mode = false, 0, nil, ""
+	h.mu.Unlock()
+
+	if err := checkNameOf(op, h.kind, h.name); err != nil {
+		return err
+	}
+	lease := h.given
+	if lease == nil {
+		if _, err := newLeaseConfig(op, h.o.ttl, h.o.leaseOpts); err != nil {
+			return err
+		}
+		if !wait {
+			// One round trip: the server creates the lease in the entry that grants, and
+			// creates nothing when it refuses. Retries carry the request ID acquireAt draws,
+			// so they cannot create a second lease.
+			g, res, err := acq(ctx, AcquireOptions{TTL: h.o.ttl, Owner: h.o.owner})
+			if err != nil {
+				return err
+			}
+			// SafeUntil counts from the first attempt: the lease may have been created by
+			// it (its answer lost) and only returned by a later one.
+			l, err := h.c.startLease(g.leaseID, time.Duration(g.ttlMs)*time.Millisecond, res.first, h.o.leaseOpts)
+			if err != nil {
+				h.c.revokeQuietly(ctx, g.leaseID)
+				return err
+			}
+			h.setHeld(l, g.token, mode)
+			return nil
+		}
+		var err error
+		if lease, err = h.c.NewLease(ctx, h.o.ttl, h.o.leaseOpts...); err != nil {
+			return err
+		}
+	}
+	err := h.takeWith(ctx, op, mode, lease, wait, acq)
+	if err != nil && h.given == nil {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), h.c.timeout)
+		defer cancel()
+		_ = lease.Close(cctx)
+	}
+	return err
+}
+
+func (h *hold) setHeld(l *Lease, token uint64, mode string) {
+	h.mu.Lock()
+	h.lease, h.token, h.mode, h.held = l, token, mode, true
+	h.mu.Unlock()
+}
+
+// takeWith takes the grant with lease, re-issuing server-side waits until ctx ends.
+func (h *hold) takeWith(ctx context.Context, op, mode string, lease *Lease, wait bool, acq acquireFunc) error {
+	for {
+		if err := lease.lost(); err != nil {
+			return wrap(ErrLeaseLost, err, "%s: the lease is lost", op)
+		}
+		var w time.Duration
+		if wait {
+			w = h.o.chunk
+			if dl, ok := ctx.Deadline(); ok {
+				w = min(w, max(time.Until(dl), time.Millisecond))
+			}
+		}
+		// The request ends when the lease is lost: the server then drops the wait.
+		rctx, cancel := context.WithCancel(ctx)
+		stop := context.AfterFunc(lease.ctx, cancel)
+		g, res, err := acq(rctx, AcquireOptions{LeaseID: lease.ID(), Wait: w, Owner: h.o.owner})
+		stop()
+		cancel()
+		if err == nil {
+			if !lease.observe(res.sent) {
+				// Granted, but the lease was declared lost meanwhile: give the grant back.
+				h.releaseQuietly(ctx, lease.ID(), g.token)
+				return wrap(ErrLeaseLost, lease.Err(), "%s: the lease was lost as it was granted", op)
+			}
+			h.setHeld(lease, g.token, mode)
+			return nil
+		}
+		if lerr := lease.lost(); lerr != nil {
+			return wrap(ErrLeaseLost, lerr, "%s: the lease was lost while waiting", op)
+		}
+		if errors.Is(err, ErrLeaseNotFound) {
+			lease.lose(wrap(ErrLeaseLost, err, "lease %s: the cluster no longer knows it (it expired or was revoked)", redactID(lease.ID())))
+			return wrap(ErrLeaseLost, err, "%s: the lease is gone", op)
+		}
+		if wait && errors.Is(err, ErrWaitTimeout) && ctx.Err() == nil {
+			if dl, ok := ctx.Deadline(); !ok || time.Until(dl) > 0 {
+				h.c.log.Debug("re-issuing a wait", h.kind, h.name)
+				continue
+			}
+		}
+		return err
+	}
+}
+
+// giveBack releases the grant with the lease and token of the hold, so that a retried or
+// late release can never free a later grant; a hold on a lease of its own then revokes
+// the lease. It returns ErrNotLocked when nothing is held, and ErrNotHolder or
+// ErrLeaseNotFound when the grant had already been lost; in every case but a network
+// failure the hold is over. The caller holds h.op.
+func (h *hold) giveBack(ctx context.Context, op string) error {
+	h.mu.Lock()
+	held, lease, token := h.held, h.lease, h.token
+	h.mu.Unlock()
+	if !held {
+		return wrap(ErrNotLocked, nil, "%s", op)
+	}
+	res, err := h.release(ctx, lease.ID(), token)
+	if err != nil && res.attempts > 1 && errors.Is(err, ErrNotHolder) && lease.lost() == nil {
+		err = nil // an earlier attempt, whose answer was lost, released it
+	}
+	gone := err == nil || errors.Is(err, ErrNotHolder) || errors.Is(err, ErrLeaseNotFound)
+	if h.given == nil {
+		// Our own lease holds nothing else: revoking it releases the grant in any case.
+		if cerr := lease.Close(ctx); cerr == nil {
+			if !gone {
+				err = nil // the release did not get through, but the revoke did
+			}
+			gone = true
+		} else if err == nil {
+			err = cerr
+		}
+	}
+	if gone {
+		h.mu.Lock()
+		h.held, h.token, h.lease, h.mode = false, 0, nil, ""
+		h.mu.Unlock()
+	}
+	return err
+}
+
+// current returns the lease and token of the hold, and whether anything is held.
+func (h *hold) current() (*Lease, uint64, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.lease, h.token, h.held
+}
+
+// Token returns the fencing token of the current hold, zero when nothing is held. It
+// stays readable after the lease is lost, until the grant is given back or taken again,
+// so that a holder can still label what it was doing; writes must stop at Lost.
+func (h *hold) Token() uint64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.token
+}
+
+// closedChan is returned by Lost when nothing is held.
+var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+// Lost returns a channel closed when the current hold is lost: the lease was lost or
+// closed, or its SafeUntil passed without an answered keepalive. When nothing is held,
+// the channel is already closed.
+func (h *hold) Lost() <-chan struct{} {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !h.held {
+		return closedChan
+	}
+	return h.lease.Done()
+}
+
+// Lease returns the lease of the current hold (the given lease for one made on a Lease),
+// or nil when one that creates its own leases holds nothing.
+func (h *hold) Lease() *Lease {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.lease == nil {
+		return h.given
+	}
+	return h.lease
+}
+
+// SafeUntil returns the SafeUntil of the current hold's lease, or the zero time when
+// nothing is held.
+func (h *hold) SafeUntil() time.Time {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !h.held {
+		return time.Time{}
+	}
+	return h.lease.SafeUntil()
+}
+
+// releaseQuietly gives back a grant nobody will use.
+func (h *hold) releaseQuietly(ctx context.Context, id string, token uint64) {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), h.c.timeout)
+	defer cancel()
+	if _, err := h.release(rctx, id, token); err != nil {
+		h.c.log.Debug("releasing an unused grant failed", h.kind, h.name, "error", err)
+	}
+}
+
+// revokeQuietly revokes a lease nobody will use, on a context that survives ctx's end.
+func (c *Client) revokeQuietly(ctx context.Context, id string) {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.timeout)
+	defer cancel()
+	if _, err := c.Revoke(rctx, id); err != nil {
+		c.log.Debug("revoking an unused lease failed; it will expire", "lease", redactID(id), "error", err)
+	}
+}
