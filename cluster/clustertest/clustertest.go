@@ -40,14 +40,23 @@ func FreePort(t testing.TB) string {
 // Listen opens a loopback listener on a port from 20000-32767 (see FreePort).
 func Listen(t testing.TB) net.Listener {
 	t.Helper()
+	l, err := ListenLoopback()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+// ListenLoopback is Listen for callers without a testing.TB (test harnesses that return
+// errors).
+func ListenLoopback() (net.Listener, error) {
 	for i := 0; i < 1000; i++ {
 		port := 20000 + rand.IntN(12768)
 		if l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port)); err == nil {
-			return l
+			return l, nil
 		}
 	}
-	t.Fatal("no free port in 20000-32767 after 1000 tries")
-	return nil
+	return nil, fmt.Errorf("no free port in 20000-32767 after 1000 tries")
 }
 
 // Logger returns an hclog logger that writes through t.Log.

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -18,6 +17,7 @@ import (
 	"time"
 
 	"github.com/raftlock/raftlock/api"
+	"github.com/raftlock/raftlock/cluster/clustertest"
 	"github.com/raftlock/raftlock/test/testcluster"
 )
 
@@ -58,9 +58,12 @@ type Cluster struct {
 	pause []bool
 }
 
-// FreePort returns a loopback address whose port was free a moment ago.
+// FreePort returns a loopback address whose port was free a moment ago. The port lies
+// below Linux's ephemeral range (see clustertest.FreePort): a port from "127.0.0.1:0" can be
+// taken, before the node binds it, by the local end of an outgoing connection of any test
+// running beside this one, which is how CI once failed with "address already in use".
 func FreePort() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	l, err := clustertest.ListenLoopback()
 	if err != nil {
 		return "", err
 	}
