@@ -379,15 +379,16 @@ func (n *Node) MetricsSnapshot() map[string]float64 {
 		leader = 1
 	}
 	return map[string]float64{
-		"raftlock_is_leader":         leader,
-		"raftlock_raft_term":         float64(st.Term),
-		"raftlock_raft_commit_index": float64(st.CommitIndex),
-		"raftlock_applied_index":     float64(st.AppliedIndex),
-		"raftlock_cluster_time_ms":   float64(n.fsm.Time()),
-		"raftlock_leases":            float64(n.fsm.LeaseCount()),
-		"raftlock_locks_held":        float64(n.fsm.LockCount()),
-		"raftlock_semaphores_in_use": float64(sems),
-		"raftlock_semaphore_permits": float64(permits),
-		"raftlock_elections_led":     float64(elections),
+		"raftlock_is_leader":            leader,
+		"raftlock_raft_term":            float64(st.Term),
+		"raftlock_raft_commit_index":    float64(st.CommitIndex),
+		"raftlock_applied_index":        float64(st.AppliedIndex),
+		"raftlock_cluster_time_ms":      float64(n.fsm.Time()),
+		"raftlock_leases":               float64(n.fsm.LeaseCount()),
+		"raftlock_locks_held":           float64(n.fsm.LockCount()),
+		"raftlock_semaphores_in_use":    float64(sems),
+		"raftlock_semaphore_permits":    float64(permits),
+		"raftlock_elections_led":        float64(elections),
+		"raftlock_snapshot_lag_entries": float64(n.fsm.SnapshotLag()),
 	}
 }

@@ -1,7 +1,6 @@
 package fsm
 
 import (
-	"errors"
 	"sort"
 	"strings"
 	"sync"
@@ -70,7 +69,9 @@ type FSM struct {
 	observe func(Event)
 	pending []Event // events of the entries being applied, emitted after mu is released
 	applied atomic.Uint64
-	local   // node-local: the versions this node speaks, and whether it halted (halt.go)
+	local             // node-local: the versions this node speaks, and whether it halted (halt.go)
+	ret     retention // applied entries the snapshot shadow has yet to see (shadow.go)
+	shadow  shadow
 }
 
 // New returns an empty state machine. observe, when non-nil, is called on raft's FSM
@@ -132,8 +133,9 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []interface{} {
 // the commit index is not stranded behind a configuration change.
 func (f *FSM) StoreConfiguration(index uint64, _ raft.Configuration) {
 	f.mu.Lock()
-	if index > f.s.applied && f.haltErr == nil {
-		f.s.applied = index
+	if f.haltErr == nil {
+		_, _, _ = f.step(f.s, index, raft.LogConfiguration, nil)
+		f.retain(index, raft.LogConfiguration, nil)
 	}
 	f.applied.Store(f.s.applied)
 	f.mu.Unlock()
@@ -141,25 +143,17 @@ func (f *FSM) StoreConfiguration(index uint64, _ raft.Configuration) {
 }
 
 func (f *FSM) applyLocked(l *raft.Log) *Result {
-	var r *Result
 	if f.haltErr != nil {
 		return &Result{Status: StatusHalted, Index: l.Index, Err: f.haltErr}
 	}
-	if l.Type != raft.LogCommand {
-		if l.Index > f.s.applied {
-			f.s.applied = l.Index
-		}
-		r = &Result{Index: l.Index}
-	} else if c, err := f.decode(l.Data); err != nil {
-		if errors.Is(err, ErrUnknownCommand) {
-			return f.haltAt(l.Index, err)
-		}
-		f.s.applied = l.Index
-		r = &Result{Status: StatusInvalid, Index: l.Index, Err: err}
-	} else {
-		f.counts.count(c.Type)
-		r = f.s.apply(l.Index, &c)
+	r, typ, err := f.step(f.s, l.Index, l.Type, l.Data)
+	if err != nil {
+		return f.haltAt(l.Index, err)
 	}
+	if typ != 0 {
+		f.counts.count(typ)
+	}
+	f.retain(l.Index, l.Type, l.Data)
 	f.applied.Store(f.s.applied)
 	return r
 }

@@ -49,16 +49,17 @@ func newMetrics(node Node) *metrics {
 type nodeCollector struct{ node Node }
 
 var nodeGaugeHelp = map[string]string{
-	"raftlock_is_leader":         "1 if this node is the ready leader.",
-	"raftlock_raft_term":         "Current Raft term.",
-	"raftlock_raft_commit_index": "Raft commit index seen by this node.",
-	"raftlock_applied_index":     "Index of the last entry applied to the lock state machine.",
-	"raftlock_cluster_time_ms":   "The state machine's cluster time.",
-	"raftlock_leases":            "Live leases.",
-	"raftlock_locks_held":        "Held locks.",
-	"raftlock_semaphores_in_use": "Semaphores with at least one permit held.",
-	"raftlock_semaphore_permits": "Semaphore permits held, over all semaphores.",
-	"raftlock_elections_led":     "Elections with a leader.",
+	"raftlock_is_leader":            "1 if this node is the ready leader.",
+	"raftlock_raft_term":            "Current Raft term.",
+	"raftlock_raft_commit_index":    "Raft commit index seen by this node.",
+	"raftlock_applied_index":        "Index of the last entry applied to the lock state machine.",
+	"raftlock_cluster_time_ms":      "The state machine's cluster time.",
+	"raftlock_leases":               "Live leases.",
+	"raftlock_locks_held":           "Held locks.",
+	"raftlock_semaphores_in_use":    "Semaphores with at least one permit held.",
+	"raftlock_semaphore_permits":    "Semaphore permits held, over all semaphores.",
+	"raftlock_elections_led":        "Elections with a leader.",
+	"raftlock_snapshot_lag_entries": "Entries applied since the last snapshot's Persist: what the next one replays into the snapshot shadow before it encodes.",
 }
 
 func (c nodeCollector) Describe(ch chan<- *prometheus.Desc) {

@@ -48,6 +48,14 @@ func discover(ctx context.Context, hc *httpClient, endpoints []string, pidList, 
 	if err != nil {
 		return nil, err
 	}
+	// Followers register their HTTP addresses a moment after a fresh cluster elects its
+	// leader; a node found without one would go unmeasured (its CPU counted as other load).
+	for deadline := time.Now().Add(10 * time.Second); !allRegistered(info) && time.Now().Before(deadline) && ctx.Err() == nil; {
+		benchkit.Sleep(ctx, 200*time.Millisecond)
+		if next, err := clusterInfo(ctx, hc, endpoints, 5*time.Second); err == nil {
+			info = next
+		}
+	}
 	for _, m := range info.Nodes {
 		cv.nodes = append(cv.nodes, &node{ID: m.ID, HTTPAddr: m.HTTPAddr})
 	}
@@ -91,6 +99,15 @@ func discover(ctx context.Context, hc *httpClient, endpoints []string, pidList, 
 		}
 	}
 	return cv, nil
+}
+
+func allRegistered(info api.Cluster) bool {
+	for _, m := range info.Nodes {
+		if m.HTTPAddr == "" {
+			return false
+		}
+	}
+	return true
 }
 
 // nodeByAddr finds the node listening on addr; hosts that all mean this machine

@@ -40,11 +40,18 @@ func runScale(ctx context.Context, o options, b *backend, progress io.Writer) (*
 	if err != nil {
 		return nil, err
 	}
+	total := o.Locks
 	clients := o.Clients
 	if clients == 0 {
 		clients = scaleDefaultFill
+		// Each client holds its locks on one lease, and the cluster's quota bounds the locks
+		// per lease (10,000 by default): 1,000,000 locks need 100 leases, not 64.
+		if info, err := clusterInfo(ctx, b.hc, []string{leader.URL()}, 10*time.Second); err == nil {
+			if per := int(info.Limits.MaxLocksPerLease); per > 0 && total > clients*per {
+				clients = (total + per - 1) / per
+			}
+		}
 	}
-	total := o.Locks
 	prefix := "bench/" + strconv.FormatInt(time.Now().UnixNano(), 36) + "/scale/"
 	res := &benchkit.Result{System: "raftlock", Workload: "scale", Clients: clients, Op: "acquire",
 		Target: fmt.Sprintf("acquires to the leader %s at %s", leader.ID, leader.URL())}

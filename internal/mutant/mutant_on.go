@@ -78,4 +78,5 @@ var registry = []Mutant{
 	// snapshot (§6)
 	{"restore-drops-waiters", "restoring a snapshot drops every lock's queue"},
 	{"restore-drops-time", "restoring a snapshot resets cluster time to zero"},
+	{"snapshot-shadow-skips-entry", "the snapshot shadow skips the first entry it replays when more follow"},
 }
