@@ -204,3 +204,46 @@ func itoa(i int) string {
 		}
 	}
 }
+
+// TestShadow_PersistWhileApplying persists on another goroutine while entries go on being
+// applied, as raft does (Snapshot on the FSM goroutine, Persist on the snapshot goroutine);
+// under -race it checks that the two share nothing unguarded, and every snapshot still
+// holds the state of its moment.
+func TestShadow_PersistWhileApplying(t *testing.T) {
+	f := New(func(Event) {})
+	g := newPGen(7, f)
+	type taken struct {
+		snap raft.FSMSnapshot
+		want []byte
+	}
+	ch := make(chan taken)
+	done := make(chan error)
+	go func() {
+		var err error
+		for tk := range ch {
+			var sink memSink
+			if e := tk.snap.Persist(&sink); e != nil && err == nil {
+				err = e
+			} else if e == nil && !bytes.Equal(sink.Bytes(), tk.want) && err == nil {
+				err = errors.New("a persisted snapshot differs from the state at Snapshot")
+			}
+			tk.snap.Release()
+		}
+		done <- err
+	}()
+	for index := uint64(1); index <= 6000; index++ {
+		c := g.next()
+		f.ApplyCommand(index, &c)
+		if index%500 == 0 {
+			snap, err := f.Snapshot()
+			if err != nil {
+				t.Fatal(err)
+			}
+			ch <- taken{snap, f.SnapshotBytes()} // the next Snapshot waits for this Persist to start
+		}
+	}
+	close(ch)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}

@@ -45,11 +45,17 @@ func runScale(ctx context.Context, o options, b *backend, progress io.Writer) (*
 	if clients == 0 {
 		clients = scaleDefaultFill
 		// Each client holds its locks on one lease, and the cluster's quota bounds the locks
-		// per lease (10,000 by default): 1,000,000 locks need 100 leases, not 64.
-		if info, err := clusterInfo(ctx, b.hc, []string{leader.URL()}, 10*time.Second); err == nil {
-			if per := int(info.Limits.MaxLocksPerLease); per > 0 && total > clients*per {
-				clients = (total + per - 1) / per
-			}
+		// per lease (10,000 by default): 1,000,000 locks need over 100 leases, not 64.
+		// A fresh cluster reports no limits until it reaches protocol version 2, a moment
+		// after its first leader: assume the servers' default until then.
+		per := 10_000
+		if info, err := clusterInfo(ctx, b.hc, []string{leader.URL()}, 10*time.Second); err == nil && info.Limits.MaxLocksPerLease > 0 {
+			per = int(info.Limits.MaxLocksPerLease)
+		}
+		// A quarter more leases than the bare quotient: the clients take names from one
+		// counter, so some fill their lease faster than others.
+		if total*5/4 > clients*per {
+			clients = (total*5/4 + per - 1) / per
 		}
 	}
 	prefix := "bench/" + strconv.FormatInt(time.Now().UnixNano(), 36) + "/scale/"
