@@ -48,8 +48,34 @@ func BenchmarkApplyAcquireRelease(b *testing.B) {
 		index++
 		rel.Now, rel.Token = int64(index), tok
 		mustApply(b, f, index, &rel, fsm.StatusOK)
+		snapshotEvery(b, f, index)
 	}
 }
+
+// snapshotEvery takes and persists a snapshot every 8,192 entries, as raft does at its
+// default threshold, so that a benchmark pays for snapshots as a node does (and the
+// entries the snapshot shadow keeps stay bounded, as they are on a node).
+func snapshotEvery(b *testing.B, f *fsm.FSM, index uint64) {
+	if index%8192 > 1 { // every benchmark step applies at most two entries
+		return
+	}
+	snap, err := f.Snapshot()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := snap.Persist(discardSink{}); err != nil {
+		b.Fatal(err)
+	}
+	snap.Release()
+}
+
+// discardSink is a raft.SnapshotSink that drops the bytes.
+type discardSink struct{}
+
+func (discardSink) Write(p []byte) (int, error) { return len(p), nil }
+func (discardSink) Close() error                { return nil }
+func (discardSink) Cancel() error               { return nil }
+func (discardSink) ID() string                  { return "discard" }
 
 // BenchmarkApplyHandover is one contended handover: the holder's release hands the lock
 // to the first of 15 waiters in the same entry, and the old holder queues again.
@@ -80,6 +106,7 @@ func BenchmarkApplyHandover(b *testing.B) {
 		mustApply(b, f, index, acq(holder), fsm.StatusQueued)
 		holder = int(v.Holder[0]) | int(v.Holder[1])<<8
 		tok = v.Token
+		snapshotEvery(b, f, index)
 	}
 }
 

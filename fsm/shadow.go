@@ -44,6 +44,7 @@ type retention struct {
 	base    []byte          // the encoding the generation starts from; nil: the empty state
 	entries []retainedEntry // the generation's applied entries after the first trimmed
 	trimmed int             // how many of them Persist has applied to the shadow and dropped
+	arena   []byte          // the chunk that the next entries' bytes are copied into
 }
 
 // shadow is the lagging copy of the state; mu orders the Persists that advance it.
@@ -59,10 +60,24 @@ type shadow struct {
 func (f *FSM) retain(index uint64, typ raft.LogType, data []byte) {
 	e := retainedEntry{index: index, typ: typ}
 	if len(data) > 0 {
-		e.data = append([]byte(nil), data...)
+		// Copied into 64 KiB chunks rather than one allocation per entry: the copy is
+		// then an append, and the garbage collector sees a few chunks, not an object per
+		// entry. Appends write only past the bytes earlier entries point at, so a Persist
+		// reading those never races with them.
+		a := f.ret.arena
+		if cap(a)-len(a) < len(data) {
+			a = make([]byte, 0, max(retainChunk, len(data)))
+		}
+		start := len(a)
+		a = append(a, data...)
+		e.data = a[start:len(a):len(a)]
+		f.ret.arena = a
 	}
 	f.ret.entries = append(f.ret.entries, e)
 }
+
+// retainChunk is the size of the chunks that hold retained entries' bytes.
+const retainChunk = 64 << 10
 
 // SnapshotLag returns how many applied entries the next snapshot's Persist will apply to
 // the shadow before it encodes: what the O(1) Snapshot defers. Raft's snapshot threshold
