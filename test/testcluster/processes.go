@@ -2,6 +2,7 @@ package testcluster
 
 import (
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -320,3 +321,7 @@ func (p *Processes) WaitLeader(timeout time.Duration) int {
 	}
 	return idx
 }
+
+// ListenLoopback opens a loopback listener on a port below Linux's ephemeral range, for
+// harnesses that return errors rather than failing a test (clustertest.ListenLoopback).
+func ListenLoopback() (net.Listener, error) { return clustertest.ListenLoopback() }

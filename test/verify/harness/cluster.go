@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/raftlock/raftlock/api"
-	"github.com/raftlock/raftlock/cluster/clustertest"
 	"github.com/raftlock/raftlock/test/testcluster"
 )
 
@@ -63,7 +62,7 @@ type Cluster struct {
 // taken, before the node binds it, by the local end of an outgoing connection of any test
 // running beside this one, which is how CI once failed with "address already in use".
 func FreePort() (string, error) {
-	l, err := clustertest.ListenLoopback()
+	l, err := testcluster.ListenLoopback()
 	if err != nil {
 		return "", err
 	}
