@@ -151,8 +151,7 @@ func (f *FSM) persistedState(p *snapshot) ([]byte, error) {
 // shadowBase returns the state generation p.gen starts from, without an observer.
 func (f *FSM) shadowBase(p *snapshot) (*state, error) {
 	if p.base == nil {
-		s := newState(nil)
-		s.version, s.maxVersion = 1, f.maxVersion
+		s := f.emptyState(nil)
 		s.hist.maxLocks = p.histLocks
 		return s, nil
 	}

@@ -68,10 +68,17 @@ func NewWithOptions(o Options) *FSM {
 	if f.maxVersion == 0 || f.maxVersion > Version {
 		f.maxVersion = Version
 	}
-	f.s = newState(f.record)
-	f.s.version, f.s.maxVersion = 1, f.maxVersion
+	f.s = f.emptyState(f.record)
 	f.s.hist.observed = f.observe != nil
 	return f
+}
+
+// emptyState returns the state a cluster starts with, as this node speaks it: protocol
+// version 1, nothing applied. The live state and the snapshot shadow both start here.
+func (f *FSM) emptyState(notify func(Event)) *state {
+	s := newState(notify)
+	s.version, s.maxVersion = 1, f.maxVersion
+	return s
 }
 
 // Version returns the cluster's active protocol version, which the replicated state holds:
