@@ -2,7 +2,6 @@ package client
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -25,9 +24,7 @@ import (
 // ErrUnknownOutcome or ErrUnavailable; if ACLTokenList then shows a global-management
 // token nobody has the secret of, the cluster needs the operator's recovery procedure.
 func (c *Client) ACLBootstrap(ctx context.Context) (api.ACLToken, error) {
-	var out api.ACLToken
-	_, err := c.do(ctx, &request{op: "acl bootstrap", method: http.MethodPost, path: "/v1/acl/bootstrap", once: true}, &out)
-	return out, err
+	return call[api.ACLToken](ctx, c, &request{op: "acl bootstrap", method: http.MethodPost, path: "/v1/acl/bootstrap", once: true})
 }
 
 // ACLPolicySet creates policy name, or replaces its description and rules. Setting the
@@ -43,24 +40,16 @@ func (c *Client) ACLPolicySet(ctx context.Context, name string, p api.ACLPolicyR
 	if p.Rules == nil {
 		p.Rules = []api.ACLRule{}
 	}
-	var out api.ACLPolicy
-	_, err := c.do(ctx, &request{
+	return call[api.ACLPolicy](ctx, c, &request{
 		op: op, method: http.MethodPut, path: "/v1/acl/policies/" + url.PathEscape(name),
 		body: func() any { return p },
-	}, &out)
-	return out, err
+	})
 }
 
 // ACLPolicyList returns every policy, sorted by name.
 func (c *Client) ACLPolicyList(ctx context.Context) ([]api.ACLPolicy, error) {
-	var out api.ACLPolicyList
-	if _, err := c.do(ctx, &request{op: "acl policy list", method: http.MethodGet, path: "/v1/acl/policies"}, &out); err != nil {
-		return nil, err
-	}
-	if out.Policies == nil {
-		out.Policies = []api.ACLPolicy{}
-	}
-	return out.Policies, nil
+	out, err := call[api.ACLPolicyList](ctx, c, &request{op: "acl policy list", method: http.MethodGet, path: "/v1/acl/policies"})
+	return orEmpty(out.Policies, err)
 }
 
 // ACLPolicyDelete deletes policy name. Tokens that name it lose its rules. A delete that
@@ -71,8 +60,7 @@ func (c *Client) ACLPolicyDelete(ctx context.Context, name string) error {
 	if err := checkPolicyName(op, name); err != nil {
 		return err
 	}
-	res, err := c.do(ctx, &request{op: op, method: http.MethodDelete, path: "/v1/acl/policies/" + url.PathEscape(name)}, nil)
-	return goneAfterRetry(res, err)
+	return c.remove(ctx, op, "/v1/acl/policies/"+url.PathEscape(name))
 }
 
 // ACLTokenCreate creates a token holding the policies req names. The answer's SecretID
@@ -89,24 +77,16 @@ func (c *Client) ACLTokenCreate(ctx context.Context, req api.ACLTokenRequest) (a
 			return api.ACLToken{}, err
 		}
 	}
-	var out api.ACLToken
-	_, err := c.do(ctx, &request{
+	return call[api.ACLToken](ctx, c, &request{
 		op: op, method: http.MethodPost, path: "/v1/acl/tokens",
 		body: func() any { return req }, once: true,
-	}, &out)
-	return out, err
+	})
 }
 
 // ACLTokenList returns every token, sorted by accessor ID, without secrets.
 func (c *Client) ACLTokenList(ctx context.Context) ([]api.ACLToken, error) {
-	var out api.ACLTokenList
-	if _, err := c.do(ctx, &request{op: "acl token list", method: http.MethodGet, path: "/v1/acl/tokens"}, &out); err != nil {
-		return nil, err
-	}
-	if out.Tokens == nil {
-		out.Tokens = []api.ACLToken{}
-	}
-	return out.Tokens, nil
+	out, err := call[api.ACLTokenList](ctx, c, &request{op: "acl token list", method: http.MethodGet, path: "/v1/acl/tokens"})
+	return orEmpty(out.Tokens, err)
 }
 
 // ACLTokenRevoke revokes the token whose accessor ID is accessorID (the public half: the
@@ -117,24 +97,12 @@ func (c *Client) ACLTokenRevoke(ctx context.Context, accessorID string) error {
 	if accessorID == "" {
 		return wrap(ErrInvalid, nil, "%s: the accessor ID is required", op)
 	}
-	res, err := c.do(ctx, &request{op: op, method: http.MethodDelete, path: "/v1/acl/tokens/" + url.PathEscape(accessorID)}, nil)
-	return goneAfterRetry(res, err)
+	return c.remove(ctx, op, "/v1/acl/tokens/"+url.PathEscape(accessorID))
 }
 
 // ACLTokenSelf describes the token the client sends (WithToken), without its secret.
 func (c *Client) ACLTokenSelf(ctx context.Context) (api.ACLToken, error) {
-	var out api.ACLToken
-	_, err := c.do(ctx, &request{op: "acl token self", method: http.MethodGet, path: "/v1/acl/token/self"}, &out)
-	return out, err
-}
-
-// goneAfterRetry turns a not_found answer into success when an earlier attempt of the
-// same delete may have been applied.
-func goneAfterRetry(res result, err error) error {
-	if err != nil && res.attempts > 1 && errors.Is(err, &api.Error{Code: api.CodeNotFound}) {
-		return nil
-	}
-	return err
+	return call[api.ACLToken](ctx, c, &request{op: "acl token self", method: http.MethodGet, path: "/v1/acl/token/self"})
 }
 
 // checkPolicyName checks a policy name as the server will: 1-128 characters of

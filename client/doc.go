@@ -28,7 +28,7 @@
 //	el := c.NewElection("services/scheduler") // Campaign(ctx, addr): lead and publish addr
 //	for l := range el.Observe(ctx) { ... }   // who leads, and what it published
 //
-// The new answers map to ErrModeConflict (no upgrade from shared to exclusive or back:
+// Their answers map to ErrModeConflict (no upgrade from shared to exclusive or back:
 // release first), ErrSemaphoreFull, ErrLimitConflict (the semaphore is in use with another
 // limit) and ErrElectionHeld.
 //
@@ -145,4 +145,33 @@
 // caller's context ends, the request is cancelled and the server takes the lease out of
 // the queue (releasing the lock if it was granted in the meantime), so nothing is left
 // behind. A waiter whose lease is lost stops waiting with ErrLeaseLost.
+//
+// # The package's files
+//
+// The Client and its calls:
+//
+//	client.go      Client, New, Endpoints
+//	options.go     Option, the With* options and the Default* values they override
+//	retry.go       do: failover across endpoints, backoff, Retry-After, once-only requests
+//	attempt.go     one HTTP exchange with one endpoint, and its answer mapped to an error
+//	paths.go       endpoint parsing, route paths, name and argument checks before sending
+//	errors.go      the error values, the API-code mapping, RetryAfter
+//	token.go       the ACL token, kept out of print, and redaction of secrets in errors
+//	tls.go         TLSFromFiles
+//	locks.go       Acquire, Release, Status, List, and the acquire-like calls of every primitive
+//	leases.go      CreateLease, KeepAlive(Many), Revoke, GetLease: the lease calls
+//	watch.go       History, and Watch over the event stream
+//	membership.go  Cluster, AddNode, RemoveNode, TransferLeader
+//	acl.go         ACL bootstrap, policies and tokens
+//	snapshot.go    Snapshot: a verified, streamed backup
+//
+// The primitives, built on those calls:
+//
+//	lease.go       Lease: a lease kept alive, SafeUntil, Done
+//	keepalive.go   the per-Client loop that renews every Lease in batches
+//	hold.go        what every held primitive shares: options, waits, give-back, loss
+//	mutex.go       Mutex
+//	rwmutex.go     RWMutex
+//	semaphore.go   Semaphore
+//	election.go    Election, Observe
 package client

@@ -40,9 +40,7 @@ func (c *Client) NewElection(name string, opts ...MutexOption) *Election {
 
 func newElection(c *Client, given *Lease, name string, opts []MutexOption) *Election {
 	e := &Election{}
-	e.init(c, given, name, "election", opts, func(ctx context.Context, leaseID string, token uint64) (result, error) {
-		return c.releaseAt(ctx, fmt.Sprintf("resign %q", name), electionsRoute, name, leaseID, token)
-	})
+	e.init(c, given, name, "election", opts, c.releaser(fmt.Sprintf("resign %q", name), electionsRoute, name))
 	return e
 }
 
@@ -63,8 +61,8 @@ func (e *Election) campaign(ctx context.Context, value string, wait bool) error 
 	e.op.Lock()
 	defer e.op.Unlock()
 	op := fmt.Sprintf("campaign %q", e.name)
-	if ae := api.ValidateElectionValue(value); ae != nil {
-		return wrap(ErrInvalid, ae, "%s: %s", op, ae.Message)
+	if err := invalid(op, api.ValidateElectionValue(value)); err != nil {
+		return err
 	}
 	if _, _, held := e.current(); held {
 		if e.Lease().lost() == nil {
@@ -97,8 +95,8 @@ func (e *Election) send(ctx context.Context, op string, opts AcquireOptions, val
 func (e *Election) Proclaim(ctx context.Context, value string) error {
 	e.op.Lock()
 	defer e.op.Unlock()
-	if ae := api.ValidateElectionValue(value); ae != nil {
-		return wrap(ErrInvalid, ae, "proclaim %q: %s", e.name, ae.Message)
+	if err := invalid(fmt.Sprintf("proclaim %q", e.name), api.ValidateElectionValue(value)); err != nil {
+		return err
 	}
 	return e.proclaim(ctx, value)
 }
@@ -122,8 +120,6 @@ func (e *Election) proclaim(ctx context.Context, value string) error {
 // candidate leads, in the same commit); one made by Client.NewElection then revokes its
 // lease. It returns ErrNotLocked when the Election does not lead.
 func (e *Election) Resign(ctx context.Context) error {
-	e.op.Lock()
-	defer e.op.Unlock()
 	return e.giveBack(ctx, fmt.Sprintf("resign %q", e.name))
 }
 
@@ -174,10 +170,7 @@ func (e *Election) Observe(ctx context.Context) <-chan ElectionLeader {
 				}
 				if ctx.Err() == nil {
 					e.c.log.Debug("observe: reading the election failed; retrying", "election", e.name, "error", err)
-					select {
-					case <-ctx.Done():
-					case <-time.After(backoff):
-					}
+					sleep(ctx, backoff)
 					backoff = min(2*backoff, e.c.maxBackoff)
 				}
 				continue
@@ -201,7 +194,5 @@ func (e *Election) Observe(ctx context.Context) <-chan ElectionLeader {
 // and the number of candidates. opts make it a blocking query or a stale read, as for
 // Status.
 func (c *Client) ElectionStatus(ctx context.Context, name string, opts StatusOptions) (api.ElectionStatus, error) {
-	var out api.ElectionStatus
-	err := c.statusAt(ctx, fmt.Sprintf("election status %q", name), electionsRoute, name, opts, &out)
-	return out, err
+	return statusAt[api.ElectionStatus](ctx, c, fmt.Sprintf("election status %q", name), electionsRoute, name, opts)
 }

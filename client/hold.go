@@ -154,7 +154,7 @@ func (h *hold) take(ctx context.Context, op, mode string, wait bool, acq acquire
 	}
 	err := h.takeWith(ctx, op, mode, lease, wait, acq)
 	if err != nil && h.given == nil {
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), h.c.timeout)
+		cctx, cancel := h.c.cleanupContext(ctx)
 		defer cancel()
 		_ = lease.Close(cctx)
 	}
@@ -216,8 +216,10 @@ func (h *hold) takeWith(ctx context.Context, op, mode string, lease *Lease, wait
 // late release can never free a later grant; a hold on a lease of its own then revokes
 // the lease. It returns ErrNotLocked when nothing is held, and ErrNotHolder or
 // ErrLeaseNotFound when the grant had already been lost; in every case but a network
-// failure the hold is over. The caller holds h.op.
+// failure the hold is over. It holds h.op while it runs.
 func (h *hold) giveBack(ctx context.Context, op string) error {
+	h.op.Lock()
+	defer h.op.Unlock()
 	h.mu.Lock()
 	held, lease, token := h.held, h.lease, h.token
 	h.mu.Unlock()
@@ -303,18 +305,9 @@ func (h *hold) SafeUntil() time.Time {
 
 // releaseQuietly gives back a grant nobody will use.
 func (h *hold) releaseQuietly(ctx context.Context, id string, token uint64) {
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), h.c.timeout)
+	rctx, cancel := h.c.cleanupContext(ctx)
 	defer cancel()
 	if _, err := h.release(rctx, id, token); err != nil {
 		h.c.log.Debug("releasing an unused grant failed", h.kind, h.name, "error", err)
-	}
-}
-
-// revokeQuietly revokes a lease nobody will use, on a context that survives ctx's end.
-func (c *Client) revokeQuietly(ctx context.Context, id string) {
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.timeout)
-	defer cancel()
-	if _, err := c.Revoke(rctx, id); err != nil {
-		c.log.Debug("revoking an unused lease failed; it will expire", "lease", redactID(id), "error", err)
 	}
 }

@@ -25,8 +25,8 @@ type keepaliver struct {
 	leases  map[*Lease]*kaState
 	running bool          // the loop is running; it stops when no lease is left
 	wake    chan struct{} // capacity 1: something changed, re-plan
-	// single is set once a server refused the batch form (an older release): every
-	// lease is then renewed with its own request, as before batching.
+	// single is set once a server refused the batch form (it is older than batch
+	// keepalives): every lease is then renewed with its own request.
 	single bool
 }
 

@@ -108,9 +108,7 @@ func (c *Client) NewLease(ctx context.Context, ttl time.Duration, opts ...LeaseO
 	lease, err := c.startLease(l.LeaseID, time.Duration(l.TTLMs)*time.Millisecond, res.sent, opts)
 	if err != nil {
 		// The TTL the server chose does not fit the options; do not leave the lease behind.
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.timeout)
-		defer cancel()
-		_, _ = c.Revoke(rctx, l.LeaseID)
+		c.revokeQuietly(ctx, l.LeaseID)
 		return nil, err
 	}
 	return lease, nil

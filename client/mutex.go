@@ -39,9 +39,7 @@ func newMutex(c *Client, given *Lease, name string, opts []MutexOption) *Mutex {
 
 // lockReleaser releases a grant of lock name, in either mode.
 func (c *Client) lockReleaser(name string) releaseFunc {
-	return func(ctx context.Context, leaseID string, token uint64) (result, error) {
-		return c.release(ctx, name, leaseID, token)
-	}
+	return c.releaser(fmt.Sprintf("release %q", name), locksRoute, name)
 }
 
 // lockAcquirer takes lock name in mode.
@@ -80,7 +78,5 @@ func (m *Mutex) lock(ctx context.Context, wait bool) error {
 // ErrNotHolder or ErrLeaseNotFound when the lock had already been lost; in every case but
 // a network failure the Mutex no longer counts itself as holding the lock.
 func (m *Mutex) Unlock(ctx context.Context) error {
-	m.op.Lock()
-	defer m.op.Unlock()
 	return m.giveBack(ctx, fmt.Sprintf("unlock %q", m.name))
 }

@@ -73,8 +73,6 @@ func (m *RWMutex) lock(ctx context.Context, mode string, wait bool) error {
 // of the hold, as Mutex.Unlock does; one made by Client.NewRWMutex then revokes its lease.
 // It returns ErrNotLocked when nothing is held.
 func (m *RWMutex) Unlock(ctx context.Context) error {
-	m.op.Lock()
-	defer m.op.Unlock()
 	return m.giveBack(ctx, fmt.Sprintf("unlock %q", m.name))
 }
 

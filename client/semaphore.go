@@ -36,9 +36,7 @@ func (c *Client) NewSemaphore(name string, limit int, opts ...MutexOption) *Sema
 
 func newSemaphore(c *Client, given *Lease, name string, limit int, opts []MutexOption) *Semaphore {
 	s := &Semaphore{limit: limit}
-	s.init(c, given, name, "semaphore", opts, func(ctx context.Context, leaseID string, token uint64) (result, error) {
-		return c.releaseAt(ctx, fmt.Sprintf("release a permit of %q", name), semaphoresRoute, name, leaseID, token)
-	})
+	s.init(c, given, name, "semaphore", opts, c.releaser(fmt.Sprintf("release a permit of %q", name), semaphoresRoute, name))
 	return s
 }
 
@@ -56,8 +54,8 @@ func (s *Semaphore) acquire(ctx context.Context, wait bool) error {
 	s.op.Lock()
 	defer s.op.Unlock()
 	op := fmt.Sprintf("acquire a permit of %q", s.name)
-	if ae := api.ValidateSemaphoreLimit(int64(s.limit)); ae != nil {
-		return wrap(ErrInvalid, ae, "%s: %s", op, ae.Message)
+	if err := invalid(op, api.ValidateSemaphoreLimit(int64(s.limit))); err != nil {
+		return err
 	}
 	return s.take(ctx, op, "", wait, func(ctx context.Context, opts AcquireOptions) (grant, result, error) {
 		var out api.SemaphoreGrant
@@ -72,8 +70,6 @@ func (s *Semaphore) acquire(ctx context.Context, wait bool) error {
 // does; one made by Client.NewSemaphore then revokes its lease. It returns ErrNotLocked
 // when no permit is held.
 func (s *Semaphore) Release(ctx context.Context) error {
-	s.op.Lock()
-	defer s.op.Unlock()
 	return s.giveBack(ctx, fmt.Sprintf("release a permit of %q", s.name))
 }
 
@@ -81,7 +77,5 @@ func (s *Semaphore) Release(ctx context.Context) error {
 // grant order) and the number of waiters. A semaphore not in use has limit 0 and no
 // permits. opts make it a blocking query or a stale read, as for Status.
 func (c *Client) SemaphoreStatus(ctx context.Context, name string, opts StatusOptions) (api.SemaphoreStatus, error) {
-	var out api.SemaphoreStatus
-	err := c.statusAt(ctx, fmt.Sprintf("semaphore status %q", name), semaphoresRoute, name, opts, &out)
-	return out, err
+	return statusAt[api.SemaphoreStatus](ctx, c, fmt.Sprintf("semaphore status %q", name), semaphoresRoute, name, opts)
 }

@@ -5,12 +5,8 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
-	"errors"
 	"io"
-	"math/rand/v2"
 	"net/http"
-	"net/url"
 	"time"
 
 	"github.com/raftlock/raftlock/api"
@@ -43,17 +39,13 @@ func (c *Client) Snapshot(ctx context.Context, w io.Writer) (api.BackupHeader, e
 				return api.BackupHeader{}, err
 			}
 			if ctx.Err() != nil {
-				return api.BackupHeader{}, c.ctxErr(ctx, &request{op: op}, last)
+				return api.BackupHeader{}, c.ctxErr(ctx, op, last)
 			}
 			last = err
 			c.log.Debug("snapshot: trying the next endpoint", "endpoint", c.endpoints[ep], "error", err)
 		}
-		t := time.NewTimer(backoff/2 + rand.N(backoff/2+1))
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return api.BackupHeader{}, c.ctxErr(ctx, &request{op: op}, last)
-		case <-t.C:
+		if !sleep(ctx, upperHalf(backoff)) {
+			return api.BackupHeader{}, c.ctxErr(ctx, op, last)
 		}
 		backoff = min(2*backoff, c.maxBackoff)
 	}
@@ -76,10 +68,7 @@ func (c *Client) startSnapshot(ctx context.Context, ep int) (*http.Response, err
 	started := timer.Stop()
 	if err != nil {
 		cancel()
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err
-		}
+		err = transportCause(err)
 		return nil, wrap(ErrUnavailable, err, "snapshot: %s: %v", base, err)
 	}
 	if !started {
@@ -97,14 +86,14 @@ func (c *Client) startSnapshot(ctx context.Context, ep int) (*http.Response, err
 	defer cancel()
 	defer resp.Body.Close()
 	data, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-	var eb api.ErrorBody
-	if err := json.Unmarshal(data, &eb); err != nil || eb.Error.Code == "" {
+	ae, ok := apiError(data)
+	if !ok {
 		if resp.StatusCode >= 500 {
 			return nil, wrap(ErrUnavailable, nil, "snapshot: %s answered %s", base, resp.Status)
 		}
 		return nil, wrap(ErrServer, nil, "snapshot: %s answered %s: %.200q", base, resp.Status, data)
 	}
-	return nil, fromAPI("snapshot", &api.Error{Code: eb.Error.Code, Message: eb.Error.Message}, parseRetryAfter(resp.Header.Get("Retry-After"), time.Now()))
+	return nil, answerError("snapshot", ae, resp)
 }
 
 // cancelOnClose releases a request's context when its body is closed.

@@ -53,3 +53,24 @@ func (s *secret) redact(text string) string {
 	}
 	return strings.ReplaceAll(text, s.v, "[redacted]")
 }
+
+// redact replaces in s the client's token and the request's secrets, in case a server or
+// a proxy echoes them in an answer that becomes an error text.
+func (c *Client) redact(r *request, s string) string {
+	s = c.token.redact(s)
+	for _, v := range r.secrets {
+		if len(v) >= minSecretLen {
+			s = strings.ReplaceAll(s, v, redactID(v))
+		}
+	}
+	return s
+}
+
+// redactID shortens a secret (a lease ID, a request ID) for logs and error messages: its
+// first six characters, enough to tell leases apart, far too few to use one.
+func redactID(id string) string {
+	if len(id) <= 6 {
+		return "…"
+	}
+	return id[:6] + "…"
+}

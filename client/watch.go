@@ -12,7 +12,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/raftlock/raftlock/api"
 )
@@ -26,16 +25,14 @@ var ErrIndexCompacted = errors.New("client: events before the index asked for ar
 // linearizable read unless stale is true.
 func (c *Client) History(ctx context.Context, name string, stale bool) (api.History, error) {
 	op := fmt.Sprintf("history %q", name)
-	if err := checkName(op, name); err != nil {
+	if err := checkNameAt(op, locksRoute, name); err != nil {
 		return api.History{}, err
 	}
 	q := url.Values{}
 	if stale {
 		q.Set("stale", "true")
 	}
-	var out api.History
-	_, err := c.do(ctx, &request{op: op, method: http.MethodGet, path: "/v1/history/" + strings.TrimPrefix(lockPath(name), "/v1/locks/"), query: q}, &out)
-	return out, err
+	return call[api.History](ctx, c, &request{op: op, method: http.MethodGet, path: namePath(historyRoute, name), query: q})
 }
 
 // WatchOptions configure Watch. The zero value follows new events from now on.
@@ -127,11 +124,9 @@ func (c *Client) Watch(ctx context.Context, prefix string, opts WatchOptions) (*
 			resume, known := w.last, w.known
 			w.mu.Unlock()
 			for {
-				select {
-				case <-ctx.Done():
+				if !sleep(ctx, backoff) {
 					w.finish(ctx.Err())
 					return
-				case <-time.After(backoff):
 				}
 				backoff = min(2*backoff, c.maxBackoff)
 				ep = (ep + 1) % len(c.endpoints)
@@ -165,11 +160,7 @@ func (c *Client) openStream(ctx context.Context, op string, ep int, prefix strin
 	if from > 0 {
 		q.Set("from_index", strconv.FormatUint(from, 10))
 	}
-	u := base + "/v1/events"
-	if len(q) > 0 {
-		u += "?" + q.Encode()
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, endpointURL(base, "/v1/events", q), nil)
 	if err != nil {
 		return nil, wrap(ErrInvalid, err, "%s: building the request", op)
 	}
@@ -177,15 +168,10 @@ func (c *Client) openStream(ctx context.Context, op string, ep int, prefix strin
 	if known {
 		req.Header.Set("Last-Event-ID", strconv.FormatUint(resume, 10))
 	}
-	if c.token != nil {
-		req.Header.Set(api.AuthorizationHeader, c.token.header())
-	}
+	c.authorize(req)
 	resp, err := c.hc.Do(req)
 	if err != nil {
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err
-		}
+		err = transportCause(err)
 		return nil, wrap(ErrUnavailable, err, "%s: %s: %v", op, base, err)
 	}
 	if resp.StatusCode == http.StatusOK {
@@ -193,17 +179,22 @@ func (c *Client) openStream(ctx context.Context, op string, ep int, prefix strin
 	}
 	defer resp.Body.Close()
 	data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	var eb api.ErrorBody
-	if json.Unmarshal(data, &eb) != nil || eb.Error.Code == "" {
+	ae, ok := apiError(data)
+	if !ok {
 		if resp.StatusCode >= 500 {
 			return nil, wrap(ErrUnavailable, nil, "%s: %s answered %s", op, base, resp.Status)
 		}
 		return nil, wrap(ErrServer, nil, "%s: %s answered %s", op, base, resp.Status)
 	}
-	if eb.Error.Code == api.CodeIndexCompacted {
-		return nil, wrap(ErrIndexCompacted, nil, "%s: %s", op, eb.Error.Message)
+	if ae.Code == api.CodeIndexCompacted {
+		return nil, compacted(op, ae)
 	}
-	return nil, fromAPI(op, &api.Error{Code: eb.Error.Code, Message: eb.Error.Message}, parseRetryAfter(resp.Header.Get("Retry-After"), time.Now()))
+	return nil, answerError(op, ae, resp)
+}
+
+// compacted is the error of a watch whose events since the index asked for are gone.
+func compacted(op string, ae *api.Error) error {
+	return wrap(ErrIndexCompacted, nil, "%s: %s", op, ae.Message)
 }
 
 // read delivers the stream's events until it ends. It reports whether any entry came, and
@@ -245,12 +236,11 @@ func (w *Watcher) read(ctx context.Context, body io.Reader) (bool, error) {
 			}
 			got = true
 		case event == "error" && data != "":
-			var eb api.ErrorBody
-			if json.Unmarshal([]byte(data), &eb) == nil && eb.Error.Code != "" {
-				if eb.Error.Code == api.CodeIndexCompacted {
-					return got, wrap(ErrIndexCompacted, nil, "watch: %s", eb.Error.Message)
+			if ae, ok := apiError([]byte(data)); ok {
+				if ae.Code == api.CodeIndexCompacted {
+					return got, compacted("watch", ae)
 				}
-				return got, fromAPI("watch", &api.Error{Code: eb.Error.Code, Message: eb.Error.Message}, 0)
+				return got, fromAPI("watch", ae, 0)
 			}
 		}
 		if hasID {
