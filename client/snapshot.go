@@ -64,6 +64,7 @@ func (c *Client) startSnapshot(ctx context.Context, ep int) (*http.Response, err
 		return nil, wrap(ErrInvalid, err, "snapshot: building the request")
 	}
 	req.Header.Set("Accept", api.BackupContentType+", application/json")
+	c.authorize(req)
 	resp, err := c.hc.Do(req)
 	started := timer.Stop()
 	if err != nil {

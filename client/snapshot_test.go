@@ -26,6 +26,13 @@ func TestSnapshot_StreamsVerifiesAndRetries(t *testing.T) {
 			http.NotFound(w, r)
 			return
 		}
+		// The route needs the admin right when ACLs are on: the client's token must go along.
+		if got := r.Header.Get(api.AuthorizationHeader); got != "Bearer backup-secret" {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusUnauthorized)
+			w.Write([]byte(`{"error":{"code":"unauthenticated","message":"no token"}}`))
+			return
+		}
 		w.Header().Set("Content-Type", api.BackupContentType)
 		b := file
 		if corrupt.Load() {
@@ -43,7 +50,7 @@ func TestSnapshot_StreamsVerifiesAndRetries(t *testing.T) {
 	}))
 	defer noLeader.Close()
 
-	c, err := client.New([]string{noLeader.URL, good.URL}, client.WithRetryBackoff(time.Millisecond, 10*time.Millisecond))
+	c, err := client.New([]string{noLeader.URL, good.URL}, client.WithRetryBackoff(time.Millisecond, 10*time.Millisecond), client.WithToken("backup-secret"))
 	if err != nil {
 		t.Fatal(err)
 	}
