@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// The workloads of the other primitives (issue 14).
+// The workloads of the other primitives: shared locks and semaphores.
 const (
 	// Shared: every client takes the same lock, nine times in ten shared (a reader) and
 	// once exclusive (a writer), waiting in its queue, and releases it at once.

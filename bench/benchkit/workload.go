@@ -58,7 +58,7 @@ const (
 )
 
 // DefaultClients returns a workload's default number of clients: 1, 64 and 16, the
-// figures of issue 5.
+// figures the targets are stated for.
 func DefaultClients(workload string) int {
 	switch workload {
 	case Uncontended:

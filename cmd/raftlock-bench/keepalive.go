@@ -15,7 +15,7 @@ import (
 	"github.com/raftlock/raftlock/bench/benchkit"
 )
 
-// Issue 5's keepalive targets, stated for 100,000 live leases renewed at TTL/3.
+// The keepalive targets (docs/PERFORMANCE.md), stated for 100,000 live leases renewed at TTL/3.
 const (
 	keepaliveTargetLeases     = 100_000
 	keepaliveTargetEntries    = 10 // log entries per second, at most

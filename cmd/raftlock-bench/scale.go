@@ -20,7 +20,7 @@ import (
 	"github.com/raftlock/raftlock/bench/benchkit"
 )
 
-// Issue 5's scale targets, stated for 1,000,000 held locks.
+// The scale targets (docs/PERFORMANCE.md), stated for 1,000,000 held locks.
 const (
 	scaleTargetLocks   = 1_000_000
 	scaleTargetRSSMiB  = 1024

@@ -10,7 +10,7 @@ import (
 	"github.com/anishathalye/porcupine"
 )
 
-// The models of the other primitives (issue 14): shared locks, semaphores and elections,
+// The models of the other primitives: shared locks, semaphores and elections,
 // checked like the lock (one porcupine history per name, ambiguous operations closed at
 // their lease's next definite revoke). Their workers use wait 0 only, so nobody ever
 // queues, and every grant has a token of its own entry: a new grant's token exceeds every
