@@ -87,10 +87,7 @@ func (r *run) primitive(i int) {
 		tok, excl, err := take(r.ctx, s, name)
 		got := time.Now()
 		if err != nil {
-			if !r.stopping(err) {
-				r.fail(fmt.Errorf("acquire: %w", err))
-				Sleep(r.ctx, 10*time.Millisecond)
-			}
+			r.failed("acquire", err)
 			continue
 		}
 		r.mu.Lock()
