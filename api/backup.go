@@ -11,7 +11,7 @@ import (
 	"io"
 )
 
-// A raftlock backup file (what GET /v1/snapshot answers and `raftlock snapshot save`
+// A raftlock backup file (what GET /v1/snapshot answers and `raftlock backup save`
 // writes) is:
 //
 //	RAFTLOCK-BACKUP\n

@@ -1,6 +1,6 @@
 package api
 
-// The coordination primitives beside the exclusive lock (issue 14): shared (read/write)
+// The coordination primitives beside the exclusive lock: shared (read/write)
 // locks, counting semaphores and leader elections. Each grant carries a fencing token, the
 // Raft log index of the entry that granted it, exactly like a lock's.
 

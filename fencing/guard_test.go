@@ -6,7 +6,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
-	"sync"
 	"testing"
 
 	"github.com/raftlock/raftlock/fencing"
@@ -30,38 +29,32 @@ func TestGuard_ConcurrentWritersNeverGoBack(t *testing.T) {
 			stale    int
 		}
 		outcomes := make([]outcome, writers)
-		var wg sync.WaitGroup
-		for w := range writers {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				rng := rand.New(rand.NewPCG(42, uint64(w)))
-				out := outcome{accepted: make(map[string][]fencing.Token)}
-				for i := range writes {
-					res := resources[rng.IntN(len(resources))]
-					// Tokens drift upward with i, with a jitter wider than the drift, so
-					// writers overtake each other, repeat each other's tokens, and fall
-					// behind.
-					tok := fencing.Token(1 + 3*i + rng.IntN(24))
-					err := incr(ctx, s, res, tok, 1)
-					var se *fencing.StaleTokenError
-					switch {
-					case err == nil:
-						out.accepted[res] = append(out.accepted[res], tok)
-					case errors.As(err, &se):
-						if se.Resource != res || se.Offered != tok || se.Current <= tok {
-							t.Errorf("writer %d: bad refusal %+v for %s token %d", w, *se, res, tok)
-						}
-						out.stale++
-					default:
-						t.Errorf("writer %d: %s token %d: %v", w, res, tok, err)
-						return
+		together(writers, func(w int) {
+			rng := rand.New(rand.NewPCG(42, uint64(w)))
+			out := outcome{accepted: make(map[string][]fencing.Token)}
+			for i := range writes {
+				res := resources[rng.IntN(len(resources))]
+				// Tokens drift upward with i, with a jitter wider than the drift, so
+				// writers overtake each other, repeat each other's tokens, and fall
+				// behind.
+				tok := fencing.Token(1 + 3*i + rng.IntN(24))
+				err := incr(ctx, s, res, tok, 1)
+				var se *fencing.StaleTokenError
+				switch {
+				case err == nil:
+					out.accepted[res] = append(out.accepted[res], tok)
+				case errors.As(err, &se):
+					if se.Resource != res || se.Offered != tok || se.Current <= tok {
+						t.Errorf("writer %d: bad refusal %+v for %s token %d", w, *se, res, tok)
 					}
+					out.stale++
+				default:
+					t.Errorf("writer %d: %s token %d: %v", w, res, tok, err)
+					return
 				}
-				outcomes[w] = out
-			}()
-		}
-		wg.Wait()
+			}
+			outcomes[w] = out
+		})
 		if t.Failed() {
 			return
 		}
@@ -115,19 +108,8 @@ func TestGuard_NewResourceRace(t *testing.T) {
 		ctx := context.Background()
 		for round := range rounds {
 			res := "new/" + string(rune('a'+round))
-			start := make(chan struct{})
 			errs := make([]error, writers)
-			var wg sync.WaitGroup
-			for w := range writers {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					<-start
-					errs[w] = incr(ctx, s, res, fencing.Token(w+1), 1)
-				}()
-			}
-			close(start)
-			wg.Wait()
+			together(writers, func(w int) { errs[w] = incr(ctx, s, res, fencing.Token(w+1), 1) })
 			accepted := 0
 			for w, err := range errs {
 				switch {

@@ -26,13 +26,8 @@ func TestCreateTable_IdempotentAndConcurrent(t *testing.T) {
 	forEachSQLBackend(t, func(t *testing.T, b fencingtest.Backend) {
 		db := b.Open(t)
 		ctx := context.Background()
-		var wg sync.WaitGroup
 		errs := make([]error, 4)
-		for i := range errs {
-			wg.Add(1)
-			go func() { defer wg.Done(); errs[i] = fencing.CreateTable(ctx, db, b.Dialect) }()
-		}
-		wg.Wait()
+		together(len(errs), func(i int) { errs[i] = fencing.CreateTable(ctx, db, b.Dialect) })
 		for i, err := range errs {
 			if err != nil {
 				t.Fatalf("CreateTable %d: %v", i, err)
@@ -254,31 +249,25 @@ func TestSQLGuard_SQLiteTwoHandles(t *testing.T) {
 	}
 	const writers, writes = 4, 50
 	ctx := context.Background()
-	var wg sync.WaitGroup
 	var mu sync.Mutex
 	accepted := 0
-	for w := range writers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			s := stores[w%2]
-			for i := range writes {
-				tok := fencing.Token(1 + 2*i + (w*7+i)%5)
-				err := incr(ctx, s, "shared", tok, 1)
-				switch {
-				case err == nil:
-					mu.Lock()
-					accepted++
-					mu.Unlock()
-				case errors.Is(err, fencing.ErrStaleToken):
-				default:
-					t.Errorf("writer %d: %v", w, err)
-					return
-				}
+	together(writers, func(w int) {
+		s := stores[w%2]
+		for i := range writes {
+			tok := fencing.Token(1 + 2*i + (w*7+i)%5)
+			err := incr(ctx, s, "shared", tok, 1)
+			switch {
+			case err == nil:
+				mu.Lock()
+				accepted++
+				mu.Unlock()
+			case errors.Is(err, fencing.ErrStaleToken):
+			default:
+				t.Errorf("writer %d: %v", w, err)
+				return
 			}
-		}()
-	}
-	wg.Wait()
+		}
+	})
 	committed := logTokens(stores[0].log(t), "shared")
 	if !slices.IsSorted(committed) || len(committed) != accepted {
 		t.Fatalf("log %v, %d accepted", committed, accepted)

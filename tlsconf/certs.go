@@ -111,15 +111,7 @@ func GenerateCA(opts CAOptions) (certPEM, keyPEM []byte, err error) {
 		MaxPathLenZero:        true,
 		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign,
 	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		return nil, nil, fmt.Errorf("tlsconf: create CA certificate: %w", err)
-	}
-	keyPEM, err = encodeKey(key)
-	if err != nil {
-		return nil, nil, err
-	}
-	return encodeCert(der), keyPEM, nil
+	return sign(tmpl, tmpl, key, key, "create CA certificate")
 }
 
 // IssueNode signs a certificate for a cluster node with the CA. It is valid
@@ -302,9 +294,15 @@ func issue(caCertPEM, caKeyPEM []byte, tmpl *x509.Certificate, validity time.Dur
 	if tmpl.NotAfter.After(ca.NotAfter) {
 		tmpl.NotAfter = ca.NotAfter
 	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
+	return sign(tmpl, ca, key, caKey, "sign certificate")
+}
+
+// sign signs tmpl, the certificate of key, with parent's key signer, and returns the
+// certificate and key as PEM; what names the step in the error.
+func sign(tmpl, parent *x509.Certificate, key *ecdsa.PrivateKey, signer crypto.Signer, what string) (certPEM, keyPEM []byte, err error) {
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, &key.PublicKey, signer)
 	if err != nil {
-		return nil, nil, fmt.Errorf("tlsconf: sign certificate: %w", err)
+		return nil, nil, fmt.Errorf("tlsconf: %s: %w", what, err)
 	}
 	keyPEM, err = encodeKey(key)
 	if err != nil {

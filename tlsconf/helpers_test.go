@@ -39,11 +39,7 @@ func (p *testPKI) node(t *testing.T, id string) Files {
 	if err != nil {
 		t.Fatalf("IssueNode(%s): %v", id, err)
 	}
-	certFile, keyFile, err := WriteFiles(p.dir, id, certPEM, keyPEM)
-	if err != nil {
-		t.Fatalf("WriteFiles(%s): %v", id, err)
-	}
-	return Files{Cert: certFile, Key: keyFile, CA: p.caFile}
+	return p.write(t, id, certPEM, keyPEM)
 }
 
 // client issues a client certificate and returns its Files (no ClientAuth).
@@ -53,9 +49,16 @@ func (p *testPKI) client(t *testing.T, name string) Files {
 	if err != nil {
 		t.Fatalf("IssueClient(%s): %v", name, err)
 	}
-	certFile, keyFile, err := WriteFiles(p.dir, name, certPEM, keyPEM)
+	return p.write(t, name, certPEM, keyPEM)
+}
+
+// write writes a certificate and its key as base.pem and base-key.pem, and returns them
+// with the CA as Files.
+func (p *testPKI) write(t *testing.T, base string, certPEM, keyPEM []byte) Files {
+	t.Helper()
+	certFile, keyFile, err := WriteFiles(p.dir, base, certPEM, keyPEM)
 	if err != nil {
-		t.Fatalf("WriteFiles(%s): %v", name, err)
+		t.Fatalf("WriteFiles(%s): %v", base, err)
 	}
 	return Files{Cert: certFile, Key: keyFile, CA: p.caFile}
 }

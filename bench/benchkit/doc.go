@@ -5,7 +5,7 @@
 // It holds the lock workloads (uncontended, parallel, contended) written against a small
 // Backend interface, latency statistics, CPU and memory readings from /proc, and the
 // report: a table for people, JSON for machines, and the side-by-side comparison of two
-// systems with the ratio and the targets of issue 5.
+// systems with the ratio and the targets docs/PERFORMANCE.md states.
 //
 // It imports nothing but the standard library, so the comparison module can use it
 // without pulling in any server package.

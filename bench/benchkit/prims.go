@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// The workloads of the other primitives (issue 14).
+// The workloads of the other primitives: shared locks and semaphores.
 const (
 	// Shared: every client takes the same lock, nine times in ten shared (a reader) and
 	// once exclusive (a writer), waiting in its queue, and releases it at once.
@@ -87,10 +87,7 @@ func (r *run) primitive(i int) {
 		tok, excl, err := take(r.ctx, s, name)
 		got := time.Now()
 		if err != nil {
-			if !r.stopping(err) {
-				r.fail(fmt.Errorf("acquire: %w", err))
-				Sleep(r.ctx, 10*time.Millisecond)
-			}
+			r.failed("acquire", err)
 			continue
 		}
 		r.mu.Lock()

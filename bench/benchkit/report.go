@@ -231,9 +231,9 @@ type Targets struct {
 	GapP99 float64
 }
 
-// TargetsFor returns issue 13's targets for a raftlock log store: the default (boltdb)
-// and the segment log (wal) are held to different ratios, since wal exists to be faster.
-// Any other name gets issue 5's original targets.
+// TargetsFor returns the targets for a raftlock log store (docs/PERFORMANCE.md): the
+// default (boltdb) and the segment log (wal) are held to different ratios, since wal
+// exists to be faster. Any other name gets the targets of the set named "issue 5".
 func TargetsFor(store string) Targets {
 	switch store {
 	case "boltdb":

@@ -3,6 +3,7 @@ package benchkit
 import (
 	"math"
 	"slices"
+	"sync"
 	"time"
 )
 
@@ -47,3 +48,29 @@ func rank(sorted []time.Duration, q float64) time.Duration {
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// MaxSamples is how many messages of a kind (errors, violations) a Result keeps.
+const MaxSamples = 5
+
+// Samples keeps the first MaxSamples messages of one kind for a Result's ErrSamples. It
+// is safe for concurrent use; the zero value keeps none yet.
+type Samples struct {
+	mu   sync.Mutex
+	msgs []string
+}
+
+// Add keeps msg unless MaxSamples messages are kept already.
+func (s *Samples) Add(msg string) {
+	s.mu.Lock()
+	if len(s.msgs) < MaxSamples {
+		s.msgs = append(s.msgs, msg)
+	}
+	s.mu.Unlock()
+}
+
+// List returns the messages kept, oldest first; nil when there are none.
+func (s *Samples) List() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.msgs)
+}

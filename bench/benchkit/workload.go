@@ -58,7 +58,7 @@ const (
 )
 
 // DefaultClients returns a workload's default number of clients: 1, 64 and 16, the
-// figures of issue 5.
+// figures the targets are stated for.
 func DefaultClients(workload string) int {
 	switch workload {
 	case Uncontended:
@@ -197,8 +197,8 @@ type run struct {
 	retries    int64
 
 	mu          sync.Mutex
-	errSamples  []string
-	violSamples []string
+	errSamples  Samples
+	violSamples Samples
 	holders     int // holders of the lock (contended), readers or permits (shared, semaphore)
 	writers     int // exclusive holders (shared)
 	lastToken   uint64
@@ -212,22 +212,23 @@ type worker struct {
 	count   int64           // acquisitions measured (contended)
 }
 
+// failed records the error of a failed operation what, unless the run is stopping, and
+// pauses a little before the worker's next try.
+func (r *run) failed(what string, err error) {
+	if !r.stopping(err) {
+		r.fail(fmt.Errorf("%s: %w", what, err))
+		Sleep(r.ctx, 10*time.Millisecond)
+	}
+}
+
 func (r *run) fail(err error) {
 	r.errors.Add(1)
-	r.mu.Lock()
-	if len(r.errSamples) < 5 {
-		r.errSamples = append(r.errSamples, err.Error())
-	}
-	r.mu.Unlock()
+	r.errSamples.Add(err.Error())
 }
 
 func (r *run) violate(format string, args ...any) {
 	r.violations.Add(1)
-	r.mu.Lock()
-	if len(r.violSamples) < 5 {
-		r.violSamples = append(r.violSamples, fmt.Sprintf(format, args...))
-	}
-	r.mu.Unlock()
+	r.violSamples.Add(fmt.Sprintf(format, args...))
 }
 
 // stopping reports whether err is only the run ending.
@@ -246,10 +247,7 @@ func (r *run) independent(i int) {
 		start := time.Now()
 		tok, err := s.Lock(r.ctx, name)
 		if err != nil {
-			if !r.stopping(err) {
-				r.fail(fmt.Errorf("lock: %w", err))
-				Sleep(r.ctx, 10*time.Millisecond)
-			}
+			r.failed("lock", err)
 			continue
 		}
 		// After a failed unlock the lease may still hold the lock, and acquiring it again
@@ -284,10 +282,7 @@ func (r *run) contended(i int) {
 		tok, err := s.Lock(r.ctx, name)
 		got := time.Now()
 		if err != nil {
-			if !r.stopping(err) {
-				r.fail(fmt.Errorf("lock: %w", err))
-				Sleep(r.ctx, 10*time.Millisecond)
-			}
+			r.failed("lock", err)
 			continue
 		}
 		r.mu.Lock()
@@ -336,7 +331,7 @@ func (r *run) result(b Backend, use CPUUse) *Result {
 		Errors:     r.errors.Load(),
 		Violations: r.violations.Load(),
 		Retries:    r.retries,
-		ErrSamples: append(r.errSamples, r.violSamples...),
+		ErrSamples: append(r.errSamples.List(), r.violSamples.List()...),
 		Op:         "cycle",
 	}
 	var lat, gaps []time.Duration

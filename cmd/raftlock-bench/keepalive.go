@@ -15,7 +15,7 @@ import (
 	"github.com/raftlock/raftlock/bench/benchkit"
 )
 
-// Issue 5's keepalive targets, stated for 100,000 live leases renewed at TTL/3.
+// The keepalive targets (docs/PERFORMANCE.md), stated for 100,000 live leases renewed at TTL/3.
 const (
 	keepaliveTargetLeases     = 100_000
 	keepaliveTargetEntries    = 10 // log entries per second, at most
@@ -43,18 +43,13 @@ type keepaliveRun struct {
 	ops       atomic.Int64
 	errors    atomic.Int64
 	late      atomic.Int64
-	mu        sync.Mutex
-	errSample []string
+	errSample benchkit.Samples
 	samples   [][]time.Duration
 }
 
 func (k *keepaliveRun) fail(err error) {
 	k.errors.Add(1)
-	k.mu.Lock()
-	if len(k.errSample) < 5 {
-		k.errSample = append(k.errSample, err.Error())
-	}
-	k.mu.Unlock()
+	k.errSample.Add(err.Error())
 }
 
 // runKeepalive creates --leases leases on the leader and keeps each alive every TTL/3,
@@ -114,7 +109,7 @@ func runKeepalive(ctx context.Context, o options, b *backend, progress io.Writer
 	}
 	createTime := time.Since(createStart)
 	if made := int(k.created.Load()); made < k.leases {
-		return nil, fmt.Errorf("only %d of %d leases could be created: %v", made, k.leases, k.errSample)
+		return nil, fmt.Errorf("only %d of %d leases could be created: %v", made, k.leases, k.errSample.List())
 	}
 	// Let every lease be renewed once before measuring, so the load is steady.
 	benchkit.Sleep(ctx, max(o.Warmup, k.interval))
@@ -174,7 +169,7 @@ func runKeepalive(ctx context.Context, o options, b *backend, progress io.Writer
 	res := &benchkit.Result{
 		System: "raftlock", Workload: "keepalive", Clients: k.workers, Op: "keepalive",
 		Target: fmt.Sprintf("keepalives to the leader %s at %s", leader.ID, leader.URL()),
-		Ops:    k.ops.Load(), Errors: k.errors.Load() - errs0, ErrSamples: k.errSample, Retries: retries,
+		Ops:    k.ops.Load(), Errors: k.errors.Load() - errs0, ErrSamples: k.errSample.List(), Retries: retries,
 	}
 	var all []time.Duration
 	for _, s := range k.samples {

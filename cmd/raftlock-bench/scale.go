@@ -20,7 +20,7 @@ import (
 	"github.com/raftlock/raftlock/bench/benchkit"
 )
 
-// Issue 5's scale targets, stated for 1,000,000 held locks.
+// The scale targets (docs/PERFORMANCE.md), stated for 1,000,000 held locks.
 const (
 	scaleTargetLocks   = 1_000_000
 	scaleTargetRSSMiB  = 1024
@@ -80,8 +80,7 @@ func runScale(ctx context.Context, o options, b *backend, progress io.Writer) (*
 
 	// Fill.
 	var next, held, errs atomic.Int64
-	var mu sync.Mutex
-	var errSamples []string
+	var errSamples benchkit.Samples
 	lat := make([][]time.Duration, clients)
 	meter := benchkit.NewCPUMeter(b.cv.pids)
 	meter.Start()
@@ -100,11 +99,7 @@ func runScale(ctx context.Context, o options, b *backend, progress io.Writer) (*
 				if _, err := s.acquire(ctx, fmt.Sprintf("%s%07d", prefix, j), body, 0); err != nil {
 					if ctx.Err() == nil {
 						errs.Add(1)
-						mu.Lock()
-						if len(errSamples) < 5 {
-							errSamples = append(errSamples, err.Error())
-						}
-						mu.Unlock()
+						errSamples.Add(err.Error())
 					}
 					continue
 				}
@@ -131,7 +126,7 @@ func runScale(ctx context.Context, o options, b *backend, progress io.Writer) (*
 		}
 	}
 	use := meter.Stop()
-	res.Ops, res.Errors, res.ErrSamples, res.Retries = held.Load(), errs.Load(), errSamples, b.Retries()-retries0
+	res.Ops, res.Errors, res.ErrSamples, res.Retries = held.Load(), errs.Load(), errSamples.List(), b.Retries()-retries0
 	var all []time.Duration
 	for _, l := range lat {
 		all = append(all, l...)

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/urfave/cli/v2"
 
@@ -119,34 +118,18 @@ func multi(c *cli.Context, name string) []string {
 	return nil
 }
 
-// callACL checks that the command got exactly want positional arguments, then runs call
-// with a client and the command's deadline.
-func callACL(c *cli.Context, a parsedArgs, want int, what string, call func(ctx context.Context, cl *client.Client) error) error {
-	if len(a.args) != want || a.dash {
-		if want == 0 {
-			return usageErrorf(c, "%s takes no arguments", c.Command.HelpName)
-		}
-		return usageErrorf(c, "give exactly one %s", what)
-	}
-	cl, err := newClient(c)
-	if err != nil {
-		return err
-	}
-	ctx, cancel := callContext(c, 0)
-	defer cancel()
-	return commandError(call(ctx, cl))
+// noArgs is the usage error of the acl commands that take no arguments.
+func noArgs(c *cli.Context, a parsedArgs) error {
+	return a.none(c, c.Command.HelpName+" takes no arguments")
 }
 
 func runACLBootstrap(c *cli.Context, a parsedArgs) error {
-	var tok api.ACLToken
-	err := callACL(c, a, 0, "", func(ctx context.Context, cl *client.Client) (err error) {
-		tok, err = cl.ACLBootstrap(ctx)
-		return err
-	})
-	if err != nil {
+	if err := noArgs(c, a); err != nil {
 		return err
 	}
-	return printNewToken(c, tok)
+	return newToken(c, func(ctx context.Context, cl *client.Client) (api.ACLToken, error) {
+		return cl.ACLBootstrap(ctx)
+	})
 }
 
 func runACLTokenCreate(c *cli.Context, a parsedArgs) error {
@@ -154,95 +137,72 @@ func runACLTokenCreate(c *cli.Context, a parsedArgs) error {
 	if len(policies) == 0 {
 		return usageErrorf(c, "name at least one --policy")
 	}
-	var tok api.ACLToken
-	err := callACL(c, a, 0, "", func(ctx context.Context, cl *client.Client) (err error) {
-		tok, err = cl.ACLTokenCreate(ctx, api.ACLTokenRequest{Description: c.String("description"), Policies: policies})
+	if err := noArgs(c, a); err != nil {
 		return err
+	}
+	return newToken(c, func(ctx context.Context, cl *client.Client) (api.ACLToken, error) {
+		return cl.ACLTokenCreate(ctx, api.ACLTokenRequest{Description: c.String("description"), Policies: policies})
 	})
+}
+
+// newToken calls the cluster for a token whose secret it shows this once, prints it and
+// says so.
+func newToken(c *cli.Context, do func(ctx context.Context, cl *client.Client) (api.ACLToken, error)) error {
+	tok, err := call(c, 0, do)
 	if err != nil {
 		return err
 	}
-	return printNewToken(c, tok)
-}
-
-// printNewToken prints a token whose secret the cluster shows this once, and says so.
-func printNewToken(c *cli.Context, tok api.ACLToken) error {
 	if c.Bool("json") {
 		fmt.Fprintln(c.App.ErrWriter, storeSecretNow)
 		return printJSON(c.App.Writer, tok)
 	}
-	if err := printToken(c.App.Writer, tok); err != nil {
+	if err := writeToken(c.App.Writer, tok); err != nil {
 		return err
 	}
 	fmt.Fprintf(c.App.Writer, "\n%s\n", storeSecretNow)
 	return nil
 }
 
-func printToken(out io.Writer, tok api.ACLToken) error {
-	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(w, "accessor\t%s\n", tok.AccessorID)
-	if tok.SecretID != "" {
-		fmt.Fprintf(w, "secret\t%s\n", tok.SecretID)
-	}
-	if tok.Description != "" {
-		fmt.Fprintf(w, "description\t%s\n", tok.Description)
-	}
-	fmt.Fprintf(w, "policies\t%s\n", strings.Join(tok.Policies, ", "))
-	return w.Flush()
+func writeToken(w io.Writer, tok api.ACLToken) error {
+	return table(w, func(w io.Writer) {
+		fmt.Fprintf(w, "accessor\t%s\n", tok.AccessorID)
+		if tok.SecretID != "" {
+			fmt.Fprintf(w, "secret\t%s\n", tok.SecretID)
+		}
+		if tok.Description != "" {
+			fmt.Fprintf(w, "description\t%s\n", tok.Description)
+		}
+		fmt.Fprintf(w, "policies\t%s\n", strings.Join(tok.Policies, ", "))
+	})
 }
 
 func runACLTokenList(c *cli.Context, a parsedArgs) error {
-	var toks []api.ACLToken
-	err := callACL(c, a, 0, "", func(ctx context.Context, cl *client.Client) (err error) {
-		toks, err = cl.ACLTokenList(ctx)
+	if err := noArgs(c, a); err != nil {
 		return err
+	}
+	return request(c, func(ctx context.Context, cl *client.Client) (api.ACLTokenList, error) {
+		toks, err := cl.ACLTokenList(ctx)
+		return api.ACLTokenList{Tokens: toks}, err
+	}, func(w io.Writer, l api.ACLTokenList) error {
+		return writeRows(w, "no tokens", "ACCESSOR\tPOLICIES\tDESCRIPTION", l.Tokens, func(w io.Writer, t api.ACLToken) {
+			fmt.Fprintf(w, "%s\t%s\t%s\n", t.AccessorID, strings.Join(t.Policies, ","), t.Description)
+		})
 	})
-	if err != nil {
-		return err
-	}
-	if c.Bool("json") {
-		return printJSON(c.App.Writer, api.ACLTokenList{Tokens: toks})
-	}
-	if len(toks) == 0 {
-		fmt.Fprintln(c.App.Writer, "no tokens")
-		return nil
-	}
-	w := tabwriter.NewWriter(c.App.Writer, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "ACCESSOR\tPOLICIES\tDESCRIPTION")
-	for _, t := range toks {
-		fmt.Fprintf(w, "%s\t%s\t%s\n", t.AccessorID, strings.Join(t.Policies, ","), t.Description)
-	}
-	return w.Flush()
 }
 
 func runACLTokenRevoke(c *cli.Context, a parsedArgs) error {
-	err := callACL(c, a, 1, "token ACCESSOR ID", func(ctx context.Context, cl *client.Client) error {
-		return cl.ACLTokenRevoke(ctx, a.args[0])
-	})
-	if err != nil {
-		return err
-	}
-	if c.Bool("json") {
-		return printJSON(c.App.Writer, map[string]string{"revoked": a.args[0]})
-	}
-	fmt.Fprintf(c.App.Writer, "revoked token %s\n", a.args[0])
-	return nil
+	return actOn(c, a, "give exactly one token ACCESSOR ID", "revoked", "revoked token", (*client.Client).ACLTokenRevoke)
 }
 
 func runACLTokenSelf(c *cli.Context, a parsedArgs) error {
-	var tok api.ACLToken
-	err := callACL(c, a, 0, "", func(ctx context.Context, cl *client.Client) (err error) {
-		tok, err = cl.ACLTokenSelf(ctx)
-		return err
-	})
-	if err != nil {
+	if err := noArgs(c, a); err != nil {
 		return err
 	}
-	tok.SecretID = "" // the caller has it; do not print it again
-	if c.Bool("json") {
-		return printJSON(c.App.Writer, tok)
-	}
-	return printToken(c.App.Writer, tok)
+	return request(c, func(ctx context.Context, cl *client.Client) (api.ACLToken, error) {
+		tok, err := cl.ACLTokenSelf(ctx)
+		tok.SecretID = "" // the caller has it; do not print it again
+		return tok, err
+	}, writeToken)
 }
 
 // parseRule reads PREFIX=ACCESS. The split is at the last '=', since a prefix may hold
@@ -273,24 +233,21 @@ func runACLPolicyCreate(c *cli.Context, a parsedArgs) error {
 		}
 		rules = append(rules, r)
 	}
-	var p api.ACLPolicy
-	err := callACL(c, a, 1, "policy NAME", func(ctx context.Context, cl *client.Client) (err error) {
-		p, err = cl.ACLPolicySet(ctx, a.args[0], api.ACLPolicyRequest{Description: c.String("description"), Rules: rules})
-		return err
-	})
+	name, err := a.one(c, "give exactly one policy NAME")
 	if err != nil {
 		return err
 	}
-	if c.Bool("json") {
-		return printJSON(c.App.Writer, p)
-	}
-	w := tabwriter.NewWriter(c.App.Writer, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(w, "policy\t%s\n", p.Name)
-	if p.Description != "" {
-		fmt.Fprintf(w, "description\t%s\n", p.Description)
-	}
-	fmt.Fprintf(w, "rules\t%s\n", formatRules(p.Rules))
-	return w.Flush()
+	return request(c, func(ctx context.Context, cl *client.Client) (api.ACLPolicy, error) {
+		return cl.ACLPolicySet(ctx, name, api.ACLPolicyRequest{Description: c.String("description"), Rules: rules})
+	}, func(w io.Writer, p api.ACLPolicy) error {
+		return table(w, func(w io.Writer) {
+			fmt.Fprintf(w, "policy\t%s\n", p.Name)
+			if p.Description != "" {
+				fmt.Fprintf(w, "description\t%s\n", p.Description)
+			}
+			fmt.Fprintf(w, "rules\t%s\n", formatRules(p.Rules))
+		})
+	})
 }
 
 // formatRules writes rules as they are given on the command line.
@@ -303,39 +260,19 @@ func formatRules(rules []api.ACLRule) string {
 }
 
 func runACLPolicyList(c *cli.Context, a parsedArgs) error {
-	var ps []api.ACLPolicy
-	err := callACL(c, a, 0, "", func(ctx context.Context, cl *client.Client) (err error) {
-		ps, err = cl.ACLPolicyList(ctx)
+	if err := noArgs(c, a); err != nil {
 		return err
+	}
+	return request(c, func(ctx context.Context, cl *client.Client) (api.ACLPolicyList, error) {
+		ps, err := cl.ACLPolicyList(ctx)
+		return api.ACLPolicyList{Policies: ps}, err
+	}, func(w io.Writer, l api.ACLPolicyList) error {
+		return writeRows(w, "no policies", "NAME\tRULES\tDESCRIPTION", l.Policies, func(w io.Writer, p api.ACLPolicy) {
+			fmt.Fprintf(w, "%s\t%s\t%s\n", p.Name, formatRules(p.Rules), p.Description)
+		})
 	})
-	if err != nil {
-		return err
-	}
-	if c.Bool("json") {
-		return printJSON(c.App.Writer, api.ACLPolicyList{Policies: ps})
-	}
-	if len(ps) == 0 {
-		fmt.Fprintln(c.App.Writer, "no policies")
-		return nil
-	}
-	w := tabwriter.NewWriter(c.App.Writer, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "NAME\tRULES\tDESCRIPTION")
-	for _, p := range ps {
-		fmt.Fprintf(w, "%s\t%s\t%s\n", p.Name, formatRules(p.Rules), p.Description)
-	}
-	return w.Flush()
 }
 
 func runACLPolicyDelete(c *cli.Context, a parsedArgs) error {
-	err := callACL(c, a, 1, "policy NAME", func(ctx context.Context, cl *client.Client) error {
-		return cl.ACLPolicyDelete(ctx, a.args[0])
-	})
-	if err != nil {
-		return err
-	}
-	if c.Bool("json") {
-		return printJSON(c.App.Writer, map[string]string{"deleted": a.args[0]})
-	}
-	fmt.Fprintf(c.App.Writer, "deleted policy %s\n", a.args[0])
-	return nil
+	return actOn(c, a, "give exactly one policy NAME", "deleted", "deleted policy", (*client.Client).ACLPolicyDelete)
 }

@@ -1,9 +1,10 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
-	"text/tabwriter"
+	"io"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -38,11 +39,8 @@ lock is taken as a reader, beside other shared holders.
 }
 
 func runAcquire(c *cli.Context, a parsedArgs) error {
-	if len(a.args) != 1 || a.dash {
-		return usageErrorf(c, "acquire takes exactly one lock NAME")
-	}
-	name := a.args[0]
-	if err := checkName(c, name); err != nil {
+	name, err := a.oneName(c, "acquire takes exactly one lock NAME")
+	if err != nil {
 		return err
 	}
 	opts := client.AcquireOptions{LeaseID: leaseFlag(c), Wait: c.Duration("wait"), Owner: c.String("owner")}
@@ -54,36 +52,30 @@ func runAcquire(c *cli.Context, a parsedArgs) error {
 	} else if c.IsSet("ttl") {
 		return usageErrorf(c, "--ttl applies only to a new lease; it cannot be combined with --lease")
 	}
-	cl, err := newClient(c)
-	if err != nil {
-		return err
-	}
-	ctx, cancel := callContext(c, opts.Wait)
-	defer cancel()
-	g, err := cl.Acquire(ctx, name, opts)
-	if err != nil {
+	g, err := call(c, opts.Wait, func(ctx context.Context, cl *client.Client) (api.Grant, error) {
+		g, err := cl.Acquire(ctx, name, opts)
 		if errors.Is(err, client.ErrLockHeld) || errors.Is(err, client.ErrWaitTimeout) || errors.Is(err, client.ErrUnavailable) || errors.Is(err, client.ErrNoLeader) {
-			return cli.Exit("raftlock: "+err.Error(), exitNotAcquired)
+			return g, cli.Exit("raftlock: "+err.Error(), exitNotAcquired)
 		}
-		return commandError(err)
-	}
-	if c.Bool("json") {
-		return printJSON(c.App.Writer, g)
-	}
-	w := tabwriter.NewWriter(c.App.Writer, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(w, "lock\t%s\n", g.Name)
-	fmt.Fprintf(w, "token\t%d\n", g.Token)
-	fmt.Fprintf(w, "lease\t%s\n", g.LeaseID)
-	fmt.Fprintf(w, "ttl\t%s\n", fmtMs(g.TTLMs))
-	if g.Owner != "" {
-		fmt.Fprintf(w, "owner\t%s\n", g.Owner)
-	}
-	if err := w.Flush(); err != nil {
+		return g, err
+	})
+	if err != nil {
 		return err
 	}
-	if opts.LeaseID == "" {
-		fmt.Fprintf(c.App.ErrWriter, "note: the lease expires in %s unless kept alive (raftlock lease keepalive %s);\n"+
-			"      release with: raftlock release %q --lease %s --token %d\n", fmtMs(g.TTLMs), g.LeaseID, g.Name, g.LeaseID, g.Token)
-	}
-	return nil
+	return answer(c, g, func(w io.Writer) error {
+		err := table(w, func(w io.Writer) {
+			fmt.Fprintf(w, "lock\t%s\n", g.Name)
+			fmt.Fprintf(w, "token\t%d\n", g.Token)
+			fmt.Fprintf(w, "lease\t%s\n", g.LeaseID)
+			fmt.Fprintf(w, "ttl\t%s\n", fmtMs(g.TTLMs))
+			if g.Owner != "" {
+				fmt.Fprintf(w, "owner\t%s\n", g.Owner)
+			}
+		})
+		if err == nil && opts.LeaseID == "" {
+			fmt.Fprintf(c.App.ErrWriter, "note: the lease expires in %s unless kept alive (raftlock lease keepalive %s);\n"+
+				"      release with: raftlock release %q --lease %s --token %d\n", fmtMs(g.TTLMs), g.LeaseID, g.Name, g.LeaseID, g.Token)
+		}
+		return err
+	})
 }

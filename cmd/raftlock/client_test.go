@@ -57,6 +57,37 @@ func (r *cliRunner) run(args ...string) cliResult {
 	return res
 }
 
+// cliProc is a raftlock process running in the background.
+type cliProc struct {
+	r         *cliRunner
+	cmd       *exec.Cmd
+	out, errb bytes.Buffer
+}
+
+// start starts raftlock in the background; the test's end kills it if it still runs.
+func (r *cliRunner) start(args ...string) *cliProc {
+	r.t.Helper()
+	p := &cliProc{r: r, cmd: r.command(args...)}
+	p.cmd.Stdout, p.cmd.Stderr = &p.out, &p.errb
+	if err := p.cmd.Start(); err != nil {
+		r.t.Fatal(err)
+	}
+	r.t.Cleanup(func() { _ = p.cmd.Process.Kill() })
+	return p
+}
+
+// wait waits at most timeout for p to exit.
+func (p *cliProc) wait(timeout time.Duration) cliResult {
+	p.r.t.Helper()
+	return p.r.wait(p.cmd, &p.out, &p.errb, timeout)
+}
+
+// waitForFile waits until the command under test has written path.
+func waitForFile(t *testing.T, path, what string) {
+	t.Helper()
+	clustertest.WaitFor(t, 20*time.Second, what, func() bool { return exists(path) })
+}
+
 func (r *cliRunner) wait(cmd *exec.Cmd, out, errb *bytes.Buffer, timeout time.Duration) cliResult {
 	r.t.Helper()
 	done := make(chan error, 1)
@@ -290,16 +321,8 @@ func TestCLI(t *testing.T) {
 		script := `sleep 30 & echo $! > "$0/p1"
 (trap '' TERM; exec sleep 30) & echo $! > "$0/p2.tmp"; mv "$0/p2.tmp" "$0/p2"
 exit 0`
-		cmd := r.command("lock", "cli/group", "--ttl", "2s", "--", "sh", "-c", script, dir)
-		var out, errb bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &errb
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		clustertest.WaitFor(t, 20*time.Second, "the command to start its jobs", func() bool {
-			_, err := os.Stat(filepath.Join(dir, "p2"))
-			return err == nil
-		})
+		p := r.start("lock", "cli/group", "--ttl", "2s", "--", "sh", "-c", script, dir)
+		waitForFile(t, filepath.Join(dir, "p2"), "the command to start its jobs")
 		p1, p2 := readInt(t, filepath.Join(dir, "p1")), readInt(t, filepath.Join(dir, "p2"))
 		t.Cleanup(func() { syscall.Kill(p1, syscall.SIGKILL); syscall.Kill(p2, syscall.SIGKILL) })
 		// The jobs exist once the command runs, so the lock is held by then; follow it with
@@ -319,7 +342,7 @@ exit 0`
 		if alive(p1) || alive(p2) {
 			t.Fatalf("the lock is free while the command's background jobs still run (p1 %v, p2 %v)", alive(p1), alive(p2))
 		}
-		res := r.wait(cmd, &out, &errb, 20*time.Second)
+		res := p.wait(20 * time.Second)
 		if res.code != 0 || !strings.Contains(res.stderr, "still running") {
 			t.Fatalf("raftlock exited %d; want 0 and a word about the jobs it stopped\n%s", res.code, res.stderr)
 		}
@@ -412,23 +435,15 @@ echo $! > "$0/gpid"
 echo $$ > "$0/pid"
 echo "$RAFTLOCK_LEASE" > "$0/lease.tmp"; mv "$0/lease.tmp" "$0/lease"
 while :; do sleep 0.05; done`
-		cmd := r.command("lock", "cli/lost", "--ttl", "2s", "--grace", "500ms", "--unsafe-grace", "--export-lease", "--", "sh", "-c", script, dir)
-		var out, errb bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &errb
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		clustertest.WaitFor(t, 20*time.Second, "the command to start", func() bool {
-			_, err := os.Stat(filepath.Join(dir, "lease"))
-			return err == nil
-		})
+		p := r.start("lock", "cli/lost", "--ttl", "2s", "--grace", "500ms", "--unsafe-grace", "--export-lease", "--", "sh", "-c", script, dir)
+		waitForFile(t, filepath.Join(dir, "lease"), "the command to start")
 		b, _ := os.ReadFile(filepath.Join(dir, "lease"))
 		pid, gpid := readInt(t, filepath.Join(dir, "pid")), readInt(t, filepath.Join(dir, "gpid"))
 		revokedAt := time.Now()
 		if _, err := c.Revoke(ctx, strings.TrimSpace(string(b))); err != nil {
 			t.Fatal(err)
 		}
-		res := r.wait(cmd, &out, &errb, 20*time.Second)
+		res := p.wait(20 * time.Second)
 		if res.code != exitLockLost {
 			t.Fatalf("raftlock exited %d after its lease was revoked; want %d\n%s", res.code, exitLockLost, res.stderr)
 		}
@@ -447,18 +462,10 @@ while :; do sleep 0.05; done`
 		script := `trap 'echo got >> "$0/log"; exit 7' TERM
 echo ready > "$0/ready"
 while :; do sleep 0.05; done`
-		cmd := r.command("lock", "cli/signal", "--ttl", "2s", "--", "sh", "-c", script, dir)
-		var out, errb bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &errb
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		clustertest.WaitFor(t, 20*time.Second, "the command to start", func() bool {
-			_, err := os.Stat(filepath.Join(dir, "ready"))
-			return err == nil
-		})
-		cmd.Process.Signal(syscall.SIGTERM)
-		res := r.wait(cmd, &out, &errb, 20*time.Second)
+		p := r.start("lock", "cli/signal", "--ttl", "2s", "--", "sh", "-c", script, dir)
+		waitForFile(t, filepath.Join(dir, "ready"), "the command to start")
+		p.cmd.Process.Signal(syscall.SIGTERM)
+		res := p.wait(20 * time.Second)
 		if res.code != 7 || !fileHas(filepath.Join(dir, "log"), "got") {
 			t.Fatalf("raftlock exited %d; want the command's 7\n%s", res.code, res.stderr)
 		}

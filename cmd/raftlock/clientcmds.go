@@ -203,10 +203,13 @@ func callContext(c *cli.Context, extra time.Duration) (context.Context, context.
 }
 
 // commandError maps a client error to an exit status: invalid requests are usage errors,
-// everything else exits 1.
+// everything else exits 1. An error that already chose its status (cli.Exit) is kept.
 func commandError(err error) error {
 	if err == nil {
 		return nil
+	}
+	if _, ok := err.(cli.ExitCoder); ok {
+		return err
 	}
 	if errors.Is(err, client.ErrInvalid) {
 		return cli.Exit("raftlock: "+err.Error(), exitUsage)

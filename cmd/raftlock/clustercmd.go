@@ -1,9 +1,10 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
-	"text/tabwriter"
+	"io"
 
 	"github.com/urfave/cli/v2"
 
@@ -49,111 +50,70 @@ it can reach the cluster itself.`,
 }
 
 func runClusterAdd(c *cli.Context, a parsedArgs) error {
-	if len(a.args) != 1 || a.dash {
-		return usageErrorf(c, "give exactly one node ID")
+	id, err := a.one(c, "give exactly one node ID")
+	if err != nil {
+		return err
 	}
 	if c.String("raft-addr") == "" {
 		return usageErrorf(c, "--raft-addr is required")
 	}
-	cl, err := newClient(c)
-	if err != nil {
-		return err
-	}
-	ctx, cancel := callContext(c, 0)
-	defer cancel()
-	n, err := cl.AddNode(ctx, api.AddNodeRequest{ID: a.args[0], RaftAddr: c.String("raft-addr"), HTTPAddr: c.String("http-addr"), Replace: c.Bool("replace")})
-	if err != nil {
+	return request(c, func(ctx context.Context, cl *client.Client) (api.Node, error) {
+		n, err := cl.AddNode(ctx, api.AddNodeRequest{ID: id, RaftAddr: c.String("raft-addr"), HTTPAddr: c.String("http-addr"), Replace: c.Bool("replace")})
 		if errors.Is(err, client.ErrConflict) {
-			err = fmt.Errorf("%w\nhint: to re-point member %s at a new address, add --replace", err, a.args[0])
+			err = fmt.Errorf("%w\nhint: to re-point member %s at a new address, add --replace", err, id)
 		}
-		return commandError(err)
-	}
-	if c.Bool("json") {
-		return printJSON(c.App.Writer, n)
-	}
-	fmt.Fprintf(c.App.Writer, "added %s (raft %s, http %s)\n", n.ID, n.RaftAddr, n.HTTPAddr)
-	return nil
+		return n, err
+	}, func(w io.Writer, n api.Node) error {
+		return say(w, "added %s (raft %s, http %s)\n", n.ID, n.RaftAddr, n.HTTPAddr)
+	})
 }
 
 func runClusterRemove(c *cli.Context, a parsedArgs) error {
-	if len(a.args) != 1 || a.dash {
-		return usageErrorf(c, "give exactly one node ID")
-	}
-	cl, err := newClient(c)
-	if err != nil {
-		return err
-	}
-	ctx, cancel := callContext(c, 0)
-	defer cancel()
-	if err := cl.RemoveNode(ctx, a.args[0]); err != nil {
-		return commandError(err)
-	}
-	if c.Bool("json") {
-		return printJSON(c.App.Writer, map[string]string{"removed": a.args[0]})
-	}
-	fmt.Fprintf(c.App.Writer, "removed %s\n", a.args[0])
-	return nil
+	return actOn(c, a, "give exactly one node ID", "removed", "removed", (*client.Client).RemoveNode)
 }
 
 func runCluster(c *cli.Context, a parsedArgs) error {
-	if len(a.args) != 0 || a.dash {
-		return usageErrorf(c, "cluster takes no arguments")
-	}
-	cl, err := newClient(c)
-	if err != nil {
+	if err := a.none(c, "cluster takes no arguments"); err != nil {
 		return err
 	}
-	ctx, cancel := callContext(c, 0)
-	defer cancel()
-	info, err := cl.Cluster(ctx)
-	if err != nil {
-		return commandError(err)
-	}
-	if c.Bool("json") {
-		return printJSON(c.App.Writer, info)
-	}
-	leader := info.LeaderID
-	if leader == "" {
-		leader = "(none: election in progress)"
-	}
-	w := tabwriter.NewWriter(c.App.Writer, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(w, "leader\t%s\n", leader)
-	fmt.Fprintf(w, "term\t%d\n", info.Term)
-	fmt.Fprintf(w, "commit index\t%d\n", info.CommitIndex)
-	fmt.Fprintf(w, "applied index\t%d\n", info.AppliedIndex)
-	if err := w.Flush(); err != nil {
-		return err
-	}
-	fmt.Fprintln(c.App.Writer)
-	w = tabwriter.NewWriter(c.App.Writer, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "ID\tRAFT ADDRESS\tHTTP ADDRESS\tVOTER\tLEADER")
-	for _, n := range info.Nodes {
-		mark := ""
-		if n.Leader {
-			mark = "*"
+	return request(c, func(ctx context.Context, cl *client.Client) (api.Cluster, error) {
+		return cl.Cluster(ctx)
+	}, func(w io.Writer, info api.Cluster) error {
+		leader := info.LeaderID
+		if leader == "" {
+			leader = "(none: election in progress)"
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%t\t%s\n", n.ID, n.RaftAddr, n.HTTPAddr, n.Voter, mark)
-	}
-	return w.Flush()
+		err := table(w, func(w io.Writer) {
+			fmt.Fprintf(w, "leader\t%s\n", leader)
+			fmt.Fprintf(w, "term\t%d\n", info.Term)
+			fmt.Fprintf(w, "commit index\t%d\n", info.CommitIndex)
+			fmt.Fprintf(w, "applied index\t%d\n", info.AppliedIndex)
+		})
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(w)
+		return table(w, func(w io.Writer) {
+			fmt.Fprintln(w, "ID\tRAFT ADDRESS\tHTTP ADDRESS\tVOTER\tLEADER")
+			for _, n := range info.Nodes {
+				mark := ""
+				if n.Leader {
+					mark = "*"
+				}
+				fmt.Fprintf(w, "%s\t%s\t%s\t%t\t%s\n", n.ID, n.RaftAddr, n.HTTPAddr, n.Voter, mark)
+			}
+		})
+	})
 }
 
 func runClusterTransferLeader(c *cli.Context, a parsedArgs) error {
-	if len(a.args) != 0 || a.dash {
-		return usageErrorf(c, "transfer-leader takes no arguments (use --to ID)")
-	}
-	cl, err := newClient(c)
-	if err != nil {
+	if err := a.none(c, "transfer-leader takes no arguments (use --to ID)"); err != nil {
 		return err
 	}
-	ctx, cancel := callContext(c, 0)
-	defer cancel()
-	id, err := cl.TransferLeader(ctx, c.String("to"))
-	if err != nil {
-		return commandError(err)
-	}
-	if c.Bool("json") {
-		return printJSON(c.App.Writer, map[string]string{"leader_id": id})
-	}
-	fmt.Fprintf(c.App.Writer, "leader is now %s\n", id)
-	return nil
+	return request(c, func(ctx context.Context, cl *client.Client) (map[string]string, error) {
+		id, err := cl.TransferLeader(ctx, c.String("to"))
+		return map[string]string{"leader_id": id}, err
+	}, func(w io.Writer, m map[string]string) error {
+		return say(w, "leader is now %s\n", m["leader_id"])
+	})
 }

@@ -3,9 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -50,20 +50,12 @@ secret: whoever knows it can renew the lease, release its locks and revoke it.`,
 }
 
 func runLeaseCreate(c *cli.Context, a parsedArgs) error {
-	if len(a.args) != 0 || a.dash {
-		return usageErrorf(c, "lease create takes no arguments")
-	}
-	cl, err := newClient(c)
-	if err != nil {
+	if err := a.none(c, "lease create takes no arguments"); err != nil {
 		return err
 	}
-	ctx, cancel := callContext(c, 0)
-	defer cancel()
-	l, err := cl.CreateLease(ctx, c.Duration("ttl"))
-	if err != nil {
-		return commandError(err)
-	}
-	return printLease(c, l)
+	return request(c, func(ctx context.Context, cl *client.Client) (api.Lease, error) {
+		return cl.CreateLease(ctx, c.Duration("ttl"))
+	}, writeLease)
 }
 
 // envLeaseID passes a lease ID to the lease commands, --lease and release without putting
@@ -102,80 +94,48 @@ func warnSecretInArgv(c *cli.Context, what, env string) {
 	fmt.Fprintf(c.App.ErrWriter, "raftlock: warning: %s on the command line shows in the process list; pass it in $%s instead\n", what, env)
 }
 
-// withLease parses the lease ID argument, then runs call with a client and the command's
-// deadline; call's error is reported as a command error.
-func withLease(c *cli.Context, a parsedArgs, call func(ctx context.Context, cl *client.Client, id string) error) error {
+// withLease parses the lease ID argument, then calls do, a client method, with it and
+// prints the answer with text.
+func withLease[T any](c *cli.Context, a parsedArgs, do func(cl *client.Client, ctx context.Context, id string) (T, error), text func(w io.Writer, v T) error) error {
 	id, err := leaseArg(c, a)
 	if err != nil {
 		return err
 	}
-	cl, err := newClient(c)
-	if err != nil {
-		return err
-	}
-	ctx, cancel := callContext(c, 0)
-	defer cancel()
-	if err := call(ctx, cl, id); err != nil {
-		return commandError(err)
-	}
-	return nil
+	return request(c, func(ctx context.Context, cl *client.Client) (T, error) { return do(cl, ctx, id) }, text)
 }
 
 func runLeaseKeepAlive(c *cli.Context, a parsedArgs) error {
-	var l api.Lease
-	err := withLease(c, a, func(ctx context.Context, cl *client.Client, id string) (err error) {
-		l, err = cl.KeepAlive(ctx, id)
-		return err
-	})
-	if err != nil {
-		return err
-	}
-	return printLease(c, l)
+	return withLease(c, a, (*client.Client).KeepAlive, writeLease)
 }
 
 func runLeaseGet(c *cli.Context, a parsedArgs) error {
-	var l api.Lease
-	err := withLease(c, a, func(ctx context.Context, cl *client.Client, id string) (err error) {
-		l, err = cl.GetLease(ctx, id)
-		return err
-	})
-	if err != nil {
-		return err
-	}
-	if l.Locks == nil {
-		l.Locks = []string{}
-	}
-	return printLease(c, l)
+	// get always lists the locks, when there are none too: "locks": [] and an empty line.
+	return withLease(c, a, func(cl *client.Client, ctx context.Context, id string) (api.Lease, error) {
+		l, err := cl.GetLease(ctx, id)
+		if l.Locks == nil {
+			l.Locks = []string{}
+		}
+		return l, err
+	}, writeLease)
 }
 
 func runLeaseRevoke(c *cli.Context, a parsedArgs) error {
-	var r api.RevokeResult
-	err := withLease(c, a, func(ctx context.Context, cl *client.Client, id string) (err error) {
-		r, err = cl.Revoke(ctx, id)
-		return err
+	return withLease(c, a, (*client.Client).Revoke, func(w io.Writer, r api.RevokeResult) error {
+		fmt.Fprintf(w, "revoked %s\n", r.LeaseID)
+		if len(r.Released) > 0 {
+			fmt.Fprintf(w, "released %s\n", strings.Join(r.Released, ", "))
+		}
+		return nil
 	})
-	if err != nil {
-		return err
-	}
-	if c.Bool("json") {
-		return printJSON(c.App.Writer, r)
-	}
-	fmt.Fprintf(c.App.Writer, "revoked %s\n", r.LeaseID)
-	if len(r.Released) > 0 {
-		fmt.Fprintf(c.App.Writer, "released %s\n", strings.Join(r.Released, ", "))
-	}
-	return nil
 }
 
-func printLease(c *cli.Context, l api.Lease) error {
-	if c.Bool("json") {
-		return printJSON(c.App.Writer, l)
-	}
-	w := tabwriter.NewWriter(c.App.Writer, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(w, "lease\t%s\n", l.LeaseID)
-	fmt.Fprintf(w, "ttl\t%s\n", fmtMs(l.TTLMs))
-	if l.Locks != nil {
-		fmt.Fprintf(w, "locks\t%s\n", strings.Join(l.Locks, ", "))
-	}
-	return w.Flush()
+// writeLease prints a lease for people; its locks only when the answer lists them.
+func writeLease(w io.Writer, l api.Lease) error {
+	return table(w, func(w io.Writer) {
+		fmt.Fprintf(w, "lease\t%s\n", l.LeaseID)
+		fmt.Fprintf(w, "ttl\t%s\n", fmtMs(l.TTLMs))
+		if l.Locks != nil {
+			fmt.Fprintf(w, "locks\t%s\n", strings.Join(l.Locks, ", "))
+		}
+	})
 }

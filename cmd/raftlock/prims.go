@@ -3,8 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"strconv"
-	"text/tabwriter"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -118,10 +118,7 @@ func runElect(c *cli.Context, a parsedArgs) error {
 
 func semaphoreStatusCommand() *cli.Command {
 	return statusCommandOf("semaphore-status", "show a semaphore: its limit, the permits held and the waiters", "semaphore",
-		func(ctx context.Context, cl *client.Client, name string, opts client.StatusOptions) (any, error) {
-			return cl.SemaphoreStatus(ctx, name, opts)
-		}, func(w *tabwriter.Writer, v any) {
-			st := v.(api.SemaphoreStatus)
+		(*client.Client).SemaphoreStatus, func(w io.Writer, st api.SemaphoreStatus) {
 			fmt.Fprintf(w, "semaphore\t%s\n", st.Name)
 			fmt.Fprintf(w, "limit\t%d\n", st.Limit)
 			fmt.Fprintf(w, "permits held\t%d\n", len(st.Permits))
@@ -135,10 +132,7 @@ func semaphoreStatusCommand() *cli.Command {
 
 func leaderCommand() *cli.Command {
 	return statusCommandOf("leader", "show who leads an election and the value it published", "election",
-		func(ctx context.Context, cl *client.Client, name string, opts client.StatusOptions) (any, error) {
-			return cl.ElectionStatus(ctx, name, opts)
-		}, func(w *tabwriter.Writer, v any) {
-			st := v.(api.ElectionStatus)
+		(*client.Client).ElectionStatus, func(w io.Writer, st api.ElectionStatus) {
 			fmt.Fprintf(w, "election\t%s\n", st.Name)
 			fmt.Fprintf(w, "elected\t%t\n", st.Elected)
 			if st.Elected {
@@ -151,12 +145,9 @@ func leaderCommand() *cli.Command {
 		})
 }
 
-// statusReader reads the status of one primitive.
-type statusReader func(ctx context.Context, cl *client.Client, name string, opts client.StatusOptions) (any, error)
-
-// statusCommandOf is a one-name status command: read the status of the primitive of kind
-// and print it as JSON or, for people, with show.
-func statusCommandOf(name, usage, kind string, read statusReader, show func(*tabwriter.Writer, any)) *cli.Command {
+// statusCommandOf is a one-name status command: read, a client method, reads the status
+// of the primitive of kind; it is printed as JSON or, for people, as a table by show.
+func statusCommandOf[T any](name, usage, kind string, read func(*client.Client, context.Context, string, client.StatusOptions) (T, error), show func(w io.Writer, st T)) *cli.Command {
 	return clientCommand(&cli.Command{
 		Name:      name,
 		Usage:     usage,
@@ -164,32 +155,18 @@ func statusCommandOf(name, usage, kind string, read statusReader, show func(*tab
 		Description: "Reads are linearizable (answered by the leader) unless --stale lets any node answer from\n" +
 			"its own, possibly lagging, state.",
 		Flags: clientFlags(&cli.BoolFlag{Name: "stale", Usage: "let any node answer from its own state"}),
-	}, func(c *cli.Context, a parsedArgs) error { return showStatus(c, a, kind, read, show) })
-}
-
-// showStatus runs a one-name status command: read the status of the primitive of kind,
-// then print it as JSON or, for people, with show.
-func showStatus(c *cli.Context, a parsedArgs, kind string, read statusReader, show func(*tabwriter.Writer, any)) error {
-	if len(a.args) != 1 || a.dash {
-		return usageErrorf(c, "%s takes exactly one %s NAME", c.Command.Name, kind)
-	}
-	if e := api.ValidateNameOf(kind, a.args[0]); e != nil {
-		return usageErrorf(c, "%s", e.Message)
-	}
-	cl, err := newClient(c)
-	if err != nil {
-		return err
-	}
-	ctx, cancel := callContext(c, 0)
-	defer cancel()
-	st, err := read(ctx, cl, a.args[0], client.StatusOptions{Stale: c.Bool("stale")})
-	if err != nil {
-		return commandError(err)
-	}
-	if c.Bool("json") {
-		return printJSON(c.App.Writer, st)
-	}
-	w := tabwriter.NewWriter(c.App.Writer, 0, 4, 2, ' ', 0)
-	show(w, st)
-	return w.Flush()
+	}, func(c *cli.Context, a parsedArgs) error {
+		name, err := a.one(c, fmt.Sprintf("%s takes exactly one %s NAME", c.Command.Name, kind))
+		if err != nil {
+			return err
+		}
+		if e := api.ValidateNameOf(kind, name); e != nil {
+			return usageErrorf(c, "%s", e.Message)
+		}
+		return request(c, func(ctx context.Context, cl *client.Client) (T, error) {
+			return read(cl, ctx, name, client.StatusOptions{Stale: c.Bool("stale")})
+		}, func(w io.Writer, st T) error {
+			return table(w, func(w io.Writer) { show(w, st) })
+		})
+	})
 }

@@ -25,14 +25,8 @@ i=0; while [ ! -e "$1" ]; do i=$((i+1)); [ $i -gt 600 ] && exit 9; sleep 0.05; d
 // started starts raftlock with args and returns a function that waits for its result.
 func (r *cliRunner) started(args ...string) func() cliResult {
 	r.t.Helper()
-	cmd := r.command(args...)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	if err := cmd.Start(); err != nil {
-		r.t.Fatal(err)
-	}
-	r.t.Cleanup(func() { _ = cmd.Process.Kill() })
-	return func() cliResult { return r.wait(cmd, &out, &errb, 60*time.Second) }
+	p := r.start(args...)
+	return func() cliResult { return p.wait(60 * time.Second) }
 }
 
 func exists(path string) bool {

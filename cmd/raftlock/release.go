@@ -1,11 +1,13 @@
 package main
 
 import (
-	"fmt"
+	"context"
+	"io"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/raftlock/raftlock/api"
+	"github.com/raftlock/raftlock/client"
 )
 
 func releaseCommand() *cli.Command {
@@ -27,28 +29,16 @@ is gone (lease_not_found); 2 on usage errors.`,
 }
 
 func runRelease(c *cli.Context, a parsedArgs) error {
-	if len(a.args) != 1 || a.dash {
-		return usageErrorf(c, "release takes exactly one lock NAME")
-	}
-	name := a.args[0]
-	if err := checkName(c, name); err != nil {
+	name, err := a.oneName(c, "release takes exactly one lock NAME")
+	if err != nil {
 		return err
 	}
 	if leaseFlag(c) == "" || c.Uint64("token") == 0 {
 		return usageErrorf(c, "--lease and --token are required")
 	}
-	cl, err := newClient(c)
-	if err != nil {
-		return err
-	}
-	ctx, cancel := callContext(c, 0)
-	defer cancel()
-	if err := cl.Release(ctx, name, leaseFlag(c), c.Uint64("token")); err != nil {
-		return commandError(err)
-	}
-	if c.Bool("json") {
-		return printJSON(c.App.Writer, api.ReleaseResult{Name: name, Released: true})
-	}
-	fmt.Fprintf(c.App.Writer, "released %s\n", name)
-	return nil
+	return request(c, func(ctx context.Context, cl *client.Client) (api.ReleaseResult, error) {
+		return api.ReleaseResult{Name: name, Released: true}, cl.Release(ctx, name, leaseFlag(c), c.Uint64("token"))
+	}, func(w io.Writer, r api.ReleaseResult) error {
+		return say(w, "released %s\n", r.Name)
+	})
 }

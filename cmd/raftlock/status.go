@@ -1,8 +1,9 @@
 package main
 
 import (
+	"context"
 	"fmt"
-	"text/tabwriter"
+	"io"
 
 	"github.com/urfave/cli/v2"
 
@@ -32,66 +33,54 @@ func runStatus(c *cli.Context, a parsedArgs) error {
 	if len(a.args) > 1 || a.dash {
 		return usageErrorf(c, "status takes at most one lock NAME")
 	}
-	cl, err := newClient(c)
-	if err != nil {
+	if len(a.args) == 1 {
+		return runStatusOne(c, a.args[0])
+	}
+	return request(c, func(ctx context.Context, cl *client.Client) (api.LockList, error) {
+		var list []api.LockStatus
+		var err error
+		if c.Bool("stale") {
+			list, err = cl.ListStale(ctx, c.String("prefix"))
+		} else {
+			list, err = cl.List(ctx, c.String("prefix"))
+		}
+		if list == nil {
+			list = []api.LockStatus{}
+		}
+		return api.LockList{Locks: list}, err
+	}, func(w io.Writer, l api.LockList) error {
+		return writeRows(w, "no held or awaited locks", "NAME\tHELD\tTOKEN\tOWNER\tWAITERS\tMODIFY INDEX", l.Locks, func(w io.Writer, st api.LockStatus) {
+			fmt.Fprintf(w, "%s\t%t\t%d\t%s\t%d\t%d\n", st.Name, st.Held, st.Token, st.Owner, st.Waiters, st.ModifyIndex)
+		})
+	})
+}
+
+// runStatusOne is `status NAME`.
+func runStatusOne(c *cli.Context, name string) error {
+	if c.IsSet("prefix") {
+		return usageErrorf(c, "give either NAME or --prefix, not both")
+	}
+	if err := checkName(c, name); err != nil {
 		return err
 	}
-	ctx, cancel := callContext(c, 0)
-	defer cancel()
-	if len(a.args) == 1 {
-		if c.IsSet("prefix") {
-			return usageErrorf(c, "give either NAME or --prefix, not both")
-		}
-		if err := checkName(c, a.args[0]); err != nil {
-			return err
-		}
-		st, err := cl.Status(ctx, a.args[0], client.StatusOptions{Stale: c.Bool("stale")})
-		if err != nil {
-			return commandError(err)
-		}
-		if c.Bool("json") {
-			return printJSON(c.App.Writer, st)
-		}
-		w := tabwriter.NewWriter(c.App.Writer, 0, 4, 2, ' ', 0)
-		fmt.Fprintf(w, "lock\t%s\n", st.Name)
-		fmt.Fprintf(w, "held\t%t\n", st.Held)
-		if st.Held {
-			fmt.Fprintf(w, "token\t%d\n", st.Token)
-			fmt.Fprintf(w, "owner\t%s\n", st.Owner)
-			if st.Mode == api.ModeShared {
-				fmt.Fprintf(w, "mode\tshared, %d holders\n", st.HolderCount)
-				for _, h := range st.Holders {
-					fmt.Fprintf(w, "  token %d\t%s\n", h.Token, h.Owner)
+	return request(c, func(ctx context.Context, cl *client.Client) (api.LockStatus, error) {
+		return cl.Status(ctx, name, client.StatusOptions{Stale: c.Bool("stale")})
+	}, func(w io.Writer, st api.LockStatus) error {
+		return table(w, func(w io.Writer) {
+			fmt.Fprintf(w, "lock\t%s\n", st.Name)
+			fmt.Fprintf(w, "held\t%t\n", st.Held)
+			if st.Held {
+				fmt.Fprintf(w, "token\t%d\n", st.Token)
+				fmt.Fprintf(w, "owner\t%s\n", st.Owner)
+				if st.Mode == api.ModeShared {
+					fmt.Fprintf(w, "mode\tshared, %d holders\n", st.HolderCount)
+					for _, h := range st.Holders {
+						fmt.Fprintf(w, "  token %d\t%s\n", h.Token, h.Owner)
+					}
 				}
 			}
-		}
-		fmt.Fprintf(w, "waiters\t%d\n", st.Waiters)
-		fmt.Fprintf(w, "modify index\t%d\n", st.ModifyIndex)
-		return w.Flush()
-	}
-	var list []api.LockStatus
-	if c.Bool("stale") {
-		list, err = cl.ListStale(ctx, c.String("prefix"))
-	} else {
-		list, err = cl.List(ctx, c.String("prefix"))
-	}
-	if err != nil {
-		return commandError(err)
-	}
-	if list == nil {
-		list = []api.LockStatus{}
-	}
-	if c.Bool("json") {
-		return printJSON(c.App.Writer, api.LockList{Locks: list})
-	}
-	if len(list) == 0 {
-		fmt.Fprintln(c.App.Writer, "no held or awaited locks")
-		return nil
-	}
-	w := tabwriter.NewWriter(c.App.Writer, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "NAME\tHELD\tTOKEN\tOWNER\tWAITERS\tMODIFY INDEX")
-	for _, st := range list {
-		fmt.Fprintf(w, "%s\t%t\t%d\t%s\t%d\t%d\n", st.Name, st.Held, st.Token, st.Owner, st.Waiters, st.ModifyIndex)
-	}
-	return w.Flush()
+			fmt.Fprintf(w, "waiters\t%d\n", st.Waiters)
+			fmt.Fprintf(w, "modify index\t%d\n", st.ModifyIndex)
+		})
+	})
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/raftlock/raftlock/api"
+	"github.com/raftlock/raftlock/client"
 )
 
 func whyCommand() *cli.Command {
@@ -34,27 +36,16 @@ version 2), for the 100,000 most recently active locks.`,
 }
 
 func runWhy(c *cli.Context, a parsedArgs) error {
-	if len(a.args) != 1 || a.dash {
-		return usageErrorf(c, "why takes one lock NAME")
-	}
-	if err := checkName(c, a.args[0]); err != nil {
-		return err
-	}
-	cl, err := newClient(c)
+	name, err := a.oneName(c, "why takes one lock NAME")
 	if err != nil {
 		return err
 	}
-	ctx, cancel := callContext(c, 0)
-	defer cancel()
-	h, err := cl.History(ctx, a.args[0], c.Bool("stale"))
-	if err != nil {
-		return commandError(err)
-	}
-	if c.Bool("json") {
-		return printJSON(c.App.Writer, h)
-	}
-	writeWhy(c.App.Writer, h)
-	return nil
+	return request(c, func(ctx context.Context, cl *client.Client) (api.History, error) {
+		return cl.History(ctx, name, c.Bool("stale"))
+	}, func(w io.Writer, h api.History) error {
+		writeWhy(w, h)
+		return nil
+	})
 }
 
 // clusterTime formats a cluster time (ms since the cluster's clock began) as t+H:MM:SS.mmm.

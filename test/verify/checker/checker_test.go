@@ -25,12 +25,28 @@ func number(ops []Op) []Op {
 	return ops
 }
 
+// verdictCase is a history and whether a checker must call it legal.
+type verdictCase struct {
+	name  string
+	ops   []Op
+	legal bool
+}
+
+// checkVerdicts runs check, a linearizability checker, on each case's history.
+func checkVerdicts(t *testing.T, cases []verdictCase, check func([]Op, LinOptions) *Verdict) {
+	t.Helper()
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			v := check(number(c.ops), LinOptions{Timeout: 10 * time.Second})
+			if v.OK() != c.legal {
+				t.Fatalf("legal = %v, want %v: %s", v.OK(), c.legal, v)
+			}
+		})
+	}
+}
+
 func TestCheckLinearizable_Verdicts(t *testing.T) {
-	cases := []struct {
-		name  string
-		ops   []Op
-		legal bool
-	}{
+	cases := []verdictCase{
 		{"grant, read, release, grant", []Op{
 			op(KindAcquire, "a", 5, 0, 10, OutOK), status(true, "a", 5, 11, 12),
 			op(KindRelease, "a", 5, 13, 14, OutOK), op(KindAcquire, "b", 7, 15, 16, OutOK),
@@ -63,14 +79,7 @@ func TestCheckLinearizable_Verdicts(t *testing.T) {
 			op(KindAcquire, "a", 5, 0, 10, OutOK), op(KindRelease, "a", 4, 11, 12, OutOK),
 		}, false},
 	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			v := CheckLinearizable(number(c.ops), LinOptions{Timeout: 10 * time.Second})
-			if v.OK() != c.legal {
-				t.Fatalf("legal = %v, want %v: %s", v.OK(), c.legal, v)
-			}
-		})
-	}
+	checkVerdicts(t, cases, CheckLinearizable)
 }
 
 func TestCheckTiming_GrantWhileProtected(t *testing.T) {

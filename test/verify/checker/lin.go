@@ -148,14 +148,7 @@ func lockStep(s lockState, in linInput, out linOutput) []lockState {
 // LockModel is the porcupine model of one lock with fencing tokens.
 var LockModel = porcupine.NondeterministicModel{
 	Init: func() []interface{} { return []interface{}{lockState{}} },
-	Step: func(state, input, output interface{}) []interface{} {
-		next := lockStep(state.(lockState), input.(linInput), output.(linOutput))
-		out := make([]interface{}, len(next))
-		for i, s := range next {
-			out[i] = s
-		}
-		return out
-	},
+	Step: untyped(lockStep),
 	Hash: func(state interface{}) uint64 {
 		s := state.(lockState)
 		h := fnv.New64a()

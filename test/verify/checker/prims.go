@@ -10,7 +10,7 @@ import (
 	"github.com/anishathalye/porcupine"
 )
 
-// The models of the other primitives (issue 14): shared locks, semaphores and elections,
+// The models of the other primitives: shared locks, semaphores and elections,
 // checked like the lock (one porcupine history per name, ambiguous operations closed at
 // their lease's next definite revoke). Their workers use wait 0 only, so nobody ever
 // queues, and every grant has a token of its own entry: a new grant's token exceeds every
@@ -165,14 +165,7 @@ func grantStep(held grantees, in linInput, out linOutput, drop func(owner string
 func ndModel[S comparable](init S, step func(S, linInput, linOutput) []S, describe func(S) string) porcupine.NondeterministicModel {
 	return porcupine.NondeterministicModel{
 		Init: func() []interface{} { return []interface{}{init} },
-		Step: func(state, input, output interface{}) []interface{} {
-			next := step(state.(S), input.(linInput), output.(linOutput))
-			out := make([]interface{}, len(next))
-			for i, s := range next {
-				out[i] = s
-			}
-			return out
-		},
+		Step: untyped(step),
 		Hash: func(state interface{}) uint64 {
 			h := fnv.New64a()
 			fmt.Fprintf(h, "%v", state)
@@ -180,6 +173,18 @@ func ndModel[S comparable](init S, step func(S, linInput, linOutput) []S, descri
 		},
 		DescribeOperation: describeOp,
 		DescribeState:     func(state interface{}) string { return describe(state.(S)) },
+	}
+}
+
+// untyped wraps a typed step function into porcupine's form.
+func untyped[S any](step func(S, linInput, linOutput) []S) func(state, input, output interface{}) []interface{} {
+	return func(state, input, output interface{}) []interface{} {
+		next := step(state.(S), input.(linInput), output.(linOutput))
+		out := make([]interface{}, len(next))
+		for i, s := range next {
+			out[i] = s
+		}
+		return out
 	}
 }
 

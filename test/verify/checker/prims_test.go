@@ -1,9 +1,6 @@
 package checker
 
-import (
-	"testing"
-	"time"
-)
+import "testing"
 
 // pop builds an op of the workload w on name "N".
 func pop(w, kind, owner string, token uint64, call, ret int64, outcome string) Op {
@@ -22,11 +19,7 @@ func TestCheckSharedLocks_Verdicts(t *testing.T) {
 	status := func(mode string, call, ret int64, hs ...Holder) Op {
 		return withMode(withHolders(pop("rw", KindStatus, "", 0, call, ret, OutOK), hs...), mode)
 	}
-	cases := []struct {
-		name  string
-		ops   []Op
-		legal bool
-	}{
+	cases := []verdictCase{
 		{"two readers, then a writer", []Op{
 			acq("a", "shared", 5, 0, 10, OutOK), acq("b", "shared", 6, 11, 12, OutOK),
 			status("shared", 13, 14, Holder{"a", 5}, Holder{"b", 6}),
@@ -56,14 +49,7 @@ func TestCheckSharedLocks_Verdicts(t *testing.T) {
 			acq("a", "shared", 5, 0, 10, OutOK), acq("b", "shared", 4, 11, 12, OutOK),
 		}, false},
 	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			v := CheckSharedLocks(number(c.ops), LinOptions{Timeout: 10 * time.Second})
-			if v.OK() != c.legal {
-				t.Fatalf("legal = %v, want %v: %s", v.OK(), c.legal, v)
-			}
-		})
-	}
+	checkVerdicts(t, cases, CheckSharedLocks)
 }
 
 func TestCheckSemaphores_Verdicts(t *testing.T) {
@@ -73,11 +59,7 @@ func TestCheckSemaphores_Verdicts(t *testing.T) {
 	status := func(limit int64, call, ret int64, hs ...Holder) Op {
 		return withLimit(withHolders(pop("sem", KindSemStatus, "", 0, call, ret, OutOK), hs...), limit)
 	}
-	cases := []struct {
-		name  string
-		ops   []Op
-		legal bool
-	}{
+	cases := []verdictCase{
 		{"two permits of two, a third refused, a release, a new limit once unused", []Op{
 			acq("a", 2, 5, 0, 10, OutOK), acq("b", 2, 6, 11, 12, OutOK), acq("c", 2, 0, 13, 14, OutSemFull),
 			acq("c", 3, 0, 15, 16, OutLimitConflict), status(2, 17, 18, Holder{"a", 5}, Holder{"b", 6}),
@@ -98,14 +80,7 @@ func TestCheckSemaphores_Verdicts(t *testing.T) {
 			acq("a", 2, 5, 0, 10, OutOK), pop("sem", KindSemRelease, "a", 5, 11, 12, OutOK), status(2, 13, 14, Holder{"a", 5}),
 		}, false},
 	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			v := CheckSemaphores(number(c.ops), LinOptions{Timeout: 10 * time.Second})
-			if v.OK() != c.legal {
-				t.Fatalf("legal = %v, want %v: %s", v.OK(), c.legal, v)
-			}
-		})
-	}
+	checkVerdicts(t, cases, CheckSemaphores)
 }
 
 func TestCheckElections_Verdicts(t *testing.T) {
@@ -120,11 +95,7 @@ func TestCheckElections_Verdicts(t *testing.T) {
 		o.Elected, o.StatusOwner = owner != "", owner
 		return o
 	}
-	cases := []struct {
-		name  string
-		ops   []Op
-		legal bool
-	}{
+	cases := []verdictCase{
 		{"lead, proclaim, resign, the next leads", []Op{
 			camp("a", "a1", 5, 0, 10, OutOK), camp("b", "b1", 0, 11, 12, OutElectionHeld),
 			procl("a", "a2", 5, 13, 14, OutOK), status("a", "a2", 5, 15, 16), procl("b", "b2", 5, 17, 18, OutNotHolder),
@@ -147,12 +118,5 @@ func TestCheckElections_Verdicts(t *testing.T) {
 			camp("a", "a1", 0, 0, 10, OutElectionHeld),
 		}, false},
 	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			v := CheckElections(number(c.ops), LinOptions{Timeout: 10 * time.Second})
-			if v.OK() != c.legal {
-				t.Fatalf("legal = %v, want %v: %s", v.OK(), c.legal, v)
-			}
-		})
-	}
+	checkVerdicts(t, cases, CheckElections)
 }

@@ -147,12 +147,8 @@ func CheckTiming(ops []Op) *Verdict {
 		if o.Kind != KindKeepAlive && o.Kind != KindReadLease && o.Kind != KindAcquire && o.Kind != KindRelease {
 			continue
 		}
-		l := ls[o.Owner]
-		if l == nil || l.ttl == 0 {
-			continue
-		}
-		v.Checked++
-		if _, ok := l.revokedBefore(o.Return); ok {
+		l := leaseToCheck(v, ls, o)
+		if l == nil {
 			continue
 		}
 		if p := l.protected(o.Call); o.Return < p {
@@ -160,6 +156,21 @@ func CheckTiming(ops []Op) *Verdict {
 		}
 	}
 	return v
+}
+
+// leaseToCheck returns the lease of o, an answer about it, when that answer is to be
+// checked against the lease's protected time, or nil. A lease whose TTL is unknown is not
+// checked; one revoked before o returned counts as checked (in v) and needs no more.
+func leaseToCheck(v *Verdict, ls map[string]*leaseInfo, o Op) *leaseInfo {
+	l := ls[o.Owner]
+	if l == nil || l.ttl == 0 {
+		return nil
+	}
+	v.Checked++
+	if _, ok := l.revokedBefore(o.Return); ok {
+		return nil
+	}
+	return l
 }
 
 // CheckAcknowledged is checker 4: a lock status read that starts after a grant was
@@ -196,12 +207,8 @@ func CheckAcknowledged(ops []Op) *Verdict {
 		if r.Kind != KindReadLease || (r.Outcome != OutOK && r.Outcome != OutLeaseNotFound) {
 			continue
 		}
-		l := ls[r.Owner]
-		if l == nil || l.ttl == 0 {
-			continue
-		}
-		v.Checked++
-		if _, ok := l.revokedBefore(r.Return); ok {
+		l := leaseToCheck(v, ls, r)
+		if l == nil {
 			continue
 		}
 		if r.Outcome == OutLeaseNotFound {

@@ -23,22 +23,24 @@ import (
 // and any ACL token hashes.
 const backupFileMode os.FileMode = 0o600
 
-// progressStep is how many bytes pass between two progress lines of `snapshot save`; a
+// progressStep is how many bytes pass between two progress lines of `backup save`; a
 // backup smaller than that prints none.
 const progressStep = 8 << 20
 
-func snapshotCommand() *cli.Command {
+func backupCommand() *cli.Command {
 	return &cli.Command{
-		Name:  "snapshot",
-		Usage: "save, inspect and restore backups of the cluster's state",
+		Name:    "backup",
+		Aliases: []string{"snapshot"},
+		Usage:   "save, inspect and restore backups of the cluster's state",
 		Description: `A backup is the state machine's state at a linearizable point, with a header (index,
 cluster time, protocol version, size, SHA-256). It holds lease IDs and any ACL token
-hashes: keep backup files private. See docs/OPERATIONS.md, "Backup and restore".`,
-		Subcommands: []*cli.Command{snapshotSaveCommand(), snapshotInspectCommand(), snapshotRestoreCommand()},
+hashes: keep backup files private. See docs/OPERATIONS.md, "Backup and restore".
+"raftlock snapshot" is another name for this command.`,
+		Subcommands: []*cli.Command{backupSaveCommand(), backupInspectCommand(), backupRestoreCommand()},
 	}
 }
 
-func snapshotSaveCommand() *cli.Command {
+func backupSaveCommand() *cli.Command {
 	return clientCommand(&cli.Command{
 		Name:      "save",
 		Usage:     "download a backup of the cluster's state into FILE",
@@ -49,12 +51,12 @@ is on disk, fsyncs it and renames it to FILE. Progress goes to stderr for large 
 		Flags: clientFlags(
 			&cli.DurationFlag{Name: "transfer-timeout", Usage: "how long the download itself may take, on top of --timeout", Value: 10 * time.Minute},
 		),
-	}, runSnapshotSave)
+	}, runBackupSave)
 }
 
-func runSnapshotSave(c *cli.Context, a parsedArgs) error {
+func runBackupSave(c *cli.Context, a parsedArgs) error {
 	if len(a.args) != 1 || a.dash {
-		return usageErrorf(c, "snapshot save takes one FILE")
+		return usageErrorf(c, "backup save takes one FILE")
 	}
 	path := a.args[0]
 	cl, err := newClient(c)
@@ -67,7 +69,7 @@ func runSnapshotSave(c *cli.Context, a parsedArgs) error {
 	tmp := path + ".tmp"
 	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, backupFileMode)
 	if err != nil {
-		return cli.Exit(fmt.Sprintf("raftlock: snapshot save: %v", err), 1)
+		return cli.Exit(fmt.Sprintf("raftlock: backup save: %v", err), 1)
 	}
 	ok := false
 	defer func() {
@@ -77,7 +79,7 @@ func runSnapshotSave(c *cli.Context, a parsedArgs) error {
 		}
 	}()
 	if err := f.Chmod(backupFileMode); err != nil { // a leftover .tmp may have another mode
-		return cli.Exit(fmt.Sprintf("raftlock: snapshot save: %v", err), 1)
+		return cli.Exit(fmt.Sprintf("raftlock: backup save: %v", err), 1)
 	}
 	bw := bufio.NewWriterSize(f, 1<<20)
 	pw := &progressWriter{w: bw, out: c.App.ErrWriter}
@@ -85,22 +87,22 @@ func runSnapshotSave(c *cli.Context, a parsedArgs) error {
 		return commandError(err)
 	}
 	if err := bw.Flush(); err != nil {
-		return cli.Exit(fmt.Sprintf("raftlock: snapshot save: writing %s: %v", tmp, err), 1)
+		return cli.Exit(fmt.Sprintf("raftlock: backup save: writing %s: %v", tmp, err), 1)
 	}
 	pw.done()
 	if err := f.Sync(); err != nil {
-		return cli.Exit(fmt.Sprintf("raftlock: snapshot save: fsync %s: %v", tmp, err), 1)
+		return cli.Exit(fmt.Sprintf("raftlock: backup save: fsync %s: %v", tmp, err), 1)
 	}
 	if err := f.Close(); err != nil {
-		return cli.Exit(fmt.Sprintf("raftlock: snapshot save: closing %s: %v", tmp, err), 1)
+		return cli.Exit(fmt.Sprintf("raftlock: backup save: closing %s: %v", tmp, err), 1)
 	}
 	// Verify what reached the disk, not what passed through memory.
 	h, sum, err := readBackupFile(tmp)
 	if err != nil {
-		return cli.Exit(fmt.Sprintf("raftlock: snapshot save: the file written does not verify: %v", err), 1)
+		return cli.Exit(fmt.Sprintf("raftlock: backup save: the file written does not verify: %v", err), 1)
 	}
 	if err := os.Rename(tmp, path); err != nil {
-		return cli.Exit(fmt.Sprintf("raftlock: snapshot save: %v", err), 1)
+		return cli.Exit(fmt.Sprintf("raftlock: backup save: %v", err), 1)
 	}
 	ok = true
 	syncDir(filepath.Dir(path))
@@ -125,7 +127,7 @@ func (p *progressWriter) Write(b []byte) (int, error) {
 	before := p.n
 	p.n += int64(n)
 	if p.n/progressStep > before/progressStep {
-		fmt.Fprintf(p.out, "snapshot: %d bytes written\n", p.n)
+		fmt.Fprintf(p.out, "backup: %d bytes written\n", p.n)
 		p.printed = true
 	}
 	return n, err
@@ -134,7 +136,7 @@ func (p *progressWriter) Write(b []byte) (int, error) {
 // done prints the total when progress was shown.
 func (p *progressWriter) done() {
 	if p.printed {
-		fmt.Fprintf(p.out, "snapshot: %d bytes written, done\n", p.n)
+		fmt.Fprintf(p.out, "backup: %d bytes written, done\n", p.n)
 	}
 }
 
@@ -179,7 +181,7 @@ func readBackupState(path string) (backupFile, []byte, error) {
 	return backupFile{h: h, sum: sum}, state, nil
 }
 
-func snapshotInspectCommand() *cli.Command {
+func backupInspectCommand() *cli.Command {
 	return clientCommand(&cli.Command{
 		Name:      "inspect",
 		Usage:     "verify a backup file and describe what it holds",
@@ -188,10 +190,10 @@ func snapshotInspectCommand() *cli.Command {
 index, cluster time, protocol version, counts and limits. Lease IDs are never printed.
 Exits 1 when the file does not verify.`,
 		Flags: []cli.Flag{&cli.BoolFlag{Name: "json", Usage: "print machine-readable JSON"}},
-	}, runSnapshotInspect)
+	}, runBackupInspect)
 }
 
-// inspectOutput is `snapshot inspect --json`'s answer (and `snapshot save --json`'s).
+// inspectOutput is `backup inspect --json`'s answer (and `backup save --json`'s).
 type inspectOutput struct {
 	File            string     `json:"file"`
 	Index           uint64     `json:"index"`
@@ -217,13 +219,13 @@ func inspectJSON(path string, h api.BackupHeader, s fsm.SnapshotSummary) inspect
 		Limits: api.Limits{MaxLeases: s.Limits.MaxLeases, MaxLocksPerLease: s.Limits.MaxLocksPerLease, MaxWaitersPerLock: s.Limits.MaxWaitersPerLock}}
 }
 
-func runSnapshotInspect(c *cli.Context, a parsedArgs) error {
+func runBackupInspect(c *cli.Context, a parsedArgs) error {
 	if len(a.args) != 1 || a.dash {
-		return usageErrorf(c, "snapshot inspect takes one FILE")
+		return usageErrorf(c, "backup inspect takes one FILE")
 	}
 	h, sum, err := readBackupFile(a.args[0])
 	if err != nil {
-		return cli.Exit("raftlock: snapshot inspect: "+err.Error(), 1)
+		return cli.Exit("raftlock: backup inspect: "+err.Error(), 1)
 	}
 	out := inspectJSON(a.args[0], h, sum)
 	if c.Bool("json") {
@@ -252,7 +254,7 @@ func runSnapshotInspect(c *cli.Context, a parsedArgs) error {
 	return w.Flush()
 }
 
-func snapshotRestoreCommand() *cli.Command {
+func backupRestoreCommand() *cli.Command {
 	return clientCommand(&cli.Command{
 		Name:      "restore",
 		Usage:     "prepare an empty data directory for a node of a cluster rebuilt from FILE (offline)",
@@ -280,10 +282,10 @@ A data directory that already holds Raft state is refused.`,
 			&cli.Uint64Flag{Name: "token-floor", Usage: "start the new log at least here: above the highest token any storage accepted"},
 			&cli.BoolFlag{Name: "json", Usage: "print machine-readable JSON"},
 		},
-	}, runSnapshotRestore)
+	}, runBackupRestore)
 }
 
-// restoreOutput is `snapshot restore --json`'s answer.
+// restoreOutput is `backup restore --json`'s answer.
 type restoreOutput struct {
 	DataDir      string `json:"data_dir"`
 	ID           string `json:"id"`
@@ -299,9 +301,9 @@ type restoreOutput struct {
 	DroppedNodes   int `json:"dropped_nodes"`
 }
 
-func runSnapshotRestore(c *cli.Context, a parsedArgs) error {
+func runBackupRestore(c *cli.Context, a parsedArgs) error {
 	if len(a.args) != 1 || a.dash {
-		return usageErrorf(c, "snapshot restore takes one FILE")
+		return usageErrorf(c, "backup restore takes one FILE")
 	}
 	dir, id := c.String("data-dir"), c.String("id")
 	if dir == "" || id == "" || c.String("bootstrap") == "" {
@@ -316,7 +318,7 @@ func runSnapshotRestore(c *cli.Context, a parsedArgs) error {
 	}
 	st, state, err := readBackupState(a.args[0])
 	if err != nil {
-		return cli.Exit("raftlock: snapshot restore: "+err.Error(), 1)
+		return cli.Exit("raftlock: backup restore: "+err.Error(), 1)
 	}
 	gap, floor := c.Uint64("token-gap"), c.Uint64("token-floor")
 	r, err := cluster.RestoreIndex(st.h.Index, gap, floor)
@@ -325,14 +327,14 @@ func runSnapshotRestore(c *cli.Context, a parsedArgs) error {
 	}
 	prepared, err := fsm.PrepareRestore(state, r)
 	if err != nil {
-		return cli.Exit("raftlock: snapshot restore: "+err.Error(), 1)
+		return cli.Exit("raftlock: backup restore: "+err.Error(), 1)
 	}
 	logger := hclog.New(&hclog.LoggerOptions{Name: "raftlock", Level: hclog.Warn, Output: c.App.ErrWriter})
 	if err := cluster.RestoreDataDir(dir, prepared, r, peers, logger); err != nil {
 		if errors.Is(err, cluster.ErrInvalidMember) {
 			return usageErrorf(c, "--bootstrap: %v", err)
 		}
-		return cli.Exit("raftlock: snapshot restore: "+err.Error(), 1)
+		return cli.Exit("raftlock: backup restore: "+err.Error(), 1)
 	}
 	out := restoreOutput{DataDir: dir, ID: id, BackupIndex: st.h.Index, RestoreIndex: r, TokenGap: gap, TokenFloor: floor, Voters: len(peers),
 		DroppedLeases: st.sum.Leases, DroppedLocks: st.sum.Locks, DroppedWaiters: st.sum.Waiters, DroppedNodes: st.sum.Nodes}

@@ -137,3 +137,30 @@ func TestCLI_SnapshotRestoreOffline(t *testing.T) {
 		t.Fatalf("floor: %v\n%s", err, out)
 	}
 }
+
+// TestCLI_Backup runs the command by its documented name, backup; the tests above use
+// its other name, snapshot, which must keep working the same.
+func TestCLI_Backup(t *testing.T) {
+	path, _ := writeTestBackup(t)
+	out, _, err := runInProcess(t, "backup", "inspect", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	alias, _, err := runInProcess(t, "snapshot", "inspect", path)
+	if err != nil || alias != out {
+		t.Fatalf("snapshot inspect printed %q (%v); backup inspect %q", alias, err, out)
+	}
+	_, _, err = runInProcess(t, "backup", "inspect")
+	if ec, ok := err.(cli.ExitCoder); !ok || ec.ExitCode() != exitUsage || !strings.Contains(err.Error(), "usage: raftlock backup inspect FILE") {
+		t.Fatalf("backup inspect without FILE: %v", err)
+	}
+	dir := filepath.Join(t.TempDir(), "n1")
+	out, _, err = runInProcess(t, "backup", "restore", path, "--data-dir", dir, "--id", "n1", "--bootstrap", "n1=127.0.0.1:8001")
+	if err != nil || !strings.Contains(out, "restored "+dir+" for n1: backup index 3") {
+		t.Fatalf("backup restore: %v\n%s", err, out)
+	}
+	help, _, err := runInProcess(t, "--help")
+	if err != nil || !strings.Contains(help, "backup, snapshot") {
+		t.Fatalf("--help does not list backup with its alias snapshot: %v\n%s", err, help)
+	}
+}
