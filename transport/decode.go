@@ -111,3 +111,12 @@ func knownQuery(q url.Values, allowed ...string) error {
 	}
 	return nil
 }
+
+// staleQuery reads the query of a route that takes only ?stale.
+func staleQuery(r *http.Request) (bool, error) {
+	q := r.URL.Query()
+	if err := knownQuery(q, "stale"); err != nil {
+		return false, err
+	}
+	return queryBool(q, "stale")
+}
