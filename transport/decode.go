@@ -120,3 +120,15 @@ func staleQuery(r *http.Request) (bool, error) {
 	}
 	return queryBool(q, "stale")
 }
+
+// decodeNamed reads the body of a request on /v1/{kind}/{name...} and decodes it with
+// decode, which also checks the name.
+func decodeNamed[R any](w http.ResponseWriter, r *http.Request, decode func(name string, body []byte) (R, error)) ([]byte, R, error) {
+	body, err := readBody(w, r)
+	if err != nil {
+		var zero R
+		return nil, zero, err
+	}
+	req, err := decode(r.PathValue("name"), body)
+	return body, req, err
+}

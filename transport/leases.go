@@ -70,7 +70,7 @@ func (h leaseRoutes) keepAliveBody(w http.ResponseWriter, r *http.Request) (call
 		return call{}, err
 	}
 	if req.LeaseIDs == nil {
-		// The single form keeps its old size limit and its old answer.
+		// The single form is held to api.MaxBodyBytes and answers a Lease.
 		if len(body) > api.MaxBodyBytes {
 			return call{}, api.Errorf(api.CodeBodyTooLarge, "request body exceeds %d bytes", api.MaxBodyBytes)
 		}

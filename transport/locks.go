@@ -63,11 +63,7 @@ func decodeAcquire(name string, body []byte) (cluster.AcquireRequest, error) {
 }
 
 func (h lockRoutes) acquire(w http.ResponseWriter, r *http.Request) (call, error) {
-	body, err := readBody(w, r)
-	var req cluster.AcquireRequest
-	if err == nil {
-		req, err = decodeAcquire(r.PathValue("name"), body)
-	}
+	body, req, err := decodeNamed(w, r, decodeAcquire)
 	if err != nil {
 		return call{}, err
 	}

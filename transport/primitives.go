@@ -104,11 +104,7 @@ func decodeCampaign(name string, body []byte) (cluster.CampaignRequest, error) {
 }
 
 func (h semaphoreRoutes) acquire(w http.ResponseWriter, r *http.Request) (call, error) {
-	body, err := readBody(w, r)
-	var req cluster.SemaphoreRequest
-	if err == nil {
-		req, err = decodeSemaphoreAcquire(r.PathValue("name"), body)
-	}
+	body, req, err := decodeNamed(w, r, decodeSemaphoreAcquire)
 	if err != nil {
 		return call{}, err
 	}
@@ -129,11 +125,7 @@ func (h semaphoreRoutes) status(w http.ResponseWriter, r *http.Request) (call, e
 }
 
 func (h electionRoutes) campaign(w http.ResponseWriter, r *http.Request) (call, error) {
-	body, err := readBody(w, r)
-	var req cluster.CampaignRequest
-	if err == nil {
-		req, err = decodeCampaign(r.PathValue("name"), body)
-	}
+	body, req, err := decodeNamed(w, r, decodeCampaign)
 	if err != nil {
 		return call{}, err
 	}
