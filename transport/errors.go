@@ -60,16 +60,6 @@ type failure struct {
 // code, message and Retry-After. Decoding and validation build their *api.Error where they
 // find the fault (decode.go, api.Validate*); those pass through unchanged.
 func errorFor(err error) failure {
-	ae := apiError(err)
-	f := failure{status: api.Status(ae.Code), err: ae}
-	if f.status == http.StatusServiceUnavailable || f.status == http.StatusTooManyRequests {
-		f.retryAfter = "1"
-	}
-	return f
-}
-
-// apiError is errorFor's table of codes and messages.
-func apiError(err error) *api.Error {
 	var (
 		ae  *api.Error
 		lc  *cluster.LimitConflictError
@@ -80,88 +70,94 @@ func apiError(err error) *api.Error {
 	)
 	switch {
 	case errors.As(err, &ae):
-		return ae
+		// Decoding and validation faults: already the API's.
 
 	// The server's own.
 	case errors.Is(err, errNoHistories):
-		return api.Errorf(api.CodeNotFound, "this node does not keep lock histories")
+		ae = api.Errorf(api.CodeNotFound, "this node does not keep lock histories")
 	case errors.Is(err, errNoOverview):
-		return api.Errorf(api.CodeNotFound, "this node does not serve an overview")
+		ae = api.Errorf(api.CodeNotFound, "this node does not serve an overview")
 	case errors.Is(err, errNotReady):
-		return api.Errorf(api.CodeNoLeader, "not ready: no ready leader known yet, the leader's HTTP address is not registered, or this node is still catching up")
+		ae = api.Errorf(api.CodeNoLeader, "not ready: no ready leader known yet, the leader's HTTP address is not registered, or this node is still catching up")
 	case errors.As(err, &hl):
-		return api.Errorf(api.CodeTooManyRequests, "this node already holds %d waiting acquires and blocking queries open; retry after the Retry-After delay, or on another node", hl.max)
+		ae = api.Errorf(api.CodeTooManyRequests, "this node already holds %d waiting acquires and blocking queries open; retry after the Retry-After delay, or on another node", hl.max)
 	case errors.As(err, &hop):
-		return api.Errorf(api.CodeNoLeader, "request forwarded %d times without reaching the leader; an election is settling, retry", hop.hops)
+		ae = api.Errorf(api.CodeNoLeader, "request forwarded %d times without reaching the leader; an election is settling, retry", hop.hops)
 	case errors.As(err, &fe) && !fe.reached:
-		return api.Errorf(api.CodeNoLeader, "the leader %s at %s could not be reached (%v); nothing was applied, retry", fe.leader, fe.addr, fe.why)
+		ae = api.Errorf(api.CodeNoLeader, "the leader %s at %s could not be reached (%v); nothing was applied, retry", fe.leader, fe.addr, fe.why)
 	case errors.As(err, &fe):
-		return api.Errorf(api.CodeUnknownOutcome, "forwarded to the leader %s, no answer: %v; the request may or may not have been applied, and is safe to retry", fe.leader, fe.why)
+		ae = api.Errorf(api.CodeUnknownOutcome, "forwarded to the leader %s, no answer: %v; the request may or may not have been applied, and is safe to retry", fe.leader, fe.why)
 
 	// Shared locks, semaphores and elections.
 	case errors.Is(err, cluster.ErrModeConflict):
-		return api.Errorf(api.CodeModeConflict, "this lease holds or waits for the lock in the other mode; there is no upgrade or downgrade: release it (or leave the queue) first")
+		ae = api.Errorf(api.CodeModeConflict, "this lease holds or waits for the lock in the other mode; there is no upgrade or downgrade: release it (or leave the queue) first")
 	case errors.Is(err, cluster.ErrSemaphoreFull):
-		return api.Errorf(api.CodeSemaphoreFull, "every permit of the semaphore is held; retry later or pass wait_ms to queue for one")
+		ae = api.Errorf(api.CodeSemaphoreFull, "every permit of the semaphore is held; retry later or pass wait_ms to queue for one")
 	case errors.As(err, &lc):
-		return api.Errorf(api.CodeLimitConflict, "the semaphore is in use with limit %d; ask with that limit, or wait until it is not in use to set another", lc.Limit)
+		ae = api.Errorf(api.CodeLimitConflict, "the semaphore is in use with limit %d; ask with that limit, or wait until it is not in use to set another", lc.Limit)
 	case errors.Is(err, cluster.ErrElectionHeld):
-		return api.Errorf(api.CodeElectionHeld, "another lease leads the election; retry later or pass wait_ms to queue as a candidate")
+		ae = api.Errorf(api.CodeElectionHeld, "another lease leads the election; retry later or pass wait_ms to queue as a candidate")
 	case errors.Is(err, cluster.ErrPrimsInactive):
-		return api.Errorf(api.CodeNoLeader, "shared locks, semaphores and elections need protocol version 2, which the cluster activates once every node runs this release (a rolling upgrade is in progress); nothing was applied, retry after upgrading every node")
+		ae = api.Errorf(api.CodeNoLeader, "shared locks, semaphores and elections need protocol version 2, which the cluster activates once every node runs this release (a rolling upgrade is in progress); nothing was applied, retry after upgrading every node")
 
 	// The event stream.
 	case errors.As(err, &ce):
-		return api.Errorf(api.CodeIndexCompacted, "this node no longer holds the events before index %d; start from from_index=%d or later, or without from_index to follow new events", ce.Oldest, ce.Oldest)
+		ae = api.Errorf(api.CodeIndexCompacted, "this node no longer holds the events before index %d; start from from_index=%d or later, or without from_index to follow new events", ce.Oldest, ce.Oldest)
 	case errors.Is(err, cluster.ErrTooManySubscribers):
-		return api.Errorf(api.CodeTooManyRequests, "%v; retry later or on another node", err)
+		ae = api.Errorf(api.CodeTooManyRequests, "%v; retry later or on another node", err)
 	case errors.Is(err, cluster.ErrSubscriberLagging):
-		return api.Errorf(api.CodeTooManyRequests, "the stream was read too slowly and was dropped; resume with Last-Event-ID")
+		ae = api.Errorf(api.CodeTooManyRequests, "the stream was read too slowly and was dropped; resume with Last-Event-ID")
 	case errors.Is(err, cluster.ErrStreamReset):
-		return api.Errorf(api.CodeIndexCompacted, "this node restored a snapshot; the events before it are unknown here")
+		ae = api.Errorf(api.CodeIndexCompacted, "this node restored a snapshot; the events before it are unknown here")
 
 	// Locks, leases and the cluster.
 	case errors.Is(err, cluster.ErrLockHeld):
-		return api.Errorf(api.CodeLockHeld, "the lock is held by another lease; retry later or pass wait_ms to queue for it")
+		ae = api.Errorf(api.CodeLockHeld, "the lock is held by another lease; retry later or pass wait_ms to queue for it")
 	case errors.Is(err, cluster.ErrWaitTimeout):
-		return api.Errorf(api.CodeWaitTimeout, "the wait ended before the lock was granted; the lease has left the queue")
+		ae = api.Errorf(api.CodeWaitTimeout, "the wait ended before the lock was granted; the lease has left the queue")
 	case errors.Is(err, cluster.ErrNotHolder):
-		return api.Errorf(api.CodeNotHolder, "this lease and token do not hold the lock (it was released, expired or granted again)")
+		ae = api.Errorf(api.CodeNotHolder, "this lease and token do not hold the lock (it was released, expired or granted again)")
 	case errors.Is(err, cluster.ErrLeaseNotFound):
-		return api.Errorf(api.CodeLeaseNotFound, "the lease does not exist: it expired, was revoked, or never existed; create a new one")
+		ae = api.Errorf(api.CodeLeaseNotFound, "the lease does not exist: it expired, was revoked, or never existed; create a new one")
 	case errors.Is(err, cluster.ErrUnknownOutcome):
 		// Before no_leader: the cluster wraps the cause (no leader, shutdown) in it once a
 		// command may have been proposed.
-		return api.Errorf(api.CodeUnknownOutcome, "leadership changed or the node stopped while the request was in flight; it may or may not have been applied, and is safe to retry")
+		ae = api.Errorf(api.CodeUnknownOutcome, "leadership changed or the node stopped while the request was in flight; it may or may not have been applied, and is safe to retry")
 	case errors.Is(err, cluster.ErrQuotaExceeded):
-		return api.Errorf(api.CodeQuotaExceeded, "%s; nothing was applied. Release or revoke what you no longer need, or raise the limit on the servers", quotaMessage(err))
+		ae = api.Errorf(api.CodeQuotaExceeded, "%s; nothing was applied. Release or revoke what you no longer need, or raise the limit on the servers", quotaMessage(err))
 	case errors.Is(err, cluster.ErrNoLeader), errors.Is(err, cluster.ErrNotLeader):
-		return api.Errorf(api.CodeNoLeader, "no leader is available (an election is in progress); nothing was applied, retry after the Retry-After delay")
+		ae = api.Errorf(api.CodeNoLeader, "no leader is available (an election is in progress); nothing was applied, retry after the Retry-After delay")
 	case errors.Is(err, cluster.ErrShutdown):
-		return api.Errorf(api.CodeNoLeader, "this node is shutting down; nothing was applied, retry on another node")
+		ae = api.Errorf(api.CodeNoLeader, "this node is shutting down; nothing was applied, retry on another node")
 	case errors.Is(err, cluster.ErrACLConflict):
-		return api.Errorf(api.CodeConflict, "%v", err)
+		ae = api.Errorf(api.CodeConflict, "%v", err)
 	case errors.Is(err, cluster.ErrACLNotFound):
-		return api.Errorf(api.CodeNotFound, "%v", err)
+		ae = api.Errorf(api.CodeNotFound, "%v", err)
 	case errors.Is(err, cluster.ErrACLInvalid):
-		return api.Errorf(api.CodeInvalidArgument, "%v", err)
+		ae = api.Errorf(api.CodeInvalidArgument, "%v", err)
 	case errors.Is(err, cluster.ErrACLInactive):
-		return api.Errorf(api.CodeNoLeader, "%v; upgrade every node, then retry", err)
+		ae = api.Errorf(api.CodeNoLeader, "%v; upgrade every node, then retry", err)
 	case errors.Is(err, cluster.ErrStorage):
-		return api.Errorf(api.CodeNoLeader, "%v; nothing was applied, retry on another node", err)
+		ae = api.Errorf(api.CodeNoLeader, "%v; nothing was applied, retry on another node", err)
 	case errors.Is(err, cluster.ErrHalted):
-		return api.Errorf(api.CodeInternal, "this node's state machine halted on a command it does not know; it serves nothing until it is upgraded (see its log); use another node")
+		ae = api.Errorf(api.CodeInternal, "this node's state machine halted on a command it does not know; it serves nothing until it is upgraded (see its log); use another node")
 	case errors.Is(err, cluster.ErrInvalidMember):
-		return api.Errorf(api.CodeInvalidArgument, "%v", err)
+		ae = api.Errorf(api.CodeInvalidArgument, "%v", err)
 	case errors.Is(err, cluster.ErrMemberConflict):
-		return api.Errorf(api.CodeConflict, "%v", err)
+		ae = api.Errorf(api.CodeConflict, "%v", err)
 	case errors.Is(err, cluster.ErrNotMember):
-		return api.Errorf(api.CodeNotFound, "no such member of the cluster")
+		ae = api.Errorf(api.CodeNotFound, "no such member of the cluster")
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		// Only reached when the cluster did not say that nothing was proposed.
-		return api.Errorf(api.CodeUnknownOutcome, "the request ended before the cluster answered; it may or may not have been applied, and is safe to retry")
+		ae = api.Errorf(api.CodeUnknownOutcome, "the request ended before the cluster answered; it may or may not have been applied, and is safe to retry")
+	default:
+		ae = api.Errorf(api.CodeInternal, "internal error: %v", err)
 	}
-	return api.Errorf(api.CodeInternal, "internal error: %v", err)
+	f := failure{status: api.Status(ae.Code), err: ae}
+	if f.status == http.StatusServiceUnavailable || f.status == http.StatusTooManyRequests {
+		f.retryAfter = "1"
+	}
+	return f
 }
 
 // quotaMessage names the limit an ErrQuotaExceeded error reports.

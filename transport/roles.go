@@ -158,8 +158,11 @@ type Backups interface {
 	Backup(ctx context.Context) ([]byte, cluster.BackupSummary, error)
 }
 
-// Services are the roles a Server serves, one field per role. A nil role's routes fail
-// (the events, history and overview routes answer 404); NewServer needs Routing.
+// Services are the roles a Server serves, one field per role. NewServer needs Routing.
+// A route whose role is nil answers 500 (its handler panics and is recovered), except the
+// history, events and overview routes, which answer 404 without an EventSource; without
+// Status /metrics exports no node metrics, and without Members the server registers
+// nothing with the leader.
 type Services struct {
 	Leases     LeaseService
 	Locks      LockService

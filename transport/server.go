@@ -20,7 +20,7 @@ type Config struct {
 	// Addr is the listen address (host:port). Required unless a listener is passed to Serve.
 	Addr string
 	// Services are the node's roles the server serves (NodeServices(node) for a
-	// *cluster.Node). Routing is required; a nil role's routes fail.
+	// *cluster.Node). Routing is required; see Services for what a nil role means.
 	Services Services
 	// Logger receives the server's logs; nil means hclog's default.
 	Logger hclog.Logger
