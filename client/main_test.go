@@ -67,7 +67,7 @@ func startExampleCluster() {
 	if err != nil {
 		panic(err)
 	}
-	srv, err := transport.NewServer(transport.Config{Node: node, Logger: logger})
+	srv, err := transport.NewServer(transport.Config{Services: transport.NodeServices(node), Logger: logger})
 	if err != nil {
 		panic(err)
 	}

@@ -1,152 +1,184 @@
 package transport
 
 import (
-	"encoding/json"
+	"context"
 	"net/http"
-	"strconv"
-	"strings"
-	"time"
+
+	"github.com/hashicorp/go-hclog"
 
 	"github.com/raftlock/raftlock/api"
+	"github.com/raftlock/raftlock/cluster"
 	"github.com/raftlock/raftlock/fsm"
 )
 
-// The rights a route needs; see authorize.
-type access uint8
-
-const (
-	accessRead access = iota + 1
-	accessLock
-	accessAdmin
-)
-
-func (a access) fsm() fsm.Access {
-	switch a {
-	case accessRead:
-		return fsm.AccessRead
-	case accessLock:
-		return fsm.AccessLock
-	}
-	return fsm.AccessAdmin
+// aclRoutes serves /v1/acl: bootstrap, policies and tokens. Every route but bootstrap
+// and token/self needs the admin right.
+type aclRoutes struct {
+	acl  ACLStore
+	auth *guard
+	log  hclog.Logger
 }
 
-func (a access) String() string { return a.fsm().String() }
-
-// anyName asks authorize for a right on some name: lease operations name no lock.
-const anyName = "\x00any"
-
-// aclOn reports whether ACLs are enforced.
-func (s *Server) aclOn() bool { return s.cfg.ACL }
-
-// identity resolves the request's bearer token (or the anonymous identity when it has
-// none). The secret is hashed and looked up; it is never logged or echoed.
-func (s *Server) identity(r *http.Request) (id fsm.ACLIdentity, hasToken bool, err error) {
-	h := r.Header.Get(api.AuthorizationHeader)
-	if h == "" {
-		return s.node.ACLAnonymous(), false, nil
+func tokenJSON(t cluster.ACLToken) api.ACLToken {
+	p := t.Policies
+	if p == nil {
+		p = []string{}
 	}
-	secret, ok := strings.CutPrefix(h, "Bearer ")
-	if !ok || secret == "" {
-		return id, true, api.Errorf(api.CodeUnauthenticated, "the Authorization header must be \"Bearer <secret_id>\"")
-	}
-	id, ok = s.node.ACLResolve(strings.TrimSpace(secret))
-	if !ok {
-		return id, true, api.Errorf(api.CodeUnauthenticated, "the ACL token is not known to the cluster (revoked, mistyped, or from another cluster)")
-	}
-	return id, true, nil
+	return api.ACLToken{AccessorID: t.Accessor, SecretID: t.Secret, Description: t.Description, Policies: p}
 }
 
-// authorize checks that r's token grants need on name (anyName: on some name; "" with
-// accessAdmin: cluster-wide administration). With ACLs off it allows everything.
-func (s *Server) authorize(r *http.Request, need access, name string) error {
-	if !s.aclOn() {
-		return nil
+func tokenViewJSON(t cluster.ACLTokenView) api.ACLToken {
+	return tokenJSON(cluster.ACLToken{Accessor: t.Accessor, Description: t.Description, Policies: t.Policies})
+}
+
+func policyJSON(p cluster.ACLPolicyView) api.ACLPolicy {
+	out := api.ACLPolicy{Name: p.Name, Description: p.Description, Rules: []api.ACLRule{}}
+	for _, r := range p.Rules {
+		out.Rules = append(out.Rules, api.ACLRule{Prefix: r.Prefix, Access: r.Access.String()})
 	}
-	if !s.node.ACLBootstrapped() {
-		return api.Errorf(api.CodeUnauthenticated, "ACLs are on but not bootstrapped yet: run `raftlock acl bootstrap` once to get the management token")
+	return out
+}
+
+// bootstrap creates the management token. It needs no token: it works exactly once in
+// the cluster's life, and the answer is the only place its secret appears.
+func (h aclRoutes) bootstrap(w http.ResponseWriter, r *http.Request) (call, error) {
+	body, err := readBody(w, r)
+	if err == nil {
+		err = decodeStrict(body, &struct{}{}, true)
 	}
-	id, hasToken, err := s.identity(r)
 	if err != nil {
-		return err
+		return call{}, err
 	}
-	var ok bool
-	switch {
-	case name == anyName:
-		ok = id.AnyAccess(need.fsm())
-	default:
-		ok = id.Access(name) >= need.fsm() && id.Access(name) != fsm.AccessDeny
-	}
-	if ok {
-		return nil
-	}
-	if !hasToken {
-		return api.Errorf(api.CodeUnauthenticated, "ACLs are on: this request needs a token with %s rights (Authorization: Bearer <secret_id>)", need)
-	}
-	what := "name " + quoteName(name)
-	switch name {
-	case anyName:
-		what = "any name"
-	case "":
-		what = "the cluster (admin on the empty prefix)"
-	}
-	return api.Errorf(api.CodePermissionDenied, "the token's policies do not grant %s on %s", need, what)
-}
-
-// canRead reports whether r may see lock name (list answers leave out the others).
-func (s *Server) canRead(r *http.Request, name string) bool {
-	return s.authorize(r, accessRead, name) == nil
-}
-
-func quoteName(name string) string {
-	if len(name) > 64 {
-		name = name[:64] + "..."
-	}
-	return "\"" + name + "\""
-}
-
-// forwardUnknownTokens sends a request whose token this node does not know to the leader
-// instead of refusing it, when another node leads: a token created a moment ago through
-// the leader may not have reached this follower yet, and the leader's state is the one
-// that decides. The leader answers 401 if it does not know the token either.
-func (s *Server) forwardUnknownTokens(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		// An event stream is never forwarded (a forward buffers the whole answer): a node
-		// streams its own applied entries, and refuses a token it does not know yet.
-		if !s.aclOn() || !strings.HasPrefix(r.URL.Path, "/v1/") || s.node.IsLeader() || r.Header.Get(hopHeader) != "" || r.URL.Path == "/v1/events" {
-			next.ServeHTTP(w, r)
-			return
-		}
-		secret, ok := strings.CutPrefix(r.Header.Get(api.AuthorizationHeader), "Bearer ")
-		if !ok || secret == "" {
-			next.ServeHTTP(w, r)
-			return
-		}
-		if _, known := s.node.ACLResolve(strings.TrimSpace(secret)); known {
-			next.ServeHTTP(w, r)
-			return
-		}
-		if id, _ := s.node.LeaderWatch(); id == "" || s.node.LeaderHTTPAddr() == "" {
-			next.ServeHTTP(w, r) // nobody to ask: refuse here
-			return
-		}
-		body, err := readBody(w, r)
+	return call{body: body, do: func(ctx context.Context) (any, error) {
+		tok, err := h.acl.Bootstrap(ctx)
 		if err != nil {
-			writeError(w, err)
-			return
+			return nil, err
 		}
-		s.forward(w, r, body, requestWait(r, body))
-	})
+		h.log.Info("ACL bootstrap: management token created", "accessor_id", tok.Accessor)
+		return tokenJSON(tok), nil
+	}}, nil
 }
 
-// requestWait is how long a request may legitimately be held: its wait_ms, from the
-// query (blocking queries) or the body (waiting acquires).
-func requestWait(r *http.Request, body []byte) time.Duration {
-	ms, _ := strconv.ParseInt(r.URL.Query().Get("wait_ms"), 10, 64)
-	var b struct {
-		WaitMs int64 `json:"wait_ms"`
+func (h aclRoutes) setPolicy(w http.ResponseWriter, r *http.Request) (call, error) {
+	body, err := readBody(w, r)
+	var req api.ACLPolicyRequest
+	if err == nil {
+		err = decodeStrict(body, &req, false)
 	}
-	if json.Unmarshal(body, &b) == nil && b.WaitMs > ms {
-		ms = b.WaitMs
+	var rules []cluster.ACLRule
+	for _, rule := range req.Rules {
+		if err != nil {
+			break
+		}
+		a, perr := fsm.ParseAccess(rule.Access)
+		if perr != nil {
+			err = api.Errorf(api.CodeInvalidArgument, "rule for prefix %q: access must be deny, read, lock or admin", rule.Prefix)
+		}
+		rules = append(rules, cluster.ACLRule{Prefix: rule.Prefix, Access: a})
 	}
-	return time.Duration(min(max(ms, 0), api.MaxWaitMs)) * time.Millisecond
+	if err != nil {
+		return call{}, err
+	}
+	name := r.PathValue("name")
+	return call{body: body, need: accessAdmin, do: func(ctx context.Context) (any, error) {
+		if err := h.acl.SetPolicy(ctx, name, req.Description, rules); err != nil {
+			return nil, err
+		}
+		for _, v := range h.acl.Policies() {
+			if v.Name == name {
+				return policyJSON(v), nil
+			}
+		}
+		return policyJSON(cluster.ACLPolicyView{Name: name, Description: req.Description, Rules: rules}), nil
+	}}, nil
+}
+
+func (h aclRoutes) listPolicies(w http.ResponseWriter, r *http.Request) (call, error) {
+	return call{need: accessAdmin, do: func(context.Context) (any, error) {
+		out := api.ACLPolicyList{Policies: []api.ACLPolicy{}}
+		for _, p := range h.acl.Policies() {
+			out.Policies = append(out.Policies, policyJSON(p))
+		}
+		return out, nil
+	}}, nil
+}
+
+func (h aclRoutes) getPolicy(w http.ResponseWriter, r *http.Request) (call, error) {
+	name := r.PathValue("name")
+	return call{need: accessAdmin, do: func(context.Context) (any, error) {
+		for _, p := range h.acl.Policies() {
+			if p.Name == name {
+				return policyJSON(p), nil
+			}
+		}
+		return nil, api.Errorf(api.CodeNotFound, "no ACL policy %q", name)
+	}}, nil
+}
+
+func (h aclRoutes) deletePolicy(w http.ResponseWriter, r *http.Request) (call, error) {
+	name := r.PathValue("name")
+	return call{need: accessAdmin, do: func(ctx context.Context) (any, error) {
+		return map[string]string{"deleted": name}, h.acl.DeletePolicy(ctx, name)
+	}}, nil
+}
+
+func (h aclRoutes) createToken(w http.ResponseWriter, r *http.Request) (call, error) {
+	body, err := readBody(w, r)
+	var req api.ACLTokenRequest
+	if err == nil {
+		err = decodeStrict(body, &req, false)
+	}
+	if err == nil && len(req.Policies) == 0 {
+		err = api.Errorf(api.CodeInvalidArgument, "policies must name at least one policy")
+	}
+	if err != nil {
+		return call{}, err
+	}
+	return call{body: body, need: accessAdmin, do: func(ctx context.Context) (any, error) {
+		tok, err := h.acl.CreateToken(ctx, req.Description, req.Policies)
+		if err != nil {
+			return nil, err
+		}
+		h.log.Info("ACL token created", "accessor_id", tok.Accessor, "policies", tok.Policies)
+		return tokenJSON(tok), nil
+	}}, nil
+}
+
+func (h aclRoutes) listTokens(w http.ResponseWriter, r *http.Request) (call, error) {
+	return call{need: accessAdmin, do: func(context.Context) (any, error) {
+		out := api.ACLTokenList{Tokens: []api.ACLToken{}}
+		for _, t := range h.acl.Tokens() {
+			out.Tokens = append(out.Tokens, tokenViewJSON(t))
+		}
+		return out, nil
+	}}, nil
+}
+
+func (h aclRoutes) deleteToken(w http.ResponseWriter, r *http.Request) (call, error) {
+	accessor := r.PathValue("accessor")
+	return call{need: accessAdmin, do: func(ctx context.Context) (any, error) {
+		if err := h.acl.DeleteToken(ctx, accessor); err != nil {
+			return nil, err
+		}
+		h.log.Info("ACL token revoked", "accessor_id", accessor)
+		return map[string]string{"revoked": accessor}, nil
+	}}, nil
+}
+
+// tokenSelf describes the caller's own token: any valid token may ask.
+func (h aclRoutes) tokenSelf(w http.ResponseWriter, r *http.Request) (call, error) {
+	id, hasToken, err := h.auth.identity(r)
+	if err == nil && !hasToken {
+		err = api.Errorf(api.CodeUnauthenticated, "no token given (Authorization: Bearer <secret_id>)")
+	}
+	if err != nil {
+		return call{}, err
+	}
+	return call{do: func(context.Context) (any, error) {
+		t, ok := h.acl.Token(id.Accessor)
+		if !ok {
+			return nil, api.Errorf(api.CodeUnauthenticated, "the ACL token is not known to the cluster")
+		}
+		return tokenViewJSON(t), nil
+	}}, nil
 }

@@ -21,7 +21,7 @@ const (
 // traced opens a budget trace for every request and closes it once the answer is written.
 // It is installed only when Config.Budget is set.
 func (s *Server) traced(next http.Handler) http.Handler {
-	id := s.node.ID()
+	id := s.svc.Routing.ID()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		tr := s.cfg.Budget.Start(id)
 		tr.Tag = r.Header.Get(budgetTagHeader)

@@ -10,21 +10,20 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/raftlock/raftlock/cluster"
-	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/budget"
 )
 
 // instantLeader grants and releases at once, stamping the request's budget trace (when it
-// has one) with a log index, as cluster.Node does when it proposes. Methods the lock
-// handlers do not call are left to the embedded nil interface.
+// has one) with a log index, as cluster.Node does when it proposes. It fakes the two roles
+// the lock routes use; methods they do not call are left to the embedded nil interfaces.
 type instantLeader struct {
-	Node
+	Routing
+	LockService
 	index uint64
 }
 
-func (n *instantLeader) ID() string                          { return "n1" }
-func (n *instantLeader) IsLeader() bool                      { return true }
-func (n *instantLeader) MetricsSnapshot() map[string]float64 { return map[string]float64{} }
+func (n *instantLeader) ID() string     { return "n1" }
+func (n *instantLeader) IsLeader() bool { return true }
 
 func (n *instantLeader) Acquire(ctx context.Context, req cluster.AcquireRequest) (cluster.Grant, error) {
 	n.index++
@@ -32,7 +31,7 @@ func (n *instantLeader) Acquire(ctx context.Context, req cluster.AcquireRequest)
 	return cluster.Grant{Name: req.Name, Lease: req.Lease, Token: n.index, TTL: 10_000}, nil
 }
 
-func (n *instantLeader) Release(ctx context.Context, name string, lease fsm.LeaseID, token uint64) error {
+func (n *instantLeader) Release(ctx context.Context, name string, lease cluster.LeaseID, token uint64) error {
 	n.index++
 	budget.FromContext(ctx).Proposed(n.index)
 	return nil
@@ -55,7 +54,8 @@ func cycle(tb testing.TB, h http.Handler, token string) {
 }
 
 func newBudgetServer(tb testing.TB, rec *budget.Recorder) http.Handler {
-	s, err := NewServer(Config{Node: &instantLeader{}, Logger: hclog.NewNullLogger(), Budget: rec})
+	n := &instantLeader{}
+	s, err := NewServer(Config{Services: Services{Routing: n, Locks: n}, Logger: hclog.NewNullLogger(), Budget: rec})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -92,7 +92,7 @@ func TestBudget_TracesLockRequests(t *testing.T) {
 // trace in their context.
 func TestBudget_OffTracesNothing(t *testing.T) {
 	n := &tracingProbe{}
-	s, err := NewServer(Config{Node: n, Logger: hclog.NewNullLogger()})
+	s, err := NewServer(Config{Services: Services{Routing: n, Locks: n}, Logger: hclog.NewNullLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -111,3 +111,24 @@ func knownQuery(q url.Values, allowed ...string) error {
 	}
 	return nil
 }
+
+// staleQuery reads the query of a route that takes only ?stale.
+func staleQuery(r *http.Request) (bool, error) {
+	q := r.URL.Query()
+	if err := knownQuery(q, "stale"); err != nil {
+		return false, err
+	}
+	return queryBool(q, "stale")
+}
+
+// decodeNamed reads the body of a request on /v1/{kind}/{name...} and decodes it with
+// decode, which also checks the name.
+func decodeNamed[R any](w http.ResponseWriter, r *http.Request, decode func(name string, body []byte) (R, error)) ([]byte, R, error) {
+	body, err := readBody(w, r)
+	if err != nil {
+		var zero R
+		return nil, zero, err
+	}
+	req, err := decode(r.PathValue("name"), body)
+	return body, req, err
+}

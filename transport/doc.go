@@ -7,5 +7,48 @@
 //
 // Decoding is strict: unknown fields, trailing data, wrong types, out-of-range values and
 // bodies over 64 KiB get the documented 4xx codes. Every error is
-// {"error": {"code", "message"}}; one function, errorFor, maps Go errors to codes.
+// {"error": {"code", "message"}}.
+//
+// # The package's parts
+//
+// The path of one request, in the order it runs:
+//
+//	server.go     Config, Server, NewServer, Serve, Shutdown; the middleware chain
+//	              (metrics.go instrument, recoverer, authorize.go forwardUnknownTokens,
+//	              budget.go traced) and the 404/405 answer for unknown routes
+//	routes.go     the route table: every pattern and its endpoint (the OpenAPI check reads it)
+//	endpoint.go   the one reply path: an endpoint decodes a request into a call; serve
+//	              authorizes it, holds it (held.go), makes it, forwards it to the leader
+//	              on cluster.ErrNotLeader (forward.go), and writes the answer or the error
+//	errors.go     the one table that maps every error to status, code, message and
+//	              Retry-After (errorFor), and writeError / writeJSON
+//
+// The endpoints, one file per area of the API, each a small type holding only the roles
+// it uses:
+//
+//	leases.go      /v1/leases (create, keepalive, lookup, revoke; the body forms)
+//	locks.go       /v1/locks (acquire, release, status, list), and the release and status
+//	               decoding every primitive shares
+//	primitives.go  /v1/semaphores and /v1/elections
+//	members.go     /v1/cluster (status, members, versions, leader transfer), /healthz, /readyz
+//	acl.go         /v1/acl (bootstrap, policies, tokens)
+//	events.go      /v1/history and the /v1/events stream
+//	overview.go    /v1/overview, the dashboard's data
+//	snapshot.go    /v1/snapshot, a backup file
+//	openapi.go     /v1/openapi.json (openapi.json, checked by openapi_test.go)
+//	ui.go          /ui/, the embedded dashboard
+//	metrics.go     /metrics: the HTTP counters and the node's metrics by name
+//
+// What the endpoints stand on:
+//
+//	roles.go                  the role interfaces the server needs of a node
+//	                          (LeaseService, LockService, ...) and Services, one field per role
+//	nodeservices_adapter.go   NodeServices: the roles of a *cluster.Node
+//	authorize.go              ACL checks (guard), node certificates, tokens unknown here
+//	decode.go                 strict body and query decoding
+//	register.go               the follower's registration loop, and Join
+//	budget.go                 the latency budget's trace hooks (Config.Budget)
+//
+// A new route is a pattern in routes.go and an endpoint in its area's file; an error it
+// can answer that is not an *api.Error gets a line in errorFor.
 package transport

@@ -4,81 +4,160 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 
 	"github.com/raftlock/raftlock/api"
 	"github.com/raftlock/raftlock/cluster"
 )
 
-// errorFor maps an error from decoding or from the node to the API error the client sees.
-// It is the only place that decides status codes.
-func errorFor(err error) *api.Error {
-	var ae *api.Error
-	if errors.As(err, &ae) {
-		return ae
-	}
-	if pe := primErrorFor(err); pe != nil {
-		return pe
-	}
+// The server's own reasons to refuse a request; errorFor says how each is answered.
+var (
+	// errNoHistories: the node serves no EventSource, so it keeps no lock histories.
+	errNoHistories = errors.New("transport: this node does not keep lock histories")
+	// errNoOverview: the node serves no EventSource, so it has no overview to give.
+	errNoOverview = errors.New("transport: this node does not serve an overview")
+	// errNotReady: a write sent to this node now would be neither served nor forwarded.
+	errNotReady = errors.New("transport: not ready")
+)
+
+// heldLimitError: the node already holds Config.MaxHeldRequests waiting requests.
+type heldLimitError struct{ max int }
+
+func (e heldLimitError) Error() string {
+	return fmt.Sprintf("transport: %d requests held already", e.max)
+}
+
+// hopLimitError: the request was forwarded hops times without reaching the leader.
+type hopLimitError struct{ hops uint64 }
+
+func (e hopLimitError) Error() string {
+	return fmt.Sprintf("transport: forwarded %d times without reaching the leader", e.hops)
+}
+
+// forwardError: a forward to the leader got no answer. reached says whether the request
+// may have reached the leader (so may have been applied).
+type forwardError struct {
+	leader, addr string
+	why          error
+	reached      bool
+}
+
+func (e forwardError) Error() string {
+	return fmt.Sprintf("transport: forwarding to the leader %s at %s: %v", e.leader, e.addr, e.why)
+}
+
+// failure is how the API answers an error: status, the body's code and message, and the
+// Retry-After header ("" for none).
+type failure struct {
+	status     int
+	err        *api.Error
+	retryAfter string
+}
+
+// errorFor is the one table of the API's errors: it maps any error a request can end in
+// (a decoding fault, the server's own refusals above, the cluster's errors) to its status,
+// code, message and Retry-After. Decoding and validation build their *api.Error where they
+// find the fault (decode.go, api.Validate*); those pass through unchanged.
+func errorFor(err error) failure {
+	var (
+		ae  *api.Error
+		lc  *cluster.LimitConflictError
+		ce  *cluster.IndexCompactedError
+		hl  heldLimitError
+		hop hopLimitError
+		fe  forwardError
+	)
 	switch {
+	case errors.As(err, &ae):
+		// Decoding and validation faults: already the API's.
+
+	// The server's own.
+	case errors.Is(err, errNoHistories):
+		ae = api.Errorf(api.CodeNotFound, "this node does not keep lock histories")
+	case errors.Is(err, errNoOverview):
+		ae = api.Errorf(api.CodeNotFound, "this node does not serve an overview")
+	case errors.Is(err, errNotReady):
+		ae = api.Errorf(api.CodeNoLeader, "not ready: no ready leader known yet, the leader's HTTP address is not registered, or this node is still catching up")
+	case errors.As(err, &hl):
+		ae = api.Errorf(api.CodeTooManyRequests, "this node already holds %d waiting acquires and blocking queries open; retry after the Retry-After delay, or on another node", hl.max)
+	case errors.As(err, &hop):
+		ae = api.Errorf(api.CodeNoLeader, "request forwarded %d times without reaching the leader; an election is settling, retry", hop.hops)
+	case errors.As(err, &fe) && !fe.reached:
+		ae = api.Errorf(api.CodeNoLeader, "the leader %s at %s could not be reached (%v); nothing was applied, retry", fe.leader, fe.addr, fe.why)
+	case errors.As(err, &fe):
+		ae = api.Errorf(api.CodeUnknownOutcome, "forwarded to the leader %s, no answer: %v; the request may or may not have been applied, and is safe to retry", fe.leader, fe.why)
+
+	// Shared locks, semaphores and elections.
+	case errors.Is(err, cluster.ErrModeConflict):
+		ae = api.Errorf(api.CodeModeConflict, "this lease holds or waits for the lock in the other mode; there is no upgrade or downgrade: release it (or leave the queue) first")
+	case errors.Is(err, cluster.ErrSemaphoreFull):
+		ae = api.Errorf(api.CodeSemaphoreFull, "every permit of the semaphore is held; retry later or pass wait_ms to queue for one")
+	case errors.As(err, &lc):
+		ae = api.Errorf(api.CodeLimitConflict, "the semaphore is in use with limit %d; ask with that limit, or wait until it is not in use to set another", lc.Limit)
+	case errors.Is(err, cluster.ErrElectionHeld):
+		ae = api.Errorf(api.CodeElectionHeld, "another lease leads the election; retry later or pass wait_ms to queue as a candidate")
+	case errors.Is(err, cluster.ErrPrimsInactive):
+		ae = api.Errorf(api.CodeNoLeader, "shared locks, semaphores and elections need protocol version 2, which the cluster activates once every node runs this release (a rolling upgrade is in progress); nothing was applied, retry after upgrading every node")
+
+	// The event stream.
+	case errors.As(err, &ce):
+		ae = api.Errorf(api.CodeIndexCompacted, "this node no longer holds the events before index %d; start from from_index=%d or later, or without from_index to follow new events", ce.Oldest, ce.Oldest)
+	case errors.Is(err, cluster.ErrTooManySubscribers):
+		ae = api.Errorf(api.CodeTooManyRequests, "%v; retry later or on another node", err)
+	case errors.Is(err, cluster.ErrSubscriberLagging):
+		ae = api.Errorf(api.CodeTooManyRequests, "the stream was read too slowly and was dropped; resume with Last-Event-ID")
+	case errors.Is(err, cluster.ErrStreamReset):
+		ae = api.Errorf(api.CodeIndexCompacted, "this node restored a snapshot; the events before it are unknown here")
+
+	// Locks, leases and the cluster.
 	case errors.Is(err, cluster.ErrLockHeld):
-		return api.Errorf(api.CodeLockHeld, "the lock is held by another lease; retry later or pass wait_ms to queue for it")
+		ae = api.Errorf(api.CodeLockHeld, "the lock is held by another lease; retry later or pass wait_ms to queue for it")
 	case errors.Is(err, cluster.ErrWaitTimeout):
-		return api.Errorf(api.CodeWaitTimeout, "the wait ended before the lock was granted; the lease has left the queue")
+		ae = api.Errorf(api.CodeWaitTimeout, "the wait ended before the lock was granted; the lease has left the queue")
 	case errors.Is(err, cluster.ErrNotHolder):
-		return api.Errorf(api.CodeNotHolder, "this lease and token do not hold the lock (it was released, expired or granted again)")
+		ae = api.Errorf(api.CodeNotHolder, "this lease and token do not hold the lock (it was released, expired or granted again)")
 	case errors.Is(err, cluster.ErrLeaseNotFound):
-		return api.Errorf(api.CodeLeaseNotFound, "the lease does not exist: it expired, was revoked, or never existed; create a new one")
+		ae = api.Errorf(api.CodeLeaseNotFound, "the lease does not exist: it expired, was revoked, or never existed; create a new one")
 	case errors.Is(err, cluster.ErrUnknownOutcome):
-		// Checked first: the cluster wraps the cause (no leader, shutdown) in it once a
+		// Before no_leader: the cluster wraps the cause (no leader, shutdown) in it once a
 		// command may have been proposed.
-		return api.Errorf(api.CodeUnknownOutcome, "leadership changed or the node stopped while the request was in flight; it may or may not have been applied, and is safe to retry")
+		ae = api.Errorf(api.CodeUnknownOutcome, "leadership changed or the node stopped while the request was in flight; it may or may not have been applied, and is safe to retry")
 	case errors.Is(err, cluster.ErrQuotaExceeded):
-		return api.Errorf(api.CodeQuotaExceeded, "%s; nothing was applied. Release or revoke what you no longer need, or raise the limit on the servers", quotaMessage(err))
+		ae = api.Errorf(api.CodeQuotaExceeded, "%s; nothing was applied. Release or revoke what you no longer need, or raise the limit on the servers", quotaMessage(err))
 	case errors.Is(err, cluster.ErrNoLeader), errors.Is(err, cluster.ErrNotLeader):
-		return api.Errorf(api.CodeNoLeader, "no leader is available (an election is in progress); nothing was applied, retry after the Retry-After delay")
+		ae = api.Errorf(api.CodeNoLeader, "no leader is available (an election is in progress); nothing was applied, retry after the Retry-After delay")
 	case errors.Is(err, cluster.ErrShutdown):
-		return api.Errorf(api.CodeNoLeader, "this node is shutting down; nothing was applied, retry on another node")
+		ae = api.Errorf(api.CodeNoLeader, "this node is shutting down; nothing was applied, retry on another node")
 	case errors.Is(err, cluster.ErrACLConflict):
-		return api.Errorf(api.CodeConflict, "%v", err)
+		ae = api.Errorf(api.CodeConflict, "%v", err)
 	case errors.Is(err, cluster.ErrACLNotFound):
-		return api.Errorf(api.CodeNotFound, "%v", err)
+		ae = api.Errorf(api.CodeNotFound, "%v", err)
 	case errors.Is(err, cluster.ErrACLInvalid):
-		return api.Errorf(api.CodeInvalidArgument, "%v", err)
+		ae = api.Errorf(api.CodeInvalidArgument, "%v", err)
 	case errors.Is(err, cluster.ErrACLInactive):
-		return api.Errorf(api.CodeNoLeader, "%v; upgrade every node, then retry", err)
+		ae = api.Errorf(api.CodeNoLeader, "%v; upgrade every node, then retry", err)
 	case errors.Is(err, cluster.ErrStorage):
-		return api.Errorf(api.CodeNoLeader, "%v; nothing was applied, retry on another node", err)
+		ae = api.Errorf(api.CodeNoLeader, "%v; nothing was applied, retry on another node", err)
 	case errors.Is(err, cluster.ErrHalted):
-		return api.Errorf(api.CodeInternal, "this node's state machine halted on a command it does not know; it serves nothing until it is upgraded (see its log); use another node")
+		ae = api.Errorf(api.CodeInternal, "this node's state machine halted on a command it does not know; it serves nothing until it is upgraded (see its log); use another node")
 	case errors.Is(err, cluster.ErrInvalidMember):
-		return api.Errorf(api.CodeInvalidArgument, "%v", err)
+		ae = api.Errorf(api.CodeInvalidArgument, "%v", err)
 	case errors.Is(err, cluster.ErrMemberConflict):
-		return api.Errorf(api.CodeConflict, "%v", err)
+		ae = api.Errorf(api.CodeConflict, "%v", err)
 	case errors.Is(err, cluster.ErrNotMember):
-		return api.Errorf(api.CodeNotFound, "no such member of the cluster")
+		ae = api.Errorf(api.CodeNotFound, "no such member of the cluster")
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		// Only reached when the cluster did not say that nothing was proposed.
-		return api.Errorf(api.CodeUnknownOutcome, "the request ended before the cluster answered; it may or may not have been applied, and is safe to retry")
+		ae = api.Errorf(api.CodeUnknownOutcome, "the request ended before the cluster answered; it may or may not have been applied, and is safe to retry")
+	default:
+		ae = api.Errorf(api.CodeInternal, "internal error: %v", err)
 	}
-	return api.Errorf(api.CodeInternal, "internal error: %v", err)
-}
-
-// writeError writes err as a JSON error body with its status code.
-func writeError(w http.ResponseWriter, err error) {
-	ae := errorFor(err)
-	status := api.Status(ae.Code)
-	if status == http.StatusServiceUnavailable || status == http.StatusTooManyRequests {
-		w.Header().Set("Retry-After", "1")
+	f := failure{status: api.Status(ae.Code), err: ae}
+	if f.status == http.StatusServiceUnavailable || f.status == http.StatusTooManyRequests {
+		f.retryAfter = "1"
 	}
-	writeJSON(w, status, ae.Body())
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	enc := json.NewEncoder(w)
-	_ = enc.Encode(v) // the client may be gone; nothing useful to do
+	return f
 }
 
 // quotaMessage names the limit an ErrQuotaExceeded error reports.
@@ -88,4 +167,20 @@ func quotaMessage(err error) string {
 		return q.Error()
 	}
 	return "a configured limit was reached"
+}
+
+// writeError writes err as errorFor answers it.
+func writeError(w http.ResponseWriter, err error) {
+	f := errorFor(err)
+	if f.retryAfter != "" {
+		w.Header().Set("Retry-After", f.retryAfter)
+	}
+	writeJSON(w, f.status, f.err.Body())
+}
+
+// writeJSON writes v as a JSON answer with status.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v) // the client may be gone; nothing useful to do
 }

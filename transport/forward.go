@@ -17,6 +17,9 @@ import (
 	"github.com/raftlock/raftlock/cluster"
 )
 
+// hopHeader counts how many times a request has been forwarded.
+const hopHeader = "X-Raftlock-Hops"
+
 // relayed are the response headers copied back from the leader.
 var relayed = []string{"Content-Type", "Retry-After", "Allow"}
 
@@ -25,20 +28,6 @@ var (
 	errLeaderChanged = errors.New("leadership moved away from the node the request was forwarded to")
 	errForwardBound  = errors.New("the leader did not answer within the forwarding bound")
 )
-
-// forwarded handles err from the node: when it is ErrNotLeader the request is forwarded
-// to the leader and the answer relayed, and forwarded returns true. wait is how long the
-// request may legitimately be held by the leader (a waiting acquire, a blocking query).
-//
-// The node returns ErrNotLeader only when it proposed nothing, so a request is forwarded
-// at most once per node and never after any part of it may have been applied.
-func (s *Server) forwarded(w http.ResponseWriter, r *http.Request, body []byte, err error, wait time.Duration) bool {
-	if !errors.Is(err, cluster.ErrNotLeader) {
-		return false
-	}
-	s.forward(w, r, body, wait)
-	return true
-}
 
 // parseHops reads the hop counter of a forwarded request: a small unsigned integer.
 func parseHops(h string) (uint64, error) {
@@ -68,16 +57,16 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, body []byte, wa
 		return
 	}
 	if hops >= uint64(s.cfg.MaxHops) {
-		writeError(w, api.Errorf(api.CodeNoLeader, "request forwarded %d times without reaching the leader; an election is settling, retry", hops))
+		writeError(w, hopLimitError{hops})
 		return
 	}
-	leaderID, changed := s.node.LeaderWatch()
-	addr := s.node.LeaderHTTPAddr()
-	if leaderID == "" || addr == "" || addr == s.node.SelfInfo().HTTPAddr {
+	leaderID, changed := s.svc.Routing.LeaderWatch()
+	addr := s.svc.Routing.LeaderHTTPAddr()
+	if leaderID == "" || addr == "" || addr == s.svc.Members.Self().HTTPAddr {
 		writeError(w, cluster.ErrNoLeader)
 		return
 	}
-	bound := s.node.ElectionTimeout() + s.cfg.ForwardMargin + wait
+	bound := s.svc.Routing.ElectionTimeout() + s.cfg.ForwardMargin + wait
 	ctx, cancel := context.WithCancelCause(r.Context())
 	defer cancel(nil)
 	timer := time.AfterFunc(bound, func() { cancel(errForwardBound) })
@@ -89,7 +78,7 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, body []byte, wa
 				return
 			case <-changed:
 				var id string
-				if id, changed = s.node.LeaderWatch(); id != leaderID {
+				if id, changed = s.svc.Routing.LeaderWatch(); id != leaderID {
 					cancel(errLeaderChanged)
 					return
 				}
@@ -113,7 +102,7 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, body []byte, wa
 	if a := r.Header.Get("Authorization"); a != "" {
 		req.Header.Set("Authorization", a) // the leader checks the caller's token again
 	}
-	if id := s.callerNode(r); id != "" {
+	if id := callerNode(r); id != "" {
 		req.Header.Set(nodeHeader, id)
 	}
 	if s.cfg.Budget != nil {
@@ -131,11 +120,7 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, body []byte, wa
 		if r.Context().Err() != nil {
 			return // the caller is gone; nobody reads an answer
 		}
-		if !mayHaveReached.Load() {
-			writeError(w, api.Errorf(api.CodeNoLeader, "the leader %s at %s could not be reached (%v); nothing was applied, retry", leaderID, addr, why))
-			return
-		}
-		writeError(w, api.Errorf(api.CodeUnknownOutcome, "forwarded to the leader %s, no answer: %v; the request may or may not have been applied, and is safe to retry", leaderID, why))
+		writeError(w, forwardError{leader: leaderID, addr: addr, why: why, reached: mayHaveReached.Load()})
 		return
 	}
 	defer resp.Body.Close()

@@ -16,14 +16,18 @@ import (
 
 	"github.com/raftlock/raftlock/api"
 	"github.com/raftlock/raftlock/cluster"
-	"github.com/raftlock/raftlock/fsm"
 )
 
 // followerNode is a follower that knows a leader at leaderAddr: every operation answers
-// ErrNotLeader, so the server forwards it. Methods a test does not need are left to the
-// embedded nil interface (calling them panics, which fails the test).
+// ErrNotLeader, so the server forwards it. It fakes the roles forwarding uses (Routing,
+// and Self of Membership) and the two the tests send (leases, locks); methods a test does
+// not need are left to the embedded nil interfaces (calling them panics, which fails the
+// test).
 type followerNode struct {
-	Node
+	Routing
+	Membership
+	LeaseService
+	LockService
 	leaderAddr string
 	mu         sync.Mutex
 	leaderID   string
@@ -35,17 +39,19 @@ func newFollowerNode(leaderAddr string) *followerNode {
 	return &followerNode{leaderAddr: leaderAddr, leaderID: "n1", changed: make(chan struct{})}
 }
 
+// services returns the roles the follower fakes.
+func (f *followerNode) services() Services {
+	return Services{Routing: f, Members: f, Leases: f, Locks: f}
+}
+
 func (f *followerNode) ID() string { return "n2" }
-func (f *followerNode) SelfInfo() fsm.NodeInfo {
-	return fsm.NodeInfo{ID: "n2", HTTPAddr: "127.0.0.1:1"}
+func (f *followerNode) Self() cluster.NodeInfo {
+	return cluster.NodeInfo{ID: "n2", HTTPAddr: "127.0.0.1:1"}
 }
 func (f *followerNode) LeaderHTTPAddr() string         { return f.leaderAddr }
 func (f *followerNode) ElectionTimeout() time.Duration { return 100 * time.Millisecond }
 func (f *followerNode) IsLeader() bool                 { return false }
 func (f *followerNode) NeedsRegistration() bool        { return false }
-func (f *followerNode) MetricsSnapshot() map[string]float64 {
-	return map[string]float64{}
-}
 func (f *followerNode) LeaderWatch() (string, <-chan struct{}) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -61,7 +67,7 @@ func (f *followerNode) elect(id string) {
 	f.changed = make(chan struct{})
 }
 
-func (f *followerNode) KeepAlive(context.Context, fsm.LeaseID) (int64, error) {
+func (f *followerNode) KeepAlive(context.Context, cluster.LeaseID) (time.Duration, error) {
 	return 0, cluster.ErrNotLeader
 }
 
@@ -72,9 +78,9 @@ func (f *followerNode) Acquire(ctx context.Context, _ cluster.AcquireRequest) (c
 	return cluster.Grant{}, cluster.ErrNotLeader
 }
 
-func newTestServer(t *testing.T, node Node, tune func(*Config)) *httptest.Server {
+func newTestServer(t *testing.T, svc Services, tune func(*Config)) *httptest.Server {
 	t.Helper()
-	cfg := Config{Node: node, Logger: hclog.NewNullLogger(), ForwardMargin: 200 * time.Millisecond, RegisterInterval: time.Hour}
+	cfg := Config{Services: svc, Logger: hclog.NewNullLogger(), ForwardMargin: 200 * time.Millisecond, RegisterInterval: time.Hour}
 	if tune != nil {
 		tune(&cfg)
 	}
@@ -138,7 +144,7 @@ const keepalivePath = "/v1/leases/00112233445566778899aabbccddeeff/keepalive"
 func TestForward_AbandonedWhenLeadershipMoves(t *testing.T) {
 	addr, hits := hungLeader(t)
 	node := newFollowerNode(addr)
-	ts := newTestServer(t, node, func(c *Config) { c.ForwardMargin = time.Hour })
+	ts := newTestServer(t, node.services(), func(c *Config) { c.ForwardMargin = time.Hour })
 	go func() {
 		for hits.Load() == 0 {
 			time.Sleep(5 * time.Millisecond)
@@ -154,7 +160,7 @@ func TestForward_AbandonedWhenLeadershipMoves(t *testing.T) {
 // the margin, not when the client gives up.
 func TestForward_BoundedWithoutLeaderChange(t *testing.T) {
 	addr, _ := hungLeader(t)
-	ts := newTestServer(t, newFollowerNode(addr), nil)
+	ts := newTestServer(t, newFollowerNode(addr).services(), nil)
 	resp, body, took := send(t, "POST", ts.URL+keepalivePath, "", nil)
 	wantError(t, resp, body, 503, api.CodeUnknownOutcome)
 	t.Logf("bound 300ms, answered after %v", took)
@@ -163,7 +169,7 @@ func TestForward_BoundedWithoutLeaderChange(t *testing.T) {
 // A waiting request's bound includes its wait.
 func TestForward_BoundIncludesWait(t *testing.T) {
 	addr, _ := hungLeader(t)
-	ts := newTestServer(t, newFollowerNode(addr), nil)
+	ts := newTestServer(t, newFollowerNode(addr).services(), nil)
 	resp, body, took := send(t, "PUT", ts.URL+"/v1/locks/a", `{"wait_ms":700}`, nil)
 	wantError(t, resp, body, 503, api.CodeUnknownOutcome)
 	if took < 700*time.Millisecond {
@@ -179,7 +185,7 @@ func TestForward_UnreachableLeaderIsNoLeader(t *testing.T) {
 	}
 	addr := l.Addr().String()
 	l.Close()
-	ts := newTestServer(t, newFollowerNode(addr), nil)
+	ts := newTestServer(t, newFollowerNode(addr).services(), nil)
 	resp, body, _ := send(t, "POST", ts.URL+keepalivePath, "", nil)
 	wantError(t, resp, body, 503, api.CodeNoLeader)
 }
@@ -187,7 +193,7 @@ func TestForward_UnreachableLeaderIsNoLeader(t *testing.T) {
 // The hop counter is unsigned: a negative value cannot buy unlimited forwarding.
 func TestForward_HopHeaderIsUnsigned(t *testing.T) {
 	addr, hits := hungLeader(t)
-	ts := newTestServer(t, newFollowerNode(addr), nil)
+	ts := newTestServer(t, newFollowerNode(addr).services(), nil)
 	for _, h := range []string{"-1000000", "-1", "x", "99999999999999999999", "256"} {
 		resp, body, _ := send(t, "POST", ts.URL+keepalivePath, "", map[string]string{hopHeader: h})
 		wantError(t, resp, body, 400, api.CodeInvalidArgument)
@@ -208,7 +214,7 @@ func TestForward_DoesNotFollowRedirects(t *testing.T) {
 		http.Redirect(w, r, elsewhere.URL+r.URL.Path, http.StatusTemporaryRedirect)
 	}))
 	defer leader.Close()
-	ts := newTestServer(t, newFollowerNode(strings.TrimPrefix(leader.URL, "http://")), nil)
+	ts := newTestServer(t, newFollowerNode(strings.TrimPrefix(leader.URL, "http://")).services(), nil)
 	resp, _, _ := send(t, "POST", ts.URL+keepalivePath, "", nil)
 	if resp.StatusCode != http.StatusTemporaryRedirect || followed.Load() != 0 {
 		t.Fatalf("status %d, redirect target hit %d times; want the 307 relayed and not followed", resp.StatusCode, followed.Load())
@@ -227,7 +233,7 @@ func TestServer_HeldRequestLimit(t *testing.T) {
 		<-ctx.Done()
 		return cluster.ErrWaitTimeout
 	}
-	ts := newTestServer(t, node, func(c *Config) { c.MaxHeldRequests = 1 })
+	ts := newTestServer(t, node.services(), func(c *Config) { c.MaxHeldRequests = 1 })
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() {

@@ -33,7 +33,7 @@ func TestAPI_JoinThroughFollowerAndRemove(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { node.Shutdown() })
-	srv, err := transport.NewServer(transport.Config{Node: node, Logger: clustertest.Logger(t, "n4-http")})
+	srv, err := transport.NewServer(transport.Config{Services: transport.NodeServices(node), Logger: clustertest.Logger(t, "n4-http")})
 	if err != nil {
 		t.Fatal(err)
 	}

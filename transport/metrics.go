@@ -8,6 +8,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/raftlock/raftlock/cluster"
 )
 
 // metrics holds the server's Prometheus collectors, in a registry of its own (not the
@@ -19,7 +21,7 @@ type metrics struct {
 	forwarded prometheus.Counter
 }
 
-func newMetrics(node Node) *metrics {
+func newMetrics(status StatusReporter) *metrics {
 	m := &metrics{
 		reg: prometheus.NewRegistry(),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -37,41 +39,57 @@ func newMetrics(node Node) *metrics {
 		}),
 	}
 	m.reg.MustRegister(m.requests, m.latency, m.forwarded,
-		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		nodeCollector{node})
-	if on, ok := node.(OverviewNode); ok {
-		m.reg.MustRegister(counterCollector{on})
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if status != nil {
+		m.reg.MustRegister(nodeCollector{status})
 	}
 	return m
 }
 
-// nodeCollector reports the node's state at scrape time.
-type nodeCollector struct{ node Node }
-
-var nodeGaugeHelp = map[string]string{
-	"raftlock_is_leader":            "1 if this node is the ready leader.",
-	"raftlock_raft_term":            "Current Raft term.",
-	"raftlock_raft_commit_index":    "Raft commit index seen by this node.",
-	"raftlock_applied_index":        "Index of the last entry applied to the lock state machine.",
-	"raftlock_cluster_time_ms":      "The state machine's cluster time.",
-	"raftlock_leases":               "Live leases.",
-	"raftlock_locks_held":           "Held locks.",
-	"raftlock_semaphores_in_use":    "Semaphores with at least one permit held.",
-	"raftlock_semaphore_permits":    "Semaphore permits held, over all semaphores.",
-	"raftlock_elections_led":        "Elections with a leader.",
-	"raftlock_snapshot_lag_entries": "Entries applied since the last snapshot's Persist: what the next one replays into the snapshot shadow before it encodes.",
+// nodeMetric is one of the node's metrics: its Prometheus name, help, type, and how it
+// is read from cluster.Metrics.
+type nodeMetric struct {
+	name, help string
+	kind       prometheus.ValueType
+	value      func(cluster.Metrics) float64
 }
 
+// nodeMetrics are the node's state (gauges) and apply counters at scrape time.
+var nodeMetrics = []nodeMetric{
+	{"raftlock_is_leader", "1 if this node is the ready leader.", prometheus.GaugeValue, func(m cluster.Metrics) float64 {
+		if m.IsLeader {
+			return 1
+		}
+		return 0
+	}},
+	{"raftlock_raft_term", "Current Raft term.", prometheus.GaugeValue, func(m cluster.Metrics) float64 { return float64(m.Term) }},
+	{"raftlock_raft_commit_index", "Raft commit index seen by this node.", prometheus.GaugeValue, func(m cluster.Metrics) float64 { return float64(m.CommitIndex) }},
+	{"raftlock_applied_index", "Index of the last entry applied to the lock state machine.", prometheus.GaugeValue, func(m cluster.Metrics) float64 { return float64(m.AppliedIndex) }},
+	{"raftlock_cluster_time_ms", "The state machine's cluster time.", prometheus.GaugeValue, func(m cluster.Metrics) float64 { return float64(m.ClusterTime.Milliseconds()) }},
+	{"raftlock_leases", "Live leases.", prometheus.GaugeValue, func(m cluster.Metrics) float64 { return float64(m.Leases) }},
+	{"raftlock_locks_held", "Held locks.", prometheus.GaugeValue, func(m cluster.Metrics) float64 { return float64(m.LocksHeld) }},
+	{"raftlock_semaphores_in_use", "Semaphores with at least one permit held.", prometheus.GaugeValue, func(m cluster.Metrics) float64 { return float64(m.SemaphoresInUse) }},
+	{"raftlock_semaphore_permits", "Semaphore permits held, over all semaphores.", prometheus.GaugeValue, func(m cluster.Metrics) float64 { return float64(m.SemaphorePermits) }},
+	{"raftlock_elections_led", "Elections with a leader.", prometheus.GaugeValue, func(m cluster.Metrics) float64 { return float64(m.ElectionsLed) }},
+	{"raftlock_snapshot_lag_entries", "Entries applied since the last snapshot's Persist: what the next one replays into the snapshot shadow before it encodes.", prometheus.GaugeValue, func(m cluster.Metrics) float64 { return float64(m.SnapshotLagEntries) }},
+	{"raftlock_grants_total", "Locks granted by the entries this node applied (every node applies every entry, so any node's rate is the cluster's).", prometheus.CounterValue, func(m cluster.Metrics) float64 { return float64(m.GrantsTotal) }},
+	{"raftlock_handovers_total", "Grants to a waiter, made by the release, revoke or expiry that freed the lock, in the same entry, as applied by this node.", prometheus.CounterValue, func(m cluster.Metrics) float64 { return float64(m.HandoversTotal) }},
+	{"raftlock_renew_entries_total", "Renew entries (one per batch of keepalives) applied by this node.", prometheus.CounterValue, func(m cluster.Metrics) float64 { return float64(m.RenewEntriesTotal) }},
+}
+
+// nodeCollector reports the node's metrics at scrape time.
+type nodeCollector struct{ status StatusReporter }
+
 func (c nodeCollector) Describe(ch chan<- *prometheus.Desc) {
-	for name, help := range nodeGaugeHelp {
-		ch <- prometheus.NewDesc(name, help, nil, nil)
+	for _, nm := range nodeMetrics {
+		ch <- prometheus.NewDesc(nm.name, nm.help, nil, nil)
 	}
 }
 
 func (c nodeCollector) Collect(ch chan<- prometheus.Metric) {
-	vals := c.node.MetricsSnapshot()
-	for name, help := range nodeGaugeHelp {
-		ch <- prometheus.MustNewConstMetric(prometheus.NewDesc(name, help, nil, nil), prometheus.GaugeValue, vals[name])
+	m := c.status.Metrics()
+	for _, nm := range nodeMetrics {
+		ch <- prometheus.MustNewConstMetric(prometheus.NewDesc(nm.name, nm.help, nil, nil), nm.kind, nm.value(m))
 	}
 }
 

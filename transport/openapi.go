@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"context"
 	_ "embed"
 	"net/http"
 )
@@ -16,11 +17,15 @@ var openAPIDocument []byte
 // slice is shared: callers must not modify it.
 func OpenAPI() []byte { return openAPIDocument }
 
-// handleOpenAPI serves the API's OpenAPI document. It needs no leader and no token: the
+// openAPIDoc serves the API's OpenAPI document. It needs no leader and no token: the
 // document describes the API, it holds nothing secret.
-func (s *Server) handleOpenAPI(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "public, max-age=300")
-	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(openAPIDocument) // the client may be gone; nothing useful to do
+func openAPIDoc(w http.ResponseWriter, r *http.Request) (call, error) {
+	return call{do: func(context.Context) (any, error) {
+		return rawAnswer(func(w http.ResponseWriter) {
+			w.Header().Set("Content-Type", "application/json")
+			w.Header().Set("Cache-Control", "public, max-age=300")
+			w.WriteHeader(http.StatusOK)
+			_, _ = w.Write(openAPIDocument) // the client may be gone; nothing useful to do
+		}), nil
+	}}, nil
 }

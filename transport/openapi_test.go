@@ -27,14 +27,14 @@ import (
 	"github.com/raftlock/raftlock/transport"
 )
 
-// routesOnlyNode satisfies transport.Node for building a Server whose route table is read
+// routesOnly satisfies transport.Routing for building a Server whose route table is read
 // but whose handlers, apart from the OpenAPI document, are never called.
-type routesOnlyNode struct{ transport.Node }
+type routesOnly struct{ transport.Routing }
 
 // oaServer builds a Server over a node that must not be called.
 func oaServer(t *testing.T) *transport.Server {
 	t.Helper()
-	s, err := transport.NewServer(transport.Config{Node: routesOnlyNode{}, Logger: hclog.NewNullLogger()})
+	s, err := transport.NewServer(transport.Config{Services: transport.Services{Routing: routesOnly{}}, Logger: hclog.NewNullLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,12 +20,16 @@ import (
 // other nodes can forward to it when it leads. The leader registers itself when it takes
 // office; a follower asks the leader through POST /v1/cluster/nodes.
 func (s *Server) registerLoop(ctx context.Context) {
+	members, routing := s.svc.Members, s.svc.Routing
+	if members == nil {
+		return // a server without Membership has nothing to register
+	}
 	t := time.NewTicker(s.cfg.RegisterInterval)
 	defer t.Stop()
 	for {
-		if s.node.NeedsRegistration() && !s.node.IsLeader() {
-			if leader := s.node.LeaderHTTPAddr(); leader != "" {
-				info := s.node.SelfInfo()
+		if members.NeedsRegistration() && !routing.IsLeader() {
+			if leader := routing.LeaderHTTPAddr(); leader != "" {
+				info := members.Self()
 				err := postNode(ctx, s.fwd, s.cfg.NodeToken, s.scheme()+leader, api.AddNodeRequest{ID: info.ID, RaftAddr: info.RaftAddr, HTTPAddr: info.HTTPAddr})
 				if err != nil {
 					s.log.Debug("registering with the leader failed; will retry", "leader", leader, "error", err)
@@ -36,14 +40,14 @@ func (s *Server) registerLoop(ctx context.Context) {
 		}
 		// Separately: an HTTP registration refused (ACLs without TLS) must not hold the
 		// version registration back, which ACLs themselves depend on.
-		if s.node.NeedsVersionRegistration() && !s.node.IsLeader() {
-			if leader := s.node.LeaderHTTPAddr(); leader != "" {
-				id := s.node.SelfInfo().ID
-				err := putJSON(ctx, s.fwd, s.cfg.NodeToken, s.scheme()+leader+"/v1/cluster/nodes/"+url.PathEscape(id)+"/version", api.NodeVersionRequest{MaxVersion: s.node.MaxVersion()})
+		if members.NeedsVersionRegistration() && !routing.IsLeader() {
+			if leader := routing.LeaderHTTPAddr(); leader != "" {
+				id := members.Self().ID
+				err := putJSON(ctx, s.fwd, s.cfg.NodeToken, s.scheme()+leader+"/v1/cluster/nodes/"+url.PathEscape(id)+"/version", api.NodeVersionRequest{MaxVersion: members.MaxVersion()})
 				if err != nil {
 					s.log.Debug("registering the protocol version with the leader failed; will retry", "leader", leader, "error", err)
 				} else {
-					s.log.Info("registered protocol version with the leader", "max_version", s.node.MaxVersion())
+					s.log.Info("registered protocol version with the leader", "max_version", members.MaxVersion())
 				}
 			}
 		}

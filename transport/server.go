@@ -11,72 +11,17 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/raftlock/raftlock/api"
-	"github.com/raftlock/raftlock/cluster"
-	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/budget"
 	"github.com/raftlock/raftlock/tlsconf"
 )
-
-// Node is what the server needs of a cluster node; *cluster.Node satisfies it.
-type Node interface {
-	ID() string
-	CreateLease(ctx context.Context, ttl int64) (fsm.LeaseID, error)
-	KeepAlive(ctx context.Context, id fsm.LeaseID) (int64, error)
-	// KeepAliveMany renews many leases in one Renew entry: per lease, its TTL and whether
-	// it exists.
-	KeepAliveMany(ctx context.Context, ids []fsm.LeaseID) ([]int64, []bool, error)
-	Revoke(ctx context.Context, id fsm.LeaseID) ([]string, error)
-	Lease(ctx context.Context, id fsm.LeaseID, stale bool) (fsm.LeaseView, error)
-	Acquire(ctx context.Context, req cluster.AcquireRequest) (cluster.Grant, error)
-	Release(ctx context.Context, name string, lease fsm.LeaseID, token uint64) error
-	LockStatus(ctx context.Context, name string, stale bool, waitIndex uint64, wait time.Duration) (fsm.LockView, error)
-	Locks(ctx context.Context, prefix, after string, limit int, stale bool) ([]fsm.LockView, bool, error)
-	SemaphoreAcquire(ctx context.Context, req cluster.SemaphoreRequest) (cluster.SemaphoreGrant, error)
-	SemaphoreRelease(ctx context.Context, name string, lease fsm.LeaseID, token uint64) error
-	SemaphoreStatus(ctx context.Context, name string, stale bool, waitIndex uint64, wait time.Duration) (fsm.SemaphoreView, error)
-	Campaign(ctx context.Context, req cluster.CampaignRequest) (cluster.ElectionGrant, error)
-	Resign(ctx context.Context, name string, lease fsm.LeaseID, token uint64) error
-	ElectionStatus(ctx context.Context, name string, stale bool, waitIndex uint64, wait time.Duration) (fsm.ElectionView, error)
-	Status() cluster.Status
-	AddVoter(ctx context.Context, info fsm.NodeInfo, replace bool) error
-	MemberRaftAddr(id string) (string, bool)
-	RemoveServer(ctx context.Context, id string) error
-	TransferLeadership(ctx context.Context, to string) (string, error)
-	LeaderHTTPAddr() string
-	LeaderWatch() (string, <-chan struct{})
-	ElectionTimeout() time.Duration
-	IsLeader() bool
-	Ready() bool
-	Serving() string
-	StorageErr() error
-	NeedsRegistration() bool
-	NeedsVersionRegistration() bool
-	MaxVersion() uint64
-	RegisterVersion(ctx context.Context, id string, v uint64) error
-	ACLBootstrap(ctx context.Context) (cluster.ACLToken, error)
-	ACLSetPolicy(ctx context.Context, name, description string, rules []fsm.ACLRule) error
-	ACLDeletePolicy(ctx context.Context, name string) error
-	ACLCreateToken(ctx context.Context, description string, policies []string) (cluster.ACLToken, error)
-	ACLDeleteToken(ctx context.Context, accessor string) error
-	ACLResolve(secret string) (fsm.ACLIdentity, bool)
-	ACLAnonymous() fsm.ACLIdentity
-	ACLBootstrapped() bool
-	ACLPolicies() []fsm.ACLPolicyView
-	ACLTokens() []fsm.ACLTokenView
-	ACLTokenView(accessor string) (fsm.ACLTokenView, bool)
-	SelfInfo() fsm.NodeInfo
-	MetricsSnapshot() map[string]float64
-	Backup(ctx context.Context) ([]byte, fsm.SnapshotSummary, error)
-}
-
-var _ Node = (*cluster.Node)(nil)
 
 // Config configures a Server. Zero values mean the documented defaults.
 type Config struct {
 	// Addr is the listen address (host:port). Required unless a listener is passed to Serve.
 	Addr string
-	// Node is the cluster node served. Required.
-	Node Node
+	// Services are the node's roles the server serves (NodeServices(node) for a
+	// *cluster.Node). Routing is required; see Services for what a nil role means.
+	Services Services
 	// Logger receives the server's logs; nil means hclog's default.
 	Logger hclog.Logger
 	// MaxHops bounds how many times a request is forwarded; zero means 2. A request that
@@ -114,7 +59,8 @@ type Config struct {
 // Server serves the HTTP API for one node.
 type Server struct {
 	cfg    Config
-	node   Node
+	svc    Services
+	auth   *guard
 	log    hclog.Logger
 	http   *http.Server
 	mux    *http.ServeMux
@@ -125,14 +71,6 @@ type Server struct {
 	done   chan struct{}
 }
 
-// hopHeader counts how many times a request has been forwarded.
-const hopHeader = "X-Raftlock-Hops"
-
-// nodeHeader names the node a forwarded request came from. It is believed only when the
-// connection it arrives on is itself authenticated by a node certificate (a node vouching
-// for a node it has verified); from anyone else it is ignored.
-const nodeHeader = "X-Raftlock-Node"
-
 // scheme is the URL scheme other nodes' APIs speak.
 func (s *Server) scheme() string {
 	if s.cfg.TLS != nil {
@@ -141,26 +79,10 @@ func (s *Server) scheme() string {
 	return "http://"
 }
 
-// callerNode returns the ID of the node that sent r, as proven by a verified node
-// certificate on the connection (or vouched for by such a node), or "".
-func (s *Server) callerNode(r *http.Request) string {
-	if r.TLS == nil || len(r.TLS.VerifiedChains) == 0 || len(r.TLS.PeerCertificates) == 0 {
-		return ""
-	}
-	id, ok := tlsconf.NodeIDFromCert(r.TLS.PeerCertificates[0])
-	if !ok {
-		return ""
-	}
-	if v := r.Header.Get(nodeHeader); v != "" {
-		return v
-	}
-	return id
-}
-
 // NewServer builds a server; call Serve or ListenAndServe to start it.
 func NewServer(cfg Config) (*Server, error) {
-	if cfg.Node == nil {
-		return nil, errors.New("transport: config: Node is required")
+	if cfg.Services.Routing == nil {
+		return nil, errors.New("transport: config: Services.Routing is required")
 	}
 	if cfg.MaxHops == 0 {
 		cfg.MaxHops = 2
@@ -177,7 +99,7 @@ func NewServer(cfg Config) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = hclog.Default()
 	}
-	s := &Server{cfg: cfg, node: cfg.Node, log: cfg.Logger.Named("http"), mux: http.NewServeMux(), done: make(chan struct{}), held: newLimiter(cfg.MaxHeldRequests)}
+	s := &Server{cfg: cfg, svc: cfg.Services, auth: &guard{acl: cfg.Services.ACL, on: cfg.ACL}, log: cfg.Logger.Named("http"), mux: http.NewServeMux(), done: make(chan struct{}), held: newLimiter(cfg.MaxHeldRequests)}
 	ht := &http.Transport{
 		DialContext:         (&net.Dialer{Timeout: 2 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
 		MaxIdleConnsPerHost: 256,
@@ -193,7 +115,7 @@ func NewServer(cfg Config) (*Server, error) {
 		// caller's body (lease IDs) wherever a compromised or confused peer points.
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
-	s.met = newMetrics(cfg.Node)
+	s.met = newMetrics(cfg.Services.Status)
 	s.routes()
 	handler := s.met.instrument(s.recoverer(s.forwardUnknownTokens(s.mux)))
 	if cfg.Budget != nil {
@@ -210,76 +132,6 @@ func NewServer(cfg Config) (*Server, error) {
 		ErrorLog:       s.log.StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true}),
 	}
 	return s, nil
-}
-
-// route is one API route: a ServeMux pattern and its handler.
-type route struct {
-	pattern string
-	handler http.HandlerFunc
-}
-
-// apiRoutes lists every route the server registers, in one place, so that the OpenAPI
-// document can be checked against it (Routes).
-func (s *Server) apiRoutes() []route {
-	return []route{
-		{"POST /v1/leases", s.handleCreateLease},
-		{"POST /v1/leases/{id}/keepalive", s.handleKeepAlive},
-		{"POST /v1/leases/keepalive", s.handleKeepAliveBody},
-		{"POST /v1/leases/lookup", s.handleLookupLeaseBody},
-		{"POST /v1/leases/revoke", s.handleRevokeBody},
-		{"GET /v1/leases/{id}", s.handleGetLease},
-		{"DELETE /v1/leases/{id}", s.handleRevoke},
-		{"PUT /v1/locks/{name...}", s.handleAcquire},
-		{"DELETE /v1/locks/{name...}", s.handleRelease},
-		{"GET /v1/locks/{name...}", s.handleLockStatus},
-		{"GET /v1/locks", s.handleListLocks},
-		{"PUT /v1/semaphores/{name...}", s.handleSemaphoreAcquire},
-		{"DELETE /v1/semaphores/{name...}", s.handleSemaphoreRelease},
-		{"GET /v1/semaphores/{name...}", s.handleSemaphoreStatus},
-		{"PUT /v1/elections/{name...}", s.handleCampaign},
-		{"DELETE /v1/elections/{name...}", s.handleResign},
-		{"GET /v1/elections/{name...}", s.handleElectionStatus},
-		{"GET /v1/cluster", s.handleCluster},
-		{"POST /v1/cluster/nodes", s.handleAddNode},
-		{"DELETE /v1/cluster/nodes/{id}", s.handleRemoveNode},
-		{"PUT /v1/cluster/nodes/{id}/version", s.handleNodeVersion},
-		{"POST /v1/cluster/transfer-leader", s.handleTransferLeader},
-		{"GET /v1/snapshot", s.handleSnapshot},
-		{"POST /v1/acl/bootstrap", s.handleACLBootstrap},
-		{"PUT /v1/acl/policies/{name}", s.handleACLSetPolicy},
-		{"GET /v1/acl/policies", s.handleACLListPolicies},
-		{"GET /v1/acl/policies/{name}", s.handleACLGetPolicy},
-		{"DELETE /v1/acl/policies/{name}", s.handleACLDeletePolicy},
-		{"POST /v1/acl/tokens", s.handleACLCreateToken},
-		{"GET /v1/acl/tokens", s.handleACLListTokens},
-		{"DELETE /v1/acl/tokens/{accessor}", s.handleACLDeleteToken},
-		{"GET /v1/acl/token/self", s.handleACLTokenSelf},
-		{"GET /healthz", s.handleHealthz},
-		{"GET /readyz", s.handleReadyz},
-		{"GET /metrics", s.met.handler().ServeHTTP},
-		{"GET /v1/openapi.json", s.handleOpenAPI},
-		{"GET /v1/history/{name...}", s.handleHistory},
-		{"GET /v1/events", s.handleEvents},
-		{"GET /v1/overview", s.handleOverview},
-		{"GET /ui/", s.handleUI},
-	}
-}
-
-// Routes returns the method and path pattern of every API route, for documentation
-// checks.
-func (s *Server) Routes() []string {
-	var out []string
-	for _, r := range s.apiRoutes() {
-		out = append(out, r.pattern)
-	}
-	return out
-}
-
-func (s *Server) routes() {
-	for _, r := range s.apiRoutes() {
-		s.mux.HandleFunc(r.pattern, r.handler)
-	}
-	s.mux.HandleFunc("/", s.handleUnknown)
 }
 
 // Handler returns the server's HTTP handler, for tests that serve it themselves.
@@ -370,23 +222,4 @@ func (s *Server) handleUnknown(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeError(w, api.Errorf(api.CodeNotFound, "no API route %s %s; see the API table in the README", r.Method, r.URL.Path))
-}
-
-func (s *Server) handleHealthz(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]any{"status": "ok", "node": s.node.ID()})
-}
-
-// handleReadyz answers 200 only when a write sent to this node now would be served (it
-// is a ready leader) or forwarded (it knows the leader's HTTP address and has caught up).
-func (s *Server) handleReadyz(w http.ResponseWriter, r *http.Request) {
-	serving := s.node.Serving()
-	if serving == "" {
-		if err := s.node.StorageErr(); err != nil {
-			writeError(w, err)
-			return
-		}
-		writeError(w, api.Errorf(api.CodeNoLeader, "not ready: no ready leader known yet, the leader's HTTP address is not registered, or this node is still catching up"))
-		return
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"status": "ready", "node": s.node.ID(), "serving": serving})
 }

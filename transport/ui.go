@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"context"
 	"embed"
 	"net/http"
 	"path"
@@ -33,9 +34,9 @@ const uiCSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 
 // UIFile returns the embedded dashboard file at name (e.g. "index.html"), for tests.
 func UIFile(name string) ([]byte, error) { return uiFiles.ReadFile("ui/" + name) }
 
-// handleUI serves GET /ui/ and the dashboard's files under it. The files hold nothing
+// uiFile serves GET /ui/ and the dashboard's files under it. The files hold nothing
 // secret and need no token; the page asks for one when the API answers 401 or 403.
-func (s *Server) handleUI(w http.ResponseWriter, r *http.Request) {
+func uiFile(w http.ResponseWriter, r *http.Request) (call, error) {
 	name := strings.TrimPrefix(r.URL.Path, "/ui/")
 	if name == "" {
 		name = "index.html"
@@ -47,18 +48,21 @@ func (s *Server) handleUI(w http.ResponseWriter, r *http.Request) {
 		body, err = uiFiles.ReadFile("ui/" + name)
 	}
 	if !ok || strings.Contains(name, "/") || err != nil {
-		writeError(w, api.Errorf(api.CodeNotFound, "the dashboard has no file %q; open /ui/", name))
-		return
+		return call{}, api.Errorf(api.CodeNotFound, "the dashboard has no file %q; open /ui/", name)
 	}
-	h := w.Header()
-	h.Set("Content-Type", ctype)
-	h.Set("Content-Security-Policy", uiCSP)
-	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("X-Frame-Options", "DENY")
-	h.Set("Referrer-Policy", "no-referrer")
-	// The files change with the binary: always revalidate, so an upgraded node serves
-	// its own page.
-	h.Set("Cache-Control", "no-cache")
-	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(body) // the client may be gone; nothing useful to do
+	return call{do: func(context.Context) (any, error) {
+		return rawAnswer(func(w http.ResponseWriter) {
+			h := w.Header()
+			h.Set("Content-Type", ctype)
+			h.Set("Content-Security-Policy", uiCSP)
+			h.Set("X-Content-Type-Options", "nosniff")
+			h.Set("X-Frame-Options", "DENY")
+			h.Set("Referrer-Policy", "no-referrer")
+			// The files change with the binary: always revalidate, so an upgraded node
+			// serves its own page.
+			h.Set("Cache-Control", "no-cache")
+			w.WriteHeader(http.StatusOK)
+			_, _ = w.Write(body) // the client may be gone; nothing useful to do
+		}), nil
+	}}, nil
 }

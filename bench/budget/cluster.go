@@ -78,7 +78,7 @@ func startCluster(ctx context.Context, dir string, store cluster.LogStoreKind, r
 			c.stop()
 			return nil, err
 		}
-		srv, err := transport.NewServer(transport.Config{Node: node, Logger: logger.Named(p.ID), Budget: rec})
+		srv, err := transport.NewServer(transport.Config{Services: transport.NodeServices(node), Logger: logger.Named(p.ID), Budget: rec})
 		if err != nil {
 			l.Close()
 			_ = node.Shutdown()

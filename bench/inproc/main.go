@@ -89,7 +89,7 @@ func run(ctx context.Context) error {
 			l.Close()
 			return err
 		}
-		srv, err := transport.NewServer(transport.Config{Node: node, Logger: logger.Named(p.ID)})
+		srv, err := transport.NewServer(transport.Config{Services: transport.NodeServices(node), Logger: logger.Named(p.ID)})
 		if err != nil {
 			l.Close()
 			node.Shutdown()

@@ -259,7 +259,7 @@ func runServe(ctx context.Context, cfg cluster.Config, opts serveOptions, logger
 		l.Close()
 		return err
 	}
-	srv, err := transport.NewServer(transport.Config{Node: node, Logger: logger, MaxHeldRequests: opts.maxHeld, TLS: cfg.TLS, ACL: opts.acl, NodeToken: opts.nodeToken})
+	srv, err := transport.NewServer(transport.Config{Services: transport.NodeServices(node), Logger: logger, MaxHeldRequests: opts.maxHeld, TLS: cfg.TLS, ACL: opts.acl, NodeToken: opts.nodeToken})
 	if err != nil {
 		l.Close()
 		node.Shutdown()

@@ -73,7 +73,7 @@ func StartInProcessWith(t testing.TB, n int, tune func(i int, c *cluster.Config)
 
 func (ip *InProcess) serve(i int, l net.Listener) {
 	ip.t.Helper()
-	cfg := transport.Config{Node: ip.Nodes[i], Logger: clustertest.Logger(ip.t, fmt.Sprintf("n%d-http", i+1)), RegisterInterval: 100 * time.Millisecond}
+	cfg := transport.Config{Services: transport.NodeServices(ip.Nodes[i]), Logger: clustertest.Logger(ip.t, fmt.Sprintf("n%d-http", i+1)), RegisterInterval: 100 * time.Millisecond}
 	if ip.ServerTune != nil {
 		ip.ServerTune(i, &cfg)
 	}

@@ -15,18 +15,13 @@ import (
 	"github.com/raftlock/raftlock/fsm"
 )
 
-// HistoryNode is what the history and event stream routes need of a node, beside Node.
-// It is found at run time, so that test doubles of Node need not implement it; a node
-// without it answers those routes with 404.
-type HistoryNode interface {
-	// History returns lock name's recorded events and the cluster time of the read;
-	// linearizable unless stale (it returns cluster.ErrNotLeader on a follower then).
-	History(ctx context.Context, name string, stale bool) ([]fsm.HistoryEvent, int64, error)
-	// Subscribe starts this node's stream of lock events under prefix at index from.
-	Subscribe(prefix string, from uint64) (*cluster.Subscription, error)
+// eventRoutes serves what this node applied: GET /v1/history/{name...} and the event
+// stream GET /v1/events. Without an EventSource both answer 404.
+type eventRoutes struct {
+	events EventSource
+	auth   *guard
+	done   <-chan struct{} // closed when the server shuts down
 }
-
-var _ HistoryNode = (*cluster.Node)(nil)
 
 // streamPing is how often an idle event stream sends a comment, so that proxies keep it
 // open and a dead client is noticed.
@@ -35,27 +30,18 @@ const streamPing = 15 * time.Second
 // streamWriteTimeout bounds one write of an event stream.
 const streamWriteTimeout = 30 * time.Second
 
-func (s *Server) historyNode(w http.ResponseWriter) (HistoryNode, bool) {
-	hn, ok := s.node.(HistoryNode)
-	if !ok {
-		writeError(w, api.Errorf(api.CodeNotFound, "this node does not keep lock histories"))
-	}
-	return hn, ok
-}
-
-func historyEvent(name string, e fsm.HistoryEvent) api.HistoryEvent {
+func historyEvent(name string, e cluster.HistoryEvent) api.HistoryEvent {
 	return api.HistoryEvent{
 		Name: name, Kind: e.Kind.String(), Index: e.Index, TimeMs: e.Time, Token: e.Token, Owner: e.Owner,
 		Lease: e.Lease.String(), FromQueue: e.FromQueue, WaitedMs: e.Waited, DeadlineMs: e.Deadline, RenewedMs: e.Renewed,
 	}
 }
 
-// handleHistory answers GET /v1/history/{name...}: the lock's newest events, read like a
+// history answers GET /v1/history/{name...}: the lock's newest events, read like a
 // lock's status (linearizable unless ?stale).
-func (s *Server) handleHistory(w http.ResponseWriter, r *http.Request) {
-	hn, ok := s.historyNode(w)
-	if !ok {
-		return
+func (h eventRoutes) history(w http.ResponseWriter, r *http.Request) (call, error) {
+	if h.events == nil {
+		return call{}, errNoHistories
 	}
 	name := r.PathValue("name")
 	q := r.URL.Query()
@@ -67,53 +53,30 @@ func (s *Server) handleHistory(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		stale, err = queryBool(q, "stale")
 	}
-	if err == nil {
-		err = s.authorize(r, accessRead, name)
-	}
 	if err != nil {
-		writeError(w, err)
-		return
+		return call{}, err
 	}
-	evs, now, err := hn.History(r.Context(), name, stale)
-	if s.forwarded(w, r, nil, err, 0) {
-		return
-	}
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	out := api.History{Name: name, Events: make([]api.HistoryEvent, 0, len(evs)), ClusterTimeMs: now}
-	for _, e := range evs {
-		out.Events = append(out.Events, historyEvent("", e))
-	}
-	writeJSON(w, http.StatusOK, out)
+	return call{need: accessRead, name: name, do: func(ctx context.Context) (any, error) {
+		evs, now, err := h.events.History(ctx, name, stale)
+		if err != nil {
+			return nil, err
+		}
+		out := api.History{Name: name, Events: make([]api.HistoryEvent, 0, len(evs)), ClusterTimeMs: now.Milliseconds()}
+		for _, e := range evs {
+			out.Events = append(out.Events, historyEvent("", e))
+		}
+		return out, nil
+	}}, nil
 }
 
-// streamError maps the event stream's errors to API errors.
-func streamError(err error) error {
-	var ce *cluster.IndexCompactedError
-	switch {
-	case errors.As(err, &ce):
-		return api.Errorf(api.CodeIndexCompacted, "this node no longer holds the events before index %d; start from from_index=%d or later, or without from_index to follow new events", ce.Oldest, ce.Oldest)
-	case errors.Is(err, cluster.ErrTooManySubscribers):
-		return api.Errorf(api.CodeTooManyRequests, "%v; retry later or on another node", err)
-	case errors.Is(err, cluster.ErrSubscriberLagging):
-		return api.Errorf(api.CodeTooManyRequests, "the stream was read too slowly and was dropped; resume with Last-Event-ID")
-	case errors.Is(err, cluster.ErrStreamReset):
-		return api.Errorf(api.CodeIndexCompacted, "this node restored a snapshot; the events before it are unknown here")
-	}
-	return err
-}
-
-// handleEvents serves GET /v1/events?prefix=P&from_index=N as Server-Sent Events: one
+// stream serves GET /v1/events?prefix=P&from_index=N as Server-Sent Events: one
 // message per applied entry that changed a lock under P, with the entry index as its id.
 // A Last-Event-ID header (the last id received) resumes after it and wins over
-// from_index. The stream is this node's own (it is not forwarded): every node applies
-// the same entries.
-func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
-	hn, ok := s.historyNode(w)
-	if !ok {
-		return
+// from_index. The stream is this node's own (it is never forwarded: Subscribe does not
+// answer ErrNotLeader): every node applies the same entries.
+func (h eventRoutes) stream(w http.ResponseWriter, r *http.Request) (call, error) {
+	if h.events == nil {
+		return call{}, errNoHistories
 	}
 	q := r.URL.Query()
 	err := knownQuery(q, "prefix", "from_index")
@@ -135,32 +98,38 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 		}
 		from = n + 1
 	}
-	if err == nil {
-		err = s.authorize(r, accessRead, prefix)
-	}
-	var id fsm.ACLIdentity
-	if err == nil && s.aclOn() {
-		id, _, err = s.identity(r)
-	}
 	if err != nil {
-		writeError(w, err)
-		return
+		return call{}, err
 	}
-	sub, err := hn.Subscribe(prefix, from)
-	if err != nil {
-		writeError(w, streamError(err))
-		return
-	}
+	return call{need: accessRead, name: prefix, do: func(context.Context) (any, error) {
+		var id cluster.ACLIdentity
+		if h.auth.on {
+			var err error
+			if id, _, err = h.auth.identity(r); err != nil {
+				return nil, err
+			}
+		}
+		sub, err := h.events.Subscribe(prefix, from)
+		if err != nil {
+			return nil, err
+		}
+		return rawAnswer(func(w http.ResponseWriter) { h.send(w, r, sub, id) }), nil
+	}}, nil
+}
+
+// send writes the subscription's entries to w until the client, the subscription or the
+// server ends; id filters the events a rule denies.
+func (h eventRoutes) send(w http.ResponseWriter, r *http.Request, sub *cluster.Subscription, id cluster.ACLIdentity) {
 	defer sub.Close()
 	rc := http.NewResponseController(w)
 	// A stream lives longer than the server's write timeout: each write gets its own
 	// deadline instead, so that a client that stops reading is cut off and cannot hold
 	// the handler (and the server's shutdown) forever.
 	_ = rc.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("X-Accel-Buffering", "no")
+	hd := w.Header()
+	hd.Set("Content-Type", "text/event-stream")
+	hd.Set("Cache-Control", "no-cache")
+	hd.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
 	// An id without data moves the client's Last-Event-ID to just before the stream's
 	// start without an event, so that a reconnection before the first event is exact.
@@ -172,7 +141,7 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	go func() {
 		select {
-		case <-s.done: // the server is shutting down
+		case <-h.done: // the server is shutting down
 			cancel()
 		case <-ctx.Done():
 		}
@@ -187,7 +156,7 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 		case err == nil:
 			out := api.EventEntry{Index: e.Index}
 			for _, ev := range e.Events {
-				if s.aclOn() && (id.Access(ev.Name) < fsm.AccessRead || id.Access(ev.Name) == fsm.AccessDeny) {
+				if h.auth.on && (id.Access(ev.Name) < fsm.AccessRead || id.Access(ev.Name) == fsm.AccessDeny) {
 					continue // under the prefix, but a rule denies this name
 				}
 				out.Events = append(out.Events, historyEvent(ev.Name, ev.HistoryEvent))
@@ -202,7 +171,7 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 		case errors.Is(err, context.DeadlineExceeded):
 			buf.WriteString(": ping\n\n")
 		default:
-			data, _ := json.Marshal(errorFor(streamError(err)).Body())
+			data, _ := json.Marshal(errorFor(err).err.Body())
 			fmt.Fprintf(&buf, "event: error\ndata: %s\n\n", data)
 			_ = rc.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
 			_, _ = w.Write([]byte(buf.String()))

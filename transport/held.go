@@ -1,10 +1,6 @@
 package transport
 
-import (
-	"sync/atomic"
-
-	"github.com/raftlock/raftlock/api"
-)
+import "sync/atomic"
 
 // limiter counts requests held open (waiting acquires, blocking queries) against a cap, so
 // that a flood of them is refused with 429 instead of exhausting the node.
@@ -22,8 +18,4 @@ func (l *limiter) acquire() (release func(), ok bool) {
 		return nil, false
 	}
 	return func() { l.held.Add(-1) }, true
-}
-
-func tooManyHeld(max int) error {
-	return api.Errorf(api.CodeTooManyRequests, "this node already holds %d waiting acquires and blocking queries open; retry after the Retry-After delay, or on another node", max)
 }

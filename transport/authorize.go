@@ -1,0 +1,178 @@
+package transport
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/raftlock/raftlock/api"
+	"github.com/raftlock/raftlock/cluster"
+	"github.com/raftlock/raftlock/fsm"
+	"github.com/raftlock/raftlock/tlsconf"
+)
+
+// The rights a route needs; see authorize.
+type access uint8
+
+const (
+	accessRead access = iota + 1
+	accessLock
+	accessAdmin
+)
+
+func (a access) fsm() fsm.Access {
+	switch a {
+	case accessRead:
+		return fsm.AccessRead
+	case accessLock:
+		return fsm.AccessLock
+	}
+	return fsm.AccessAdmin
+}
+
+func (a access) String() string { return a.fsm().String() }
+
+// anyName asks authorize for a right on some name: lease operations name no lock.
+const anyName = "\x00any"
+
+// guard decides what a request may do, from its bearer token and the ACL store.
+type guard struct {
+	acl ACLStore
+	on  bool // Config.ACL: with ACLs off everything is allowed
+}
+
+// identity resolves the request's bearer token (or the anonymous identity when it has
+// none). The secret is hashed and looked up; it is never logged or echoed.
+func (g *guard) identity(r *http.Request) (id cluster.ACLIdentity, hasToken bool, err error) {
+	h := r.Header.Get(api.AuthorizationHeader)
+	if h == "" {
+		return g.acl.Anonymous(), false, nil
+	}
+	secret, ok := strings.CutPrefix(h, "Bearer ")
+	if !ok || secret == "" {
+		return id, true, api.Errorf(api.CodeUnauthenticated, "the Authorization header must be \"Bearer <secret_id>\"")
+	}
+	id, ok = g.acl.Resolve(strings.TrimSpace(secret))
+	if !ok {
+		return id, true, api.Errorf(api.CodeUnauthenticated, "the ACL token is not known to the cluster (revoked, mistyped, or from another cluster)")
+	}
+	return id, true, nil
+}
+
+// authorize checks that r's token grants need on name (anyName: on some name; "" with
+// accessAdmin: cluster-wide administration). With ACLs off it allows everything.
+func (g *guard) authorize(r *http.Request, need access, name string) error {
+	if !g.on {
+		return nil
+	}
+	if !g.acl.Bootstrapped() {
+		return api.Errorf(api.CodeUnauthenticated, "ACLs are on but not bootstrapped yet: run `raftlock acl bootstrap` once to get the management token")
+	}
+	id, hasToken, err := g.identity(r)
+	if err != nil {
+		return err
+	}
+	var ok bool
+	switch {
+	case name == anyName:
+		ok = id.AnyAccess(need.fsm())
+	default:
+		ok = id.Access(name) >= need.fsm() && id.Access(name) != fsm.AccessDeny
+	}
+	if ok {
+		return nil
+	}
+	if !hasToken {
+		return api.Errorf(api.CodeUnauthenticated, "ACLs are on: this request needs a token with %s rights (Authorization: Bearer <secret_id>)", need)
+	}
+	what := "name " + quoteName(name)
+	switch name {
+	case anyName:
+		what = "any name"
+	case "":
+		what = "the cluster (admin on the empty prefix)"
+	}
+	return api.Errorf(api.CodePermissionDenied, "the token's policies do not grant %s on %s", need, what)
+}
+
+// canRead reports whether r may see lock name (list answers leave out the others).
+func (g *guard) canRead(r *http.Request, name string) bool {
+	return g.authorize(r, accessRead, name) == nil
+}
+
+func quoteName(name string) string {
+	if len(name) > 64 {
+		name = name[:64] + "..."
+	}
+	return "\"" + name + "\""
+}
+
+// nodeHeader names the node a forwarded request came from. It is believed only when the
+// connection it arrives on is itself authenticated by a node certificate (a node vouching
+// for a node it has verified); from anyone else it is ignored.
+const nodeHeader = "X-Raftlock-Node"
+
+// callerNode returns the ID of the node that sent r, as proven by a verified node
+// certificate on the connection (or vouched for by such a node), or "".
+func callerNode(r *http.Request) string {
+	if r.TLS == nil || len(r.TLS.VerifiedChains) == 0 || len(r.TLS.PeerCertificates) == 0 {
+		return ""
+	}
+	id, ok := tlsconf.NodeIDFromCert(r.TLS.PeerCertificates[0])
+	if !ok {
+		return ""
+	}
+	if v := r.Header.Get(nodeHeader); v != "" {
+		return v
+	}
+	return id
+}
+
+// forwardUnknownTokens sends a request whose token this node does not know to the leader
+// instead of refusing it, when another node leads: a token created a moment ago through
+// the leader may not have reached this follower yet, and the leader's state is the one
+// that decides. The leader answers 401 if it does not know the token either.
+func (s *Server) forwardUnknownTokens(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// An event stream is never forwarded (a forward buffers the whole answer): a node
+		// streams its own applied entries, and refuses a token it does not know yet.
+		if !s.cfg.ACL || !strings.HasPrefix(r.URL.Path, "/v1/") || s.svc.Routing.IsLeader() || r.Header.Get(hopHeader) != "" || r.URL.Path == "/v1/events" {
+			next.ServeHTTP(w, r)
+			return
+		}
+		secret, ok := strings.CutPrefix(r.Header.Get(api.AuthorizationHeader), "Bearer ")
+		if !ok || secret == "" {
+			next.ServeHTTP(w, r)
+			return
+		}
+		if _, known := s.svc.ACL.Resolve(strings.TrimSpace(secret)); known {
+			next.ServeHTTP(w, r)
+			return
+		}
+		if id, _ := s.svc.Routing.LeaderWatch(); id == "" || s.svc.Routing.LeaderHTTPAddr() == "" {
+			next.ServeHTTP(w, r) // nobody to ask: refuse here
+			return
+		}
+		body, err := readBody(w, r)
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		s.forward(w, r, body, requestWait(r, body))
+	})
+}
+
+// requestWait is how long a request may legitimately be held: its wait_ms, from the
+// query (blocking queries) or the body (waiting acquires).
+func requestWait(r *http.Request, body []byte) time.Duration {
+	ms, _ := strconv.ParseInt(r.URL.Query().Get("wait_ms"), 10, 64)
+	var b struct {
+		WaitMs int64 `json:"wait_ms"`
+	}
+	if json.Unmarshal(body, &b) == nil && b.WaitMs > ms {
+		ms = b.WaitMs
+	}
+	return time.Duration(min(max(ms, 0), api.MaxWaitMs)) * time.Millisecond
+}

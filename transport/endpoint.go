@@ -1,0 +1,94 @@
+package transport
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/raftlock/raftlock/cluster"
+)
+
+// An endpoint is one route's own part of a request: it reads and checks what the caller
+// sent and returns the call to make, or the error to answer. Everything else (authorize,
+// hold, serve here or forward to the leader, write the answer or the error) is the same
+// for every route and done once, by Server.serve.
+type endpoint func(w http.ResponseWriter, r *http.Request) (call, error)
+
+// A call is a decoded request.
+type call struct {
+	// body is the request body as read, sent on unchanged when the call is forwarded.
+	body []byte
+	// need is the right the caller needs on name (see guard.authorize); zero for none:
+	// an open route, or one whose endpoint has checked the caller itself.
+	need access
+	name string
+	// wait is how long a waiting acquire or blocking query may be held: while it is
+	// served here it takes a slot of Config.MaxHeldRequests, and a forward of it may take
+	// that much longer.
+	wait time.Duration
+	// slow is how much longer a forward may take, for a call that holds no slot (a backup).
+	slow time.Duration
+	// traced marks the request decoded in its latency-budget trace (Config.Budget).
+	traced bool
+	// do makes the call: it returns the answer (see writeAnswer) or the error. An
+	// error that is cluster.ErrNotLeader sends the request to the leader instead.
+	do func(ctx context.Context) (any, error)
+}
+
+// created is an answer written with 201 Created.
+type created struct{ v any }
+
+// rawAnswer is an answer that writes itself (a backup file, an event stream, a file).
+type rawAnswer func(w http.ResponseWriter)
+
+// serve turns an endpoint into the route's handler: decode, authorize, hold, serve here
+// or forward, answer.
+func (s *Server) serve(ep endpoint) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		c, err := ep(w, r)
+		if err == nil && c.need != 0 {
+			err = s.auth.authorize(r, c.need, c.name)
+		}
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		if c.traced && s.cfg.Budget != nil {
+			markDecoded(r)
+		}
+		if c.wait > 0 {
+			release, ok := s.held.acquire()
+			if !ok {
+				writeError(w, heldLimitError{s.cfg.MaxHeldRequests})
+				return
+			}
+			defer release()
+		}
+		v, err := c.do(r.Context())
+		// The node returns ErrNotLeader only when it proposed nothing, so a request is
+		// forwarded at most once per node and never after any part of it may have been
+		// applied.
+		if errors.Is(err, cluster.ErrNotLeader) {
+			s.forward(w, r, c.body, c.wait+c.slow)
+			return
+		}
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		writeAnswer(w, v)
+	}
+}
+
+// writeAnswer writes a call's answer: JSON with 200, or as its type says.
+func writeAnswer(w http.ResponseWriter, v any) {
+	switch a := v.(type) {
+	case created:
+		writeJSON(w, http.StatusCreated, a.v)
+	case rawAnswer:
+		a(w)
+	default:
+		writeJSON(w, http.StatusOK, v)
+	}
+}

@@ -1,0 +1,217 @@
+package transport
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/raftlock/raftlock/api"
+	"github.com/raftlock/raftlock/cluster"
+)
+
+// lockRoutes serves /v1/locks: acquire (exclusive or shared), release, status (a blocking
+// query with wait_index) and list.
+type lockRoutes struct {
+	locks LockService
+	auth  *guard
+}
+
+// decodeAcquire turns a PUT /v1/locks/{name} request into the node's request.
+func decodeAcquire(name string, body []byte) (cluster.AcquireRequest, error) {
+	var req api.AcquireRequest
+	if e := api.ValidateName(name); e != nil {
+		return cluster.AcquireRequest{}, e
+	}
+	if err := decodeStrict(body, &req, true); err != nil {
+		return cluster.AcquireRequest{}, err
+	}
+	if e := api.ValidateWait(req.WaitMs); e != nil {
+		return cluster.AcquireRequest{}, e
+	}
+	if e := api.ValidateOwner(req.Owner); e != nil {
+		return cluster.AcquireRequest{}, e
+	}
+	if e := api.ValidateRequestID(req.RequestID); e != nil {
+		return cluster.AcquireRequest{}, e
+	}
+	mode, e := api.NormalizeMode(req.Mode)
+	if e != nil {
+		return cluster.AcquireRequest{}, e
+	}
+	out := cluster.AcquireRequest{Name: name, Wait: time.Duration(req.WaitMs) * time.Millisecond, Owner: req.Owner, Shared: mode == api.ModeShared}
+	if req.LeaseID != "" {
+		if req.TTLMs != 0 {
+			return out, api.Errorf(api.CodeInvalidArgument, "ttl_ms applies only when a lease is created; omit it when passing lease_id")
+		}
+		if req.RequestID != "" {
+			return out, api.Errorf(api.CodeInvalidArgument, "request_id applies only when a lease is created; omit it when passing lease_id (an acquire with a lease is already idempotent)")
+		}
+		id, err := parseLeaseID(req.LeaseID)
+		if err != nil {
+			return out, err
+		}
+		out.Lease = id
+		return out, nil
+	}
+	ttl, e := api.NormalizeTTL(req.TTLMs)
+	if e != nil {
+		return out, e
+	}
+	out.NewLease, out.RequestID = true, req.RequestID
+	setTTL(&out.TTL, ttl)
+	return out, nil
+}
+
+func (h lockRoutes) acquire(w http.ResponseWriter, r *http.Request) (call, error) {
+	body, req, err := decodeNamed(w, r, decodeAcquire)
+	if err != nil {
+		return call{}, err
+	}
+	return call{body: body, need: accessLock, name: req.Name, wait: req.Wait, traced: true, do: func(ctx context.Context) (any, error) {
+		g, err := h.locks.Acquire(ctx, req)
+		mode := api.ModeExclusive
+		if g.Shared {
+			mode = api.ModeShared
+		}
+		return api.Grant{Name: g.Name, Token: g.Token, LeaseID: g.Lease.String(), TTLMs: ttlMs(g.TTL), Owner: g.Owner, Mode: mode}, err
+	}}, nil
+}
+
+// decodeRelease validates a DELETE /v1/locks/{name} request.
+func decodeRelease(name string, body []byte) (cluster.LeaseID, uint64, error) {
+	var req api.ReleaseRequest
+	if e := api.ValidateName(name); e != nil {
+		return cluster.LeaseID{}, 0, e
+	}
+	if err := decodeStrict(body, &req, false); err != nil {
+		return cluster.LeaseID{}, 0, err
+	}
+	if req.Token == 0 {
+		return cluster.LeaseID{}, 0, api.Errorf(api.CodeInvalidArgument, "token is required: pass the token of the grant being released")
+	}
+	id, err := parseLeaseID(req.LeaseID)
+	return id, req.Token, err
+}
+
+func (h lockRoutes) release(w http.ResponseWriter, r *http.Request) (call, error) {
+	c, err := releaseCall(w, r, "lock", h.locks.Release)
+	c.traced = true
+	return c, err
+}
+
+// releaseCall decodes DELETE on a primitive of kind: {"lease_id","token"} gives the
+// grant back through release.
+func releaseCall(w http.ResponseWriter, r *http.Request, kind string, release func(ctx context.Context, name string, lease cluster.LeaseID, token uint64) error) (call, error) {
+	name := r.PathValue("name")
+	body, err := readBody(w, r)
+	if err == nil {
+		if e := api.ValidateNameOf(kind, name); e != nil {
+			err = e
+		}
+	}
+	var id cluster.LeaseID
+	var token uint64
+	if err == nil {
+		id, token, err = decodeRelease(name, body)
+	}
+	if err != nil {
+		return call{}, err
+	}
+	return call{body: body, need: accessLock, name: name, do: func(ctx context.Context) (any, error) {
+		return api.ReleaseResult{Name: name, Released: true}, release(ctx, name, id, token)
+	}}, nil
+}
+
+// statusQuery reads the query of a status route: stale, wait_index and wait_ms.
+func statusQuery(r *http.Request, kind, name string) (cluster.Query, error) {
+	q := r.URL.Query()
+	err := knownQuery(q, "stale", "wait_index", "wait_ms")
+	if err == nil {
+		if e := api.ValidateNameOf(kind, name); e != nil {
+			err = e
+		}
+	}
+	var out cluster.Query
+	if err == nil {
+		out.Stale, err = queryBool(q, "stale")
+	}
+	if err == nil {
+		out.WaitIndex, err = queryUint(q, "wait_index", 1<<63-1)
+	}
+	var waitMs uint64
+	if err == nil {
+		waitMs, err = queryUint(q, "wait_ms", api.MaxWaitMs)
+	}
+	out.Wait = time.Duration(waitMs) * time.Millisecond
+	return out, err
+}
+
+// statusCall decodes GET on a primitive of kind and reads it through status, answering
+// what answer makes of the view.
+func statusCall[V any](r *http.Request, kind string, status func(ctx context.Context, name string, q cluster.Query) (V, error), answer func(V) any) (call, error) {
+	name := r.PathValue("name")
+	q, err := statusQuery(r, kind, name)
+	if err != nil {
+		return call{}, err
+	}
+	return call{need: accessRead, name: name, wait: q.Wait, do: func(ctx context.Context) (any, error) {
+		v, err := status(ctx, name, q)
+		if err != nil {
+			return nil, err
+		}
+		return answer(v), nil
+	}}, nil
+}
+
+func (h lockRoutes) status(w http.ResponseWriter, r *http.Request) (call, error) {
+	return statusCall(r, "lock", h.locks.Status, func(v cluster.LockView) any { return lockStatus(v) })
+}
+
+func lockStatus(v cluster.LockView) api.LockStatus {
+	out := api.LockStatus{Name: v.Name, Held: v.Held, Token: v.Token, Owner: v.Owner, Holders: holders(v.Holders), Waiters: len(v.Waiters), ModifyIndex: v.ModifyIndex}
+	switch {
+	case v.Shared:
+		out.Mode = api.ModeShared
+	case v.Held:
+		out.Mode = api.ModeExclusive
+	}
+	out.HolderCount = len(out.Holders)
+	return out
+}
+
+func (h lockRoutes) list(w http.ResponseWriter, r *http.Request) (call, error) {
+	q := r.URL.Query()
+	err := knownQuery(q, "stale", "prefix", "after", "limit")
+	var stale bool
+	var limit uint64
+	if err == nil {
+		stale, err = queryBool(q, "stale")
+	}
+	if err == nil {
+		limit, err = queryUint(q, "limit", api.MaxListLimit)
+	}
+	if err != nil {
+		return call{}, err
+	}
+	if limit == 0 {
+		limit = api.DefaultListLimit
+	}
+	return call{need: accessRead, name: anyName, do: func(ctx context.Context) (any, error) {
+		views, truncated, err := h.locks.List(ctx, q.Get("prefix"), q.Get("after"), int(limit), stale)
+		if err != nil {
+			return nil, err
+		}
+		// With ACLs, a page leaves out the locks the token may not read; the cursor still
+		// moves past them, so paging goes on correctly.
+		out := api.LockList{Locks: make([]api.LockStatus, 0, len(views)), Truncated: truncated}
+		for _, v := range views {
+			if h.auth.canRead(r, v.Name) {
+				out.Locks = append(out.Locks, lockStatus(v))
+			}
+		}
+		if truncated && len(views) > 0 {
+			out.Next = views[len(views)-1].Name
+		}
+		return out, nil
+	}}, nil
+}

@@ -1,0 +1,155 @@
+package transport
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/raftlock/raftlock/api"
+	"github.com/raftlock/raftlock/cluster"
+	"github.com/raftlock/raftlock/fsm"
+)
+
+// The coordination primitives beside locks: /v1/semaphores/{name...} and
+// /v1/elections/{name...}, each with PUT (acquire, campaign), DELETE (release, resign)
+// and GET (status, a blocking query with wait_index). Shared locks are the mode field of
+// the lock routes (locks.go). ACL rules apply to the name whatever the primitive: read
+// for GET, lock for PUT and DELETE.
+
+// semaphoreRoutes serves /v1/semaphores.
+type semaphoreRoutes struct{ semaphores SemaphoreService }
+
+// electionRoutes serves /v1/elections.
+type electionRoutes struct{ elections ElectionService }
+
+// leaseFields are the lease fields every acquiring request shares with PUT /v1/locks.
+type leaseFields struct {
+	LeaseID, RequestID, Owner string
+	TTLMs, WaitMs             int64
+}
+
+// decodeLease validates leaseFields: a lease ID, or none and a TTL (default) with an
+// optional request ID, as decodeAcquire does for locks.
+func decodeLease(f leaseFields) (lease cluster.LeaseID, newLease bool, ttl int64, wait time.Duration, err error) {
+	if e := api.ValidateWait(f.WaitMs); e != nil {
+		return lease, false, 0, 0, e
+	}
+	if e := api.ValidateOwner(f.Owner); e != nil {
+		return lease, false, 0, 0, e
+	}
+	if e := api.ValidateRequestID(f.RequestID); e != nil {
+		return lease, false, 0, 0, e
+	}
+	wait = time.Duration(f.WaitMs) * time.Millisecond
+	if f.LeaseID != "" {
+		if f.TTLMs != 0 {
+			return lease, false, 0, 0, api.Errorf(api.CodeInvalidArgument, "ttl_ms applies only when a lease is created; omit it when passing lease_id")
+		}
+		if f.RequestID != "" {
+			return lease, false, 0, 0, api.Errorf(api.CodeInvalidArgument, "request_id applies only when a lease is created; omit it when passing lease_id (a request with a lease is already idempotent)")
+		}
+		lease, err = parseLeaseID(f.LeaseID)
+		return lease, false, 0, wait, err
+	}
+	ttl, e := api.NormalizeTTL(f.TTLMs)
+	if e != nil {
+		return lease, false, 0, 0, e
+	}
+	return lease, true, ttl, wait, nil
+}
+
+// decodeSemaphoreAcquire turns a PUT /v1/semaphores/{name} request into the node's.
+func decodeSemaphoreAcquire(name string, body []byte) (cluster.SemaphoreRequest, error) {
+	var req api.SemaphoreAcquireRequest
+	if e := api.ValidateNameOf("semaphore", name); e != nil {
+		return cluster.SemaphoreRequest{}, e
+	}
+	if err := decodeStrict(body, &req, false); err != nil {
+		return cluster.SemaphoreRequest{}, err
+	}
+	if e := api.ValidateSemaphoreLimit(req.Limit); e != nil {
+		return cluster.SemaphoreRequest{}, e
+	}
+	lease, newLease, ttl, wait, err := decodeLease(leaseFields{req.LeaseID, req.RequestID, req.Owner, req.TTLMs, req.WaitMs})
+	if err != nil {
+		return cluster.SemaphoreRequest{}, err
+	}
+	out := cluster.SemaphoreRequest{Name: name, Limit: uint64(req.Limit), Lease: lease, NewLease: newLease, RequestID: req.RequestID, Wait: wait, Owner: req.Owner}
+	setTTL(&out.TTL, ttl)
+	return out, nil
+}
+
+// decodeCampaign turns a PUT /v1/elections/{name} request into the node's.
+func decodeCampaign(name string, body []byte) (cluster.CampaignRequest, error) {
+	var req api.CampaignRequest
+	if e := api.ValidateNameOf("election", name); e != nil {
+		return cluster.CampaignRequest{}, e
+	}
+	if err := decodeStrict(body, &req, false); err != nil {
+		return cluster.CampaignRequest{}, err
+	}
+	if e := api.ValidateElectionValue(req.Value); e != nil {
+		return cluster.CampaignRequest{}, e
+	}
+	lease, newLease, ttl, wait, err := decodeLease(leaseFields{req.LeaseID, req.RequestID, req.Owner, req.TTLMs, req.WaitMs})
+	if err != nil {
+		return cluster.CampaignRequest{}, err
+	}
+	if req.Token != 0 && (newLease || wait > 0) {
+		return cluster.CampaignRequest{}, api.Errorf(api.CodeInvalidArgument, "token makes the request a proclaim by the leader: it needs lease_id and takes no wait_ms")
+	}
+	out := cluster.CampaignRequest{Name: name, Value: req.Value, Token: req.Token, Lease: lease, NewLease: newLease, RequestID: req.RequestID, Wait: wait, Owner: req.Owner}
+	setTTL(&out.TTL, ttl)
+	return out, nil
+}
+
+func (h semaphoreRoutes) acquire(w http.ResponseWriter, r *http.Request) (call, error) {
+	body, req, err := decodeNamed(w, r, decodeSemaphoreAcquire)
+	if err != nil {
+		return call{}, err
+	}
+	return call{body: body, need: accessLock, name: req.Name, wait: req.Wait, do: func(ctx context.Context) (any, error) {
+		g, err := h.semaphores.Acquire(ctx, req)
+		return api.SemaphoreGrant{Name: g.Name, Token: g.Token, LeaseID: g.Lease.String(), TTLMs: ttlMs(g.TTL), Owner: g.Owner, Limit: int64(g.Limit)}, err
+	}}, nil
+}
+
+func (h semaphoreRoutes) release(w http.ResponseWriter, r *http.Request) (call, error) {
+	return releaseCall(w, r, "semaphore", h.semaphores.Release)
+}
+
+func (h semaphoreRoutes) status(w http.ResponseWriter, r *http.Request) (call, error) {
+	return statusCall(r, "semaphore", h.semaphores.Status, func(v cluster.SemaphoreView) any {
+		return api.SemaphoreStatus{Name: v.Name, Limit: int64(v.Limit), Permits: holders(v.Permits), Waiters: len(v.Waiters), ModifyIndex: v.ModifyIndex}
+	})
+}
+
+func (h electionRoutes) campaign(w http.ResponseWriter, r *http.Request) (call, error) {
+	body, req, err := decodeNamed(w, r, decodeCampaign)
+	if err != nil {
+		return call{}, err
+	}
+	return call{body: body, need: accessLock, name: req.Name, wait: req.Wait, do: func(ctx context.Context) (any, error) {
+		g, err := h.elections.Campaign(ctx, req)
+		return api.ElectionGrant{Name: g.Name, Token: g.Token, LeaseID: g.Lease.String(), TTLMs: ttlMs(g.TTL), Owner: g.Owner, Value: g.Value, ModifyIndex: g.ModifyIndex}, err
+	}}, nil
+}
+
+func (h electionRoutes) resign(w http.ResponseWriter, r *http.Request) (call, error) {
+	return releaseCall(w, r, "election", h.elections.Resign)
+}
+
+func (h electionRoutes) status(w http.ResponseWriter, r *http.Request) (call, error) {
+	return statusCall(r, "election", h.elections.Status, func(v cluster.ElectionView) any {
+		return api.ElectionStatus{Name: v.Name, Elected: v.Elected, Owner: v.Owner, Value: v.Value, Token: v.Token, ModifyIndex: v.ModifyIndex, Candidates: len(v.Candidates)}
+	})
+}
+
+// holders turns the holders of a lock or the permits of a semaphore into the API's.
+func holders(hs []fsm.Holding) []api.Holder {
+	out := make([]api.Holder, 0, len(hs))
+	for _, h := range hs {
+		out = append(out, api.Holder{Owner: h.Owner, Token: h.Token})
+	}
+	return out
+}

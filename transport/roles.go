@@ -1,0 +1,177 @@
+package transport
+
+import (
+	"context"
+	"time"
+
+	"github.com/raftlock/raftlock/cluster"
+)
+
+// The roles below are what the server needs of a cluster node, one interface per area of
+// the API, in the server's words. Each method keeps the node's behaviour and errors
+// (transport maps them in errors.go); a method that proposes nothing on a follower
+// returns cluster.ErrNotLeader, and the server then forwards the request to the leader.
+// NodeServices wires them to a *cluster.Node; a test fakes only the role it uses.
+
+// LeaseService creates, renews, reads and revokes leases.
+type LeaseService interface {
+	// Create makes a lease with ttl and returns its ID.
+	Create(ctx context.Context, ttl time.Duration) (cluster.LeaseID, error)
+	// KeepAlive renews a lease and returns its TTL.
+	KeepAlive(ctx context.Context, id cluster.LeaseID) (time.Duration, error)
+	// KeepAliveMany renews many leases in one entry: per lease, its TTL and whether it exists.
+	KeepAliveMany(ctx context.Context, ids []cluster.LeaseID) (ttls []time.Duration, found []bool, err error)
+	// Revoke ends a lease and returns the names of the locks it released.
+	Revoke(ctx context.Context, id cluster.LeaseID) ([]string, error)
+	// Lookup reads a lease, linearizably unless stale.
+	Lookup(ctx context.Context, id cluster.LeaseID, stale bool) (cluster.LeaseView, error)
+}
+
+// LockService grants, releases and reads locks.
+type LockService interface {
+	// Acquire grants a lock (or queues for it with req.Wait) and returns the grant.
+	Acquire(ctx context.Context, req cluster.AcquireRequest) (cluster.Grant, error)
+	// Release gives back the grant of lease with token.
+	Release(ctx context.Context, name string, lease cluster.LeaseID, token uint64) error
+	// Status reads a lock as q says (linearizable, stale or blocking).
+	Status(ctx context.Context, name string, q cluster.Query) (cluster.LockView, error)
+	// List reads a page of the locks under prefix after a name, and whether more follow.
+	List(ctx context.Context, prefix, after string, limit int, stale bool) ([]cluster.LockView, bool, error)
+}
+
+// SemaphoreService grants, releases and reads semaphore permits.
+type SemaphoreService interface {
+	// Acquire grants a permit (or queues for one with req.Wait) and returns the grant.
+	Acquire(ctx context.Context, req cluster.SemaphoreRequest) (cluster.SemaphoreGrant, error)
+	// Release gives back the permit of lease with token.
+	Release(ctx context.Context, name string, lease cluster.LeaseID, token uint64) error
+	// Status reads a semaphore as q says.
+	Status(ctx context.Context, name string, q cluster.Query) (cluster.SemaphoreView, error)
+}
+
+// ElectionService runs leader elections.
+type ElectionService interface {
+	// Campaign makes the lease a candidate (or, with a token, proclaims a new value).
+	Campaign(ctx context.Context, req cluster.CampaignRequest) (cluster.ElectionGrant, error)
+	// Resign gives up the leadership (or candidacy) of lease with token.
+	Resign(ctx context.Context, name string, lease cluster.LeaseID, token uint64) error
+	// Status reads an election as q says.
+	Status(ctx context.Context, name string, q cluster.Query) (cluster.ElectionView, error)
+}
+
+// Membership changes and reads the cluster's members and the protocol version they speak.
+type Membership interface {
+	// Add makes info a voter (replace: also when its ID is a member at another address).
+	Add(ctx context.Context, info cluster.NodeInfo, replace bool) error
+	// Remove takes member id out of the cluster.
+	Remove(ctx context.Context, id string) error
+	// TransferLeadership hands leadership to voter to ("" for any) and returns the new leader.
+	TransferLeadership(ctx context.Context, to string) (string, error)
+	// RaftAddr returns member id's Raft address, and whether it is a member.
+	RaftAddr(id string) (string, bool)
+	// Has reports whether id is a member.
+	Has(id string) bool
+	// Self returns this node's ID and addresses.
+	Self() cluster.NodeInfo
+	// NeedsRegistration reports whether the state machine lacks this node's HTTP address.
+	NeedsRegistration() bool
+	// NeedsVersionRegistration reports whether the state machine lacks this node's protocol version.
+	NeedsVersionRegistration() bool
+	// MaxVersion returns the highest protocol version this node speaks.
+	MaxVersion() uint64
+	// RegisterVersion records that member id speaks protocol versions up to v.
+	RegisterVersion(ctx context.Context, id string, v uint64) error
+}
+
+// Routing says who this node is, who leads, and whether it serves; the server forwards by it.
+type Routing interface {
+	// ID returns this node's ID.
+	ID() string
+	// IsLeader reports whether this node is the ready leader.
+	IsLeader() bool
+	// LeaderWatch returns the leader's ID ("" for none) and a channel closed when it changes.
+	LeaderWatch() (string, <-chan struct{})
+	// LeaderHTTPAddr returns the leader's registered HTTP address, or "".
+	LeaderHTTPAddr() string
+	// ElectionTimeout returns the cluster's election timeout, which bounds a forward.
+	ElectionTimeout() time.Duration
+	// Serving says how a write sent here now is served ("leader", "forward"), or "" when it is not.
+	Serving() string
+	// StorageErr returns the error that makes this node's storage unusable, or nil.
+	StorageErr() error
+}
+
+// StatusReporter reports the node's view of the cluster and its metrics.
+type StatusReporter interface {
+	// Status returns the leader, term, indexes, members and limits as this node sees them.
+	Status() cluster.Status
+	// Metrics returns the node's state and counters, read by /metrics.
+	Metrics() cluster.Metrics
+}
+
+// ACLStore holds the ACL policies and tokens and resolves secrets.
+type ACLStore interface {
+	// Bootstrap creates the management token, once in the cluster's life.
+	Bootstrap(ctx context.Context) (cluster.ACLToken, error)
+	// SetPolicy creates or replaces a policy.
+	SetPolicy(ctx context.Context, name, description string, rules []cluster.ACLRule) error
+	// DeletePolicy deletes a policy.
+	DeletePolicy(ctx context.Context, name string) error
+	// CreateToken creates a token with policies and returns it with its secret.
+	CreateToken(ctx context.Context, description string, policies []string) (cluster.ACLToken, error)
+	// DeleteToken revokes the token with accessor.
+	DeleteToken(ctx context.Context, accessor string) error
+	// Resolve returns the identity of a token's secret, and whether it is known.
+	Resolve(secret string) (cluster.ACLIdentity, bool)
+	// Anonymous returns the identity of a caller without a token.
+	Anonymous() cluster.ACLIdentity
+	// Bootstrapped reports whether the management token exists.
+	Bootstrapped() bool
+	// Policies returns every policy.
+	Policies() []cluster.ACLPolicyView
+	// Tokens returns every token, without secrets.
+	Tokens() []cluster.ACLTokenView
+	// Token returns the token with accessor, and whether it exists.
+	Token(accessor string) (cluster.ACLTokenView, bool)
+}
+
+// EventSource serves what this node applied: the event stream, lock histories and the
+// dashboard's overview.
+type EventSource interface {
+	// Subscribe starts this node's stream of lock events under prefix at index from.
+	Subscribe(prefix string, from uint64) (*cluster.Subscription, error)
+	// Subscribers returns the number of event stream subscribers.
+	Subscribers() int
+	// History returns a lock's recorded events and the cluster time of the read,
+	// linearizably unless stale.
+	History(ctx context.Context, name string, stale bool) ([]cluster.HistoryEvent, time.Duration, error)
+	// Overview reads a page of the held locks under prefix and the lease counts (leases
+	// expiring within soon) from this node's applied state.
+	Overview(prefix, after string, limit int, soon time.Duration) cluster.Overview
+	// Watches returns the number of registered blocking-query watches.
+	Watches() int
+}
+
+// Backups reads the state machine for a backup.
+type Backups interface {
+	// Backup returns the state machine's canonical state at a linearizable point and its summary.
+	Backup(ctx context.Context) ([]byte, cluster.BackupSummary, error)
+}
+
+// Services are the roles a Server serves, one field per role. NewServer needs Routing.
+// A route whose role is nil answers 500 (its handler panics and is recovered), except the
+// history, events and overview routes, which answer 404 without an EventSource; without
+// Status /metrics exports no node metrics, and without Members the server registers
+// nothing with the leader.
+type Services struct {
+	Leases     LeaseService
+	Locks      LockService
+	Semaphores SemaphoreService
+	Elections  ElectionService
+	Members    Membership
+	Routing    Routing
+	Status     StatusReporter
+	ACL        ACLStore
+	Events     EventSource
+	Backups    Backups
+}
