@@ -212,32 +212,15 @@ func aclRefuse(r *Result, status Status, base error, format string, args ...any)
 	r.Status, r.Err = status, fmt.Errorf("%w: "+format, append([]any{base}, args...)...)
 }
 
-// applyACL applies one of the ACL commands. Every refusal comes before the first change,
-// so a refused command changes nothing but time.
-func (s *state) applyACL(c *Command, r *Result) {
-	if !s.active(c.Type, r) {
-		return
-	}
-	a, cmd := &s.acl, &c.ACL
-	switch c.Type {
-	case TypeACLBootstrap:
-		a.bootstrap(cmd, r)
-	case TypeACLSetPolicy:
-		a.setPolicy(cmd, r)
-	case TypeACLDeletePolicy:
-		a.deletePolicy(cmd, r)
-	case TypeACLSetToken:
-		a.setToken(cmd, r)
-	case TypeACLDeleteToken:
-		t := a.tokens[cmd.Accessor]
-		if t == nil {
-			aclRefuse(r, StatusNotFound, ErrACLNotFound, "token %q", cmd.Accessor)
-			return
-		}
-		delete(a.tokens, t.accessor)
-		delete(a.byHash, t.secretHash)
-	}
-}
+// The handlers of the ACL commands (apply.go). Each acts on the ACL state alone, and
+// every refusal comes before its first change, so a refused command changes nothing but
+// time.
+
+func (s *state) aclBootstrap(_ uint64, c *Command, r *Result)    { s.acl.bootstrap(&c.ACL, r) }
+func (s *state) aclSetPolicy(_ uint64, c *Command, r *Result)    { s.acl.setPolicy(&c.ACL, r) }
+func (s *state) aclDeletePolicy(_ uint64, c *Command, r *Result) { s.acl.deletePolicy(&c.ACL, r) }
+func (s *state) aclSetToken(_ uint64, c *Command, r *Result)     { s.acl.setToken(&c.ACL, r) }
+func (s *state) aclDeleteToken(_ uint64, c *Command, r *Result)  { s.acl.deleteToken(&c.ACL, r) }
 
 func (a *acl) bootstrap(cmd *ACLCommand, r *Result) {
 	switch {
@@ -349,6 +332,17 @@ func (a *acl) setToken(cmd *ACLCommand, r *Result) {
 		policies = slices.Clone(cmd.Policies)
 	}
 	a.putToken(&aclToken{accessor: cmd.Accessor, secretHash: cmd.SecretHash, description: cmd.Description, policies: policies}, nil)
+}
+
+// deleteToken deletes a token.
+func (a *acl) deleteToken(cmd *ACLCommand, r *Result) {
+	t := a.tokens[cmd.Accessor]
+	if t == nil {
+		aclRefuse(r, StatusNotFound, ErrACLNotFound, "token %q", cmd.Accessor)
+		return
+	}
+	delete(a.tokens, t.accessor)
+	delete(a.byHash, t.secretHash)
 }
 
 // putPolicy stores p, compiling its rules.

@@ -36,7 +36,7 @@ func (a *acl) appendACL(buf []byte) []byte {
 // sequence of commands can produce (a bad name or rule, a token naming a missing policy,
 // two tokens with one secret, a built-in policy that is not the bootstrap's), so that a
 // restored state holds the invariants that Apply relies on. Order is left to the
-// canonical-form check that decodeState ends with.
+// canonical-form check that decodeSnapshot ends with.
 func (a *acl) decodeACL(d *decoder) error {
 	switch d.byte() {
 	case 0:

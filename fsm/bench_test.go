@@ -203,6 +203,18 @@ func BenchmarkEncodeDecodeAcquire(b *testing.B) {
 	}
 }
 
+// withLeases returns a state machine with n leases, lease(0) to lease(n-1), of ttl, and
+// the index of the last entry applied.
+func withLeases(b *testing.B, n int, ttl int64) (*fsm.FSM, uint64) {
+	f := fsm.New(nil)
+	index := uint64(0)
+	for i := 0; i < n; i++ {
+		index++
+		mustApply(b, f, index, &fsm.Command{Type: fsm.TypeCreateLease, Now: 1, Lease: lease(i), TTL: ttl}, fsm.StatusOK)
+	}
+	return f, index
+}
+
 // held builds (once per size) a state machine holding n locks, by 64 leases, the shape of
 // the scale workload of cmd/raftlock-bench.
 var (
@@ -217,12 +229,7 @@ func held(b *testing.B, n int) *fsm.FSM {
 		return f
 	}
 	const leases = 64
-	f := fsm.New(nil)
-	index := uint64(0)
-	for i := 0; i < leases; i++ {
-		index++
-		mustApply(b, f, index, &fsm.Command{Type: fsm.TypeCreateLease, Now: 1, Lease: lease(i), TTL: 60_000}, fsm.StatusOK)
-	}
+	f, index := withLeases(b, leases, 60_000)
 	for i := 0; i < n; i++ {
 		index++
 		mustApply(b, f, index, &fsm.Command{Type: fsm.TypeAcquire, Now: 2, Lease: lease(i % leases), Name: fmt.Sprintf("bench/scale/%07d", i)}, fsm.StatusOK)
@@ -232,7 +239,7 @@ func held(b *testing.B, n int) *fsm.FSM {
 }
 
 // snapshotSizes are the state sizes of the snapshot benchmarks. 1,000,000 locks (the
-// scale target of issue 5) takes about 2 s per iteration and 1 GiB of memory, so it runs
+// scale raftlock is sized for) takes about 2 s per iteration and 1 GiB of memory, so it runs
 // only when RAFTLOCK_BENCH_LARGE=1: a fixed -benchtime such as 2000x must stay cheap.
 func snapshotSizes() []int {
 	if os.Getenv("RAFTLOCK_BENCH_LARGE") == "1" {

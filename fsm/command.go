@@ -46,8 +46,8 @@ const (
 	// TypeACLDeleteToken deletes a token.
 	TypeACLDeleteToken Type = 17
 
-	// The coordination primitives (since version 2, issue 14). None is skippable: a node
-	// that skipped one would grant differently from its peers.
+	// The coordination primitives beside the exclusive lock (since version 2). None is
+	// skippable: a node that skipped one would grant differently from its peers.
 
 	// TypeAcquireShared asks for a lock in shared mode; its body is TypeAcquire's. Release
 	// and Dequeue of a lock serve both modes.
@@ -73,55 +73,8 @@ const (
 
 // String names the type for logs.
 func (t Type) String() string {
-	switch t &^ FlagSkippable {
-	case TypeCreateLease:
-		return "create_lease"
-	case TypeRenew:
-		return "renew"
-	case TypeRevoke:
-		return "revoke"
-	case TypeAcquire:
-		return "acquire"
-	case TypeRelease:
-		return "release"
-	case TypeTick:
-		return "tick"
-	case TypeRegisterNode:
-		return "register_node"
-	case TypeDequeue:
-		return "dequeue"
-	case TypeRemoveNode:
-		return "remove_node"
-	case TypeSetVersion:
-		return "set_version"
-	case typeNodeVersion:
-		return "node_version"
-	case TypeSetLimits:
-		return "set_limits"
-	case TypeACLBootstrap:
-		return "acl_bootstrap"
-	case TypeACLSetPolicy:
-		return "acl_set_policy"
-	case TypeACLDeletePolicy:
-		return "acl_delete_policy"
-	case TypeACLSetToken:
-		return "acl_set_token"
-	case TypeACLDeleteToken:
-		return "acl_delete_token"
-	case TypeAcquireShared:
-		return "acquire_shared"
-	case TypeSemAcquire:
-		return "sem_acquire"
-	case TypeSemRelease:
-		return "sem_release"
-	case TypeSemDequeue:
-		return "sem_dequeue"
-	case TypeCampaign:
-		return "campaign"
-	case TypeResign:
-		return "resign"
-	case TypeElectionDequeue:
-		return "election_dequeue"
+	if name := commandOf(t &^ FlagSkippable).name; name != "" {
+		return name
 	}
 	return fmt.Sprintf("type(%d)", uint8(t))
 }
@@ -545,30 +498,25 @@ func (d *decoder) rules() []ACLRule {
 	return out
 }
 
-func (d *decoder) hash() [32]byte {
-	var h [32]byte
-	if d.err != nil {
-		return h
-	}
-	if len(d.b) < len(h) {
-		d.fail(ErrShortCommand)
-		return h
-	}
-	copy(h[:], d.b)
-	d.b = d.b[len(h):]
+func (d *decoder) hash() (h [32]byte) {
+	d.fixed(h[:])
 	return h
 }
 
-func (d *decoder) leaseID() LeaseID {
-	var id LeaseID
-	if d.err != nil {
-		return id
-	}
-	if len(d.b) < len(id) {
-		d.fail(ErrShortCommand)
-		return id
-	}
-	copy(id[:], d.b)
-	d.b = d.b[len(id):]
+func (d *decoder) leaseID() (id LeaseID) {
+	d.fixed(id[:])
 	return id
+}
+
+// fixed reads len(dst) bytes into dst; dst is left as it is when they are not there.
+func (d *decoder) fixed(dst []byte) {
+	if d.err != nil {
+		return
+	}
+	if len(d.b) < len(dst) {
+		d.fail(ErrShortCommand)
+		return
+	}
+	copy(dst, d.b)
+	d.b = d.b[len(dst):]
 }

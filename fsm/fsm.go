@@ -1,14 +1,10 @@
 package fsm
 
 import (
-	"sort"
-	"strings"
 	"sync"
 	"sync/atomic"
 
 	"github.com/hashicorp/raft"
-
-	"github.com/raftlock/raftlock/leases"
 )
 
 // EventKind says what an Event reports.
@@ -60,6 +56,30 @@ type Event struct {
 	Value string
 }
 
+// Space is the namespace an Event's Name belongs to.
+type Space uint8
+
+// Namespaces. The zero value is the lock table, so that an observer which knows only
+// locks reads their events without looking at Space.
+const (
+	SpaceLock Space = iota
+	SpaceSemaphore
+	SpaceElection
+)
+
+// String names the namespace.
+func (sp Space) String() string {
+	switch sp {
+	case SpaceLock:
+		return "lock"
+	case SpaceSemaphore:
+		return "semaphore"
+	case SpaceElection:
+		return "election"
+	}
+	return "space(?)"
+}
+
 // FSM is the lock state machine. It implements raft.FSM, raft.BatchingFSM and
 // raft.ConfigurationStore. Apply runs on raft's FSM goroutine; the read methods may be
 // called from any goroutine.
@@ -74,11 +94,44 @@ type FSM struct {
 	shadow  shadow
 }
 
+// Options configure a state machine. The zero value is what New uses.
+type Options struct {
+	// Observe, when non-nil, is called on raft's FSM goroutine after each entry (or batch)
+	// is applied, with the FSM's lock released, so it may read the FSM; it must not block.
+	Observe func(Event)
+	// MaxVersion is the newest protocol version the node speaks; 0 means Version, and
+	// values above Version are treated as Version. A lower value makes the node behave
+	// exactly like the code of that version, which is how mixed-version clusters are tested
+	// and how a node is kept from registering a version before it is rolled out everywhere.
+	MaxVersion uint64
+}
+
 // New returns an empty state machine. observe, when non-nil, is called on raft's FSM
 // goroutine after each entry (or batch) is applied, with the FSM's lock released, so it may
 // read the FSM; it must not block.
 func New(observe func(Event)) *FSM {
 	return NewWithOptions(Options{Observe: observe})
+}
+
+// NewWithOptions returns an empty state machine configured by o. Its cluster starts at
+// protocol version 1.
+func NewWithOptions(o Options) *FSM {
+	f := &FSM{observe: o.Observe}
+	f.maxVersion = o.MaxVersion
+	if f.maxVersion == 0 || f.maxVersion > Version {
+		f.maxVersion = Version
+	}
+	f.s = f.emptyState(f.record)
+	f.s.hist.observed = f.observe != nil
+	return f
+}
+
+// emptyState returns the state a cluster starts with, as this node speaks it: protocol
+// version 1, nothing applied. The live state and the snapshot shadow both start here.
+func (f *FSM) emptyState(notify func(Event)) *state {
+	s := newState(notify)
+	s.version, s.maxVersion = 1, f.maxVersion
+	return s
 }
 
 // record queues an event while the write lock is held.
@@ -105,7 +158,8 @@ func (f *FSM) flush(last Event) {
 	f.observe(last)
 }
 
-// Apply implements raft.FSM. It returns a *Result.
+// Apply implements raft.FSM. It returns a *Result. The entry's path through the package
+// is step (apply.go); doc.go follows one command along it.
 func (f *FSM) Apply(l *raft.Log) interface{} {
 	f.mu.Lock()
 	r := f.applyLocked(l)
@@ -142,6 +196,9 @@ func (f *FSM) StoreConfiguration(index uint64, _ raft.Configuration) {
 	f.flush(Event{Kind: EventApplied, Index: index})
 }
 
+// applyLocked applies one entry to the live state, with mu held: step does the work, then
+// the entry is counted and kept for the snapshot shadow (retain). A command this node does
+// not know and may not skip halts the FSM instead (haltAt).
 func (f *FSM) applyLocked(l *raft.Log) *Result {
 	if f.haltErr != nil {
 		return &Result{Status: StatusHalted, Index: l.Index, Err: f.haltErr}
@@ -174,151 +231,7 @@ func (f *FSM) Time() int64 {
 	return f.s.time
 }
 
-// LockView is a read-only copy of a lock's state.
-type LockView struct {
-	Name string
-	Held bool
-	// Shared reports a lock held in shared mode.
-	Shared bool
-	// Holder, Token and Owner are the exclusive holder's grant. For a lock held shared,
-	// Holder and Owner are the oldest reader's and Token the newest (highest) token.
-	Holder LeaseID
-	Token  uint64
-	Owner  string
-	// Holders are every grant in grant order (one when exclusive).
-	Holders     []Holding
-	Waiters     []LeaseID
-	ModifyIndex uint64
-}
-
-func (s *state) view(name string) LockView {
-	lk := s.locks[name]
-	if lk == nil {
-		return LockView{Name: name, ModifyIndex: s.freedIndex}
-	}
-	v := LockView{Name: name, Held: true, Holder: lk.holder, Token: lk.token, Owner: lk.owner, ModifyIndex: lk.modify}
-	if lk.isShared() {
-		v.Shared, v.Holders, v.Token = true, lk.readers.holdings(), lk.readers.tail.token
-	} else {
-		v.Holders = []Holding{{Lease: lk.holder, Token: lk.token, Owner: lk.owner}}
-	}
-	for w := lk.queue.head; w != nil; w = w.next {
-		v.Waiters = append(v.Waiters, w.lease)
-	}
-	return v
-}
-
-// Lock returns the state of lock name. A free lock reports the index of the last entry
-// that freed any lock as its ModifyIndex: at least the index that freed this one, and
-// never lower than an index reported before.
-func (f *FSM) Lock(name string) LockView {
-	f.mu.RLock()
-	defer f.mu.RUnlock()
-	return f.s.view(name)
-}
-
-// Locks returns one page of the held locks whose names start with prefix, in name order:
-// those whose names sort strictly after the cursor after (all of them when after is ""),
-// at most limit of them when limit > 0 (no limit otherwise). truncated reports that at
-// least one more such lock follows the page; the next page is asked for with after set
-// to the last name of this one. The work under the read lock is one descent of the name
-// index plus the page itself, whatever the number of locks, so that a listing holds up
-// Apply only for as long as its page takes. views is empty, not nil, when nothing matches.
-func (f *FSM) Locks(prefix, after string, limit int) (views []LockView, truncated bool) {
-	f.mu.RLock()
-	defer f.mu.RUnlock()
-	views = make([]LockView, 0, min(max(limit, 0), maxPagePrealloc))
-	// The names with a prefix are contiguous in name order: start at the later of prefix
-	// and after, and stop at the first name without the prefix.
-	f.s.names.AscendGreaterOrEqual(max(prefix, after), func(n string) bool {
-		switch {
-		case n == after:
-			return true // the cursor itself was on the previous page
-		case !strings.HasPrefix(n, prefix):
-			return false
-		case limit > 0 && len(views) == limit:
-			truncated = true
-			return false
-		}
-		views = append(views, f.s.view(n))
-		return true
-	})
-	return views, truncated
-}
-
-// maxPagePrealloc caps the room reserved for a page up front, so that a huge limit does
-// not allocate for locks that may not exist.
-const maxPagePrealloc = 1024
-
-// LeaseView is a read-only copy of a lease's state.
-type LeaseView struct {
-	ID       LeaseID
-	TTL      int64
-	Deadline int64
-	Locks    []string
-	Waiting  []string
-}
-
-// Lease returns the state of a lease and whether it exists.
-func (f *FSM) Lease(id LeaseID) (LeaseView, bool) {
-	f.mu.RLock()
-	defer f.mu.RUnlock()
-	l := f.s.leases[id]
-	if l == nil {
-		return LeaseView{}, false
-	}
-	return LeaseView{ID: id, TTL: l.ttl, Deadline: l.deadline, Locks: sortedNames(l.held), Waiting: sortedNames(l.waiting)}, true
-}
-
-// LeaseCount returns the number of live leases.
-func (f *FSM) LeaseCount() int {
-	f.mu.RLock()
-	defer f.mu.RUnlock()
-	return len(f.s.leases)
-}
-
-// NextDeadline returns the earliest pending deadline (of a lease or of a waiter) in
-// cluster time, and false when nothing is pending.
-func (f *FSM) NextDeadline() (int64, bool) {
-	f.mu.RLock()
-	defer f.mu.RUnlock()
-	next, ok := int64(0), false
-	for _, t := range []*leases.Table{&f.s.leaseExp, &f.s.waitExp, &f.s.semWaitExp, &f.s.elecWaitExp} {
-		if _, d, has := t.Next(); has && (!ok || d < next) {
-			next, ok = d, true
-		}
-	}
-	return next, ok
-}
-
-// Nodes returns the registered nodes sorted by ID.
-func (f *FSM) Nodes() []NodeInfo {
-	f.mu.RLock()
-	defer f.mu.RUnlock()
-	out := make([]NodeInfo, 0, len(f.s.nodes))
-	for _, n := range f.s.nodes {
-		out = append(out, n)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
-	return out
-}
-
-// Node returns the registration of node id.
-func (f *FSM) Node(id string) (NodeInfo, bool) {
-	f.mu.RLock()
-	defer f.mu.RUnlock()
-	n, ok := f.s.nodes[id]
-	return n, ok
-}
-
 var (
 	_ raft.BatchingFSM        = (*FSM)(nil)
 	_ raft.ConfigurationStore = (*FSM)(nil)
 )
-
-// LockCount returns the number of held locks (free locks take no state).
-func (f *FSM) LockCount() int {
-	f.mu.RLock()
-	defer f.mu.RUnlock()
-	return len(f.s.locks)
-}

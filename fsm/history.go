@@ -307,7 +307,7 @@ func (s *state) appendHistory(buf []byte) []byte {
 }
 
 // decodeHistory reads what appendHistory wrote. Activity order must be by the newest
-// event's index; the canonical-form check that decodeState ends with catches the rest.
+// event's index; the canonical-form check that decodeSnapshot ends with catches the rest.
 func (s *state) decodeHistory(d *decoder, format uint64) error {
 	if format < 2 {
 		return nil

@@ -60,19 +60,21 @@ func BenchmarkApplyDistinctLocksV2(b *testing.B) {
 	}
 }
 
+// heapAlloc returns the bytes of live heap objects after a collection.
+func heapAlloc() uint64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
+}
+
 // TestHistoryMemory1M reports the heap that 1,000,000 held locks (each acquired once, by
 // 1,000 leases) take at protocol version 2. It runs only with RAFTLOCK_MEASURE=1.
 func TestHistoryMemory1M(t *testing.T) {
 	if os.Getenv("RAFTLOCK_MEASURE") == "" {
 		t.Skip("set RAFTLOCK_MEASURE=1 to measure")
 	}
-	heap := func() uint64 {
-		runtime.GC()
-		var m runtime.MemStats
-		runtime.ReadMemStats(&m)
-		return m.HeapAlloc
-	}
-	before := heap()
+	before := heapAlloc()
 	f := fsm.New(nil)
 	version2(t, f)
 	index := uint64(1)
@@ -87,7 +89,7 @@ func TestHistoryMemory1M(t *testing.T) {
 			t.Fatalf("acquire %d: %s", i, r.Status)
 		}
 	}
-	after := heap()
+	after := heapAlloc()
 	t.Logf("1,000,000 held locks at version 2: heap %.1f MiB (%.0f B/lock), snapshot %.1f MiB",
 		float64(after-before)/(1<<20), float64(after-before)/1e6, float64(len(f.SnapshotBytes()))/(1<<20))
 	runtime.KeepAlive(f)
@@ -99,13 +101,7 @@ func TestHistoryMemoryWorstCase(t *testing.T) {
 	if os.Getenv("RAFTLOCK_MEASURE") == "" {
 		t.Skip("set RAFTLOCK_MEASURE=1 to measure")
 	}
-	heap := func() uint64 {
-		runtime.GC()
-		var m runtime.MemStats
-		runtime.ReadMemStats(&m)
-		return m.HeapAlloc
-	}
-	before := heap()
+	before := heapAlloc()
 	f := fsm.New(nil)
 	version2(t, f)
 	id := lease(1)
@@ -123,7 +119,7 @@ func TestHistoryMemoryWorstCase(t *testing.T) {
 	if f.HistoryCount() != fsm.HistoryLocks || len(f.History("jobs/000000")) != fsm.HistoryLen {
 		t.Fatalf("%d histories, %d events", f.HistoryCount(), len(f.History("jobs/000000")))
 	}
-	after := heap()
+	after := heapAlloc()
 	start := time.Now()
 	snap := f.SnapshotBytes()
 	took := time.Since(start)

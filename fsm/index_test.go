@@ -17,8 +17,8 @@ var (
 	listAfters   = []string{"", "a", "accounts", "accounts/A", "accounts/AA", "accounts/B", "m", "z/\u00e9", "~"}
 )
 
-// checkIndexAgainstModel checks the derived structures of issue 9 after a step: the name
-// index holds exactly the held locks, every queue is a well-formed list in the model's
+// checkIndexAgainstModel checks the derived structures (the lock name index and the
+// linked wait queues) after a step: the name index holds exactly the held locks, every queue is a well-formed list in the model's
 // order and agrees with its leases' waiting maps, and listing pages match the model.
 func checkIndexAgainstModel(t *testing.T, index uint64, f *FSM, m *model) {
 	t.Helper()

@@ -30,6 +30,11 @@ func (f *FSM) Limits() Limits {
 	return f.s.limits
 }
 
+// setLimits applies SetLimits: the new quotas replace the old ones.
+func (s *state) setLimits(_ uint64, c *Command, _ *Result) {
+	s.limits = c.Limits
+}
+
 // refuse marks r as refused by quota name and returns true.
 func refuse(r *Result, name string) bool {
 	r.Status, r.Quota = StatusQuotaExceeded, name
@@ -59,7 +64,7 @@ func (s *state) acquireQuota(c *Command, l *lease, lk *lock, r *Result) bool {
 	if l != nil {
 		_, held = l.held[c.Name]
 		_, waiting = l.waiting[c.Name]
-		count = l.count() // every primitive counts (prims.go)
+		count = l.count() // every primitive counts
 	}
 	if held || waiting {
 		return false
@@ -68,6 +73,30 @@ func (s *state) acquireQuota(c *Command, l *lease, lk *lock, r *Result) bool {
 		return refuse(r, QuotaLocksPerLease)
 	}
 	if max := s.limits.MaxWaitersPerLock; max != 0 && lk != nil && uint64(lk.waiterCount()) >= max {
+		return refuse(r, QuotaWaitersPerLock)
+	}
+	return false
+}
+
+// primQuota reports whether a request for a grant of a semaphore or an election would
+// break a limit, and refuses r if so: the lock quotas count every primitive (see
+// lease.count), and MaxWaitersPerLock bounds every queue. Asking again for what the lease
+// already has or waits for (already) is never refused.
+func (s *state) primQuota(c *Command, l *lease, already bool, queueLen int, r *Result) bool {
+	if l == nil && s.leaseQuota(c.Lease, r) {
+		return true
+	}
+	if already {
+		return false
+	}
+	count := 0
+	if l != nil {
+		count = l.count()
+	}
+	if max := s.limits.MaxLocksPerLease; max != 0 && uint64(count) >= max {
+		return refuse(r, QuotaLocksPerLease)
+	}
+	if max := s.limits.MaxWaitersPerLock; max != 0 && uint64(queueLen) >= max {
 		return refuse(r, QuotaWaitersPerLock)
 	}
 	return false

@@ -9,7 +9,7 @@ import (
 	"github.com/raftlock/raftlock/fsm"
 )
 
-// These benchmarks measure what the name index of issue 9 bounds and costs: the work of
+// These benchmarks measure what the lock name index bounds and costs: the work of
 // one listing page, which must not grow with the number of locks, and the index update
 // on each grant and free.
 
@@ -28,12 +28,7 @@ func tenantLocks(b *testing.B, n int) *fsm.FSM {
 		return f
 	}
 	const leases = 64
-	f := fsm.New(nil)
-	index := uint64(0)
-	for i := 0; i < leases; i++ {
-		index++
-		mustApply(b, f, index, &fsm.Command{Type: fsm.TypeCreateLease, Now: 1, Lease: lease(i), TTL: 3_600_000}, fsm.StatusOK)
-	}
+	f, index := withLeases(b, leases, 3_600_000)
 	tenants := max(n/1000, 1)
 	acq := fsm.Command{Type: fsm.TypeAcquire, Now: 2}
 	for i := 0; i < n; i++ {
@@ -49,7 +44,7 @@ func tenantLocks(b *testing.B, n int) *fsm.FSM {
 func tenantLockName(tenant, job int) string { return fmt.Sprintf("tenant-%03d/job-%07d", tenant, job) }
 
 // listSizes are the state sizes of the listing benchmark. 1,000,000 locks (the scale
-// target of issue 5) takes seconds and about 1 GiB to build, so it runs only when
+// raftlock is sized for) takes seconds and about 1 GiB to build, so it runs only when
 // RAFTLOCK_BENCH_LARGE=1, as for the snapshot benchmarks.
 func listSizes() []int {
 	if os.Getenv("RAFTLOCK_BENCH_LARGE") == "1" {

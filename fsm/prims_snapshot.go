@@ -35,7 +35,7 @@ func (s *state) appendPrims(buf []byte) []byte {
 		return buf
 	}
 	var shared, sharedWaits []string
-	for _, name := range primNames(s.locks) {
+	for _, name := range sortedNames(s.locks) {
 		lk := s.locks[name]
 		if lk.isShared() {
 			shared = append(shared, name)
@@ -77,7 +77,7 @@ func (s *state) appendPrims(buf []byte) []byte {
 	buf = binary.AppendUvarint(buf, s.elecFreed)
 
 	buf = binary.AppendUvarint(buf, uint64(len(s.sems)))
-	for _, name := range primNames(s.sems) {
+	for _, name := range sortedNames(s.sems) {
 		sm := s.sems[name]
 		buf = appendString(buf, name)
 		buf = binary.AppendUvarint(buf, sm.limit)
@@ -88,15 +88,12 @@ func (s *state) appendPrims(buf []byte) []byte {
 		}
 		buf = binary.AppendUvarint(buf, uint64(sm.queue.len))
 		for w := sm.queue.head; w != nil; w = w.next {
-			buf = append(buf, w.lease[:]...)
-			buf = appendString(buf, w.owner)
-			buf = binary.AppendUvarint(buf, uint64(w.deadline))
-			buf = binary.AppendUvarint(buf, uint64(w.since))
+			buf = appendWaiter(buf, w, true)
 		}
 	}
 
 	buf = binary.AppendUvarint(buf, uint64(len(s.elections)))
-	for _, name := range primNames(s.elections) {
+	for _, name := range sortedNames(s.elections) {
 		el := s.elections[name]
 		buf = appendString(buf, name)
 		buf = append(buf, el.leader[:]...)
@@ -125,32 +122,22 @@ func (s *state) decodePrims(d *decoder, format uint64) error {
 	if format < 2 {
 		return nil
 	}
-	count := func() uint64 {
-		n := d.uvarint()
-		if d.err == nil && n > uint64(len(d.b)) { // every element takes at least one byte
-			d.fail(ErrCorruptCommand)
-		}
-		if d.err != nil {
-			return 0
-		}
-		return n
-	}
 	readGrant := func() *grant {
 		return &grant{lease: d.leaseID(), token: d.uvarint(), owner: d.string()}
 	}
-	for i, n := uint64(0), count(); i < n && d.err == nil; i++ {
+	for i, n := 0, d.count(1); i < n && d.err == nil; i++ {
 		name := d.string()
 		lk := s.locks[name]
 		if d.err == nil && (lk == nil || lk.isShared()) {
 			return badSnapshot("shared lock %q: not held, or listed twice", name)
 		}
-		m := count()
+		m := d.count(1)
 		if d.err != nil {
 			break
 		}
 		lk.readers = &grantSet{}
 		lk.readers.add(&grant{lease: lk.holder, token: lk.token, owner: lk.owner})
-		for j := uint64(0); j < m && d.err == nil; j++ {
+		for j := 0; j < m && d.err == nil; j++ {
 			g := readGrant()
 			if d.err != nil {
 				break
@@ -163,10 +150,10 @@ func (s *state) decodePrims(d *decoder, format uint64) error {
 			addName(&l.held, name)
 		}
 	}
-	for i, n := uint64(0), count(); i < n && d.err == nil; i++ {
+	for i, n := 0, d.count(1); i < n && d.err == nil; i++ {
 		name := d.string()
 		lk := s.locks[name]
-		m := count()
+		m := d.count(1)
 		if d.err != nil {
 			break
 		}
@@ -174,7 +161,7 @@ func (s *state) decodePrims(d *decoder, format uint64) error {
 			return badSnapshot("shared waiters of lock %q: no such queue", name)
 		}
 		w, at := lk.queue.head, uint64(0)
-		for j := uint64(0); j < m && d.err == nil; j++ {
+		for j := 0; j < m && d.err == nil; j++ {
 			p := d.uvarint()
 			if d.err != nil {
 				break
@@ -197,13 +184,13 @@ func (s *state) decodePrims(d *decoder, format uint64) error {
 	s.semFreed = d.uvarint()
 	s.elecFreed = d.uvarint()
 
-	for i, n := uint64(0), count(); i < n && d.err == nil; i++ {
+	for i, n := 0, d.count(1); i < n && d.err == nil; i++ {
 		name := d.string()
 		sm := &semaphore{limit: d.uvarint(), modify: d.uvarint()}
 		if d.err == nil && (!validName(name) || sm.limit == 0 || sm.limit > MaxSemaphoreLimit || s.sems[name] != nil) {
 			return badSnapshot("semaphore %q: bad name or limit, or listed twice", name)
 		}
-		for j, m := uint64(0), count(); j < m && d.err == nil; j++ {
+		for j, m := 0, d.count(1); j < m && d.err == nil; j++ {
 			g := readGrant()
 			if d.err != nil {
 				break
@@ -213,22 +200,19 @@ func (s *state) decodePrims(d *decoder, format uint64) error {
 				return badSnapshot("semaphore %q: permit lease missing or twice", name)
 			}
 			sm.permits.add(g)
-			addName(&l.p().permits, name)
+			addName(&l.usePrims().permits, name)
 		}
-		for j, m := uint64(0), count(); j < m && d.err == nil; j++ {
-			w := &waiter{lease: d.leaseID(), owner: d.string(), deadline: d.int64(), since: d.int64()}
+		for j, m := 0, d.count(1); j < m && d.err == nil; j++ {
+			w := d.waiter(true)
 			if d.err != nil {
 				break
 			}
 			l := s.leases[w.lease]
-			if l == nil || sm.permits.get(w.lease) != nil || l.p().semWaits[name] != nil {
+			if l == nil || sm.permits.get(w.lease) != nil || l.usePrims().semWaits[name] != nil {
 				return badSnapshot("semaphore %q: waiter lease missing, holding, or twice", name)
 			}
 			sm.queue.push(w)
-			if l.prims.semWaits == nil {
-				l.prims.semWaits = make(map[string]*waiter, 1)
-			}
-			l.prims.semWaits[name] = w
+			addWaiter(&l.prims.semWaits, name, w)
 			s.semWaitExp.Set(waitKey(name, w.lease), w.deadline)
 		}
 		if d.err != nil {
@@ -240,7 +224,7 @@ func (s *state) decodePrims(d *decoder, format uint64) error {
 		s.sems[name] = sm
 	}
 
-	for i, n := uint64(0), count(); i < n && d.err == nil; i++ {
+	for i, n := 0, d.count(1); i < n && d.err == nil; i++ {
 		name := d.string()
 		el := &election{leader: d.leaseID(), token: d.uvarint(), owner: d.string(), value: d.string(), modify: d.uvarint()}
 		if d.err != nil {
@@ -250,21 +234,18 @@ func (s *state) decodePrims(d *decoder, format uint64) error {
 		if !validName(name) || leader == nil || s.elections[name] != nil {
 			return badSnapshot("election %q: bad name, leader lease missing, or listed twice", name)
 		}
-		addName(&leader.p().leads, name)
-		for j, m := uint64(0), count(); j < m && d.err == nil; j++ {
+		addName(&leader.usePrims().leads, name)
+		for j, m := 0, d.count(1); j < m && d.err == nil; j++ {
 			w := &waiter{lease: d.leaseID(), owner: d.string(), value: d.string(), deadline: d.int64(), since: d.int64()}
 			if d.err != nil {
 				break
 			}
 			l := s.leases[w.lease]
-			if l == nil || l == leader || l.p().campaigns[name] != nil {
+			if l == nil || l == leader || l.usePrims().campaigns[name] != nil {
 				return badSnapshot("election %q: candidate lease missing, leading, or twice", name)
 			}
 			el.queue.push(w)
-			if l.prims.campaigns == nil {
-				l.prims.campaigns = make(map[string]*waiter, 1)
-			}
-			l.prims.campaigns[name] = w
+			addWaiter(&l.prims.campaigns, name, w)
 			s.elecWaitExp.Set(waitKey(name, w.lease), w.deadline)
 		}
 		s.elections[name] = el

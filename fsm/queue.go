@@ -1,6 +1,21 @@
 package fsm
 
-// waitQueue is a lock's FIFO queue of waiters: an intrusive doubly-linked list. A waiter
+import "github.com/raftlock/raftlock/leases"
+
+// waiter is a lease queued for a lock, a semaphore or an election, with its wait deadline
+// in cluster time, and its links in the queue.
+type waiter struct {
+	lease      LeaseID
+	owner      string
+	deadline   int64
+	since      int64  // cluster time it joined the queue plus one; 0: unknown (version 1)
+	shared     bool   // a shared lock request (locks only)
+	value      string // the candidate's value (elections only)
+	prev, next *waiter
+}
+
+// waitQueue is the FIFO queue of waiters of a lock, a semaphore or an election: an
+// intrusive doubly-linked list. A waiter
 // leaves from anywhere in the queue (its wait ended, it was dequeued, its lease is gone)
 // in O(1), found through its lease's waiting map, so expiring n waiters of one lock costs
 // O(n) on every node instead of O(n^2). The zero value is an empty queue.
@@ -35,4 +50,25 @@ func (q *waitQueue) remove(w *waiter) {
 	}
 	w.prev, w.next = nil, nil // a removed waiter keeps nothing of the queue alive
 	q.len--
+}
+
+// enqueue queues lease l in q for the lock, semaphore or election name, with the wait
+// deadline of request c, and records the wait in m (the lease's waits of that kind) and
+// exp. A lease already waiting keeps its place: a re-issued wait extends the old one.
+// added reports a new waiter.
+func (s *state) enqueue(q *waitQueue, m *map[string]*waiter, exp *leases.Table, name string, l *lease, c *Command) (w *waiter, added bool) {
+	deadline := satAdd(s.stamp, c.Wait)
+	if w = (*m)[name]; w == nil {
+		w = &waiter{lease: l.id, owner: c.Owner, deadline: deadline}
+		if s.version >= 2 {
+			w.since = s.time + 1
+		}
+		q.push(w)
+		addWaiter(m, name, w)
+		added = true
+	} else {
+		w.deadline = deadline
+	}
+	exp.Set(waitKey(name, l.id), deadline)
+	return w, added
 }

@@ -88,28 +88,6 @@ func (f *FSM) SnapshotLag() int {
 	return len(f.ret.entries)
 }
 
-// step applies one entry to s: the only code that advances a state by an entry, for the
-// live state and the shadow alike. It returns the command's type (0 for an entry that is
-// not a valid command) and, for a command this node does not know and may not skip, the
-// error that halts the FSM, with s unchanged.
-func (f *FSM) step(s *state, index uint64, typ raft.LogType, data []byte) (*Result, Type, error) {
-	if typ != raft.LogCommand {
-		if index > s.applied {
-			s.applied = index
-		}
-		return &Result{Index: index}, 0, nil
-	}
-	c, err := f.decode(data)
-	if err != nil {
-		if errors.Is(err, ErrUnknownCommand) {
-			return nil, 0, err
-		}
-		s.applied = index
-		return &Result{Status: StatusInvalid, Index: index, Err: err}, 0, nil
-	}
-	return s.apply(index, &c), c.Type, nil
-}
-
 // persistedState advances the shadow to snapshot p and encodes it. It runs on raft's
 // snapshot goroutine, concurrently with Apply, which it never blocks for longer than it
 // takes to drop the entries it applied.
@@ -155,7 +133,7 @@ func (f *FSM) shadowBase(p *snapshot) (*state, error) {
 		s.hist.maxLocks = p.histLocks
 		return s, nil
 	}
-	s, err := decodeState(p.base, nil) // accepted once already, by Restore
+	s, err := decodeSnapshot(p.base, nil) // accepted once already, by Restore
 	if err != nil {
 		return nil, fmt.Errorf("fsm: snapshot shadow: %w", err)
 	}
@@ -164,9 +142,10 @@ func (f *FSM) shadowBase(p *snapshot) (*state, error) {
 	return s, nil
 }
 
-// rebase starts a new generation from the live state, encoded under the lock as Snapshot
-// did before the shadow: the slow way back from a shadow that went wrong, which no test
-// has seen happen. The next Persist builds the shadow anew from these bytes.
+// rebase starts a new generation from the live state, encoded under the lock: the slow
+// way back from a shadow that went wrong, which no test has seen happen, paid once so that
+// no wrong snapshot is ever written. The next Persist builds the shadow anew from these
+// bytes.
 func (f *FSM) rebase() {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -47,7 +47,7 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	if err != nil {
 		return fmt.Errorf("fsm: reading snapshot: %w", err)
 	}
-	s, err := f.decodeState(data)
+	s, err := f.restorable(data)
 	if err != nil {
 		return err
 	}
@@ -65,6 +65,32 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	f.mu.Unlock()
 	f.flush(Event{Kind: EventRestored, Index: s.applied})
 	return nil
+}
+
+// restorable decodes a snapshot as a node speaking f.maxVersion restores it: a newer
+// format, or a state whose active version is newer, is refused with an error telling to
+// upgrade.
+func (f *FSM) restorable(data []byte) (*state, error) {
+	if err := f.Halted(); err != nil {
+		return nil, fmt.Errorf("fsm: restore refused: %w", err)
+	}
+	format, err := snapshotFormat(data)
+	if err != nil {
+		return nil, err
+	}
+	if format > f.maxVersion {
+		return nil, fmt.Errorf("%w: snapshot format %d is newer than this node supports (%d): upgrade this node", ErrUnsupportedVersion, format, f.maxVersion)
+	}
+	s, err := decodeSnapshot(data, f.record)
+	if err != nil {
+		return nil, err
+	}
+	if s.version > f.maxVersion {
+		return nil, fmt.Errorf("%w: snapshot at protocol version %d is newer than this node supports (%d): upgrade this node", ErrUnsupportedVersion, s.version, f.maxVersion)
+	}
+	s.maxVersion = f.maxVersion
+	s.hist.observed = f.observe != nil
+	return s, nil
 }
 
 // snapshot is a state frozen by Snapshot: the shadow's generation and the entries that take
@@ -108,11 +134,7 @@ func (s *state) encodeTo(buf []byte) []byte {
 	buf = binary.AppendUvarint(buf, s.freedIndex)
 	buf = s.appendProtocol(buf)
 
-	nodes := make([]string, 0, len(s.nodes))
-	for id := range s.nodes {
-		nodes = append(nodes, id)
-	}
-	sort.Strings(nodes)
+	nodes := sortedNames(s.nodes)
 	buf = binary.AppendUvarint(buf, uint64(len(nodes)))
 	for _, id := range nodes {
 		n := s.nodes[id]
@@ -134,11 +156,7 @@ func (s *state) encodeTo(buf []byte) []byte {
 		buf = binary.AppendUvarint(buf, uint64(l.deadline))
 	}
 
-	names := make([]string, 0, len(s.locks))
-	for n := range s.locks {
-		names = append(names, n)
-	}
-	sort.Strings(names)
+	names := sortedNames(s.locks)
 	buf = binary.AppendUvarint(buf, uint64(len(names)))
 	for _, n := range names {
 		lk := s.locks[n]
@@ -149,23 +167,42 @@ func (s *state) encodeTo(buf []byte) []byte {
 		buf = binary.AppendUvarint(buf, lk.modify)
 		buf = binary.AppendUvarint(buf, uint64(lk.queue.len))
 		for w := lk.queue.head; w != nil; w = w.next {
-			buf = append(buf, w.lease[:]...)
-			buf = appendString(buf, w.owner)
-			buf = binary.AppendUvarint(buf, uint64(w.deadline))
-			if s.version >= 2 {
-				buf = binary.AppendUvarint(buf, uint64(w.since))
-			}
+			buf = appendWaiter(buf, w, s.version >= 2)
 		}
 	}
 	buf = s.appendHistory(buf)
 	return s.appendPrims(buf)
 }
 
+// appendWaiter appends a lock's or a semaphore's waiter: lease, owner, deadline, and since
+// when the format has it.
+func appendWaiter(buf []byte, w *waiter, since bool) []byte {
+	buf = append(buf, w.lease[:]...)
+	buf = appendString(buf, w.owner)
+	buf = binary.AppendUvarint(buf, uint64(w.deadline))
+	if since {
+		buf = binary.AppendUvarint(buf, uint64(w.since))
+	}
+	return buf
+}
+
+// waiter reads what appendWaiter wrote.
+func (d *decoder) waiter(since bool) *waiter {
+	w := &waiter{lease: d.leaseID(), owner: d.string(), deadline: d.int64()}
+	if since {
+		w.since = d.int64()
+	}
+	return w
+}
+
 func badSnapshot(format string, args ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{ErrBadSnapshot}, args...)...)
 }
 
-func decodeState(data []byte, notify func(Event)) (*state, error) {
+// decodeSnapshot decodes a snapshot encoding, of either format, into a state whose events
+// go to notify. It accepts only the canonical encoding of a state whose parts agree; which
+// versions this node may restore is restorable's question.
+func decodeSnapshot(data []byte, notify func(Event)) (*state, error) {
 	format, err := snapshotFormat(data)
 	if err != nil {
 		return nil, err
@@ -178,24 +215,16 @@ func decodeState(data []byte, notify func(Event)) (*state, error) {
 	if err := s.decodeProtocol(&d, format); err != nil {
 		return nil, err
 	}
-	count := func() int {
-		n := d.uvarint()
-		if n > uint64(len(d.b)) { // every element takes at least one byte
-			d.fail(ErrCorruptCommand)
-			return 0
-		}
-		return int(n)
-	}
-	for i, n := 0, count(); i < n && d.err == nil; i++ {
+	for i, n := 0, d.count(1); i < n && d.err == nil; i++ {
 		ni := NodeInfo{ID: d.string(), RaftAddr: d.string(), HTTPAddr: d.string()}
 		s.nodes[ni.ID] = ni
 	}
-	for i, n := 0, count(); i < n && d.err == nil; i++ {
+	for i, n := 0, d.count(1); i < n && d.err == nil; i++ {
 		l := &lease{id: d.leaseID(), ttl: d.int64(), deadline: d.int64()}
 		s.leases[l.id] = l
 		s.leaseExp.Set(string(l.id[:]), l.deadline)
 	}
-	for i, n := 0, count(); i < n && d.err == nil; i++ {
+	for i, n := 0, d.count(1); i < n && d.err == nil; i++ {
 		name := d.string()
 		lk := &lock{holder: d.leaseID(), token: d.uvarint(), owner: d.string(), modify: d.uvarint()}
 		holder := s.leases[lk.holder]
@@ -206,11 +235,8 @@ func decodeState(data []byte, notify func(Event)) (*state, error) {
 			break
 		}
 		addName(&holder.held, name)
-		for j, m := 0, count(); j < m && d.err == nil; j++ {
-			w := &waiter{lease: d.leaseID(), owner: d.string(), deadline: d.int64()}
-			if format >= 2 {
-				w.since = d.int64()
-			}
+		for j, m := 0, d.count(1); j < m && d.err == nil; j++ {
+			w := d.waiter(format >= 2)
 			wl := s.leases[w.lease]
 			if d.err != nil {
 				break
@@ -221,7 +247,7 @@ func decodeState(data []byte, notify func(Event)) (*state, error) {
 			if _, dup := wl.waiting[name]; dup {
 				return nil, badSnapshot("lock %q: lease queued twice", name)
 			}
-			addWaiting(wl, name, w)
+			addWaiter(&wl.waiting, name, w)
 			lk.queue.push(w)
 			s.waitExp.Set(waitKey(name, w.lease), w.deadline)
 		}

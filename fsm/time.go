@@ -4,6 +4,7 @@ import (
 	"math"
 
 	"github.com/raftlock/raftlock/internal/mutant"
+	"github.com/raftlock/raftlock/leases"
 )
 
 // MaxTimeStep is the most that one entry may advance cluster time once the cluster runs
@@ -33,7 +34,33 @@ func satAdd(a, b int64) int64 {
 	return a + b
 }
 
-// advance moves cluster time for an entry stamped now and records the entry's stamp.
+// advance brings s to the entry at index, stamped now, before its command runs. Every
+// node does the same steps in the same order, which the state and its snapshot bytes
+// depend on:
+//
+//  1. cluster time moves (moveTime), and the entry becomes the last applied;
+//  2. lock waits whose deadline is at or before the new time end, then semaphore waits,
+//     then election waits, each in (deadline, name, lease) order;
+//  3. leases whose deadline is at or before it end (expireLeases): all of them leave every
+//     queue before any grant of theirs is released and handed over, so that nothing is
+//     handed to a lease that expires in the same entry;
+//  4. the shared waiters that steps 2 and 3 put at the head of a lock held shared are
+//     granted (settle).
+func (s *state) advance(index uint64, now int64) {
+	s.moveTime(now)
+	s.applied = index
+	s.expireWaits(index, &s.waitExp, (*state).lockWaitTimedOut)
+	s.expireWaits(index, &s.semWaitExp, (*state).leaveSemQueue)
+	s.expireWaits(index, &s.elecWaitExp, (*state).leaveCampaign)
+	s.expireLeases(index)
+	s.settle(index)
+}
+
+// tick applies Tick, which the leader proposes so that time moves while nothing else
+// happens: advance has done all there is to do.
+func (s *state) tick(uint64, *Command, *Result) {}
+
+// moveTime moves cluster time for an entry stamped now and records the entry's stamp.
 //
 // At version 1 time becomes max(time, now), exactly as version 1 code does, so that a
 // version 1 node and a newer node in one cluster never diverge. From version 2 one entry may
@@ -45,7 +72,7 @@ func satAdd(a, b int64) int64 {
 // clamped time + TTL could then pass a moment after it was set, in real time. Stamped from
 // now, a deadline d is reached only by an entry whose Now >= d, which the leader read at
 // least TTL after it read this entry's Now. For version 1 stamp and time are the same.
-func (s *state) advance(now int64) {
+func (s *state) moveTime(now int64) {
 	s.stamp = max(s.time, now)
 	if s.version >= 2 {
 		now = min(now, satAdd(s.time, MaxTimeStep))
@@ -54,4 +81,46 @@ func (s *state) advance(now int64) {
 	if mutant.Is("time-goes-back") {
 		s.time = now
 	}
+}
+
+// expireWaits pops the waits of t (keyed by waitKey) that have ended by the current time
+// and takes each lease that still exists out of its queue with leave.
+func (s *state) expireWaits(index uint64, t *leases.Table, leave func(s *state, index uint64, name string, l *lease)) {
+	for _, k := range t.PopExpired(s.time) {
+		name, id := splitWaitKey(k)
+		if l := s.leases[id]; l != nil {
+			leave(s, index, name, l)
+		}
+	}
+}
+
+// expireLeases removes every lease whose deadline has passed at the current time
+// (removeLeases), in (deadline, ID) order.
+func (s *state) expireLeases(index uint64) {
+	keys := s.leaseExp.PopExpired(s.time)
+	if len(keys) == 0 {
+		return
+	}
+	dead := make([]*lease, 0, len(keys))
+	for _, k := range keys {
+		var id LeaseID
+		copy(id[:], k)
+		dead = append(dead, s.leases[id])
+	}
+	s.hist.endCause = HistoryExpired
+	s.removeLeases(index, dead)
+}
+
+// NextDeadline returns the earliest pending deadline (of a lease or of a waiter) in
+// cluster time, and false when nothing is pending.
+func (f *FSM) NextDeadline() (int64, bool) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	next, ok := int64(0), false
+	for _, t := range []*leases.Table{&f.s.leaseExp, &f.s.waitExp, &f.s.semWaitExp, &f.s.elecWaitExp} {
+		if _, d, has := t.Next(); has && (!ok || d < next) {
+			next, ok = d, true
+		}
+	}
+	return next, ok
 }

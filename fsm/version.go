@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
-	"sort"
 )
 
 // Version is the newest protocol version this code speaks: the log commands and the
@@ -17,7 +16,7 @@ import (
 //
 //   - 1: the original log and snapshot format.
 //   - 2: SetVersion, NodeVersion, SetLimits and the ACL commands; shared locks,
-//     semaphores and elections (prims.go); snapshot format 2 (adds the active version, the
+//     semaphores and elections; snapshot format 2 (adds the active version, the
 //     limits, the node versions, the ACL state, the lock histories and the primitives);
 //     one entry moves cluster time by at most MaxTimeStep.
 const Version uint64 = 2
@@ -25,19 +24,7 @@ const Version uint64 = 2
 // Since returns the protocol version that introduced the command type, and 0 for a type
 // this code does not know. A node that speaks an older version reads the type as unknown:
 // it halts on it, or skips it when the type is skippable.
-func (t Type) Since() uint64 {
-	switch t &^ FlagSkippable {
-	case TypeCreateLease, TypeRenew, TypeRevoke, TypeAcquire, TypeRelease, TypeTick,
-		TypeRegisterNode, TypeDequeue, TypeRemoveNode:
-		return 1
-	case TypeSetVersion, typeNodeVersion, TypeSetLimits,
-		TypeACLBootstrap, TypeACLSetPolicy, TypeACLDeletePolicy, TypeACLSetToken, TypeACLDeleteToken,
-		TypeAcquireShared, TypeSemAcquire, TypeSemRelease, TypeSemDequeue,
-		TypeCampaign, TypeResign, TypeElectionDequeue:
-		return 2
-	}
-	return 0
-}
+func (t Type) Since() uint64 { return commandOf(t &^ FlagSkippable).since }
 
 // known returns the type without its flag when a node speaking version max knows it, and
 // 0 (no type) otherwise, so that a switch on it treats a newer type as unknown.
@@ -46,39 +33,6 @@ func (t Type) known(max uint64) Type {
 		return 0
 	}
 	return t &^ FlagSkippable
-}
-
-// Options configure a state machine. The zero value is what New uses.
-type Options struct {
-	// Observe, when non-nil, is called on raft's FSM goroutine after each entry (or batch)
-	// is applied, with the FSM's lock released, so it may read the FSM; it must not block.
-	Observe func(Event)
-	// MaxVersion is the newest protocol version the node speaks; 0 means Version, and
-	// values above Version are treated as Version. A lower value makes the node behave
-	// exactly like the code of that version, which is how mixed-version clusters are tested
-	// and how a node is kept from registering a version before it is rolled out everywhere.
-	MaxVersion uint64
-}
-
-// NewWithOptions returns an empty state machine configured by o. Its cluster starts at
-// protocol version 1.
-func NewWithOptions(o Options) *FSM {
-	f := &FSM{observe: o.Observe}
-	f.maxVersion = o.MaxVersion
-	if f.maxVersion == 0 || f.maxVersion > Version {
-		f.maxVersion = Version
-	}
-	f.s = f.emptyState(f.record)
-	f.s.hist.observed = f.observe != nil
-	return f
-}
-
-// emptyState returns the state a cluster starts with, as this node speaks it: protocol
-// version 1, nothing applied. The live state and the snapshot shadow both start here.
-func (f *FSM) emptyState(notify func(Event)) *state {
-	s := newState(notify)
-	s.version, s.maxVersion = 1, f.maxVersion
-	return s
 }
 
 // Version returns the cluster's active protocol version, which the replicated state holds:
@@ -128,7 +82,7 @@ type protocol struct {
 	// of the log. A type newer than it is unknown here, as it would be to older code.
 	maxVersion uint64
 	// stamp is the start of the leases and waits set by the entry being applied: the
-	// larger of cluster time and the entry's Now (see advance). It is scratch for one
+	// larger of cluster time and the entry's Now (see moveTime). It is scratch for one
 	// entry, not state: every entry sets it before use.
 	stamp int64
 	// acl is the ACL state (acl.go). It stays empty at version 1, which refuses the ACL
@@ -136,19 +90,8 @@ type protocol struct {
 	acl acl
 }
 
-// decode decodes an entry as a node speaking f.maxVersion does. A SetVersion above that
-// version is refused (StatusInvalid, nothing changes): the leader proposes a version only
-// once every voter has registered it, so such an entry was never meant for this cluster.
-func (f *FSM) decode(data []byte) (Command, error) {
-	c, err := decodeCommand(data, f.maxVersion)
-	if err == nil && c.Type.known(f.maxVersion) == TypeSetVersion && c.Version > f.maxVersion {
-		err = fmt.Errorf("%w: set_version %d, this node speaks up to %d", ErrUnsupportedVersion, c.Version, f.maxVersion)
-	}
-	return c, err
-}
-
 // setVersion applies SetVersion: the active version only rises.
-func (s *state) setVersion(c *Command) {
+func (s *state) setVersion(_ uint64, c *Command, _ *Result) {
 	if c.Version <= s.version {
 		return
 	}
@@ -159,7 +102,7 @@ func (s *state) setVersion(c *Command) {
 }
 
 // registerVersion applies NodeVersion.
-func (s *state) registerVersion(c *Command, r *Result) {
+func (s *state) registerVersion(_ uint64, c *Command, r *Result) {
 	if c.Node.ID == "" || c.Version == 0 {
 		r.Status, r.Err = StatusInvalid, fmt.Errorf("%w: node_version needs a node ID and a version", ErrCorruptCommand)
 		return
@@ -206,11 +149,7 @@ func (s *state) appendProtocol(buf []byte) []byte {
 	buf = binary.AppendUvarint(buf, s.limits.MaxLeases)
 	buf = binary.AppendUvarint(buf, s.limits.MaxLocksPerLease)
 	buf = binary.AppendUvarint(buf, s.limits.MaxWaitersPerLock)
-	ids := make([]string, 0, len(s.nodeVersions))
-	for id := range s.nodeVersions {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
+	ids := sortedNames(s.nodeVersions)
 	buf = binary.AppendUvarint(buf, uint64(len(ids)))
 	for _, id := range ids {
 		buf = appendString(buf, id)
@@ -231,7 +170,7 @@ func snapshotFormat(data []byte) (uint64, error) {
 }
 
 // decodeProtocol reads what appendProtocol wrote. Order and duplicates are left to the
-// canonical-form check that decodeState ends with; values no encoder writes are refused.
+// canonical-form check that decodeSnapshot ends with; values no encoder writes are refused.
 func (s *state) decodeProtocol(d *decoder, format uint64) error {
 	s.version = 1
 	if format < 2 {
@@ -262,29 +201,4 @@ func (s *state) decodeProtocol(d *decoder, format uint64) error {
 		return badSnapshot("format 2 at protocol version %d", s.version)
 	}
 	return nil
-}
-
-// decodeState restores a snapshot as a node speaking f.maxVersion does: a newer format, or
-// a state whose active version is newer, is refused with an error telling to upgrade.
-func (f *FSM) decodeState(data []byte) (*state, error) {
-	if err := f.Halted(); err != nil {
-		return nil, fmt.Errorf("fsm: restore refused: %w", err)
-	}
-	format, err := snapshotFormat(data)
-	if err != nil {
-		return nil, err
-	}
-	if format > f.maxVersion {
-		return nil, fmt.Errorf("%w: snapshot format %d is newer than this node supports (%d): upgrade this node", ErrUnsupportedVersion, format, f.maxVersion)
-	}
-	s, err := decodeState(data, f.record)
-	if err != nil {
-		return nil, err
-	}
-	if s.version > f.maxVersion {
-		return nil, fmt.Errorf("%w: snapshot at protocol version %d is newer than this node supports (%d): upgrade this node", ErrUnsupportedVersion, s.version, f.maxVersion)
-	}
-	s.maxVersion = f.maxVersion
-	s.hist.observed = f.observe != nil
-	return s, nil
 }

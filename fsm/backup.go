@@ -74,7 +74,7 @@ func (f *FSM) SnapshotWithSummary() ([]byte, SnapshotSummary, error) {
 // snapshot that does not decode, is not canonical, or needs a newer protocol version is
 // refused with ErrBadSnapshot or ErrUnsupportedVersion.
 func InspectSnapshot(data []byte) (SnapshotSummary, error) {
-	s, err := NewWithOptions(Options{}).decodeState(data)
+	s, err := NewWithOptions(Options{}).restorable(data)
 	if err != nil {
 		return SnapshotSummary{}, err
 	}
@@ -98,7 +98,7 @@ func InspectSnapshot(data []byte) (SnapshotSummary, error) {
 // in canonical form: it decodes and encodes to the same bytes.
 func PrepareRestore(data []byte, newIndex uint64) ([]byte, error) {
 	f := NewWithOptions(Options{})
-	old, err := f.decodeState(data)
+	old, err := f.restorable(data)
 	if err != nil {
 		return nil, err
 	}
@@ -114,7 +114,7 @@ func PrepareRestore(data []byte, newIndex uint64) ([]byte, error) {
 	s.acl = old.acl // policies and token hashes are configuration, not lock state
 	out := s.encode()
 	// Check what we hand on as a node restoring it would, canonical form included.
-	back, err := f.decodeState(out)
+	back, err := f.restorable(out)
 	if err != nil {
 		return nil, fmt.Errorf("fsm: prepared restore state does not decode: %w", err)
 	}

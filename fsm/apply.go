@@ -1,0 +1,144 @@
+package fsm
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/hashicorp/raft"
+)
+
+// The path of one entry, in the order it runs, for the live state and the snapshot shadow
+// alike: step → decode → state.apply, which advances cluster time and ends what expired by
+// it (advance, time.go), runs the command's handler from the commands table below, admits
+// the shared waiters the entry put at the head of a queue (settle, locks.go), and returns
+// the Result.
+
+// step applies one entry to s: the only code that advances a state by an entry, for the
+// live state and the shadow alike. It returns the command's type (0 for an entry that is
+// not a valid command) and, for a command this node does not know and may not skip, the
+// error that halts the FSM, with s unchanged.
+func (f *FSM) step(s *state, index uint64, typ raft.LogType, data []byte) (*Result, Type, error) {
+	if typ != raft.LogCommand {
+		if index > s.applied {
+			s.applied = index
+		}
+		return &Result{Index: index}, 0, nil
+	}
+	c, err := f.decode(data)
+	if err != nil {
+		if errors.Is(err, ErrUnknownCommand) {
+			return nil, 0, err
+		}
+		s.applied = index
+		return &Result{Status: StatusInvalid, Index: index, Err: err}, 0, nil
+	}
+	// The handlers are called through the registry, so a command they are handed escapes
+	// to the heap; the state's own scratch copy costs no allocation per entry. It is
+	// cleared after, so that nothing of an entry outlives its apply.
+	s.cmd = c
+	r := s.apply(index, &s.cmd)
+	s.cmd = Command{}
+	return r, c.Type, nil
+}
+
+// decode decodes an entry as a node speaking f.maxVersion does. A SetVersion above that
+// version is refused (StatusInvalid, nothing changes): the leader proposes a version only
+// once every voter has registered it, so such an entry was never meant for this cluster.
+func (f *FSM) decode(data []byte) (Command, error) {
+	c, err := decodeCommand(data, f.maxVersion)
+	if err == nil && c.Type.known(f.maxVersion) == TypeSetVersion && c.Version > f.maxVersion {
+		err = fmt.Errorf("%w: set_version %d, this node speaks up to %d", ErrUnsupportedVersion, c.Version, f.maxVersion)
+	}
+	return c, err
+}
+
+// apply applies one decoded command at index and returns its Result: first the entry
+// moves time and ends everything that has expired by it, then the command takes effect,
+// then the shared waiters its removals put at the head of a queue are admitted.
+func (s *state) apply(index uint64, c *Command) *Result {
+	s.advance(index, c.Now)
+	r := &Result{Index: index}
+	s.handle(index, c, r)
+	s.settle(index)
+	return r
+}
+
+// handle runs the handler of c's type, as a node speaking s.maxVersion knows it. A type
+// it does not know is skipped (decode let only skippable ones through); a command whose
+// version the cluster has not activated is refused (active) and changes nothing.
+func (s *state) handle(index uint64, c *Command, r *Result) {
+	t := c.Type.known(s.maxVersion)
+	cmd := commandOf(t)
+	switch {
+	case cmd.apply == nil:
+		r.Status = StatusSkipped
+	case !cmd.anyVersion && !s.active(c.Type, r):
+	case cmd.exact && c.Type != t:
+		// The type byte also carries FlagSkippable, which this type is never written with.
+		// Nodes apply such an entry as a tick once the version gate has passed; a node
+		// that applied it otherwise would diverge from its peers.
+	default:
+		cmd.apply(s, index, c, r)
+	}
+}
+
+// handler applies one command at index, after advance, and reports its outcome in r.
+// Handlers check before they change: a command refused (a missing lease, a quota, a
+// conflict) changes nothing but time.
+type handler func(s *state, index uint64, c *Command, r *Result)
+
+// command is a command type's row in the registry.
+type command struct {
+	name  string // as logs and the API name it (Type.String)
+	since uint64 // the protocol version that introduced it (Type.Since)
+	apply handler
+	// anyVersion lets the command apply before the cluster activates its version: it is
+	// how versions are activated. Every other command is refused until then (active).
+	anyVersion bool
+	// exact: see handle.
+	exact bool
+}
+
+// commands is the registry: every command type this code knows, by its type without
+// FlagSkippable. A new command is one row here, its constant and its encoding
+// (command.go).
+var commands = [...]command{
+	TypeCreateLease:  {name: "create_lease", since: 1, apply: (*state).createLease},
+	TypeRenew:        {name: "renew", since: 1, apply: (*state).renew},
+	TypeRevoke:       {name: "revoke", since: 1, apply: (*state).revoke},
+	TypeAcquire:      {name: "acquire", since: 1, apply: (*state).acquire},
+	TypeRelease:      {name: "release", since: 1, apply: (*state).release},
+	TypeTick:         {name: "tick", since: 1, apply: (*state).tick},
+	TypeRegisterNode: {name: "register_node", since: 1, apply: (*state).registerNode},
+	TypeDequeue:      {name: "dequeue", since: 1, apply: (*state).dequeue},
+	TypeRemoveNode:   {name: "remove_node", since: 1, apply: (*state).removeNode},
+
+	TypeSetVersion:  {name: "set_version", since: 2, apply: (*state).setVersion, anyVersion: true},
+	typeNodeVersion: {name: "node_version", since: 2, apply: (*state).registerVersion, anyVersion: true},
+	TypeSetLimits:   {name: "set_limits", since: 2, apply: (*state).setLimits},
+
+	TypeACLBootstrap:    {name: "acl_bootstrap", since: 2, apply: (*state).aclBootstrap, exact: true},
+	TypeACLSetPolicy:    {name: "acl_set_policy", since: 2, apply: (*state).aclSetPolicy, exact: true},
+	TypeACLDeletePolicy: {name: "acl_delete_policy", since: 2, apply: (*state).aclDeletePolicy, exact: true},
+	TypeACLSetToken:     {name: "acl_set_token", since: 2, apply: (*state).aclSetToken, exact: true},
+	TypeACLDeleteToken:  {name: "acl_delete_token", since: 2, apply: (*state).aclDeleteToken, exact: true},
+
+	// acquire tells the two modes apart by the exact type byte: an AcquireShared that also
+	// carries FlagSkippable acquires in exclusive mode, on every node.
+	TypeAcquireShared:   {name: "acquire_shared", since: 2, apply: (*state).acquire},
+	TypeSemAcquire:      {name: "sem_acquire", since: 2, apply: (*state).semAcquire, exact: true},
+	TypeSemRelease:      {name: "sem_release", since: 2, apply: (*state).semRelease, exact: true},
+	TypeSemDequeue:      {name: "sem_dequeue", since: 2, apply: (*state).semDequeue, exact: true},
+	TypeCampaign:        {name: "campaign", since: 2, apply: (*state).campaign, exact: true},
+	TypeResign:          {name: "resign", since: 2, apply: (*state).resign, exact: true},
+	TypeElectionDequeue: {name: "election_dequeue", since: 2, apply: (*state).electionDequeue, exact: true},
+}
+
+// commandOf returns the registry row of type t (without its flag); the zero row, with no
+// handler, for a type this code does not know.
+func commandOf(t Type) command {
+	if int(t) < len(commands) {
+		return commands[t]
+	}
+	return command{}
+}

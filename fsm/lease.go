@@ -1,0 +1,196 @@
+package fsm
+
+import "github.com/raftlock/raftlock/internal/mutant"
+
+// lease is one live lease. held and waiting are nil until used, so a lease that holds
+// nothing costs a map entry and this struct. waiting maps each lock the lease waits for
+// to its node in that lock's queue, so that it leaves the queue without a scan.
+type lease struct {
+	id       LeaseID
+	ttl      int64
+	deadline int64
+	held     map[string]struct{}
+	waiting  map[string]*waiter
+	fp       *Fingerprint // LeaseFingerprint(id), computed on first use (history.go)
+	prims    *leasePrims  // semaphores and elections; nil until used (usePrims)
+}
+
+// leasePrims is what a lease holds and waits for among semaphores and elections. It is
+// nil until the lease uses one, so that a lease that only takes locks costs nothing more.
+type leasePrims struct {
+	permits   map[string]struct{} // semaphores it holds a permit of
+	semWaits  map[string]*waiter  // semaphores it waits for
+	leads     map[string]struct{} // elections it leads
+	campaigns map[string]*waiter  // elections it is a candidate in
+}
+
+// usePrims returns the lease's semaphores and elections, allocating them on first use.
+func (l *lease) usePrims() *leasePrims {
+	if l.prims == nil {
+		l.prims = &leasePrims{}
+	}
+	return l.prims
+}
+
+// count returns how many locks, permits and leaderships the lease holds and waits for,
+// together: the MaxLocksPerLease quota bounds this sum.
+func (l *lease) count() int {
+	n := len(l.held) + len(l.waiting)
+	if p := l.prims; p != nil {
+		n += len(p.permits) + len(p.semWaits) + len(p.leads) + len(p.campaigns)
+	}
+	return n
+}
+
+// createLease applies CreateLease.
+func (s *state) createLease(_ uint64, c *Command, r *Result) {
+	if s.leaseQuota(c.Lease, r) {
+		return
+	}
+	r.TTL = s.addLease(c.Lease, c.TTL).ttl
+}
+
+// renew applies Renew: every lease of the batch that still exists is renewed.
+func (s *state) renew(_ uint64, c *Command, r *Result) {
+	r.Renewed = make([]bool, len(c.Leases))
+	r.RenewedTTL = make([]int64, len(c.Leases))
+	for i, id := range c.Leases {
+		if l := s.leases[id]; l != nil {
+			s.touch(l)
+			r.Renewed[i], r.RenewedTTL[i] = true, l.ttl
+		}
+	}
+}
+
+// revoke applies Revoke: the lease ends as an expired one does, in this entry.
+func (s *state) revoke(index uint64, c *Command, r *Result) {
+	l := s.leases[c.Lease]
+	if l == nil {
+		r.Status = StatusLeaseNotFound
+		return
+	}
+	if mutant.Is("revoke-leaves-locks") {
+		l.held = nil
+	}
+	s.hist.endCause = HistoryRevoked
+	r.Released = s.removeLeases(index, []*lease{l})
+}
+
+// addLease creates lease id with ttl, stamped by this entry, unless it exists.
+func (s *state) addLease(id LeaseID, ttl int64) *lease {
+	if l := s.leases[id]; l != nil {
+		return l // a re-proposed create is a no-op
+	}
+	l := &lease{id: id, ttl: ttl}
+	s.leases[id] = l
+	s.touch(l)
+	return l
+}
+
+// touch renews a lease: its deadline becomes the entry's stamp plus its TTL. The stamp is
+// at least the entry's Now, which the leader read after the request arrived.
+func (s *state) touch(l *lease) {
+	l.deadline = satAdd(s.stamp, l.ttl)
+	if mutant.Is("renew-from-apply-time") {
+		l.deadline = satAdd(s.time, l.ttl)
+	}
+	s.leaseExp.Set(string(l.id[:]), l.deadline)
+}
+
+// leaseFor creates the lease of a request with NewLease, or renews the lease named.
+func (s *state) leaseFor(c *Command, l *lease) *lease {
+	if l == nil {
+		return s.addLease(c.Lease, c.TTL)
+	}
+	s.touch(l)
+	return l
+}
+
+// removeLeases deletes leases (revoked or expired): first from every queue, then their
+// locks are released in name order, handing each to its next waiter. It returns the
+// released names when one lease is removed.
+func (s *state) removeLeases(index uint64, ls []*lease) []string {
+	for _, l := range ls {
+		for _, name := range sortedNames(l.waiting) {
+			s.hist.waitCause = HistoryWaitLeaseEnded
+			s.leaveQueue(index, name, l)
+		}
+		s.leavePrimQueues(index, l)
+		delete(s.leases, l.id)
+		s.leaseExp.Delete(string(l.id[:]))
+	}
+	var released []string
+	for _, l := range ls {
+		names := sortedNames(l.held)
+		for _, name := range names {
+			lk := s.locks[name]
+			s.recordEnd(name, lk, l, s.hist.endCause)
+			s.releaseGrant(index, name, lk, l.id)
+		}
+		released = names
+	}
+	s.releasePrims(index, ls)
+	if released == nil {
+		released = []string{}
+	}
+	return released
+}
+
+// leavePrimQueues takes a lease that ends out of every semaphore and election queue.
+func (s *state) leavePrimQueues(index uint64, l *lease) {
+	if l.prims == nil {
+		return
+	}
+	for _, name := range sortedNames(l.prims.semWaits) {
+		s.leaveSemQueue(index, name, l)
+	}
+	for _, name := range sortedNames(l.prims.campaigns) {
+		s.leaveCampaign(index, name, l)
+	}
+}
+
+// releasePrims frees the permits and leaderships of leases that ended (already out of
+// every queue and of the lease table), in name order, handing each over.
+func (s *state) releasePrims(index uint64, ls []*lease) {
+	for _, l := range ls {
+		if l.prims == nil {
+			continue
+		}
+		for _, name := range sortedNames(l.prims.permits) {
+			s.dropPermit(index, name, s.sems[name], l.id)
+		}
+		for _, name := range sortedNames(l.prims.leads) {
+			if el := s.elections[name]; el != nil && el.leader == l.id {
+				s.dropLeader(index, name, el)
+			}
+		}
+		l.prims = nil
+	}
+}
+
+// LeaseView is a read-only copy of a lease's state.
+type LeaseView struct {
+	ID       LeaseID
+	TTL      int64
+	Deadline int64
+	Locks    []string
+	Waiting  []string
+}
+
+// Lease returns the state of a lease and whether it exists.
+func (f *FSM) Lease(id LeaseID) (LeaseView, bool) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	l := f.s.leases[id]
+	if l == nil {
+		return LeaseView{}, false
+	}
+	return LeaseView{ID: id, TTL: l.ttl, Deadline: l.deadline, Locks: sortedNames(l.held), Waiting: sortedNames(l.waiting)}, true
+}
+
+// LeaseCount returns the number of live leases.
+func (f *FSM) LeaseCount() int {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return len(f.s.leases)
+}

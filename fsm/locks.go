@@ -1,0 +1,401 @@
+package fsm
+
+import (
+	"sort"
+	"strings"
+
+	"github.com/raftlock/raftlock/internal/mutant"
+)
+
+// A lock is held in one of two modes: exclusive (one holder: lock.holder) or shared
+// (readers: any number of holders, and lock.holder, token and owner mirror the oldest of
+// them, so that everything written for exclusive locks, the snapshot's lock records
+// included, reads a shared lock as held by its oldest reader).
+//
+// One FIFO queue serves both modes. A shared request is granted at once only when the lock
+// is held shared and nobody waits, so a queued exclusive request holds back every later
+// shared one (writers do not starve). Whenever the head of the queue is a shared waiter
+// and the lock is free or held shared, that waiter and every shared waiter behind it up to
+// the first exclusive one are granted in the same entry, each with the entry's index as
+// its token.
+
+// lock is a held lock. A lock that is free has no waiters (a release hands it to the first
+// one) and so is deleted from the table: free locks take no memory.
+type lock struct {
+	holder LeaseID
+	token  uint64
+	owner  string
+	modify uint64
+	queue  waitQueue
+	// readers holds every holder while the lock is held shared, and is nil while it is
+	// held exclusive.
+	readers *grantSet
+}
+
+// isShared reports whether the lock is held in shared mode.
+func (lk *lock) isShared() bool { return lk.readers != nil }
+
+// grantOf returns lease id's grant of the lock, if it holds it in either mode.
+func (lk *lock) grantOf(id LeaseID) (token uint64, owner string, ok bool) {
+	if lk.readers != nil {
+		if g := lk.readers.get(id); g != nil {
+			return g.token, g.owner, true
+		}
+		return 0, "", false
+	}
+	if lk.holder == id {
+		return lk.token, lk.owner, true
+	}
+	return 0, "", false
+}
+
+// syncHead makes holder, token and owner mirror the oldest reader.
+func (lk *lock) syncHead() {
+	h := lk.readers.head
+	lk.holder, lk.token, lk.owner = h.lease, h.token, h.owner
+}
+
+// acquire applies Acquire and AcquireShared. A free lock is granted with this entry's
+// index as its token; the lease that holds the lock gets the same grant again; a shared
+// request joins the readers of a lock held shared while nobody waits; any other request
+// waits in the queue when it may (Wait), and is refused with StatusLockHeld when not.
+func (s *state) acquire(index uint64, c *Command, r *Result) {
+	shared := c.Type == TypeAcquireShared
+	if !validName(c.Name) {
+		invalid(r, "bad lock name")
+		return
+	}
+	l := s.leases[c.Lease]
+	if l == nil && !c.NewLease {
+		r.Status = StatusLeaseNotFound
+		return
+	}
+	lk := s.locks[c.Name]
+	mine := false
+	if lk != nil && l != nil {
+		if _, _, ok := lk.grantOf(l.id); ok {
+			mine = true
+			if lk.isShared() != shared {
+				r.Status = StatusModeConflict // no upgrade, no downgrade
+				return
+			}
+		} else if w := l.waiting[c.Name]; w != nil && w.shared != shared {
+			r.Status = StatusModeConflict
+			return
+		}
+	}
+	// A shared request joins the readers only when nobody waits: a waiting exclusive
+	// request comes first.
+	join := shared && lk != nil && !mine && lk.queue.len == 0 &&
+		(lk.isShared() || mutant.Is("shared-beside-exclusive"))
+	if lk != nil && !mine && !join && c.Wait <= 0 {
+		// Held, no wait: refuse without creating the lease, so a failed one-shot acquire
+		// leaves nothing behind.
+		r.Status = StatusLockHeld
+		return
+	}
+	if s.acquireQuota(c, l, lk, r) {
+		return
+	}
+	l = s.leaseFor(c, l)
+	r.TTL = l.ttl
+	switch {
+	case lk == nil:
+		lk = &lock{holder: l.id, token: index, owner: c.Owner, modify: index}
+		if shared {
+			lk.readers = &grantSet{}
+			lk.readers.add(&grant{lease: l.id, token: index, owner: c.Owner})
+		}
+		s.locks[c.Name] = lk
+		s.names.ReplaceOrInsert(c.Name)
+		addName(&l.held, c.Name)
+		s.notify(Event{Kind: EventLockChanged, Name: c.Name, Index: index})
+		s.record(c.Name, HistoryEvent{Kind: HistoryGranted, Lease: l.fingerprint(), Token: index, Owner: c.Owner})
+		r.Token, r.Owner = index, c.Owner
+	case mine:
+		r.Token, r.Owner, _ = lk.grantOf(l.id) // idempotent: the same grant again
+	case join:
+		if !lk.isShared() { // only the mutant joins an exclusive holder
+			lk.readers = &grantSet{}
+			lk.readers.add(&grant{lease: lk.holder, token: lk.token, owner: lk.owner})
+		}
+		lk.readers.add(&grant{lease: l.id, token: index, owner: c.Owner})
+		lk.modify = index
+		addName(&l.held, c.Name)
+		s.notify(Event{Kind: EventLockChanged, Name: c.Name, Index: index})
+		s.record(c.Name, HistoryEvent{Kind: HistoryGranted, Lease: l.fingerprint(), Token: index, Owner: c.Owner})
+		r.Token, r.Owner = index, c.Owner
+	default:
+		if w, added := s.enqueue(&lk.queue, &l.waiting, &s.waitExp, c.Name, l, c); added {
+			w.shared = shared
+			lk.modify = index
+			s.notify(Event{Kind: EventLockChanged, Name: c.Name, Index: index})
+		}
+		r.Status = StatusQueued
+	}
+}
+
+// release applies Release: the lease must hold the lock with the token it presents.
+func (s *state) release(index uint64, c *Command, r *Result) {
+	l := s.leases[c.Lease]
+	lk := s.locks[c.Name]
+	var token uint64
+	var holds bool
+	if lk != nil {
+		token, _, holds = lk.grantOf(c.Lease)
+	}
+	switch {
+	case l == nil:
+		r.Status = StatusLeaseNotFound
+	case !holds || token != c.Token && !mutant.Is("release-ignores-token"):
+		r.Status = StatusNotHolder
+	default:
+		s.recordEnd(c.Name, lk, l, HistoryReleased)
+		s.releaseGrant(index, c.Name, lk, l.id)
+	}
+}
+
+// dequeue applies Dequeue: a waiting client gave up. A lease that holds the lock by now
+// is told its grant instead.
+func (s *state) dequeue(index uint64, c *Command, r *Result) {
+	lk := s.locks[c.Name]
+	if lk != nil {
+		if token, owner, ok := lk.grantOf(c.Lease); ok {
+			r.Token, r.Owner = token, owner
+			return
+		}
+	}
+	r.Status = StatusNotHolder
+	if l := s.leases[c.Lease]; l != nil && lk != nil {
+		if _, queued := l.waiting[c.Name]; queued && !mutant.Is("abandon-not-dequeued") {
+			s.hist.waitCause = HistoryWaitAbandoned
+			s.leaveQueue(index, c.Name, l)
+		}
+	}
+}
+
+// leaveQueue takes lease l, which waits for lock name, out of that lock's queue.
+func (s *state) leaveQueue(index uint64, name string, l *lease) {
+	w := l.waiting[name]
+	delete(l.waiting, name)
+	s.waitExp.Delete(waitKey(name, l.id))
+	lk := s.locks[name]
+	lk.queue.remove(w)
+	lk.modify = index
+	if lk.isShared() && lk.queue.head != nil && lk.queue.head.shared {
+		s.admit = append(s.admit, name) // granted by settle, once the entry's removals are done
+	}
+	s.recordWaitEnd(name, w, l)
+	s.notify(Event{Kind: EventWaitEnded, Name: name, Lease: l.id, Index: index})
+	s.notify(Event{Kind: EventLockChanged, Name: name, Index: index})
+}
+
+// lockWaitTimedOut takes lease l out of the queue of lock name because its wait deadline
+// passed (advance).
+func (s *state) lockWaitTimedOut(index uint64, name string, l *lease) {
+	if mutant.Is("expired-waiters-stay") {
+		return
+	}
+	s.hist.waitCause = HistoryWaitTimedOut
+	s.leaveQueue(index, name, l)
+}
+
+// releaseGrant ends lease id's grant of lock name (either mode) at index. The lock is
+// handed over when it becomes free: at once when exclusive, when the last reader leaves
+// when shared.
+func (s *state) releaseGrant(index uint64, name string, lk *lock, id LeaseID) {
+	if !lk.isShared() {
+		s.releaseExclusive(index, name, lk)
+		return
+	}
+	lk.readers.remove(id)
+	if l := s.leases[id]; l != nil {
+		delete(l.held, name)
+	}
+	lk.modify = index
+	if lk.readers.len() > 0 {
+		lk.syncHead()
+		s.notify(Event{Kind: EventLockChanged, Name: name, Index: index})
+		return
+	}
+	lk.readers = nil
+	s.handOver(index, name, lk)
+}
+
+// releaseExclusive frees lock name, held exclusive by lk, and hands it to the first waiter
+// in the same entry: the new grant's token is this entry's index.
+func (s *state) releaseExclusive(index uint64, name string, lk *lock) {
+	if old := s.leases[lk.holder]; old != nil {
+		delete(old.held, name)
+	}
+	s.handOver(index, name, lk)
+}
+
+// handOver gives lock name, which has just become free, to the head of its queue at index:
+// to the head waiter when it is exclusive, to the shared waiters at the head otherwise. A
+// lock with nobody waiting is deleted.
+func (s *state) handOver(index uint64, name string, lk *lock) {
+	if lk.queue.len == 0 {
+		delete(s.locks, name)
+		s.names.Delete(name)
+		s.freedIndex = index
+		s.notify(Event{Kind: EventLockChanged, Name: name, Index: index, Freed: true})
+		return
+	}
+	w := lk.queue.head
+	if w.shared {
+		s.grantShared(index, name, lk)
+		return
+	}
+	if mutant.Is("handover-skips-head") && w.next != nil {
+		w = w.next
+	}
+	lk.queue.remove(w)
+	next := s.leases[w.lease]
+	delete(next.waiting, name)
+	s.waitExp.Delete(waitKey(name, w.lease))
+	addName(&next.held, name)
+	token := index
+	if mutant.Is("handover-token-plus-one") {
+		token = lk.token + 1
+	}
+	if mutant.Is("regrant-keeps-token") {
+		token = lk.token
+	}
+	lk.holder, lk.token, lk.owner, lk.modify = w.lease, token, w.owner, index
+	s.notify(Event{Kind: EventGranted, Name: name, Lease: w.lease, Token: token, Owner: w.owner, Index: index})
+	granted := HistoryEvent{Kind: HistoryGranted, FromQueue: true, Lease: next.fingerprint(), Token: token, Owner: w.owner}
+	if w.since > 0 {
+		granted.Waited = s.time - (w.since - 1)
+	}
+	s.record(name, granted)
+	s.notify(Event{Kind: EventLockChanged, Name: name, Index: index})
+}
+
+// grantShared grants the lock, free or held shared, to the shared waiters at the head of
+// its queue, up to the first exclusive one, all at index.
+func (s *state) grantShared(index uint64, name string, lk *lock) {
+	if lk.readers == nil {
+		lk.readers = &grantSet{}
+	}
+	for w := lk.queue.head; w != nil && w.shared; w = lk.queue.head {
+		lk.queue.remove(w)
+		next := s.leases[w.lease]
+		delete(next.waiting, name)
+		s.waitExp.Delete(waitKey(name, w.lease))
+		addName(&next.held, name)
+		lk.readers.add(&grant{lease: w.lease, token: index, owner: w.owner})
+		s.notify(Event{Kind: EventGranted, Name: name, Lease: w.lease, Token: index, Owner: w.owner, Index: index})
+		granted := HistoryEvent{Kind: HistoryGranted, FromQueue: true, Lease: next.fingerprint(), Token: index, Owner: w.owner}
+		if w.since > 0 {
+			granted.Waited = s.time - (w.since - 1)
+		}
+		s.record(name, granted)
+	}
+	lk.syncHead()
+	lk.modify = index
+	s.notify(Event{Kind: EventLockChanged, Name: name, Index: index})
+}
+
+// settle admits the shared waiters that a waiter leaving the queue put at its head while
+// the lock is held shared (s.admit), in name order. It runs once the entry's removals are
+// done, so that nothing is granted to a lease that ends in the same entry.
+func (s *state) settle(index uint64) {
+	if len(s.admit) == 0 {
+		return
+	}
+	names := s.admit
+	s.admit = nil
+	sort.Strings(names)
+	for i, name := range names {
+		if i > 0 && names[i-1] == name {
+			continue
+		}
+		if lk := s.locks[name]; lk != nil && lk.isShared() && lk.queue.head != nil && lk.queue.head.shared {
+			s.grantShared(index, name, lk)
+		}
+	}
+}
+
+// LockView is a read-only copy of a lock's state.
+type LockView struct {
+	Name string
+	Held bool
+	// Shared reports a lock held in shared mode.
+	Shared bool
+	// Holder, Token and Owner are the exclusive holder's grant. For a lock held shared,
+	// Holder and Owner are the oldest reader's and Token the newest (highest) token.
+	Holder LeaseID
+	Token  uint64
+	Owner  string
+	// Holders are every grant in grant order (one when exclusive).
+	Holders     []Holding
+	Waiters     []LeaseID
+	ModifyIndex uint64
+}
+
+func (s *state) view(name string) LockView {
+	lk := s.locks[name]
+	if lk == nil {
+		return LockView{Name: name, ModifyIndex: s.freedIndex}
+	}
+	v := LockView{Name: name, Held: true, Holder: lk.holder, Token: lk.token, Owner: lk.owner, ModifyIndex: lk.modify}
+	if lk.isShared() {
+		v.Shared, v.Holders, v.Token = true, lk.readers.holdings(), lk.readers.tail.token
+	} else {
+		v.Holders = []Holding{{Lease: lk.holder, Token: lk.token, Owner: lk.owner}}
+	}
+	for w := lk.queue.head; w != nil; w = w.next {
+		v.Waiters = append(v.Waiters, w.lease)
+	}
+	return v
+}
+
+// Lock returns the state of lock name. A free lock reports the index of the last entry
+// that freed any lock as its ModifyIndex: at least the index that freed this one, and
+// never lower than an index reported before.
+func (f *FSM) Lock(name string) LockView {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.s.view(name)
+}
+
+// Locks returns one page of the held locks whose names start with prefix, in name order:
+// those whose names sort strictly after the cursor after (all of them when after is ""),
+// at most limit of them when limit > 0 (no limit otherwise). truncated reports that at
+// least one more such lock follows the page; the next page is asked for with after set
+// to the last name of this one. The work under the read lock is one descent of the name
+// index plus the page itself, whatever the number of locks, so that a listing holds up
+// Apply only for as long as its page takes. views is empty, not nil, when nothing matches.
+func (f *FSM) Locks(prefix, after string, limit int) (views []LockView, truncated bool) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	views = make([]LockView, 0, min(max(limit, 0), maxPagePrealloc))
+	// The names with a prefix are contiguous in name order: start at the later of prefix
+	// and after, and stop at the first name without the prefix.
+	f.s.names.AscendGreaterOrEqual(max(prefix, after), func(n string) bool {
+		switch {
+		case n == after:
+			return true // the cursor itself was on the previous page
+		case !strings.HasPrefix(n, prefix):
+			return false
+		case limit > 0 && len(views) == limit:
+			truncated = true
+			return false
+		}
+		views = append(views, f.s.view(n))
+		return true
+	})
+	return views, truncated
+}
+
+// maxPagePrealloc caps the room reserved for a page up front, so that a huge limit does
+// not allocate for locks that may not exist.
+const maxPagePrealloc = 1024
+
+// LockCount returns the number of held locks (free locks take no state).
+func (f *FSM) LockCount() int {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return len(f.s.locks)
+}
