@@ -225,7 +225,7 @@ func decodeAcquire(name string, body []byte) (cluster.AcquireRequest, error) {
 	if e != nil {
 		return out, e
 	}
-	out.NewLease, out.TTL, out.RequestID = true, ttl, req.RequestID
+	out.NewLease, out.TTL, out.RequestID = true, time.Duration(ttl)*time.Millisecond, req.RequestID
 	return out, nil
 }
 
@@ -265,7 +265,7 @@ func (s *Server) handleAcquire(w http.ResponseWriter, r *http.Request) {
 	if g.Shared {
 		mode = api.ModeShared
 	}
-	writeJSON(w, http.StatusOK, api.Grant{Name: g.Name, Token: g.Token, LeaseID: g.Lease.String(), TTLMs: g.TTL, Owner: g.Owner, Mode: mode})
+	writeJSON(w, http.StatusOK, api.Grant{Name: g.Name, Token: g.Token, LeaseID: g.Lease.String(), TTLMs: g.TTL.Milliseconds(), Owner: g.Owner, Mode: mode})
 }
 
 // decodeRelease validates a DELETE /v1/locks/{name} request.

@@ -26,8 +26,6 @@ type HistoryNode interface {
 	Subscribe(prefix string, from uint64) (*cluster.Subscription, error)
 }
 
-var _ HistoryNode = (*cluster.Node)(nil)
-
 // streamPing is how often an idle event stream sends a comment, so that proxies keep it
 // open and a dead client is noticed.
 const streamPing = 15 * time.Second

@@ -68,7 +68,7 @@ func decodeSemaphoreAcquire(name string, body []byte) (cluster.SemaphoreRequest,
 	if err != nil {
 		return cluster.SemaphoreRequest{}, err
 	}
-	return cluster.SemaphoreRequest{Name: name, Limit: uint64(req.Limit), Lease: lease, NewLease: newLease, RequestID: req.RequestID, TTL: ttl, Wait: wait, Owner: req.Owner}, nil
+	return cluster.SemaphoreRequest{Name: name, Limit: uint64(req.Limit), Lease: lease, NewLease: newLease, RequestID: req.RequestID, TTL: time.Duration(ttl) * time.Millisecond, Wait: wait, Owner: req.Owner}, nil
 }
 
 // decodeCampaign turns a PUT /v1/elections/{name} request into the node's.
@@ -90,7 +90,7 @@ func decodeCampaign(name string, body []byte) (cluster.CampaignRequest, error) {
 	if req.Token != 0 && (newLease || wait > 0) {
 		return cluster.CampaignRequest{}, api.Errorf(api.CodeInvalidArgument, "token makes the request a proclaim by the leader: it needs lease_id and takes no wait_ms")
 	}
-	return cluster.CampaignRequest{Name: name, Value: req.Value, Token: req.Token, Lease: lease, NewLease: newLease, RequestID: req.RequestID, TTL: ttl, Wait: wait, Owner: req.Owner}, nil
+	return cluster.CampaignRequest{Name: name, Value: req.Value, Token: req.Token, Lease: lease, NewLease: newLease, RequestID: req.RequestID, TTL: time.Duration(ttl) * time.Millisecond, Wait: wait, Owner: req.Owner}, nil
 }
 
 // holdRequest takes a held-request slot for a request that may wait; release frees it.
@@ -132,7 +132,7 @@ func (s *Server) handleSemaphoreAcquire(w http.ResponseWriter, r *http.Request) 
 		writeError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, api.SemaphoreGrant{Name: g.Name, Token: g.Token, LeaseID: g.Lease.String(), TTLMs: g.TTL, Owner: g.Owner, Limit: int64(g.Limit)})
+	writeJSON(w, http.StatusOK, api.SemaphoreGrant{Name: g.Name, Token: g.Token, LeaseID: g.Lease.String(), TTLMs: g.TTL.Milliseconds(), Owner: g.Owner, Limit: int64(g.Limit)})
 }
 
 // releaseRoute serves DELETE on a primitive of kind: {"lease_id","token"} gives the grant
@@ -262,7 +262,7 @@ func (s *Server) handleCampaign(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, api.ElectionGrant{Name: g.Name, Token: g.Token, LeaseID: g.Lease.String(), TTLMs: g.TTL, Owner: g.Owner, Value: g.Value, ModifyIndex: g.ModifyIndex})
+	writeJSON(w, http.StatusOK, api.ElectionGrant{Name: g.Name, Token: g.Token, LeaseID: g.Lease.String(), TTLMs: g.TTL.Milliseconds(), Owner: g.Owner, Value: g.Value, ModifyIndex: g.ModifyIndex})
 }
 
 func (s *Server) handleElectionStatus(w http.ResponseWriter, r *http.Request) {

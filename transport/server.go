@@ -69,14 +69,12 @@ type Node interface {
 	Backup(ctx context.Context) ([]byte, fsm.SnapshotSummary, error)
 }
 
-var _ Node = (*cluster.Node)(nil)
-
 // Config configures a Server. Zero values mean the documented defaults.
 type Config struct {
 	// Addr is the listen address (host:port). Required unless a listener is passed to Serve.
 	Addr string
-	// Node is the cluster node served. Required.
-	Node Node
+	// Node is the cluster node served: a *cluster.Node or a Node. Required.
+	Node any
 	// Logger receives the server's logs; nil means hclog's default.
 	Logger hclog.Logger
 	// MaxHops bounds how many times a request is forwarded; zero means 2. A request that
@@ -159,7 +157,13 @@ func (s *Server) callerNode(r *http.Request) string {
 
 // NewServer builds a server; call Serve or ListenAndServe to start it.
 func NewServer(cfg Config) (*Server, error) {
-	if cfg.Node == nil {
+	var node Node
+	switch v := cfg.Node.(type) {
+	case *cluster.Node:
+		node = nodeAdapter{v}
+	case Node:
+		node = v
+	default:
 		return nil, errors.New("transport: config: Node is required")
 	}
 	if cfg.MaxHops == 0 {
@@ -177,7 +181,7 @@ func NewServer(cfg Config) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = hclog.Default()
 	}
-	s := &Server{cfg: cfg, node: cfg.Node, log: cfg.Logger.Named("http"), mux: http.NewServeMux(), done: make(chan struct{}), held: newLimiter(cfg.MaxHeldRequests)}
+	s := &Server{cfg: cfg, node: node, log: cfg.Logger.Named("http"), mux: http.NewServeMux(), done: make(chan struct{}), held: newLimiter(cfg.MaxHeldRequests)}
 	ht := &http.Transport{
 		DialContext:         (&net.Dialer{Timeout: 2 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
 		MaxIdleConnsPerHost: 256,
@@ -193,7 +197,7 @@ func NewServer(cfg Config) (*Server, error) {
 		// caller's body (lease IDs) wherever a compromised or confused peer points.
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
-	s.met = newMetrics(cfg.Node)
+	s.met = newMetrics(node)
 	s.routes()
 	handler := s.met.instrument(s.recoverer(s.forwardUnknownTokens(s.mux)))
 	if cfg.Budget != nil {

@@ -1,0 +1,99 @@
+package cluster
+
+import (
+	"time"
+
+	"github.com/raftlock/raftlock/fsm"
+)
+
+// Names of package fsm that the node's API speaks, aliased so that its callers need not
+// import fsm.
+type (
+	// LeaseID names a lease; it is also the lease's bearer secret.
+	LeaseID = fsm.LeaseID
+	// NodeInfo is a member's registration: its ID and addresses.
+	NodeInfo = fsm.NodeInfo
+	// LockView is a lock's state as a status read answers it.
+	LockView = fsm.LockView
+	// SemaphoreView is a semaphore's state as a status read answers it.
+	SemaphoreView = fsm.SemaphoreView
+	// ElectionView is an election's state as a status read answers it.
+	ElectionView = fsm.ElectionView
+	// HistoryEvent is one recorded event of a lock.
+	HistoryEvent = fsm.HistoryEvent
+	// Overview is the dashboard's page of held locks and lease counts.
+	Overview = fsm.Overview
+	// ACLRule is one rule of an ACL policy.
+	ACLRule = fsm.ACLRule
+	// ACLIdentity is what a token (or its absence) may do.
+	ACLIdentity = fsm.ACLIdentity
+	// ACLPolicyView is a policy as the ACL reads list it.
+	ACLPolicyView = fsm.ACLPolicyView
+	// ACLTokenView is a token as the ACL reads list it, without secret or hash.
+	ACLTokenView = fsm.ACLTokenView
+	// BackupSummary says at which applied index, cluster time and protocol version a
+	// backup was read.
+	BackupSummary = fsm.SnapshotSummary
+	// Limits are the quotas of the replicated state.
+	Limits = fsm.Limits
+)
+
+// LeaseView is a lease as a lookup answers it.
+type LeaseView struct {
+	TTL   time.Duration
+	Locks []string // names of the locks it holds, sorted
+}
+
+// Query says how a status read is served: linearizable unless Stale; with Wait > 0 a
+// blocking query that returns once the object's modify index exceeds WaitIndex, or after Wait.
+type Query struct {
+	Stale     bool
+	WaitIndex uint64
+	Wait      time.Duration
+}
+
+// Metrics is the node's state and counters at one moment, read by /metrics by field.
+type Metrics struct {
+	IsLeader           bool
+	Term               uint64
+	CommitIndex        uint64
+	AppliedIndex       uint64
+	ClusterTime        time.Duration // the state machine's cluster time since its origin
+	Leases             int
+	LocksHeld          int
+	SemaphoresInUse    int
+	SemaphorePermits   int
+	ElectionsLed       int
+	SnapshotLagEntries uint64
+	GrantsTotal        uint64 // counters since this node started
+	HandoversTotal     uint64
+	RenewEntriesTotal  uint64
+}
+
+// Member describes one server of the Raft configuration.
+type Member struct {
+	ID       string
+	RaftAddr string
+	HTTPAddr string
+	Voter    bool
+	Leader   bool
+}
+
+// Status is the node's view of the cluster.
+type Status struct {
+	LeaderID     string
+	Term         uint64
+	CommitIndex  uint64
+	AppliedIndex uint64
+	Members      []Member
+	// ProtocolVersion is the active protocol version this node has applied.
+	ProtocolVersion uint64
+	// Limits are the quotas in force.
+	Limits Limits
+}
+
+// ms turns a duration into the milliseconds of a state machine command.
+func ms(d time.Duration) int64 { return d.Milliseconds() }
+
+// dur turns the milliseconds of the state machine into a duration.
+func dur(ms int64) time.Duration { return time.Duration(ms) * time.Millisecond }
