@@ -3,8 +3,6 @@ package cluster
 import (
 	"context"
 	"fmt"
-
-	"github.com/raftlock/raftlock/fsm"
 )
 
 // Backup returns the state machine's canonical state bytes at a linearizable point, with
@@ -12,13 +10,13 @@ import (
 // both from one read of the state machine. Every grant acknowledged before the call began
 // has a token at most the summary's Index. On a follower it returns ErrNotLeader, so that
 // the caller forwards the request to the leader.
-func (n *Node) Backup(ctx context.Context) ([]byte, fsm.SnapshotSummary, error) {
+func (n *Node) Backup(ctx context.Context) ([]byte, BackupSummary, error) {
 	if err := n.ReadBarrier(ctx); err != nil {
-		return nil, fsm.SnapshotSummary{}, err
+		return nil, BackupSummary{}, err
 	}
 	state, sum, err := n.fsm.SnapshotWithSummary()
 	if err != nil {
-		return nil, fsm.SnapshotSummary{}, fmt.Errorf("%w: %v", ErrHalted, err)
+		return nil, BackupSummary{}, fmt.Errorf("%w: %v", ErrHalted, err)
 	}
 	return state, sum, nil
 }

@@ -24,22 +24,22 @@ func TestCluster_ExpiryNoEarlierThanTTLAfterLastKeepalive(t *testing.T) {
 	ctx := clustertest.Ctx(t, 60*time.Second)
 	l := leaderNode(c)
 	const ttl = 1000
-	holder, err := l.CreateLease(ctx, ttl)
+	holder, err := l.Leases().Create(ctx, ttl*time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.Acquire(ctx, cluster.AcquireRequest{Name: "job", Lease: holder}); err != nil {
+	if _, err := l.Locks().Acquire(ctx, cluster.AcquireRequest{Name: "job", Lease: holder}); err != nil {
 		t.Fatal(err)
 	}
 	var lastSent time.Time
 	for i := 0; i < 3; i++ {
 		sent := time.Now()
-		if _, err := l.KeepAlive(ctx, holder); err != nil {
+		if _, err := l.Leases().KeepAlive(ctx, holder); err != nil {
 			t.Fatal(err)
 		}
 		lastSent = sent
 	}
-	g, err := l.Acquire(ctx, cluster.AcquireRequest{Name: "job", NewLease: true, TTL: 10_000, Wait: 30 * time.Second})
+	g, err := l.Locks().Acquire(ctx, cluster.AcquireRequest{Name: "job", NewLease: true, TTL: 10_000 * time.Millisecond, Wait: 30 * time.Second})
 	granted := time.Now()
 	if err != nil {
 		t.Fatalf("waiter: %v", err)
@@ -59,7 +59,7 @@ func TestCluster_TimeStandsStillWithoutLeader(t *testing.T) {
 	c := clustertest.Start(t, 3, nil)
 	ctx := clustertest.Ctx(t, 60*time.Second)
 	l := leaderNode(c)
-	if _, err := l.Acquire(ctx, cluster.AcquireRequest{Name: "x", NewLease: true, TTL: 60_000}); err != nil {
+	if _, err := l.Locks().Acquire(ctx, cluster.AcquireRequest{Name: "x", NewLease: true, TTL: 60_000 * time.Millisecond}); err != nil {
 		t.Fatal(err)
 	}
 	survivor := c.Follower()
@@ -96,7 +96,7 @@ func TestCluster_RestartKeepsEverything(t *testing.T) {
 	l := leaderNode(c)
 	var grants []cluster.Grant
 	for i := 0; i < 20; i++ {
-		g, err := l.Acquire(ctx, cluster.AcquireRequest{Name: fmt.Sprintf("acct/%d", i), NewLease: true, TTL: 120_000, Owner: "w"})
+		g, err := l.Locks().Acquire(ctx, cluster.AcquireRequest{Name: fmt.Sprintf("acct/%d", i), NewLease: true, TTL: 120_000 * time.Millisecond, Owner: "w"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -104,7 +104,7 @@ func TestCluster_RestartKeepsEverything(t *testing.T) {
 	}
 	f := c.Follower()
 	c.Stop(f)
-	if err := l.Release(ctx, grants[0].Name, grants[0].Lease, grants[0].Token); err != nil {
+	if err := l.Locks().Release(ctx, grants[0].Name, grants[0].Lease, grants[0].Token); err != nil {
 		t.Fatal(err)
 	}
 	c.Restart(f)
@@ -124,7 +124,7 @@ func TestCluster_RestartKeepsEverything(t *testing.T) {
 			t.Fatalf("after a full restart %s = %+v, want holder %s token %d", g.Name, v, g.Lease, g.Token)
 		}
 	}
-	g, err := l.Acquire(ctx, cluster.AcquireRequest{Name: "acct/0", NewLease: true, TTL: 10_000})
+	g, err := l.Locks().Acquire(ctx, cluster.AcquireRequest{Name: "acct/0", NewLease: true, TTL: 10_000 * time.Millisecond})
 	if err != nil || g.Token <= grants[len(grants)-1].Token {
 		t.Fatalf("new grant after restart: %+v %v; tokens must keep rising", g, err)
 	}
@@ -172,7 +172,7 @@ func TestCluster_SnapshotInstallOnLaggingFollower(t *testing.T) {
 	c.Stop(f)
 	l := leaderNode(c)
 	for i := 0; i < 150; i++ {
-		if _, err := l.Acquire(ctx, cluster.AcquireRequest{Name: fmt.Sprintf("s/%d", i), NewLease: true, TTL: 120_000}); err != nil {
+		if _, err := l.Locks().Acquire(ctx, cluster.AcquireRequest{Name: fmt.Sprintf("s/%d", i), NewLease: true, TTL: 120_000 * time.Millisecond}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -201,16 +201,16 @@ func TestCluster_ReadsAreLinearizable(t *testing.T) {
 	l := leaderNode(c)
 	for i := 0; i < 30; i++ {
 		name := fmt.Sprintf("r/%d", i)
-		g, err := l.Acquire(ctx, cluster.AcquireRequest{Name: name, NewLease: true, TTL: 60_000})
+		g, err := l.Locks().Acquire(ctx, cluster.AcquireRequest{Name: name, NewLease: true, TTL: 60_000 * time.Millisecond})
 		if err != nil {
 			t.Fatal(err)
 		}
-		v, err := l.LockStatus(ctx, name, false, 0, 0)
+		v, err := l.Locks().Status(ctx, name, cluster.Query{})
 		if err != nil || !v.Held || v.Token != g.Token {
 			t.Fatalf("read after write: %+v %v", v, err)
 		}
 		// A follower refuses a linearizable read (transport forwards it to the leader).
-		if _, err := c.Nodes[c.Follower()].LockStatus(ctx, name, false, 0, 0); !errors.Is(err, cluster.ErrNotLeader) {
+		if _, err := c.Nodes[c.Follower()].Locks().Status(ctx, name, cluster.Query{}); !errors.Is(err, cluster.ErrNotLeader) {
 			t.Fatalf("linearizable read on a follower: %v, want ErrNotLeader", err)
 		}
 	}
@@ -224,7 +224,7 @@ func TestCluster_KeepalivesAreBatched(t *testing.T) {
 	const n = 200
 	ids := make([]fsm.LeaseID, n)
 	for i := range ids {
-		id, err := l.CreateLease(ctx, 60_000)
+		id, err := l.Leases().Create(ctx, 60_000*time.Millisecond)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -234,7 +234,7 @@ func TestCluster_KeepalivesAreBatched(t *testing.T) {
 	errc := make(chan error, n)
 	for _, id := range ids {
 		go func() {
-			_, err := l.KeepAlive(ctx, id)
+			_, err := l.Leases().KeepAlive(ctx, id)
 			errc <- err
 		}()
 	}

@@ -74,7 +74,7 @@ func TestCluster_ReadOnCutOffLeaderIsRefused(t *testing.T) {
 	ctx := clustertest.Ctx(t, 60*time.Second)
 	old := c.Leader(15 * time.Second)
 	oldNode := c.Nodes[old]
-	if v, err := oldNode.LockStatus(ctx, "job", false, 0, 0); err != nil || v.Held {
+	if v, err := oldNode.Locks().Status(ctx, "job", cluster.Query{}); err != nil || v.Held {
 		t.Fatalf("read before the cut: %+v %v", v, err)
 	}
 
@@ -85,7 +85,7 @@ func TestCluster_ReadOnCutOffLeaderIsRefused(t *testing.T) {
 	newNode := c.Nodes[next]
 	c.WaitFor(10*time.Second, newNode.ID()+" to lead", newNode.IsLeader)
 	led := time.Since(cut)
-	g, err := newNode.Acquire(ctx, cluster.AcquireRequest{Name: "job", NewLease: true, TTL: 60_000, Owner: "new-term"})
+	g, err := newNode.Locks().Acquire(ctx, cluster.AcquireRequest{Name: "job", NewLease: true, TTL: 60_000 * time.Millisecond, Owner: "new-term"})
 	if err != nil {
 		t.Fatalf("acquire on the new leader: %v", err)
 	}
@@ -102,7 +102,7 @@ func TestCluster_ReadOnCutOffLeaderIsRefused(t *testing.T) {
 	}
 	got := make(chan answer, 1)
 	go func() {
-		v, err := oldNode.LockStatus(ctx, "job", false, 0, 0)
+		v, err := oldNode.Locks().Status(ctx, "job", cluster.Query{})
 		got <- answer{v, err}
 	}()
 	var a answer
@@ -121,7 +121,7 @@ func TestCluster_ReadOnCutOffLeaderIsRefused(t *testing.T) {
 	t.Logf("read sent %v after the cut to %s (still leading); refused with %q after %v", sent, oldNode.ID(), a.err, time.Since(cut)-sent)
 
 	links.Heal()
-	if v, err := newNode.LockStatus(ctx, "job", false, 0, 0); err != nil || !v.Held || v.Token != g.Token {
+	if v, err := newNode.Locks().Status(ctx, "job", cluster.Query{}); err != nil || !v.Held || v.Token != g.Token {
 		t.Fatalf("read on the new leader: %+v %v, want held with token %d", v, err, g.Token)
 	}
 }
@@ -142,7 +142,7 @@ func TestCluster_NoGrantWithoutMajority(t *testing.T) {
 	if !oldNode.IsLeader() {
 		t.Fatalf("precondition: %s stepped down %v after the cut, before the acquire was sent", oldNode.ID(), time.Since(cut))
 	}
-	g, err := oldNode.Acquire(ctx, cluster.AcquireRequest{Name: "card/1", NewLease: true, TTL: 60_000, Owner: "minority"})
+	g, err := oldNode.Locks().Acquire(ctx, cluster.AcquireRequest{Name: "card/1", NewLease: true, TTL: 60_000 * time.Millisecond, Owner: "minority"})
 	if err == nil {
 		t.Fatalf("the cut-off leader answered an acquire with a grant %+v (%v after the cut), though no follower could have stored the entry", g, time.Since(cut))
 	}
@@ -164,7 +164,7 @@ func TestCluster_NoGrantWithoutMajority(t *testing.T) {
 	c.WaitFor(10*time.Second, c.Nodes[next].ID()+" to lead", c.Nodes[next].IsLeader)
 	links.Heal()
 	l := c.Nodes[next]
-	if v, err := l.LockStatus(ctx, "card/1", false, 0, 0); err != nil || v.Held {
+	if v, err := l.Locks().Status(ctx, "card/1", cluster.Query{}); err != nil || v.Held {
 		t.Fatalf("after healing, %s reads %+v %v; the entry that was never committed must not grant the lock", l.ID(), v, err)
 	}
 }

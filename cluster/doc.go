@@ -3,9 +3,10 @@
 // snapshots under the data directory, the lock state machine of package fsm, and
 // the leader-only machinery that drives cluster time.
 //
-// Only this package calls raft.Apply. A Node offers lock operations (Acquire, Release,
-// KeepAlive, ...) that succeed only on a ready leader; on a follower they return
-// ErrNotLeader and the caller (package transport) forwards the request to the leader.
+// Only this package calls raft.Apply. A Node's operations are grouped by role and reached
+// by accessor: Leases, Locks, Semaphores, Elections, Members, ACL and Events. Writes
+// succeed only on a ready leader; on a follower they return ErrNotLeader and the caller
+// (package transport) forwards the request to the leader.
 //
 // A leader is ready once a barrier has applied every entry committed before its term, its
 // clock has started from the newest cluster time in its state (leases.Clock), and a Tick
@@ -15,12 +16,58 @@
 //   - proposes a Tick at the earliest pending deadline, and at least every second while
 //     leases exist (an idle cluster writes nothing),
 //   - batches keepalives that arrive within RenewWindow into one Renew entry and answers
-//     each only after that entry commits (KeepAliveMany puts many leases of one request
-//     into the same entry),
+//     each only after that entry commits (Leases.KeepAliveMany puts many leases of one
+//     request into the same entry),
 //   - serves linearizable reads read-index style: note the commit index, confirm
 //     leadership with a heartbeat round, wait until the state machine has applied that
 //     index.
 //
 // Waiting acquires and blocking queries are answered by the state machine's events on
 // the commit that decides them; nothing polls.
+//
+// # The package's parts
+//
+// The node and its lifecycle:
+//
+//	node.go       Node, New (stores -> raft transport -> raft -> bootstrap -> loops), Shutdown, the accessors
+//	config.go     Config, its defaults and Validate
+//	types.go      the aliases of fsm names, LeaseView, Query, Metrics, Status, Member
+//	status.go     Node.Status, Node.Metrics, the apply counters
+//	routing.go    leadership as a router sees it: IsLeader, Serving, LeaderWatch, LeaderHTTPAddr
+//	errors.go     the error values, raftError (raft's errors), afterProposal
+//	outcome.go    outcomeError: the one table from fsm.Status to the node's errors
+//
+// The leader and the way a command travels:
+//
+//	leader.go     leader: the leadership loop, the term's clock, readiness, ticks, duties
+//	upgrade.go    the leader's upgrade loop: protocol versions and limits
+//	proposer.go   proposer: stamp, raft.Apply, wait, refused outcomes
+//	renew.go      renewer: keepalives batched into Renew entries
+//	wait.go       queuedWait: the one wait of queued acquires, semaphores and campaigns
+//	registry.go   registry: state machine events to waits and blocking-query watches; appliedWaiter
+//	reads.go      ReadBarrier and the blocking read of status queries
+//
+// The roles:
+//
+//	leases.go     Leases: create, keepalive, revoke, lookup; lease IDs
+//	locks.go      Locks: acquire (exclusive or shared), release, status, list
+//	semaphores.go Semaphores: acquire, release, status
+//	elections.go  Elections: campaign, resign, status
+//	members.go    Members: add, remove, transfer leadership, registration, versions; ID and address rules
+//	acl.go        ACL: bootstrap, policies, tokens, identities
+//	events.go     Events: the event stream (Subscription), history, the dashboard overview
+//	backup.go     Node.Backup
+//
+// Storage:
+//
+//	storage.go    storage health and the watched log and stable stores
+//	logstore.go   raft-boltdb or raft-wal, and detecting which a directory holds
+//	datadir*.go   the data directory's lock and private modes
+//	restore.go    RestoreDataDir and RestoreIndex: a data directory from a backup
+//	budget.go     the state machine timed for the latency budget
+//
+// Tests only:
+//
+//	faults.go     injected proposal failures (export_test.go sets them)
+//	mutants.go    what the commit mutants of internal/mutant answer instead of waiting
 package cluster

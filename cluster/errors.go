@@ -1,8 +1,12 @@
 package cluster
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"strconv"
+
+	"github.com/hashicorp/raft"
 )
 
 // Errors returned by Node. Transport maps each to an HTTP status.
@@ -60,3 +64,81 @@ var ErrInvalidMember = errors.New("cluster: invalid member")
 // ErrMemberConflict: a membership request would re-point an existing member without
 // asking to replace it.
 var ErrMemberConflict = errors.New("cluster: member exists at another address")
+
+// raftError maps an error of a raft future to the node's errors. It is the one place that
+// reads raft's errors; each mapping says what the caller may conclude:
+//
+//   - raft.ErrNotLeader: raft refused the request on a non-leader before taking it:
+//     ErrNotLeader when another node is known to lead, ErrNoLeader otherwise.
+//   - raft.ErrEnqueueTimeout, raft.ErrLeadershipTransferInProgress: refused before it was
+//     appended, so certainly not applied: ErrNoLeader.
+//   - raft.ErrLeadershipLost, raft.ErrRaftShutdown: appended perhaps, and perhaps
+//     replicated, so a later leader may commit it: ErrUnknownOutcome.
+//
+// Any other error is left as it is, unless proposed says that raft had taken a command
+// (raft.Apply): then nothing tells whether it was appended, and the answer is
+// ErrUnknownOutcome too.
+func raftError(r *raft.Raft, err error, proposed bool) error {
+	switch {
+	case errors.Is(err, raft.ErrNotLeader):
+		return notLeader(r)
+	case errors.Is(err, raft.ErrEnqueueTimeout), errors.Is(err, raft.ErrLeadershipTransferInProgress):
+		return ErrNoLeader
+	case errors.Is(err, raft.ErrLeadershipLost), errors.Is(err, raft.ErrRaftShutdown), proposed:
+		return fmt.Errorf("%w (%v)", ErrUnknownOutcome, err)
+	}
+	return err
+}
+
+// notLeader is the answer of a node that does not lead: ErrNotLeader when another node
+// is known to lead, ErrNoLeader otherwise.
+func notLeader(r *raft.Raft) error {
+	if addr, _ := r.LeaderWithID(); addr == "" {
+		return ErrNoLeader
+	}
+	return ErrNotLeader
+}
+
+// afterProposal maps an error met once a command may already have been proposed. Errors
+// that mean "nothing was applied" before a proposal (not the leader, no leader, shutting
+// down, the caller gone) no longer do: the command may be committed by this or a later
+// leader, so the answer is ErrUnknownOutcome and the request is never forwarded again.
+func afterProposal(err error) error {
+	if err == nil || errors.Is(err, ErrUnknownOutcome) {
+		return err
+	}
+	if errors.Is(err, ErrNotLeader) || errors.Is(err, ErrNoLeader) || errors.Is(err, ErrShutdown) ||
+		errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("%w (%v)", ErrUnknownOutcome, err)
+	}
+	return err
+}
+
+// Errors of the primitives. Transport maps each to a 409 (ErrPrimsInactive to 503).
+var (
+	// ErrModeConflict: the lease holds or waits for the lock in the other mode.
+	ErrModeConflict = errors.New("cluster: the lease holds or waits for the lock in the other mode")
+	// ErrSemaphoreFull: every permit is held and the request did not wait.
+	ErrSemaphoreFull = errors.New("cluster: semaphore full")
+	// ErrLimitConflict: the semaphore is in use with another limit. The error is a
+	// *LimitConflictError giving the limit in force.
+	ErrLimitConflict = errors.New("cluster: semaphore in use with another limit")
+	// ErrElectionHeld: another lease leads the election and the request did not wait.
+	ErrElectionHeld = errors.New("cluster: another lease leads the election")
+	// ErrPrimsInactive: the cluster's active protocol version predates the primitive (a
+	// member runs an older release); nothing was proposed.
+	ErrPrimsInactive = errors.New("cluster: shared locks, semaphores and elections need protocol version 2 on every member")
+)
+
+// LimitConflictError is the ErrLimitConflict of one request.
+type LimitConflictError struct {
+	// Limit is the semaphore's limit in force.
+	Limit uint64
+}
+
+func (e *LimitConflictError) Error() string {
+	return "cluster: semaphore in use with limit " + strconv.FormatUint(e.Limit, 10)
+}
+
+// Is makes errors.Is(err, ErrLimitConflict) hold.
+func (e *LimitConflictError) Is(target error) bool { return target == ErrLimitConflict }

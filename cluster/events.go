@@ -1,289 +1,309 @@
 package cluster
 
 import (
-	"slices"
+	"context"
+	"errors"
+	"fmt"
+	"strings"
 	"sync"
+	"time"
 
 	"github.com/raftlock/raftlock/fsm"
 )
 
-// registry routes the state machine's events to the requests waiting for them: waiting
-// acquires (keyed by name and lease) and blocking queries (keyed by name). Locks,
-// semaphores and elections are separate namespaces (fsm.Space). It is fed on raft's FSM
-// goroutine, so delivering never blocks.
-type registry struct {
-	mu      sync.Mutex
-	waiters map[waitKey][]chan fsm.Event
-	watches map[spaceName][]*watcher
-	// free holds, per namespace, the watches of names not in use: also woken whenever any
-	// name of that namespace is freed, which moves the modify index they report.
-	free map[fsm.Space][]*watcher
+// Event stream errors.
+var (
+	// ErrIndexCompacted: the stream cannot start at the index asked for, because this
+	// node no longer holds (or never held) every event after it. The error is an
+	// *IndexCompactedError giving the oldest index that can be asked for.
+	ErrIndexCompacted = errors.New("cluster: events before this index are no longer retained")
+	// ErrTooManySubscribers: the node serves its maximum number of event subscribers.
+	ErrTooManySubscribers = errors.New("cluster: too many event subscribers")
+	// ErrSubscriberLagging: the subscriber read too slowly and more than the backlog
+	// piled up for it; it was dropped, and may resume from its last index.
+	ErrSubscriberLagging = errors.New("cluster: event subscriber too slow; resume from the last index received")
+	// ErrStreamReset: the node replaced its state with a snapshot, so the events between
+	// its old and new state are unknown to it; resume elsewhere or start live again.
+	ErrStreamReset = errors.New("cluster: state restored from a snapshot; events before it are unknown here")
+)
+
+// IndexCompactedError is the ErrIndexCompacted of one request.
+type IndexCompactedError struct {
+	// Oldest is the smallest from index that is served now.
+	Oldest uint64
 }
 
-type waitKey struct {
-	space fsm.Space
-	name  string
-	lease fsm.LeaseID
+func (e *IndexCompactedError) Error() string {
+	return fmt.Sprintf("%v: the oldest index served is %d", ErrIndexCompacted, e.Oldest)
 }
 
-type spaceName struct {
-	space fsm.Space
-	name  string
+// Is makes errors.Is(err, ErrIndexCompacted) hold.
+func (e *IndexCompactedError) Is(target error) bool { return target == ErrIndexCompacted }
+
+// Defaults of the event stream.
+const (
+	// DefaultEventSubscribers is Config.EventSubscribers's default.
+	DefaultEventSubscribers = 256
+	// DefaultEventBacklog is Config.EventBacklog's default: the last 10,000 events.
+	DefaultEventBacklog = 10_000
+)
+
+// StreamEvent is one history event of a lock, as the stream carries it.
+type StreamEvent struct {
+	Name string
+	fsm.HistoryEvent
 }
 
-// watcher is one blocking query's wake-up channel. A watch on a free lock sits in two lists,
-// so closing goes through fire, which closes once.
-type watcher struct {
-	ch    chan struct{}
-	fired bool
+// StreamEntry is what one applied entry did to the locks: every event has Index.
+type StreamEntry struct {
+	Index  uint64
+	Events []StreamEvent
 }
 
-func (w *watcher) fire() {
-	if !w.fired {
-		w.fired = true
-		close(w.ch)
+// stream keeps the recent entries that changed a lock, in a bounded ring, and hands each
+// newly applied one to the subscribers. It is fed on raft's FSM goroutine and never blocks
+// it: a subscriber that falls more than the backlog behind is dropped instead.
+type stream struct {
+	mu       sync.Mutex
+	backlog  int // bound on the events kept
+	maxSubs  int
+	ring     []StreamEntry // oldest first; ring[0] may be trimmed
+	events   int           // events in ring
+	floor    uint64        // every event with an index above floor is in the ring
+	last     uint64        // highest index applied
+	building []StreamEvent // events of the entries being applied, published at EventApplied
+	subs     map[*Subscription]struct{}
+}
+
+func newStream(backlog, maxSubs int) *stream {
+	if backlog <= 0 {
+		backlog = DefaultEventBacklog
 	}
-}
-
-func newRegistry() *registry {
-	return &registry{waiters: map[waitKey][]chan fsm.Event{}, watches: map[spaceName][]*watcher{}, free: map[fsm.Space][]*watcher{}}
-}
-
-// waitFor registers interest in the outcome of lease's wait for lock name. The returned
-// channel receives the first EventGranted or EventWaitEnded; cancel unregisters.
-func (r *registry) waitFor(name string, lease fsm.LeaseID) (<-chan fsm.Event, func()) {
-	return r.waitForIn(fsm.SpaceLock, name, lease)
-}
-
-// waitForIn is waitFor in namespace space.
-func (r *registry) waitForIn(space fsm.Space, name string, lease fsm.LeaseID) (<-chan fsm.Event, func()) {
-	ch := make(chan fsm.Event, 1)
-	k := waitKey{space, name, lease}
-	r.mu.Lock()
-	r.waiters[k] = append(r.waiters[k], ch)
-	r.mu.Unlock()
-	return ch, func() {
-		r.mu.Lock()
-		defer r.mu.Unlock()
-		list := r.waiters[k]
-		for i, c := range list {
-			if c == ch {
-				list = append(list[:i], list[i+1:]...)
-				break
-			}
-		}
-		if len(list) == 0 {
-			delete(r.waiters, k)
-		} else {
-			r.waiters[k] = list
-		}
+	if maxSubs <= 0 {
+		maxSubs = DefaultEventSubscribers
 	}
+	return &stream{backlog: backlog, maxSubs: maxSubs, subs: map[*Subscription]struct{}{}}
 }
 
-// waiting returns how many requests are waiting for lease's wait on lock name.
-func (r *registry) waiting(name string, lease fsm.LeaseID) int {
-	return r.waitingIn(fsm.SpaceLock, name, lease)
+// Subscription is one subscriber's view of the stream: the entries from its start index
+// on, filtered to its prefix.
+type Subscription struct {
+	s       *stream
+	prefix  string
+	start   uint64 // the first index it streams
+	queue   []StreamEntry
+	queued  int // events in queue
+	wake    chan struct{}
+	err     error
+	stopped bool
 }
 
-// waitingIn is waiting in namespace space.
-func (r *registry) waitingIn(space fsm.Space, name string, lease fsm.LeaseID) int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return len(r.waiters[waitKey{space, name, lease}])
-}
-
-// watch returns a channel closed at the next change of lock name; when the lock is free
-// (free is true) also at the next freeing of any lock, which moves a free lock's modify
-// index. The returned func unregisters a watch that is no longer wanted.
-func (r *registry) watch(name string, free bool) (<-chan struct{}, func()) {
-	return r.watchIn(fsm.SpaceLock, name, free)
-}
-
-// watchIn is watch in namespace space.
-func (r *registry) watchIn(space fsm.Space, name string, free bool) (<-chan struct{}, func()) {
-	w := &watcher{ch: make(chan struct{})}
-	k := spaceName{space, name}
-	r.mu.Lock()
-	r.watches[k] = append(r.watches[k], w)
-	if free {
-		r.free[space] = append(r.free[space], w)
-	}
-	r.mu.Unlock()
-	return w.ch, func() {
-		r.mu.Lock()
-		defer r.mu.Unlock()
-		if free {
-			r.free[space] = without(r.free[space], w)
-		}
-		if list := without(r.watches[k], w); len(list) > 0 {
-			r.watches[k] = list
-		} else {
-			delete(r.watches, k)
+// add queues e's events under the prefix; called with s.mu held.
+func (sub *Subscription) add(e StreamEntry) {
+	var evs []StreamEvent
+	for _, ev := range e.Events {
+		if strings.HasPrefix(ev.Name, sub.prefix) {
+			evs = append(evs, ev)
 		}
 	}
-}
-
-func without(list []*watcher, w *watcher) []*watcher {
-	for i, c := range list {
-		if c == w {
-			return append(list[:i], list[i+1:]...)
-		}
-	}
-	return list
-}
-
-func (r *registry) deliver(e fsm.Event) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	switch e.Kind {
-	case fsm.EventGranted, fsm.EventWaitEnded:
-		k := waitKey{e.Space, e.Name, e.Lease}
-		for _, ch := range r.waiters[k] {
-			select {
-			case ch <- e:
-			default:
-			}
-		}
-	case fsm.EventLockChanged:
-		k := spaceName{e.Space, e.Name}
-		for _, w := range r.watches[k] {
-			w.fire()
-		}
-		delete(r.watches, k)
-		if e.Freed {
-			for _, w := range r.free[e.Space] {
-				w.fire()
-			}
-			delete(r.free, e.Space)
-		}
-	}
-}
-
-// restored re-derives every pending outcome from the new state after a snapshot restore,
-// and wakes every blocking query.
-func (r *registry) restored(f *fsm.FSM) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for k, list := range r.waiters {
-		e, decided := outcome(f, k)
-		if !decided {
-			continue
-		}
-		for _, ch := range list {
-			select {
-			case ch <- e:
-			default:
-			}
-		}
-	}
-	for k, list := range r.watches {
-		for _, w := range list {
-			w.fire()
-		}
-		delete(r.watches, k)
-	}
-	for space, list := range r.free {
-		for _, w := range list {
-			w.fire()
-		}
-		delete(r.free, space)
-	}
-}
-
-// outcome re-derives, from the state after a restore, the event that answers the wait k:
-// a grant when the lease now holds the grant, a wait end when it no longer waits, and
-// nothing (decided false) while it still waits.
-func outcome(f *fsm.FSM, k waitKey) (e fsm.Event, decided bool) {
-	var held, waiting bool
-	e = fsm.Event{Kind: fsm.EventGranted, Space: k.space, Name: k.name, Lease: k.lease}
-	switch k.space {
-	case fsm.SpaceLock:
-		v := f.Lock(k.name)
-		for _, h := range v.Holders {
-			if h.Lease == k.lease {
-				held, e.Token, e.Owner = true, h.Token, h.Owner
-			}
-		}
-		waiting, e.Index = slices.Contains(v.Waiters, k.lease), v.ModifyIndex
-	case fsm.SpaceSemaphore:
-		v := f.Semaphore(k.name)
-		for _, h := range v.Permits {
-			if h.Lease == k.lease {
-				held, e.Token, e.Owner = true, h.Token, h.Owner
-			}
-		}
-		waiting, e.Index = slices.Contains(v.Waiters, k.lease), v.ModifyIndex
-	case fsm.SpaceElection:
-		v := f.Election(k.name)
-		if v.Elected && v.Leader == k.lease {
-			held, e.Token, e.Owner, e.Value = true, v.Token, v.Owner, v.Value
-		}
-		waiting, e.Index = slices.Contains(v.Candidates, k.lease), v.ModifyIndex
-	}
-	switch {
-	case held:
-		return e, true
-	case !waiting:
-		e.Kind, e.Token, e.Owner, e.Value = fsm.EventWaitEnded, 0, "", ""
-		return e, true
-	}
-	return e, false
-}
-
-// appliedWaiter lets readers wait until the state machine has applied a given index.
-type appliedWaiter struct {
-	mu      sync.Mutex
-	applied uint64
-	waiting []appliedWait
-}
-
-type appliedWait struct {
-	index uint64
-	ch    chan struct{}
-}
-
-func newAppliedWaiter() *appliedWaiter { return &appliedWaiter{} }
-
-func (a *appliedWaiter) advance(index uint64) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if index <= a.applied {
+	if len(evs) == 0 {
 		return
 	}
-	a.applied = index
-	kept := a.waiting[:0]
-	for _, w := range a.waiting {
-		if w.index <= index {
-			close(w.ch)
-		} else {
-			kept = append(kept, w)
+	sub.queue = append(sub.queue, StreamEntry{Index: e.Index, Events: evs})
+	sub.queued += len(evs)
+	if sub.queued > sub.s.backlog {
+		sub.stop(ErrSubscriberLagging)
+		return
+	}
+	select {
+	case sub.wake <- struct{}{}:
+	default:
+	}
+}
+
+// stop ends the subscription with err; called with s.mu held.
+func (sub *Subscription) stop(err error) {
+	if sub.stopped {
+		return
+	}
+	sub.stopped, sub.err = true, err
+	delete(sub.s.subs, sub)
+	close(sub.wake)
+}
+
+// Next returns the next entry, waiting for one. It fails with ctx's error, or with the
+// reason the node ended the subscription (ErrSubscriberLagging, ErrStreamReset,
+// ErrShutdown) once the entries queued before it have been read.
+func (sub *Subscription) Next(ctx context.Context) (StreamEntry, error) {
+	for {
+		sub.s.mu.Lock()
+		if len(sub.queue) > 0 {
+			e := sub.queue[0]
+			sub.queue[0] = StreamEntry{}
+			sub.queue = sub.queue[1:]
+			sub.queued -= len(e.Events)
+			sub.s.mu.Unlock()
+			return e, nil
+		}
+		if sub.stopped {
+			err := sub.err
+			sub.s.mu.Unlock()
+			return StreamEntry{}, err
+		}
+		wake := sub.wake
+		sub.s.mu.Unlock()
+		select {
+		case <-wake:
+		case <-ctx.Done():
+			return StreamEntry{}, ctx.Err()
 		}
 	}
-	a.waiting = kept
 }
 
-// wait returns a channel closed once index has been applied.
-func (a *appliedWaiter) wait(index uint64) <-chan struct{} {
-	ch := make(chan struct{})
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if index <= a.applied {
-		close(ch)
-		return ch
-	}
-	a.waiting = append(a.waiting, appliedWait{index, ch})
-	return ch
+// Start returns the first entry index the subscription streams: entries before it are
+// not in it, whatever the from it was asked for (0: the next entry applied).
+func (sub *Subscription) Start() uint64 { return sub.start }
+
+// Close ends the subscription and frees its place.
+func (sub *Subscription) Close() {
+	sub.s.mu.Lock()
+	defer sub.s.mu.Unlock()
+	sub.stop(ErrShutdown)
+	sub.queue = nil
 }
 
-func (r *registry) watchCount() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	n := 0
-	for _, l := range r.free {
-		n += len(l)
+// subscribe starts a subscription at entry index from (0: only entries applied from now
+// on), for the locks whose names start with prefix.
+func (s *stream) subscribe(prefix string, from uint64) (*Subscription, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.subs) >= s.maxSubs {
+		return nil, fmt.Errorf("%w (%d)", ErrTooManySubscribers, s.maxSubs)
 	}
-	for _, l := range r.watches {
-		n += len(l)
+	if from == 0 {
+		from = s.last + 1
 	}
-	return n
+	if from <= s.floor {
+		return nil, &IndexCompactedError{Oldest: s.floor + 1}
+	}
+	sub := &Subscription{s: s, prefix: prefix, start: from, wake: make(chan struct{}, 1)}
+	s.subs[sub] = struct{}{}
+	for _, e := range s.ring {
+		if e.Index >= from && !sub.stopped {
+			sub.add(e)
+		}
+	}
+	if sub.stopped {
+		return nil, fmt.Errorf("%w (%d)", ErrTooManySubscribers, s.maxSubs) // unreachable: the ring fits a backlog
+	}
+	return sub, nil
 }
+
+// observe takes the state machine's events (on raft's FSM goroutine).
+func (s *stream) observe(e fsm.Event) {
+	switch e.Kind {
+	case fsm.EventHistory:
+		s.mu.Lock()
+		s.building = append(s.building, StreamEvent{Name: e.Name, HistoryEvent: e.History})
+		s.mu.Unlock()
+	case fsm.EventApplied:
+		s.mu.Lock()
+		s.publish(e.Index)
+		s.mu.Unlock()
+	case fsm.EventRestored:
+		s.mu.Lock()
+		s.building, s.ring, s.events = nil, nil, 0
+		s.floor, s.last = e.Index, e.Index
+		for sub := range s.subs {
+			sub.stop(ErrStreamReset)
+		}
+		s.mu.Unlock()
+	}
+}
+
+// publish groups the events built since the last call by entry, keeps them in the ring and
+// hands them to the subscribers; called with s.mu held.
+func (s *stream) publish(applied uint64) {
+	evs := s.building
+	s.building = nil
+	for len(evs) > 0 {
+		n := 1
+		for n < len(evs) && evs[n].Index == evs[0].Index {
+			n++
+		}
+		e := StreamEntry{Index: evs[0].Index, Events: evs[:n:n]}
+		evs = evs[n:]
+		s.ring = append(s.ring, e)
+		s.events += len(e.Events)
+		for s.events > s.backlog && len(s.ring) > 1 {
+			old := s.ring[0]
+			s.ring[0] = StreamEntry{}
+			s.ring = s.ring[1:]
+			s.events -= len(old.Events)
+			s.floor = max(s.floor, old.Index)
+		}
+		for sub := range s.subs {
+			sub.add(e)
+		}
+	}
+	s.last = max(s.last, applied)
+}
+
+// shutdown ends every subscription.
+func (s *stream) shutdown() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for sub := range s.subs {
+		sub.stop(ErrShutdown)
+	}
+}
+
+// count returns the number of subscribers.
+func (s *stream) count() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.subs)
+}
+
+// Events is the node's event stream of lock events, the locks' recorded history, and the
+// dashboard's reads. Reach it with Node.Events.
+type Events struct{ n *Node }
+
+// Subscribe starts an event stream of the locks whose names start with prefix, at entry
+// index from: every lock event of an entry at or after from, then each new one as it is
+// applied. from 0 means entries applied from now on. It fails with an
+// *IndexCompactedError when this node no longer retains the events after from-1, and with
+// ErrTooManySubscribers past Config.EventSubscribers. The stream is this node's: a
+// follower streams what it has applied.
+func (e *Events) Subscribe(prefix string, from uint64) (*Subscription, error) {
+	select {
+	case <-e.n.stopping:
+		return nil, ErrShutdown
+	default:
+	}
+	return e.n.stream.subscribe(prefix, from)
+}
+
+// Subscribers returns the number of event stream subscribers.
+func (e *Events) Subscribers() int { return e.n.stream.count() }
+
+// History returns the recorded events of lock name, oldest first, and the cluster time
+// of the state read. Unless stale, it is a linearizable read, like Locks.Status.
+func (e *Events) History(ctx context.Context, name string, stale bool) ([]HistoryEvent, time.Duration, error) {
+	if err := e.n.readBarrier(ctx, stale); err != nil {
+		return nil, 0, err
+	}
+	return e.n.fsm.History(name), dur(e.n.fsm.Time()), nil
+}
+
+// Overview reads, from this node's applied state (no leader needed, like a stale read), a
+// page of the held locks under prefix with their holders' lease TTLs, deadlines and grant
+// times, and how many live leases expire within soon of cluster time. It is what the
+// dashboard shows.
+func (e *Events) Overview(prefix, after string, limit int, soon time.Duration) Overview {
+	return e.n.fsm.Overview(prefix, after, limit, ms(soon))
+}
+
+// Watches returns the number of registered blocking-query watches, for tests and
+// diagnostics.
+func (e *Events) Watches() int { return e.n.registry.watchCount() }

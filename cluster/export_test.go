@@ -4,5 +4,5 @@ package cluster
 // raft (count < 0: all of them), standing in for a disk or queue that refuses the leader's
 // clock entries.
 func InjectTickFaults(n *Node, count int, err error) {
-	n.faults.Store(&faults{failTicks: count, err: err})
+	n.prop.faults.Store(&faults{failTicks: count, err: err})
 }

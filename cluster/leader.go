@@ -4,75 +4,108 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/raft"
 
 	"github.com/raftlock/raftlock/fsm"
-	"github.com/raftlock/raftlock/internal/budget"
 	"github.com/raftlock/raftlock/internal/mutant"
+	"github.com/raftlock/raftlock/leases"
 )
 
-// leadershipLoop follows raft's leadership notifications and starts or stops the
-// leader-only machinery.
-func (n *Node) leadershipLoop() {
-	defer close(n.loopDone)
+// leader is the leader-only machinery of a node: it follows raft's leadership
+// notifications, and for each term it leads starts the cluster clock, makes the node
+// ready, and runs the tick, renew and upgrade loops until the term ends.
+type leader struct {
+	n        *Node
+	clock    *leases.Clock
+	notifyCh chan bool     // raft's leadership notifications
+	loopDone chan struct{} // closed when run returns
+	kick     chan struct{} // wakes the tick loop after an entry is applied
+
+	// the term's state, replaced on every leadership change
+	mu       sync.Mutex
+	cancel   context.CancelFunc
+	termDone <-chan struct{} // closed when the current term's leader machinery stops
+	readyCh  chan struct{}   // closed when this term's leader is ready
+	ready    atomic.Bool
+	wg       sync.WaitGroup
+}
+
+func newLeader(n *Node) *leader {
+	return &leader{
+		n:        n,
+		clock:    leases.NewClock(nil),
+		notifyCh: make(chan bool, 16),
+		loopDone: make(chan struct{}),
+		kick:     make(chan struct{}, 1),
+		readyCh:  make(chan struct{}),
+	}
+}
+
+// run follows raft's leadership notifications and starts or stops the leader-only
+// machinery, until the node stops.
+func (l *leader) run() {
+	defer close(l.loopDone)
 	for {
 		select {
-		case <-n.stopping:
+		case <-l.n.stopping:
 			return
-		case isLeader := <-n.notifyCh:
+		case isLeader := <-l.notifyCh:
 			if isLeader {
-				n.startLeading()
+				l.start()
 			} else {
-				n.stopLeading()
+				l.stop()
 			}
 		}
 	}
 }
 
-func (n *Node) startLeading() {
-	n.stopLeading()
-	n.leaderMu.Lock()
-	defer n.leaderMu.Unlock()
+func (l *leader) start() {
+	l.stop()
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	ctx, cancel := context.WithCancel(context.Background())
-	n.leaderCtx = cancel
-	n.termDone = ctx.Done()
-	n.leaderWG.Add(1)
+	l.cancel = cancel
+	l.termDone = ctx.Done()
+	l.wg.Add(1)
 	go func() {
-		defer n.leaderWG.Done()
-		n.lead(ctx)
+		defer l.wg.Done()
+		l.lead(ctx)
 	}()
 }
 
-// stopLeading stops the clock first, so that nothing more is stamped in a term this node
-// no longer leads, then waits for the leader goroutines.
+// stop stops the clock first, so that nothing more is stamped in a term this node no
+// longer leads, then waits for the leader goroutines.
 //
-// The term's context is cancelled while leaderMu is held: lead marks the node ready only
-// under leaderMu after checking that context, so once stopLeading has released the lock no
-// deposed term can mark this node ready.
-func (n *Node) stopLeading() {
-	n.leaderMu.Lock()
-	cancel := n.leaderCtx
-	n.leaderCtx = nil
-	n.termDone = nil
+// The term's context is cancelled while mu is held: lead marks the node ready only under
+// mu after checking that context, so once stop has released the lock no deposed term can
+// mark this node ready.
+func (l *leader) stop() {
+	l.mu.Lock()
+	cancel := l.cancel
+	l.cancel = nil
+	l.termDone = nil
 	if cancel != nil {
 		cancel()
 	}
-	if n.ready.Load() {
-		n.ready.Store(false)
-		n.readyCh = make(chan struct{})
+	if l.ready.Load() {
+		l.ready.Store(false)
+		l.readyCh = make(chan struct{})
 	}
-	n.leaderMu.Unlock()
-	n.clock.Stop()
+	l.mu.Unlock()
+	l.clock.Stop()
 	if cancel != nil {
-		n.leaderWG.Wait()
-		n.log.Info("stepped down")
+		l.wg.Wait()
+		l.n.log.Info("stepped down")
 	}
 }
 
 // lead runs for one leadership term.
-func (n *Node) lead(ctx context.Context) {
+func (l *leader) lead(ctx context.Context) {
+	n := l.n
 	start := time.Now()
 	// Apply everything committed before this term: only then is fsm.Time the newest
 	// cluster time in the log, the base that this term's clock counts from.
@@ -101,67 +134,72 @@ func (n *Node) lead(ctx context.Context) {
 	if mutant.Is("clock-wall-base") {
 		base = time.Now().UnixMilli()
 	}
-	n.clock.Start(base)
+	l.clock.Start(base)
 	// A Tick of this term makes the first entry the state machine sees in the term, so a
 	// read that waits for the commit index is never stranded behind a no-op.
-	if err := n.applyDuty(ctx, &fsm.Command{Type: fsm.TypeTick}); err != nil {
+	if err := l.applyDuty(ctx, &fsm.Command{Type: fsm.TypeTick}); err != nil {
 		return
 	}
-	n.leaderMu.Lock()
+	l.mu.Lock()
 	if ctx.Err() != nil {
-		n.leaderMu.Unlock()
+		l.mu.Unlock()
 		return
 	}
-	n.ready.Store(true)
-	close(n.readyCh)
-	n.leaderMu.Unlock()
+	l.ready.Store(true)
+	close(l.readyCh)
+	l.mu.Unlock()
 	n.log.Info("leading", "cluster_time_ms", base, "ready_after", time.Since(start).Round(time.Millisecond))
 
 	if self, ok := n.fsm.Node(n.cfg.ID); !ok || self.HTTPAddr != n.cfg.HTTPAddr || self.RaftAddr != n.RaftAddr() {
-		if _, err := n.apply(&fsm.Command{Type: fsm.TypeRegisterNode, Node: n.selfInfo()}); err != nil {
+		if _, err := n.prop.apply(&fsm.Command{Type: fsm.TypeRegisterNode, Node: n.members.Self()}); err != nil {
 			n.log.Warn("registering this node failed", "error", err)
 		}
 	}
 	done := make(chan struct{}, 2)
 	go func() {
 		defer func() { done <- struct{}{} }()
-		n.renewLoop(ctx)
+		n.renewer.loop(ctx)
 	}()
 	go func() {
 		defer func() { done <- struct{}{} }()
-		n.upgradeLoop(ctx)
+		l.upgradeLoop(ctx)
 	}()
-	n.tickLoop(ctx)
+	l.tickLoop(ctx)
 	<-done
 	<-done
 }
 
-func (n *Node) selfInfo() fsm.NodeInfo {
-	return fsm.NodeInfo{ID: n.cfg.ID, RaftAddr: n.RaftAddr(), HTTPAddr: n.cfg.HTTPAddr}
+// kickTicks wakes the tick loop to look at the deadlines again; it never blocks.
+func (l *leader) kickTicks() {
+	select {
+	case l.kick <- struct{}{}:
+	default:
+	}
 }
 
 // tickLoop proposes a Tick at the earliest pending deadline, and at least every
 // TickInterval while leases exist, so that expiry happens on time and a failover lengthens
 // a lease by at most TickInterval plus the election. An idle cluster writes nothing.
-func (n *Node) tickLoop(ctx context.Context) {
+func (l *leader) tickLoop(ctx context.Context) {
+	n := l.n
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
-		now, ok := n.clock.Now()
+		now, ok := l.clock.Now()
 		if !ok {
 			return
 		}
 		wait, pending := time.Hour, false
 		if next, has := n.fsm.NextDeadline(); has {
 			pending = true
-			wait = time.Duration(next-now) * time.Millisecond
+			wait = dur(next - now)
 			if n.fsm.LeaseCount() > 0 {
-				idle := time.Duration(n.lastProposal.Load()-now)*time.Millisecond + n.cfg.TickInterval
+				idle := dur(n.prop.lastProposal.Load()-now) + n.cfg.TickInterval
 				wait = min(wait, idle)
 			}
 		}
 		if pending && wait <= 0 {
-			if err := n.applyDuty(ctx, &fsm.Command{Type: fsm.TypeTick}); err != nil {
+			if err := l.applyDuty(ctx, &fsm.Command{Type: fsm.TypeTick}); err != nil {
 				return
 			}
 			continue
@@ -170,7 +208,7 @@ func (n *Node) tickLoop(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-n.kick:
+		case <-l.kick:
 		case <-timer.C:
 		}
 		if !timer.Stop() {
@@ -187,12 +225,13 @@ func (n *Node) tickLoop(ctx context.Context) {
 // entries committed for DutyTimeout hands leadership to another voter rather than sit on
 // the cluster with expiries stalled. It returns nil once the command is applied, or the
 // error that ended the term's duties.
-func (n *Node) applyDuty(ctx context.Context, c *fsm.Command) error {
+func (l *leader) applyDuty(ctx context.Context, c *fsm.Command) error {
+	n := l.n
 	backoff := 20 * time.Millisecond
 	var first time.Time
 	for attempt := 1; ; attempt++ {
 		cmd := *c
-		_, err := n.apply(&cmd)
+		_, err := n.prop.apply(&cmd)
 		if err == nil {
 			if attempt > 1 {
 				n.log.Info("leader duty recovered", "command", c.Type, "attempts", attempt)
@@ -222,21 +261,22 @@ func (n *Node) applyDuty(ctx context.Context, c *fsm.Command) error {
 	}
 }
 
-// waitReady waits until this node is a ready leader, for at most the election timeout
-// plus ApplyTimeout, or returns ErrNotLeader at once when another node leads.
-func (n *Node) waitReady(ctx context.Context) error {
+// waitReady waits until this node is a ready leader, for at most ApplyTimeout, or
+// returns ErrNotLeader at once when another node leads.
+func (l *leader) waitReady(ctx context.Context) error {
+	n := l.n
 	if err := n.storage.check(); err != nil {
 		return err // not even forwarded: this node is not healthy enough to take part
 	}
-	if n.ready.Load() {
+	if l.ready.Load() {
 		return nil
 	}
 	if n.raft.State() != raft.Leader {
-		return n.notLeader()
+		return notLeader(n.raft)
 	}
-	n.leaderMu.Lock()
-	ch := n.readyCh
-	n.leaderMu.Unlock()
+	l.mu.Lock()
+	ch := l.readyCh
+	l.mu.Unlock()
 	t := time.NewTimer(n.cfg.ApplyTimeout)
 	defer t.Stop()
 	select {
@@ -253,89 +293,8 @@ func (n *Node) waitReady(ctx context.Context) error {
 
 // term returns a channel closed when this node's current leadership term ends, or nil
 // when it does not lead.
-func (n *Node) term() <-chan struct{} {
-	n.leaderMu.Lock()
-	defer n.leaderMu.Unlock()
-	return n.termDone
-}
-
-// notLeader says whether another node is known to lead.
-func (n *Node) notLeader() error {
-	if addr, _ := n.raft.LeaderWithID(); addr == "" {
-		return ErrNoLeader
-	}
-	return ErrNotLeader
-}
-
-// apply stamps c with the leader's clock, proposes it and waits for it to be applied.
-func (n *Node) apply(c *fsm.Command) (*fsm.Result, error) { return n.applyTraced(c, nil) }
-
-// applyTraced is apply that also stamps tr (nil: none) with the entry's index.
-func (n *Node) applyTraced(c *fsm.Command, tr *budget.Trace) (*fsm.Result, error) {
-	now, ok := n.clock.Now()
-	if !ok {
-		return nil, n.notLeader()
-	}
-	if f := n.faults.Load(); f != nil {
-		if err := f.apply(c); err != nil {
-			return nil, err
-		}
-	}
-	c.Now = now
-	n.lastProposal.Store(now)
-	f := n.raft.Apply(c.Encode(nil), n.cfg.ApplyTimeout)
-	if mutant.Is("grant-before-commit") && c.Type == fsm.TypeAcquire || mutant.Is("keepalive-before-commit") && c.Type == fsm.TypeRenew || mutant.Is("release-before-commit") && c.Type == fsm.TypeRelease {
-		return n.mutantAnswerBeforeCommit(c, f)
-	}
-	if err := n.wait(f); err != nil {
-		switch {
-		case errors.Is(err, raft.ErrNotLeader):
-			// raft refuses a command on a non-leader before appending it.
-			return nil, n.notLeader()
-		case errors.Is(err, raft.ErrEnqueueTimeout), errors.Is(err, raft.ErrLeadershipTransferInProgress):
-			// Refused before it was appended: certainly not applied.
-			return nil, ErrNoLeader
-		case errors.Is(err, raft.ErrLeadershipLost), errors.Is(err, raft.ErrRaftShutdown):
-			// Appended perhaps, and perhaps replicated: a later leader may commit it.
-			return nil, fmt.Errorf("%w (%v)", ErrUnknownOutcome, err)
-		}
-		return nil, fmt.Errorf("%w (%v)", ErrUnknownOutcome, err)
-	}
-	if tr != nil {
-		tr.Proposed(f.Index())
-	}
-	r := f.Response().(*fsm.Result)
-	switch r.Status {
-	case fsm.StatusInvalid:
-		return r, errors.Join(ErrInvalidCommand, r.Err)
-	case fsm.StatusHalted:
-		return r, errors.Join(ErrHalted, r.Err)
-	case fsm.StatusQuotaExceeded:
-		return r, n.quotaError(r.Quota)
-	}
-	return r, nil
-}
-
-// wait waits for a raft future, or for this node to shut down: raft does not answer
-// futures still queued when it shuts down.
-func (n *Node) wait(f raft.Future) error {
-	done := make(chan error, 1)
-	go func() { done <- f.Error() }()
-	select {
-	case err := <-done:
-		return err
-	case <-n.stopping:
-		return raft.ErrRaftShutdown
-	}
-}
-
-// propose is apply for request handlers: it first waits for this node to be a ready leader.
-func (n *Node) propose(ctx context.Context, c *fsm.Command) (*fsm.Result, error) {
-	if err := n.waitReady(ctx); err != nil {
-		return nil, err
-	}
-	if n.cfg.Budget != nil {
-		return n.applyTraced(c, budget.FromContext(ctx))
-	}
-	return n.apply(c)
+func (l *leader) term() <-chan struct{} {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.termDone
 }

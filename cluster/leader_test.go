@@ -24,7 +24,7 @@ func TestLeader_FailedTickIsRetried(t *testing.T) {
 	li := c.Leader(15 * time.Second)
 	l := c.Nodes[li]
 	cluster.InjectTickFaults(l, 3, errInjected)
-	g, err := l.Acquire(ctx, cluster.AcquireRequest{Name: "tick/retried", NewLease: true, TTL: 500})
+	g, err := l.Locks().Acquire(ctx, cluster.AcquireRequest{Name: "tick/retried", NewLease: true, TTL: 500 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +45,7 @@ func TestLeader_StepsDownWhenItCannotTick(t *testing.T) {
 	li := c.Leader(15 * time.Second)
 	l := c.Nodes[li]
 	cluster.InjectTickFaults(l, -1, errInjected)
-	g, err := l.Acquire(ctx, cluster.AcquireRequest{Name: "tick/stuck", NewLease: true, TTL: 500})
+	g, err := l.Locks().Acquire(ctx, cluster.AcquireRequest{Name: "tick/stuck", NewLease: true, TTL: 500 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +87,7 @@ func TestNode_DataDirPrivateAndExclusive(t *testing.T) {
 	c := clustertest.Start(t, 1, nil)
 	ctx := clustertest.Ctx(t, 30*time.Second)
 	n := c.Nodes[c.Leader(15*time.Second)]
-	if _, err := n.Acquire(ctx, cluster.AcquireRequest{Name: "a", NewLease: true, TTL: 60000}); err != nil {
+	if _, err := n.Locks().Acquire(ctx, cluster.AcquireRequest{Name: "a", NewLease: true, TTL: 60000 * time.Millisecond}); err != nil {
 		t.Fatal(err)
 	}
 	if err := n.Raft().Snapshot().Error(); err != nil {
@@ -153,12 +153,12 @@ func TestNode_RequestIDMakesImplicitAcquireIdempotent(t *testing.T) {
 	c := clustertest.Start(t, 3, nil)
 	ctx := clustertest.Ctx(t, 60*time.Second)
 	l := c.Nodes[c.Leader(15*time.Second)]
-	req := cluster.AcquireRequest{Name: "rid/a", NewLease: true, TTL: 60000, RequestID: "retry-me-0123456789abcdef"}
-	g1, err := l.Acquire(ctx, req)
+	req := cluster.AcquireRequest{Name: "rid/a", NewLease: true, TTL: 60000 * time.Millisecond, RequestID: "retry-me-0123456789abcdef"}
+	g1, err := l.Locks().Acquire(ctx, req)
 	if err != nil {
 		t.Fatal(err)
 	}
-	g2, err := l.Acquire(ctx, req)
+	g2, err := l.Locks().Acquire(ctx, req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,16 +169,16 @@ func TestNode_RequestIDMakesImplicitAcquireIdempotent(t *testing.T) {
 		t.Fatalf("%d leases after a retried implicit acquire, want 1", n)
 	}
 	// Two attempts of one waiting request take one place in the queue.
-	wreq := cluster.AcquireRequest{Name: "rid/a", NewLease: true, TTL: 60000, RequestID: "waiter-0123456789abcdef", Wait: 30 * time.Second}
+	wreq := cluster.AcquireRequest{Name: "rid/a", NewLease: true, TTL: 60000 * time.Millisecond, RequestID: "waiter-0123456789abcdef", Wait: 30 * time.Second}
 	done := make(chan error, 2)
 	for i := 0; i < 2; i++ {
-		go func() { _, err := l.Acquire(ctx, wreq); done <- err }()
+		go func() { _, err := l.Locks().Acquire(ctx, wreq); done <- err }()
 	}
 	c.WaitFor(10*time.Second, "the waiter to queue", func() bool { return len(l.FSM().Lock("rid/a").Waiters) > 0 })
 	if v := l.FSM().Lock("rid/a"); len(v.Waiters) != 1 || l.FSM().LeaseCount() != 2 {
 		t.Fatalf("waiters %d leases %d, want 1 and 2", len(v.Waiters), l.FSM().LeaseCount())
 	}
-	if err := l.Release(ctx, "rid/a", g1.Lease, g1.Token); err != nil {
+	if err := l.Locks().Release(ctx, "rid/a", g1.Lease, g1.Token); err != nil {
 		t.Fatal(err)
 	}
 	for i := 0; i < 2; i++ {

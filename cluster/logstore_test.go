@@ -34,7 +34,7 @@ func acquireMany(t *testing.T, l *cluster.Node, prefix string, n int) []cluster.
 	ctx := clustertest.Ctx(t, 60*time.Second)
 	var gs []cluster.Grant
 	for i := 0; i < n; i++ {
-		g, err := l.Acquire(ctx, cluster.AcquireRequest{Name: fmt.Sprintf("%s/%d", prefix, i), NewLease: true, TTL: 120_000, Owner: "w"})
+		g, err := l.Locks().Acquire(ctx, cluster.AcquireRequest{Name: fmt.Sprintf("%s/%d", prefix, i), NewLease: true, TTL: 120_000 * time.Millisecond, Owner: "w"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -216,7 +216,7 @@ func TestLogStore_ConvertByRemoveWipeRejoin(t *testing.T) {
 			})
 			f := c.Follower()
 			cfg := c.Config(f)
-			if err := l.RemoveServer(ctx, cfg.ID); err != nil {
+			if err := l.Members().Remove(ctx, cfg.ID); err != nil {
 				t.Fatal(err)
 			}
 			c.Stop(f)
@@ -228,7 +228,7 @@ func TestLogStore_ConvertByRemoveWipeRejoin(t *testing.T) {
 			c.SetConfig(f, cfg)
 			c.Restart(f)
 			l = leaderNode(c)
-			if err := l.AddVoter(ctx, fsm.NodeInfo{ID: cfg.ID, RaftAddr: cfg.RaftBind, HTTPAddr: "127.0.0.1:1"}, false); err != nil {
+			if err := l.Members().Add(ctx, fsm.NodeInfo{ID: cfg.ID, RaftAddr: cfg.RaftBind, HTTPAddr: "127.0.0.1:1"}, false); err != nil {
 				t.Fatal(err)
 			}
 			gs = append(gs, acquireMany(t, l, "conv2", 5)...)

@@ -1,9 +1,15 @@
 package cluster
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"strconv"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/raftlock/raftlock/fsm"
 )
 
 // ValidID reports whether id can name a member: 1-64 characters of [A-Za-z0-9._-], so it
@@ -43,12 +49,158 @@ func ValidateAddr(what, addr string) error {
 	return nil
 }
 
-// MemberRaftAddr returns the Raft address of member id and whether it is a member.
-func (n *Node) MemberRaftAddr(id string) (string, bool) {
-	for _, s := range n.servers() {
+// Members is the node's membership: the Raft configuration, each member's registered
+// addresses and protocol version. Reach it with Node.Members.
+type Members struct{ n *Node }
+
+// Add adds a voting member and records its addresses, or re-registers the HTTP
+// address of an existing member. An existing member is moved to another Raft address only
+// with replace: otherwise anyone allowed to register could take over a member's
+// replication stream (raft's AddVoter silently re-points an existing ID).
+func (m *Members) Add(ctx context.Context, info NodeInfo, replace bool) error {
+	n := m.n
+	if !ValidID(info.ID) {
+		return fmt.Errorf("%w: node ID %q must be 1-64 characters of A-Z, a-z, 0-9, '.', '_' and '-'", ErrInvalidMember, info.ID)
+	}
+	if err := ValidateAddr("raft_addr", info.RaftAddr); err != nil {
+		return fmt.Errorf("%w: %v", ErrInvalidMember, err)
+	}
+	if err := ValidateAddr("http_addr", info.HTTPAddr); err != nil {
+		return fmt.Errorf("%w: %v", ErrInvalidMember, err)
+	}
+	if err := n.leader.waitReady(ctx); err != nil {
+		return err
+	}
+	cur, member := m.RaftAddr(info.ID)
+	switch {
+	case member && cur != info.RaftAddr && !replace:
+		return fmt.Errorf("%w: member %s is at %s; to move it to %s pass replace (raftlock cluster add --replace)", ErrMemberConflict, info.ID, cur, info.RaftAddr)
+	case !member || cur != info.RaftAddr:
+		if err := n.wait(n.raft.AddVoter(raft.ServerID(info.ID), raft.ServerAddress(info.RaftAddr), 0, n.cfg.ApplyTimeout)); err != nil {
+			return raftError(n.raft, err, false)
+		}
+	}
+	_, err := n.prop.propose(ctx, &fsm.Command{Type: fsm.TypeRegisterNode, Node: info})
+	return err
+}
+
+// Remove removes a member from the cluster and forgets its addresses. Asked to
+// remove itself while it leads, the node first hands leadership to another voter and
+// answers ErrNotLeader, so the request is forwarded to the new leader, which removes it
+// without an election timeout's worth of unavailability.
+func (m *Members) Remove(ctx context.Context, id string) error {
+	n := m.n
+	if err := n.leader.waitReady(ctx); err != nil {
+		return err
+	}
+	if _, member := m.RaftAddr(id); !member {
+		return ErrNotMember
+	}
+	if id == n.cfg.ID && len(n.servers()) > 1 {
+		if err := n.wait(n.raft.LeadershipTransfer()); err != nil {
+			return fmt.Errorf("cluster: handing leadership over before removing this node: %w", raftError(n.raft, err, false))
+		}
+		n.log.Info("handed leadership over before removing this node")
+		return ErrNotLeader
+	}
+	if err := n.wait(n.raft.RemoveServer(raft.ServerID(id), 0, n.cfg.ApplyTimeout)); err != nil {
+		return raftError(n.raft, err, false)
+	}
+	_, err := n.prop.propose(ctx, &fsm.Command{Type: fsm.TypeRemoveNode, Node: fsm.NodeInfo{ID: id}})
+	return err
+}
+
+// TransferLeadership hands leadership to voter to ("" for any) and returns the new
+// leader's ID once this node has seen it.
+func (m *Members) TransferLeadership(ctx context.Context, to string) (string, error) {
+	n := m.n
+	if err := n.leader.waitReady(ctx); err != nil {
+		return "", err
+	}
+	var f raft.Future
+	if to == "" {
+		f = n.raft.LeadershipTransfer()
+	} else {
+		addr, member := m.RaftAddr(to)
+		if !member {
+			return "", ErrNotMember
+		}
+		if to == n.cfg.ID {
+			return to, nil
+		}
+		f = n.raft.LeadershipTransferToServer(raft.ServerID(to), raft.ServerAddress(addr))
+	}
+	if err := n.wait(f); err != nil {
+		return "", raftError(n.raft, err, false)
+	}
+	// The transfer is done once the target has been told to campaign; wait (briefly) until
+	// this node hears of the new leader, so the answer names it.
+	deadline := time.Now().Add(4 * n.cfg.ElectionTimeout)
+	for {
+		if _, id := n.raft.LeaderWithID(); id != "" && string(id) != n.cfg.ID {
+			return string(id), nil
+		}
+		if time.Now().After(deadline) {
+			return "", nil
+		}
+		select {
+		case <-ctx.Done():
+			return "", nil
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// RaftAddr returns the Raft address of member id and whether it is a member.
+func (m *Members) RaftAddr(id string) (string, bool) {
+	for _, s := range m.n.servers() {
 		if string(s.ID) == id {
 			return string(s.Address), true
 		}
 	}
 	return "", false
+}
+
+// Has reports whether id is in the Raft configuration.
+func (m *Members) Has(id string) bool {
+	_, ok := m.RaftAddr(id)
+	return ok
+}
+
+// Self returns this node's registration.
+func (m *Members) Self() NodeInfo {
+	n := m.n
+	return fsm.NodeInfo{ID: n.cfg.ID, RaftAddr: n.RaftAddr(), HTTPAddr: n.cfg.HTTPAddr}
+}
+
+// NeedsRegistration reports whether the state machine lacks this node's current
+// addresses, which a follower then registers through the leader.
+func (m *Members) NeedsRegistration() bool {
+	self, ok := m.n.fsm.Node(m.n.cfg.ID)
+	return !ok || self != m.Self()
+}
+
+// NeedsVersionRegistration reports whether this node speaks a protocol that records node
+// versions and its registration is missing or out of date. Nodes of the first protocol
+// version never register (they do not know how), so they hold every upgrade back.
+func (m *Members) NeedsVersionRegistration() bool {
+	max := m.n.fsm.MaxVersion()
+	if max < fsm.TypeNodeVersion.Since() {
+		return false
+	}
+	v, ok := m.n.fsm.NodeVersion(m.n.cfg.ID)
+	return !ok || v != max
+}
+
+// MaxVersion returns the highest protocol version this node speaks.
+func (m *Members) MaxVersion() uint64 { return m.n.fsm.MaxVersion() }
+
+// RegisterVersion records that node id speaks protocol versions up to v. Followers call
+// it on the leader through the API.
+func (m *Members) RegisterVersion(ctx context.Context, id string, v uint64) error {
+	if !m.Has(id) {
+		return ErrNotMember
+	}
+	_, err := m.n.prop.propose(ctx, &fsm.Command{Type: fsm.TypeNodeVersion, Node: fsm.NodeInfo{ID: id}, Version: v})
+	return err
 }

@@ -20,7 +20,7 @@ const mutantEarlyAnswer = 50 * time.Millisecond
 // mutantAnswerBeforeCommit answers c as if it had been applied, once it is appended to
 // the log (raft.Apply has taken it) but perhaps not committed: the real answer when it
 // comes quickly, otherwise one made up from the local state.
-func (n *Node) mutantAnswerBeforeCommit(c *fsm.Command, f raft.ApplyFuture) (*fsm.Result, error) {
+func (p *proposer) mutantAnswerBeforeCommit(c *fsm.Command, f raft.ApplyFuture) (*fsm.Result, error) {
 	done := make(chan error, 1)
 	go func() { done <- f.Error() }()
 	select {
@@ -30,6 +30,7 @@ func (n *Node) mutantAnswerBeforeCommit(c *fsm.Command, f raft.ApplyFuture) (*fs
 		}
 	case <-time.After(mutantEarlyAnswer):
 	}
+	n := p.n
 	idx := n.raft.LastIndex()
 	r := &fsm.Result{Index: idx}
 	switch c.Type {

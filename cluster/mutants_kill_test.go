@@ -20,7 +20,7 @@ func TestCluster_NoKeepaliveOrReleaseWithoutMajority(t *testing.T) {
 	ctx := clustertest.Ctx(t, 60*time.Second)
 	old := c.Leader(15 * time.Second)
 	oldNode := c.Nodes[old]
-	g, err := oldNode.Acquire(ctx, cluster.AcquireRequest{Name: "card/2", NewLease: true, TTL: 60_000, Owner: "holder"})
+	g, err := oldNode.Locks().Acquire(ctx, cluster.AcquireRequest{Name: "card/2", NewLease: true, TTL: 60_000 * time.Millisecond, Owner: "holder"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,8 +31,8 @@ func TestCluster_NoKeepaliveOrReleaseWithoutMajority(t *testing.T) {
 		t.Fatalf("precondition: %s stepped down %v after the cut, before the requests were sent", oldNode.ID(), time.Since(cut))
 	}
 	kerr, rerr := make(chan error, 1), make(chan error, 1)
-	go func() { _, err := oldNode.KeepAlive(ctx, g.Lease); kerr <- err }()
-	go func() { rerr <- oldNode.Release(ctx, g.Name, g.Lease, g.Token) }()
+	go func() { _, err := oldNode.Leases().KeepAlive(ctx, g.Lease); kerr <- err }()
+	go func() { rerr <- oldNode.Locks().Release(ctx, g.Name, g.Lease, g.Token) }()
 	if err := <-kerr; err == nil {
 		t.Errorf("the cut-off leader answered a keepalive (%v after the cut), though no follower could have stored its Renew entry", time.Since(cut))
 	}
@@ -44,7 +44,7 @@ func TestCluster_NoKeepaliveOrReleaseWithoutMajority(t *testing.T) {
 	campaignNow(t, c, links, next)
 	c.WaitFor(10*time.Second, c.Nodes[next].ID()+" to lead", c.Nodes[next].IsLeader)
 	links.Heal()
-	if v, err := c.Nodes[next].LockStatus(ctx, g.Name, false, 0, 0); err != nil || !v.Held || v.Token != g.Token {
+	if v, err := c.Nodes[next].Locks().Status(ctx, g.Name, cluster.Query{}); err != nil || !v.Held || v.Token != g.Token {
 		t.Fatalf("after healing: %+v %v, want still held with token %d", v, err, g.Token)
 	}
 }
@@ -60,12 +60,12 @@ func TestCluster_RestartResumesClusterTime(t *testing.T) {
 	c := clustertest.Start(t, 1, nil)
 	ctx := clustertest.Ctx(t, 60*time.Second)
 	n := c.Nodes[c.Leader(15*time.Second)]
-	if _, err := n.CreateLease(ctx, 60_000); err != nil {
+	if _, err := n.Leases().Create(ctx, 60_000*time.Millisecond); err != nil {
 		t.Fatal(err)
 	}
-	clusterTime := func(n *cluster.Node) float64 { return n.MetricsSnapshot()["raftlock_cluster_time_ms"] }
+	clusterTime := func(n *cluster.Node) float64 { return float64(n.Metrics().ClusterTime.Milliseconds()) }
 	c.WaitFor(10*time.Second, "cluster time to pass 2 s", func() bool { return clusterTime(n) >= 2000 })
-	if _, err := n.CreateLease(ctx, 60_000); err != nil {
+	if _, err := n.Leases().Create(ctx, 60_000*time.Millisecond); err != nil {
 		t.Fatal(err)
 	}
 	before := clusterTime(n)
@@ -73,7 +73,7 @@ func TestCluster_RestartResumesClusterTime(t *testing.T) {
 	n = c.Restart(0)
 	c.WaitFor(15*time.Second, "the restarted node to lead", n.IsLeader)
 	time.Sleep(300 * time.Millisecond) // real time for the new term's clock to count
-	if _, err := n.CreateLease(ctx, 60_000); err != nil {
+	if _, err := n.Leases().Create(ctx, 60_000*time.Millisecond); err != nil {
 		t.Fatal(err)
 	}
 	if after := clusterTime(n); after < before+200 {

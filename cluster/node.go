@@ -1,24 +1,23 @@
 package cluster
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net"
 	"path/filepath"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 
 	"github.com/raftlock/raftlock/fsm"
-	"github.com/raftlock/raftlock/leases"
 	"github.com/raftlock/raftlock/tlsconf"
 )
 
-// Node is one member of a raftlock cluster. It is safe for concurrent use.
+// Node is one member of a raftlock cluster. It is safe for concurrent use. Its operations
+// are grouped by role, each reached by an accessor (Leases, Locks, Semaphores, Elections,
+// Members, ACL, Events); the node itself holds the lifecycle, leadership and status.
 type Node struct {
 	cfg       Config
 	log       hclog.Logger
@@ -26,123 +25,169 @@ type Node struct {
 	fsm       *fsm.FSM
 	store     logStore // raft-boltdb or raft-wal (Config.LogStore)
 	transport *raft.NetworkTransport
-	clock     *leases.Clock
+	closers   closers // what New opened, closed in reverse by Shutdown
 
-	// leadership state, replaced on every leadership change
-	leaderMu  sync.Mutex
-	leaderCtx context.CancelFunc
-	termDone  <-chan struct{} // closed when the current term's leader machinery stops
-	readyCh   chan struct{}   // closed when this term's leader is ready
-	ready     atomic.Bool
-	leaderWG  sync.WaitGroup
-
-	lastProposal atomic.Int64 // cluster time of the latest proposal, for the tick loop
-	kick         chan struct{}
-	renewCh      chan *renewReq
-
-	faults   atomic.Pointer[faults] // nil except in tests (export_test.go)
-	events   *registry
-	stream   *stream // recent lock events for subscribers (stream.go)
+	leader   *leader   // the leader-only machinery and the cluster clock (leader.go)
+	prop     *proposer // stamps, proposes and answers commands (proposer.go)
+	renewer  *renewer  // batches keepalives into Renew entries (renew.go)
+	registry *registry // routes state machine events to waits and watches (registry.go)
+	stream   *stream   // recent lock events for subscribers (events.go)
 	applied  *appliedWaiter
+	watch    leaderWatch
+	storage  storageHealth
+	counters applyCounters // grants and handovers applied (metrics.go)
+
 	stopping chan struct{}
 	stopOnce sync.Once
-	notifyCh chan bool
-	loopDone chan struct{}
-
-	unlockDir func() // releases the data directory's lock file
-
-	storage  storageHealth
 	halted   chan struct{} // closed when the state machine halts
 	haltOnce sync.Once
 
-	leaderWatchMu sync.Mutex
-	leaderChanged chan struct{} // closed and replaced at every leader change
-	observer      *raft.Observer
-
-	counters applyCounters // grants and handovers applied (overview.go)
+	leases     *Leases
+	locks      *Locks
+	semaphores *Semaphores
+	elections  *Elections
+	members    *Members
+	acl        *ACL
+	events     *Events
 }
 
 // New opens (or creates) the node's stores under cfg.DataDir, starts raft, and
 // bootstraps the cluster when cfg.Bootstrap is set and there is no prior state.
-func New(cfg Config) (*Node, error) {
+func New(cfg Config) (_ *Node, err error) {
 	cfg.setDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	unlock, err := openDataDir(cfg.DataDir)
-	if err != nil {
-		return nil, err
-	}
-	unlockDir := sync.OnceFunc(unlock)
-	ok := false
+	n := newNode(cfg)
 	defer func() {
-		if !ok {
-			unlockDir()
+		if err != nil {
+			n.closers.close()
 		}
 	}()
-	n := &Node{
-		cfg:           cfg,
-		log:           cfg.Logger.Named("cluster"),
-		clock:         leases.NewClock(nil),
-		readyCh:       make(chan struct{}),
-		kick:          make(chan struct{}, 1),
-		renewCh:       make(chan *renewReq, 1024),
-		events:        newRegistry(),
-		stream:        newStream(cfg.EventBacklog, cfg.EventSubscribers),
-		applied:       newAppliedWaiter(),
-		stopping:      make(chan struct{}),
-		notifyCh:      make(chan bool, 16),
-		loopDone:      make(chan struct{}),
-		unlockDir:     unlockDir,
-		leaderChanged: make(chan struct{}),
-		halted:        make(chan struct{}),
-	}
-	n.fsm = fsm.NewWithOptions(fsm.Options{Observe: n.observe, MaxVersion: cfg.MaxVersion})
-
-	store, err := openLogStore(cfg.DataDir, cfg.LogStore, cfg.Logger)
+	st, err := openStores(cfg, &n.storage, &n.closers)
 	if err != nil {
 		return nil, err
 	}
-	n.store = store
-	logs, err := raft.NewLogCache(512, watchedLogs{LogStore: store, h: &n.storage, budget: cfg.Budget, node: cfg.ID})
+	n.store = st.log
+	if n.transport, err = openRaftTransport(cfg); err != nil {
+		return nil, err
+	}
+	n.closers.add(n.transport.Close)
+	if n.raft, err = startRaft(cfg, n.machine(), st, n.transport, n.leader.notifyCh); err != nil {
+		return nil, err
+	}
+	n.closers.add(func() error { return n.raft.Shutdown().Error() })
+	if err := bootstrap(cfg, n.raft, st, n.log); err != nil {
+		return nil, err
+	}
+	n.watch.start(n.raft, n.stopping)
+	go n.leader.run()
+	return n, nil
+}
+
+// newNode builds a node's parts, before anything is opened.
+func newNode(cfg Config) *Node {
+	n := &Node{
+		cfg:      cfg,
+		log:      cfg.Logger.Named("cluster"),
+		registry: newRegistry(),
+		stream:   newStream(cfg.EventBacklog, cfg.EventSubscribers),
+		applied:  newAppliedWaiter(),
+		stopping: make(chan struct{}),
+		halted:   make(chan struct{}),
+		watch:    leaderWatch{changed: make(chan struct{})},
+	}
+	n.fsm = fsm.NewWithOptions(fsm.Options{Observe: n.observe, MaxVersion: cfg.MaxVersion})
+	n.leader = newLeader(n)
+	n.prop = &proposer{n: n}
+	n.renewer = &renewer{n: n, ch: make(chan *renewReq, 1024)}
+	n.leases = &Leases{n: n}
+	n.locks = &Locks{n: n}
+	n.semaphores = &Semaphores{n: n}
+	n.elections = &Elections{n: n}
+	n.members = &Members{n: n}
+	n.acl = &ACL{n: n}
+	n.events = &Events{n: n}
+	return n
+}
+
+// closers is a list of things to close, closed in reverse order of opening.
+type closers []func() error
+
+func (c *closers) add(f func() error) { *c = append(*c, f) }
+
+// close closes everything in reverse order and returns the first error.
+func (c closers) close() error {
+	var first error
+	for i := len(c) - 1; i >= 0; i-- {
+		if err := c[i](); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// stores are the node's raft stores, opened under the data directory.
+type stores struct {
+	log    logStore           // the log and stable store
+	logs   raft.LogStore      // log, cached and watched
+	stable raft.StableStore   // stable store, watched
+	snaps  raft.SnapshotStore // file snapshots, private to the node's user
+}
+
+// openStores takes the data directory's lock and opens the log, stable and snapshot
+// stores, adding each to cl.
+func openStores(cfg Config, h *storageHealth, cl *closers) (stores, error) {
+	unlock, err := openDataDir(cfg.DataDir)
 	if err != nil {
-		store.Close()
-		return nil, fmt.Errorf("cluster: log cache: %w", err)
+		return stores{}, err
+	}
+	cl.add(func() error { unlock(); return nil })
+	store, err := openLogStore(cfg.DataDir, cfg.LogStore, cfg.Logger)
+	if err != nil {
+		return stores{}, err
+	}
+	cl.add(store.Close)
+	logs, err := raft.NewLogCache(512, watchedLogs{LogStore: store, h: h, budget: cfg.Budget, node: cfg.ID})
+	if err != nil {
+		return stores{}, fmt.Errorf("cluster: log cache: %w", err)
 	}
 	fileSnaps, err := raft.NewFileSnapshotStoreWithLogger(cfg.DataDir, 2, cfg.Logger.Named("snapshots"))
 	if err != nil {
-		store.Close()
-		return nil, fmt.Errorf("cluster: snapshot store: %w", err)
+		return stores{}, fmt.Errorf("cluster: snapshot store: %w", err)
 	}
 	snaps := privateSnapshots{SnapshotStore: fileSnaps, dir: filepath.Join(cfg.DataDir, "snapshots")}
 	if err := restrictTree(snaps.dir); err != nil { // also snapshots written by older versions
-		store.Close()
-		return nil, fmt.Errorf("cluster: making snapshots private: %w", err)
+		return stores{}, fmt.Errorf("cluster: making snapshots private: %w", err)
 	}
+	return stores{log: store, logs: logs, stable: watchedStable{StableStore: store, h: h}, snaps: snaps}, nil
+}
+
+// openRaftTransport listens on cfg.RaftBind, with TLS when cfg.TLS is set.
+func openRaftTransport(cfg Config) (*raft.NetworkTransport, error) {
 	var advertise net.Addr // nil: advertise the listener's own address
 	if cfg.RaftAdvertise != cfg.RaftBind {
+		var err error
 		if advertise, err = net.ResolveTCPAddr("tcp", cfg.RaftAdvertise); err != nil {
-			store.Close()
 			return nil, fmt.Errorf("cluster: raft advertise address %q: %w", cfg.RaftAdvertise, err)
 		}
 	}
-	var trans *raft.NetworkTransport
 	if cfg.TLS != nil {
-		stream, serr := tlsconf.NewStreamLayer(cfg.RaftBind, advertise, cfg.TLS)
-		if serr != nil {
-			store.Close()
-			return nil, fmt.Errorf("cluster: raft TLS transport on %s: %w", cfg.RaftBind, serr)
-		}
-		trans = raft.NewNetworkTransportWithLogger(stream, 5, 10*time.Second, cfg.Logger.Named("raft-net"))
-	} else {
-		trans, err = raft.NewTCPTransportWithLogger(cfg.RaftBind, advertise, 5, 10*time.Second, cfg.Logger.Named("raft-net"))
+		stream, err := tlsconf.NewStreamLayer(cfg.RaftBind, advertise, cfg.TLS)
 		if err != nil {
-			store.Close()
-			return nil, fmt.Errorf("cluster: raft transport on %s: %w", cfg.RaftBind, err)
+			return nil, fmt.Errorf("cluster: raft TLS transport on %s: %w", cfg.RaftBind, err)
 		}
+		return raft.NewNetworkTransportWithLogger(stream, 5, 10*time.Second, cfg.Logger.Named("raft-net")), nil
 	}
-	n.transport = trans
+	trans, err := raft.NewTCPTransportWithLogger(cfg.RaftBind, advertise, 5, 10*time.Second, cfg.Logger.Named("raft-net"))
+	if err != nil {
+		return nil, fmt.Errorf("cluster: raft transport on %s: %w", cfg.RaftBind, err)
+	}
+	return trans, nil
+}
 
+// startRaft starts raft on the stores, reporting leadership changes on notify.
+func startRaft(cfg Config, machine raft.FSM, st stores, trans raft.Transport, notify chan bool) (*raft.Raft, error) {
 	rc := raft.DefaultConfig()
 	rc.LocalID = raft.ServerID(cfg.ID)
 	rc.HeartbeatTimeout = cfg.HeartbeatTimeout
@@ -153,52 +198,68 @@ func New(cfg Config) (*Node, error) {
 	rc.SnapshotInterval = cfg.SnapshotInterval
 	rc.TrailingLogs = cfg.TrailingLogs
 	rc.BatchApplyCh = true
-	rc.NotifyCh = n.notifyCh
+	rc.NotifyCh = notify
 	rc.Logger = cfg.Logger.Named("raft")
-
-	var machine raft.FSM = n.fsm
-	if cfg.Budget != nil {
-		machine = budgetFSM{FSM: n.fsm, budget: cfg.Budget, node: cfg.ID}
-	}
-	r, err := raft.NewRaft(rc, machine, logs, watchedStable{StableStore: store, h: &n.storage}, snaps, trans)
+	r, err := raft.NewRaft(rc, machine, st.logs, st.stable, st.snaps, trans)
 	if err != nil {
-		trans.Close()
-		store.Close()
 		return nil, fmt.Errorf("cluster: starting raft: %w", err)
 	}
-	n.raft = r
-
-	if len(cfg.Bootstrap) > 0 {
-		has, err := raft.HasExistingState(logs, store, snaps)
-		if err != nil {
-			n.closeRaft()
-			return nil, fmt.Errorf("cluster: reading raft state: %w", err)
-		}
-		if !has {
-			var servers []raft.Server
-			for _, p := range cfg.Bootstrap {
-				servers = append(servers, raft.Server{ID: raft.ServerID(p.ID), Address: raft.ServerAddress(p.RaftAddr), Suffrage: raft.Voter})
-			}
-			if err := r.BootstrapCluster(raft.Configuration{Servers: servers}).Error(); err != nil && !errors.Is(err, raft.ErrCantBootstrap) {
-				n.closeRaft()
-				return nil, fmt.Errorf("cluster: bootstrap: %w", err)
-			}
-			n.log.Info("bootstrapped a new cluster", "voters", len(servers))
-		}
-	}
-	// Leader changes are observed without blocking raft: a dropped observation still
-	// leaves one queued, and every wake-up re-reads the leader.
-	obs := make(chan raft.Observation, 64)
-	n.observer = raft.NewObserver(obs, false, func(o *raft.Observation) bool {
-		_, ok := o.Data.(raft.LeaderObservation)
-		return ok
-	})
-	r.RegisterObserver(n.observer)
-	go n.watchLeader(obs)
-	go n.leadershipLoop()
-	ok = true
-	return n, nil
+	return r, nil
 }
+
+// bootstrap writes the configured voters as the first configuration when the stores
+// hold no raft state yet.
+func bootstrap(cfg Config, r *raft.Raft, st stores, log hclog.Logger) error {
+	if len(cfg.Bootstrap) == 0 {
+		return nil
+	}
+	has, err := raft.HasExistingState(st.logs, st.log, st.snaps)
+	if err != nil {
+		return fmt.Errorf("cluster: reading raft state: %w", err)
+	}
+	if has {
+		return nil
+	}
+	var servers []raft.Server
+	for _, p := range cfg.Bootstrap {
+		servers = append(servers, raft.Server{ID: raft.ServerID(p.ID), Address: raft.ServerAddress(p.RaftAddr), Suffrage: raft.Voter})
+	}
+	if err := r.BootstrapCluster(raft.Configuration{Servers: servers}).Error(); err != nil && !errors.Is(err, raft.ErrCantBootstrap) {
+		return fmt.Errorf("cluster: bootstrap: %w", err)
+	}
+	log.Info("bootstrapped a new cluster", "voters", len(servers))
+	return nil
+}
+
+// machine is the state machine raft applies to: the node's, timed for the latency budget
+// when one is configured.
+func (n *Node) machine() raft.FSM {
+	if n.cfg.Budget != nil {
+		return budgetFSM{FSM: n.fsm, budget: n.cfg.Budget, node: n.cfg.ID}
+	}
+	return n.fsm
+}
+
+// Leases returns the node's lease operations.
+func (n *Node) Leases() *Leases { return n.leases }
+
+// Locks returns the node's lock operations.
+func (n *Node) Locks() *Locks { return n.locks }
+
+// Semaphores returns the node's semaphore operations.
+func (n *Node) Semaphores() *Semaphores { return n.semaphores }
+
+// Elections returns the node's election operations.
+func (n *Node) Elections() *Elections { return n.elections }
+
+// Members returns the node's membership operations.
+func (n *Node) Members() *Members { return n.members }
+
+// ACL returns the node's ACL operations.
+func (n *Node) ACL() *ACL { return n.acl }
+
+// Events returns the node's event stream, history and dashboard reads.
+func (n *Node) Events() *Events { return n.events }
 
 // RaftAddr returns the Raft address other nodes dial.
 func (n *Node) RaftAddr() string { return string(n.transport.LocalAddr()) }
@@ -258,22 +319,10 @@ func (n *Node) Shutdown() error {
 		}
 		close(n.stopping)
 		n.stream.shutdown()
-		err = n.closeRaft()
-		<-n.loopDone
-		n.stopLeading()
+		err = n.closers.close()
+		<-n.leader.loopDone
+		n.leader.stop()
 	})
-	return err
-}
-
-func (n *Node) closeRaft() error {
-	err := n.raft.Shutdown().Error()
-	if cerr := n.transport.Close(); err == nil {
-		err = cerr
-	}
-	if cerr := n.store.Close(); err == nil {
-		err = cerr
-	}
-	n.unlockDir()
 	return err
 }
 
@@ -285,6 +334,19 @@ func (n *Node) servers() []raft.Server {
 	return f.Configuration().Servers
 }
 
+// wait waits for a raft future, or for this node to shut down: raft does not answer
+// futures still queued when it shuts down.
+func (n *Node) wait(f raft.Future) error {
+	done := make(chan error, 1)
+	go func() { done <- f.Error() }()
+	select {
+	case err := <-done:
+		return err
+	case <-n.stopping:
+		return raft.ErrRaftShutdown
+	}
+}
+
 // observe receives the state machine's events on raft's FSM goroutine.
 func (n *Node) observe(e fsm.Event) {
 	n.stream.observe(e)
@@ -292,13 +354,10 @@ func (n *Node) observe(e fsm.Event) {
 	switch e.Kind {
 	case fsm.EventApplied:
 		n.applied.advance(e.Index)
-		select {
-		case n.kick <- struct{}{}:
-		default:
-		}
+		n.leader.kickTicks()
 	case fsm.EventRestored:
 		n.applied.advance(e.Index)
-		n.events.restored(n.fsm)
+		n.registry.restored(n.fsm)
 	case fsm.EventHalted:
 		n.haltOnce.Do(func() {
 			n.log.Error("STATE MACHINE HALTED: the log holds a command this node does not know; "+
@@ -308,6 +367,6 @@ func (n *Node) observe(e fsm.Event) {
 			close(n.halted)
 		})
 	default:
-		n.events.deliver(e)
+		n.registry.deliver(e)
 	}
 }

@@ -14,30 +14,30 @@ func TestNode_AcquireConflictAndHandover(t *testing.T) {
 	ctx := clustertest.Ctx(t, 30*time.Second)
 	l := c.Nodes[c.Leader(10*time.Second)]
 
-	a, err := l.Acquire(ctx, cluster.AcquireRequest{Name: "card/1", NewLease: true, TTL: 10_000, Owner: "A"})
+	a, err := l.Locks().Acquire(ctx, cluster.AcquireRequest{Name: "card/1", NewLease: true, TTL: 10_000 * time.Millisecond, Owner: "A"})
 	if err != nil {
 		t.Fatalf("acquire: %v", err)
 	}
-	if _, err := l.Acquire(ctx, cluster.AcquireRequest{Name: "card/1", NewLease: true, TTL: 10_000}); !errors.Is(err, cluster.ErrLockHeld) {
+	if _, err := l.Locks().Acquire(ctx, cluster.AcquireRequest{Name: "card/1", NewLease: true, TTL: 10_000 * time.Millisecond}); !errors.Is(err, cluster.ErrLockHeld) {
 		t.Fatalf("second acquire without wait: %v, want ErrLockHeld", err)
 	}
 	follower := c.Nodes[c.Follower()]
-	if _, err := follower.Acquire(ctx, cluster.AcquireRequest{Name: "x", NewLease: true, TTL: 1000}); !errors.Is(err, cluster.ErrNotLeader) {
+	if _, err := follower.Locks().Acquire(ctx, cluster.AcquireRequest{Name: "x", NewLease: true, TTL: 1000 * time.Millisecond}); !errors.Is(err, cluster.ErrNotLeader) {
 		t.Fatalf("acquire on a follower: %v, want ErrNotLeader", err)
 	}
 
 	got := make(chan cluster.Grant, 1)
 	errc := make(chan error, 1)
 	go func() {
-		g, err := l.Acquire(ctx, cluster.AcquireRequest{Name: "card/1", NewLease: true, TTL: 10_000, Wait: 20 * time.Second, Owner: "B"})
+		g, err := l.Locks().Acquire(ctx, cluster.AcquireRequest{Name: "card/1", NewLease: true, TTL: 10_000 * time.Millisecond, Wait: 20 * time.Second, Owner: "B"})
 		got <- g
 		errc <- err
 	}()
 	c.WaitFor(10*time.Second, "B queued", func() bool { return len(l.FSM().Lock("card/1").Waiters) == 1 })
-	if err := l.Release(ctx, "card/1", a.Lease, a.Token+1); !errors.Is(err, cluster.ErrNotHolder) {
+	if err := l.Locks().Release(ctx, "card/1", a.Lease, a.Token+1); !errors.Is(err, cluster.ErrNotHolder) {
 		t.Fatalf("release with a wrong token: %v", err)
 	}
-	if err := l.Release(ctx, "card/1", a.Lease, a.Token); err != nil {
+	if err := l.Locks().Release(ctx, "card/1", a.Lease, a.Token); err != nil {
 		t.Fatalf("release: %v", err)
 	}
 	b := <-got
@@ -55,18 +55,18 @@ func TestNode_BlockingQueryOnFreeLockWakes(t *testing.T) {
 	c := clustertest.Start(t, 3, nil)
 	ctx := clustertest.Ctx(t, 30*time.Second)
 	l := c.Nodes[c.Leader(10*time.Second)]
-	v, err := l.LockStatus(ctx, "free", false, 0, 0)
+	v, err := l.Locks().Status(ctx, "free", cluster.Query{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	got := make(chan time.Duration, 1)
 	go func() {
 		start := time.Now()
-		l.LockStatus(ctx, "free", false, v.ModifyIndex, 20*time.Second)
+		l.Locks().Status(ctx, "free", cluster.Query{WaitIndex: v.ModifyIndex, Wait: 20 * time.Second})
 		got <- time.Since(start)
 	}()
-	c.WaitFor(5*time.Second, "the query to register", func() bool { return l.WatchCount() > 0 })
-	if _, err := l.Acquire(ctx, cluster.AcquireRequest{Name: "free", NewLease: true, TTL: 10_000}); err != nil {
+	c.WaitFor(5*time.Second, "the query to register", func() bool { return l.Events().Watches() > 0 })
+	if _, err := l.Locks().Acquire(ctx, cluster.AcquireRequest{Name: "free", NewLease: true, TTL: 10_000 * time.Millisecond}); err != nil {
 		t.Fatal(err)
 	}
 	select {

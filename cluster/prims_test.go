@@ -18,7 +18,7 @@ func v2Leader(t *testing.T, c *clustertest.Cluster) *cluster.Node {
 	t.Helper()
 	l := leaderNode(c)
 	for _, n := range c.Nodes {
-		if err := l.RegisterVersion(clustertest.Ctx(t, 10*time.Second), n.ID(), fsm.Version); err != nil {
+		if err := l.Members().RegisterVersion(clustertest.Ctx(t, 10*time.Second), n.ID(), fsm.Version); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -41,27 +41,27 @@ func TestNode_PrimWaitsAnsweredByTheFreeingCommit(t *testing.T) {
 	ctx := clustertest.Ctx(t, 60*time.Second)
 	l := v2Leader(t, c)
 
-	p, err := l.SemaphoreAcquire(ctx, cluster.SemaphoreRequest{Name: "pool", Limit: 1, NewLease: true, TTL: 10_000})
+	p, err := l.Semaphores().Acquire(ctx, cluster.SemaphoreRequest{Name: "pool", Limit: 1, NewLease: true, TTL: 10_000 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.SemaphoreAcquire(ctx, cluster.SemaphoreRequest{Name: "pool", Limit: 1, NewLease: true, TTL: 10_000}); !errors.Is(err, cluster.ErrSemaphoreFull) {
+	if _, err := l.Semaphores().Acquire(ctx, cluster.SemaphoreRequest{Name: "pool", Limit: 1, NewLease: true, TTL: 10_000 * time.Millisecond}); !errors.Is(err, cluster.ErrSemaphoreFull) {
 		t.Fatalf("full: %v", err)
 	}
 	var lc *cluster.LimitConflictError
-	if _, err := l.SemaphoreAcquire(ctx, cluster.SemaphoreRequest{Name: "pool", Limit: 4, NewLease: true, TTL: 10_000}); !errors.As(err, &lc) || lc.Limit != 1 {
+	if _, err := l.Semaphores().Acquire(ctx, cluster.SemaphoreRequest{Name: "pool", Limit: 4, NewLease: true, TTL: 10_000 * time.Millisecond}); !errors.As(err, &lc) || lc.Limit != 1 {
 		t.Fatalf("limit conflict: %v", err)
 	}
 	semDone := make(chan cluster.SemaphoreGrant, 1)
 	go func() {
-		g, err := l.SemaphoreAcquire(ctx, cluster.SemaphoreRequest{Name: "pool", Limit: 1, NewLease: true, TTL: 10_000, Wait: 30 * time.Second})
+		g, err := l.Semaphores().Acquire(ctx, cluster.SemaphoreRequest{Name: "pool", Limit: 1, NewLease: true, TTL: 10_000 * time.Millisecond, Wait: 30 * time.Second})
 		if err != nil {
 			t.Errorf("waiting permit: %v", err)
 		}
 		semDone <- g
 	}()
 	clustertest.WaitFor(t, 10*time.Second, "a permit waiter", func() bool { return len(l.FSM().Semaphore("pool").Waiters) == 1 })
-	if err := l.SemaphoreRelease(ctx, "pool", p.Lease, p.Token); err != nil {
+	if err := l.Semaphores().Release(ctx, "pool", p.Lease, p.Token); err != nil {
 		t.Fatal(err)
 	}
 	g := <-semDone
@@ -69,37 +69,37 @@ func TestNode_PrimWaitsAnsweredByTheFreeingCommit(t *testing.T) {
 		t.Fatalf("handover: grant %+v, state %+v", g, v)
 	}
 
-	e, err := l.Campaign(ctx, cluster.CampaignRequest{Name: "svc", Value: "a", NewLease: true, TTL: 10_000})
+	e, err := l.Elections().Campaign(ctx, cluster.CampaignRequest{Name: "svc", Value: "a", NewLease: true, TTL: 10_000 * time.Millisecond})
 	if err != nil || e.Value != "a" || e.ModifyIndex != e.Token {
 		t.Fatalf("campaign: %+v %v", e, err)
 	}
 	elDone := make(chan cluster.ElectionGrant, 1)
 	go func() {
-		g, err := l.Campaign(ctx, cluster.CampaignRequest{Name: "svc", Value: "b", Owner: "B", NewLease: true, TTL: 10_000, Wait: 30 * time.Second})
+		g, err := l.Elections().Campaign(ctx, cluster.CampaignRequest{Name: "svc", Value: "b", Owner: "B", NewLease: true, TTL: 10_000 * time.Millisecond, Wait: 30 * time.Second})
 		if err != nil {
 			t.Errorf("waiting candidate: %v", err)
 		}
 		elDone <- g
 	}()
 	clustertest.WaitFor(t, 10*time.Second, "a candidate", func() bool { return len(l.FSM().Election("svc").Candidates) == 1 })
-	if err := l.Resign(ctx, "svc", e.Lease, e.Token); err != nil {
+	if err := l.Elections().Resign(ctx, "svc", e.Lease, e.Token); err != nil {
 		t.Fatal(err)
 	}
 	if g := <-elDone; g.Value != "b" || g.Owner != "B" || g.Token <= e.Token || g.ModifyIndex != g.Token {
 		t.Fatalf("elected candidate: %+v", g)
 	}
 
-	w, err := l.Acquire(ctx, cluster.AcquireRequest{Name: "db", NewLease: true, TTL: 10_000})
+	w, err := l.Locks().Acquire(ctx, cluster.AcquireRequest{Name: "db", NewLease: true, TTL: 10_000 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.Acquire(ctx, cluster.AcquireRequest{Name: "db", Lease: w.Lease, Shared: true}); !errors.Is(err, cluster.ErrModeConflict) {
+	if _, err := l.Locks().Acquire(ctx, cluster.AcquireRequest{Name: "db", Lease: w.Lease, Shared: true}); !errors.Is(err, cluster.ErrModeConflict) {
 		t.Fatalf("downgrade: %v", err)
 	}
 	readers := make(chan cluster.Grant, 2)
 	for i := 0; i < 2; i++ {
 		go func() {
-			g, err := l.Acquire(ctx, cluster.AcquireRequest{Name: "db", Shared: true, NewLease: true, TTL: 10_000, Wait: 30 * time.Second})
+			g, err := l.Locks().Acquire(ctx, cluster.AcquireRequest{Name: "db", Shared: true, NewLease: true, TTL: 10_000 * time.Millisecond, Wait: 30 * time.Second})
 			if err != nil {
 				t.Errorf("waiting reader: %v", err)
 			}
@@ -107,7 +107,7 @@ func TestNode_PrimWaitsAnsweredByTheFreeingCommit(t *testing.T) {
 		}()
 	}
 	clustertest.WaitFor(t, 10*time.Second, "two readers waiting", func() bool { return len(l.FSM().Lock("db").Waiters) == 2 })
-	if err := l.Release(ctx, "db", w.Lease, w.Token); err != nil {
+	if err := l.Locks().Release(ctx, "db", w.Lease, w.Token); err != nil {
 		t.Fatal(err)
 	}
 	a, b := <-readers, <-readers
@@ -122,14 +122,14 @@ func TestNode_AbandonedPrimWaitsAreDequeued(t *testing.T) {
 	c := clustertest.Start(t, 3, nil)
 	ctx := clustertest.Ctx(t, 60*time.Second)
 	l := v2Leader(t, c)
-	if _, err := l.SemaphoreAcquire(ctx, cluster.SemaphoreRequest{Name: "s", Limit: 1, NewLease: true, TTL: 10_000}); err != nil {
+	if _, err := l.Semaphores().Acquire(ctx, cluster.SemaphoreRequest{Name: "s", Limit: 1, NewLease: true, TTL: 10_000 * time.Millisecond}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.Campaign(ctx, cluster.CampaignRequest{Name: "e", Value: "v", NewLease: true, TTL: 10_000}); err != nil {
+	if _, err := l.Elections().Campaign(ctx, cluster.CampaignRequest{Name: "e", Value: "v", NewLease: true, TTL: 10_000 * time.Millisecond}); err != nil {
 		t.Fatal(err)
 	}
 	// With its own lease, which stays: only the dequeue takes it out of the queue.
-	own, err := l.CreateLease(ctx, 30_000)
+	own, err := l.Leases().Create(ctx, 30_000*time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,11 +138,11 @@ func TestNode_AbandonedPrimWaitsAreDequeued(t *testing.T) {
 		leases := l.FSM().LeaseCount()
 		for _, try := range []func(ctx context.Context) error{
 			func(ctx context.Context) error {
-				_, err := l.SemaphoreAcquire(ctx, cluster.SemaphoreRequest{Name: "s", Limit: 1, Lease: own, NewLease: newLease, TTL: 10_000, Wait: time.Minute})
+				_, err := l.Semaphores().Acquire(ctx, cluster.SemaphoreRequest{Name: "s", Limit: 1, Lease: own, NewLease: newLease, TTL: 10_000 * time.Millisecond, Wait: time.Minute})
 				return err
 			},
 			func(ctx context.Context) error {
-				_, err := l.Campaign(ctx, cluster.CampaignRequest{Name: "e", Value: "w", Lease: own, NewLease: newLease, TTL: 10_000, Wait: time.Minute})
+				_, err := l.Elections().Campaign(ctx, cluster.CampaignRequest{Name: "e", Value: "w", Lease: own, NewLease: newLease, TTL: 10_000 * time.Millisecond, Wait: time.Minute})
 				return err
 			},
 		} {
@@ -163,7 +163,7 @@ func TestNode_AbandonedPrimWaitsAreDequeued(t *testing.T) {
 	}
 	// A wait that ends in the state machine answers wait_timeout and leaves nothing.
 	leases := l.FSM().LeaseCount()
-	if _, err := l.SemaphoreAcquire(ctx, cluster.SemaphoreRequest{Name: "s", Limit: 1, NewLease: true, TTL: 10_000, Wait: 300 * time.Millisecond}); !errors.Is(err, cluster.ErrWaitTimeout) {
+	if _, err := l.Semaphores().Acquire(ctx, cluster.SemaphoreRequest{Name: "s", Limit: 1, NewLease: true, TTL: 10_000 * time.Millisecond, Wait: 300 * time.Millisecond}); !errors.Is(err, cluster.ErrWaitTimeout) {
 		t.Fatalf("timed-out wait: %v", err)
 	}
 	clustertest.WaitFor(t, 10*time.Second, "implicit lease revoked", func() bool { return l.FSM().LeaseCount() == leases })
@@ -175,17 +175,17 @@ func TestNode_ElectionStatusBlocksUntilAChange(t *testing.T) {
 	c := clustertest.Start(t, 3, nil)
 	ctx := clustertest.Ctx(t, 60*time.Second)
 	l := v2Leader(t, c)
-	e, err := l.Campaign(ctx, cluster.CampaignRequest{Name: "svc", Value: "v1", NewLease: true, TTL: 10_000})
+	e, err := l.Elections().Campaign(ctx, cluster.CampaignRequest{Name: "svc", Value: "v1", NewLease: true, TTL: 10_000 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
-	v, err := l.ElectionStatus(ctx, "svc", false, 0, 0)
+	v, err := l.Elections().Status(ctx, "svc", cluster.Query{})
 	if err != nil || v.ModifyIndex != e.Token {
 		t.Fatalf("status: %+v %v", v, err)
 	}
 	got := make(chan fsm.ElectionView, 1)
 	go func() {
-		v, err := c.Nodes[c.Follower()].ElectionStatus(ctx, "svc", true, e.Token, time.Minute)
+		v, err := c.Nodes[c.Follower()].Elections().Status(ctx, "svc", cluster.Query{Stale: true, WaitIndex: e.Token, Wait: time.Minute})
 		if err != nil {
 			t.Errorf("blocking read: %v", err)
 		}
@@ -194,15 +194,15 @@ func TestNode_ElectionStatusBlocksUntilAChange(t *testing.T) {
 	clustertest.WaitFor(t, 10*time.Second, "the blocking read to watch", func() bool {
 		n := 0
 		for _, node := range c.Nodes {
-			n += node.WatchCount()
+			n += node.Events().Watches()
 		}
 		return n >= 1
 	})
-	same, err := l.Campaign(ctx, cluster.CampaignRequest{Name: "svc", Value: "v1", Lease: e.Lease, Token: e.Token})
+	same, err := l.Elections().Campaign(ctx, cluster.CampaignRequest{Name: "svc", Value: "v1", Lease: e.Lease, Token: e.Token})
 	if err != nil || same.ModifyIndex != e.Token {
 		t.Fatalf("proclaim of the same value: %+v %v", same, err)
 	}
-	p, err := l.Campaign(ctx, cluster.CampaignRequest{Name: "svc", Value: "v2", Lease: e.Lease, Token: e.Token})
+	p, err := l.Elections().Campaign(ctx, cluster.CampaignRequest{Name: "svc", Value: "v2", Lease: e.Lease, Token: e.Token})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -217,20 +217,20 @@ func TestNode_ElectionStatusBlocksUntilAChange(t *testing.T) {
 	}
 	// A semaphore not in use is woken when another semaphore is deleted (its modify index
 	// moves), never stranded.
-	sv, err := l.SemaphoreStatus(ctx, "idle", false, 0, 0)
+	sv, err := l.Semaphores().Status(ctx, "idle", cluster.Query{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	woke := make(chan fsm.SemaphoreView, 1)
 	go func() {
-		v, _ := l.SemaphoreStatus(ctx, "idle", false, sv.ModifyIndex, time.Minute)
+		v, _ := l.Semaphores().Status(ctx, "idle", cluster.Query{WaitIndex: sv.ModifyIndex, Wait: time.Minute})
 		woke <- v
 	}()
-	g, err := l.SemaphoreAcquire(ctx, cluster.SemaphoreRequest{Name: "other", Limit: 1, NewLease: true, TTL: 10_000})
+	g, err := l.Semaphores().Acquire(ctx, cluster.SemaphoreRequest{Name: "other", Limit: 1, NewLease: true, TTL: 10_000 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := l.SemaphoreRelease(ctx, "other", g.Lease, g.Token); err != nil {
+	if err := l.Semaphores().Release(ctx, "other", g.Lease, g.Token); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -254,16 +254,16 @@ func TestNode_PrimsRefusedWhileAMemberSpeaksVersion1(t *testing.T) {
 	ctx := clustertest.Ctx(t, 60*time.Second)
 	l := leaderNode(c)
 	before := l.FSM().AppliedIndex()
-	if _, err := l.SemaphoreAcquire(ctx, cluster.SemaphoreRequest{Name: "s", Limit: 1, NewLease: true, TTL: 10_000}); !errors.Is(err, cluster.ErrPrimsInactive) {
+	if _, err := l.Semaphores().Acquire(ctx, cluster.SemaphoreRequest{Name: "s", Limit: 1, NewLease: true, TTL: 10_000 * time.Millisecond}); !errors.Is(err, cluster.ErrPrimsInactive) {
 		t.Fatalf("semaphore at version 1: %v", err)
 	}
-	if _, err := l.Campaign(ctx, cluster.CampaignRequest{Name: "e", NewLease: true, TTL: 10_000}); !errors.Is(err, cluster.ErrPrimsInactive) {
+	if _, err := l.Elections().Campaign(ctx, cluster.CampaignRequest{Name: "e", NewLease: true, TTL: 10_000 * time.Millisecond}); !errors.Is(err, cluster.ErrPrimsInactive) {
 		t.Fatalf("campaign at version 1: %v", err)
 	}
-	if _, err := l.Acquire(ctx, cluster.AcquireRequest{Name: "x", Shared: true, NewLease: true, TTL: 10_000}); !errors.Is(err, cluster.ErrPrimsInactive) {
+	if _, err := l.Locks().Acquire(ctx, cluster.AcquireRequest{Name: "x", Shared: true, NewLease: true, TTL: 10_000 * time.Millisecond}); !errors.Is(err, cluster.ErrPrimsInactive) {
 		t.Fatalf("shared lock at version 1: %v", err)
 	}
-	if _, err := l.Acquire(ctx, cluster.AcquireRequest{Name: "x", NewLease: true, TTL: 10_000}); err != nil {
+	if _, err := l.Locks().Acquire(ctx, cluster.AcquireRequest{Name: "x", NewLease: true, TTL: 10_000 * time.Millisecond}); err != nil {
 		t.Fatalf("exclusive lock at version 1: %v", err)
 	}
 	if l.FSM().Version() != 1 || l.FSM().LeaseCount() != 1 || l.FSM().AppliedIndex() <= before {

@@ -40,18 +40,18 @@ func TestNode_ReadWaitsForTheCommitIndexToApply(t *testing.T) {
 	waitUntil(t, 10*time.Second, "the node to lead", n.IsLeader)
 
 	held := true
-	n.events.mu.Lock()
+	n.registry.mu.Lock()
 	release := func() {
 		if held {
 			held = false
-			n.events.mu.Unlock()
+			n.registry.mu.Unlock()
 		}
 	}
 	defer release()
 
 	errc := make(chan error, 2)
 	acquire := func(name string) {
-		_, err := n.apply(&fsm.Command{Type: fsm.TypeAcquire, Name: name, Lease: newLeaseID(), NewLease: true, TTL: 60_000})
+		_, err := n.prop.apply(&fsm.Command{Type: fsm.TypeAcquire, Name: name, Lease: newLeaseID(), NewLease: true, TTL: 60_000})
 		errc <- err
 	}
 	go acquire("a")
@@ -67,7 +67,7 @@ func TestNode_ReadWaitsForTheCommitIndexToApply(t *testing.T) {
 	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
-	v, err := n.LockStatus(ctx, "b", false, 0, 0)
+	v, err := n.Locks().Status(ctx, "b", Query{})
 	cancel()
 	if err == nil {
 		t.Fatalf("a linearizable read answered %+v while the commit index %d it began at was not applied (applied %d)", v, commit, n.fsm.AppliedIndex())
@@ -84,7 +84,7 @@ func TestNode_ReadWaitsForTheCommitIndexToApply(t *testing.T) {
 	}
 	ctx, cancel = context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if v, err := n.LockStatus(ctx, "b", false, 0, 0); err != nil || !v.Held {
+	if v, err := n.Locks().Status(ctx, "b", Query{}); err != nil || !v.Held {
 		t.Fatalf("read after B is applied: %+v %v, want held", v, err)
 	}
 }

@@ -39,12 +39,12 @@ func TestCluster_BackupRestoreStartsAboveIndex(t *testing.T) {
 	// replicated node-version table the restore must drop.
 	// (Followers register through their HTTP servers, which this test has none of.)
 	for _, id := range []string{"n1", "n2", "n3"} {
-		if err := l.RegisterVersion(ctx, id, fsm.Version); err != nil {
+		if err := l.Members().RegisterVersion(ctx, id, fsm.Version); err != nil {
 			t.Fatal(err)
 		}
 	}
 	old.WaitFor(15*time.Second, "protocol version 2", func() bool { return l.FSM().Version() == fsm.Version })
-	g, err := l.Acquire(ctx, cluster.AcquireRequest{Name: "accounts/A", NewLease: true, TTL: 60_000})
+	g, err := l.Locks().Acquire(ctx, cluster.AcquireRequest{Name: "accounts/A", NewLease: true, TTL: 60_000 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +99,7 @@ func TestCluster_BackupRestoreStartsAboveIndex(t *testing.T) {
 		}
 	})
 	l = leaderNode(c)
-	g2, err := l.Acquire(ctx, cluster.AcquireRequest{Name: "accounts/A", NewLease: true, TTL: 60_000})
+	g2, err := l.Locks().Acquire(ctx, cluster.AcquireRequest{Name: "accounts/A", NewLease: true, TTL: 60_000 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -37,7 +37,7 @@ func TestCluster_TicksOnlyWhileLeasesExist(t *testing.T) {
 	ctx := clustertest.Ctx(t, 30*time.Second)
 	li := c.Leader(15 * time.Second)
 	l := c.Nodes[li]
-	c.WaitFor(5*time.Second, "the leader to register itself", func() bool { return !l.NeedsRegistration() && !l.NeedsVersionRegistration() })
+	c.WaitFor(5*time.Second, "the leader to register itself", func() bool { return !l.Members().NeedsRegistration() && !l.Members().NeedsVersionRegistration() })
 	c.WaitFor(5*time.Second, "the leader to apply its log", func() bool { return l.FSM().AppliedIndex() >= l.Raft().LastIndex() })
 	idleFrom := l.Raft().LastIndex()
 	term := l.Raft().CurrentTerm()
@@ -47,18 +47,18 @@ func TestCluster_TicksOnlyWhileLeasesExist(t *testing.T) {
 		c.WaitFor(d+10*time.Second, d.String()+" to pass", func() bool { return time.Since(start) > d })
 	}
 	pass(quiet + tickInterval)
-	lease, err := l.CreateLease(ctx, 60_000)
+	lease, err := l.Leases().Create(ctx, 60_000*time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
 	}
 	created := l.FSM().AppliedIndex()
 	c.WaitFor(10*time.Second, "ticks while the lease lives", func() bool { return l.FSM().AppliedIndex() >= created+minTicks })
-	if _, err := l.Revoke(ctx, lease); err != nil {
+	if _, err := l.Leases().Revoke(ctx, lease); err != nil {
 		t.Fatal(err)
 	}
 	pass(quiet + tickInterval)
 	// A marker entry that creates no lease: revoking a lease that does not exist.
-	if _, err := l.Revoke(ctx, fsm.LeaseID{0xfe, 0xed}); !errors.Is(err, cluster.ErrLeaseNotFound) {
+	if _, err := l.Leases().Revoke(ctx, fsm.LeaseID{0xfe, 0xed}); !errors.Is(err, cluster.ErrLeaseNotFound) {
 		t.Fatalf("marker revoke: %v, want ErrLeaseNotFound", err)
 	}
 	end := l.Raft().LastIndex()

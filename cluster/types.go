@@ -6,12 +6,12 @@ import (
 	"github.com/raftlock/raftlock/fsm"
 )
 
-// Names of the state machine's types as the cluster's API hands them out, so that its
-// callers (transport) need not import fsm.
+// Names of package fsm that the node's API speaks, aliased so that its callers need not
+// import fsm.
 type (
-	// LeaseID identifies a lease.
+	// LeaseID names a lease; it is also the lease's bearer secret.
 	LeaseID = fsm.LeaseID
-	// NodeInfo is a member's ID and addresses.
+	// NodeInfo is a member's registration: its ID and addresses.
 	NodeInfo = fsm.NodeInfo
 	// LockView is a lock's state as a status read answers it.
 	LockView = fsm.LockView
@@ -23,17 +23,18 @@ type (
 	HistoryEvent = fsm.HistoryEvent
 	// Overview is the dashboard's page of held locks and lease counts.
 	Overview = fsm.Overview
-	// ACLRule grants an access on a name prefix.
+	// ACLRule is one rule of an ACL policy.
 	ACLRule = fsm.ACLRule
-	// ACLIdentity is what a token (or the anonymous caller) may do.
+	// ACLIdentity is what a token (or its absence) may do.
 	ACLIdentity = fsm.ACLIdentity
-	// ACLPolicyView is a policy as the ACL reads answer it.
+	// ACLPolicyView is a policy as the ACL reads list it.
 	ACLPolicyView = fsm.ACLPolicyView
-	// ACLTokenView is a token as the ACL reads answer it, without its secret.
+	// ACLTokenView is a token as the ACL reads list it, without secret or hash.
 	ACLTokenView = fsm.ACLTokenView
-	// BackupSummary describes the state a backup holds.
+	// BackupSummary says at which applied index, cluster time and protocol version a
+	// backup was read.
 	BackupSummary = fsm.SnapshotSummary
-	// Limits are the cluster's configured quotas.
+	// Limits are the quotas of the replicated state.
 	Limits = fsm.Limits
 )
 
@@ -68,3 +69,31 @@ type Metrics struct {
 	HandoversTotal     uint64
 	RenewEntriesTotal  uint64
 }
+
+// Member describes one server of the Raft configuration.
+type Member struct {
+	ID       string
+	RaftAddr string
+	HTTPAddr string
+	Voter    bool
+	Leader   bool
+}
+
+// Status is the node's view of the cluster.
+type Status struct {
+	LeaderID     string
+	Term         uint64
+	CommitIndex  uint64
+	AppliedIndex uint64
+	Members      []Member
+	// ProtocolVersion is the active protocol version this node has applied.
+	ProtocolVersion uint64
+	// Limits are the quotas in force.
+	Limits Limits
+}
+
+// ms turns a duration into the milliseconds of a state machine command.
+func ms(d time.Duration) int64 { return d.Milliseconds() }
+
+// dur turns the milliseconds of the state machine into a duration.
+func dur(ms int64) time.Duration { return time.Duration(ms) * time.Millisecond }

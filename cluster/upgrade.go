@@ -18,11 +18,11 @@ import (
 
 // upgradeLoop runs on the leader: it keeps its own version registered, raises the active
 // version when every voter can follow, and writes the configured limits.
-func (n *Node) upgradeLoop(ctx context.Context) {
-	t := time.NewTicker(n.cfg.TickInterval)
+func (l *leader) upgradeLoop(ctx context.Context) {
+	t := time.NewTicker(l.n.cfg.TickInterval)
 	defer t.Stop()
 	for {
-		n.upgradeStep()
+		l.upgradeStep()
 		select {
 		case <-ctx.Done():
 			return
@@ -33,15 +33,16 @@ func (n *Node) upgradeLoop(ctx context.Context) {
 
 // upgradeStep does at most one thing per call, in order: register this node's version,
 // raise the active version, write the limits.
-func (n *Node) upgradeStep() {
-	if n.NeedsVersionRegistration() {
-		if _, err := n.apply(&fsm.Command{Type: fsm.TypeNodeVersion, Node: fsm.NodeInfo{ID: n.cfg.ID}, Version: n.fsm.MaxVersion()}); err != nil {
+func (l *leader) upgradeStep() {
+	n := l.n
+	if n.members.NeedsVersionRegistration() {
+		if _, err := n.prop.apply(&fsm.Command{Type: fsm.TypeNodeVersion, Node: fsm.NodeInfo{ID: n.cfg.ID}, Version: n.fsm.MaxVersion()}); err != nil {
 			n.log.Debug("registering this node's protocol version failed", "error", err)
 		}
 		return
 	}
-	if target, ok := n.upgradeTarget(); ok {
-		if _, err := n.apply(&fsm.Command{Type: fsm.TypeSetVersion, Version: target}); err != nil {
+	if target, ok := l.upgradeTarget(); ok {
+		if _, err := n.prop.apply(&fsm.Command{Type: fsm.TypeSetVersion, Version: target}); err != nil {
 			n.log.Warn("raising the cluster's protocol version failed", "to", target, "error", err)
 			return
 		}
@@ -49,7 +50,7 @@ func (n *Node) upgradeStep() {
 		return
 	}
 	if n.fsm.Version() >= fsm.TypeSetLimits.Since() && n.fsm.Limits() != n.cfg.Limits {
-		if _, err := n.apply(&fsm.Command{Type: fsm.TypeSetLimits, Limits: n.cfg.Limits}); err != nil {
+		if _, err := n.prop.apply(&fsm.Command{Type: fsm.TypeSetLimits, Limits: n.cfg.Limits}); err != nil {
 			n.log.Warn("writing the configured limits failed", "error", err)
 			return
 		}
@@ -59,7 +60,8 @@ func (n *Node) upgradeStep() {
 
 // upgradeTarget returns the version the cluster can move to now: the lowest version any
 // voter has registered, when that is above the active version.
-func (n *Node) upgradeTarget() (uint64, bool) {
+func (l *leader) upgradeTarget() (uint64, bool) {
+	n := l.n
 	target := n.fsm.MaxVersion()
 	servers := n.servers()
 	if len(servers) == 0 {
@@ -74,44 +76,4 @@ func (n *Node) upgradeTarget() (uint64, bool) {
 		target = min(target, v)
 	}
 	return target, target > n.fsm.Version()
-}
-
-// NeedsVersionRegistration reports whether this node speaks a protocol that records node
-// versions and its registration is missing or out of date. Nodes of the first protocol
-// version never register (they do not know how), so they hold every upgrade back.
-func (n *Node) NeedsVersionRegistration() bool {
-	max := n.fsm.MaxVersion()
-	if max < fsm.TypeNodeVersion.Since() {
-		return false
-	}
-	v, ok := n.fsm.NodeVersion(n.cfg.ID)
-	return !ok || v != max
-}
-
-// MaxVersion returns the highest protocol version this node speaks.
-func (n *Node) MaxVersion() uint64 { return n.fsm.MaxVersion() }
-
-// RegisterVersion records that node id speaks protocol versions up to v. Followers call
-// it on the leader through the API.
-func (n *Node) RegisterVersion(ctx context.Context, id string, v uint64) error {
-	if !n.HasMember(id) {
-		return ErrNotMember
-	}
-	_, err := n.propose(ctx, &fsm.Command{Type: fsm.TypeNodeVersion, Node: fsm.NodeInfo{ID: id}, Version: v})
-	return err
-}
-
-// quotaError names the limit a refused command would have exceeded.
-func (n *Node) quotaError(limit string) error {
-	l := n.fsm.Limits()
-	var v uint64
-	switch limit {
-	case fsm.QuotaLeases:
-		v = l.MaxLeases
-	case fsm.QuotaLocksPerLease:
-		v = l.MaxLocksPerLease
-	case fsm.QuotaWaitersPerLock:
-		v = l.MaxWaitersPerLock
-	}
-	return &QuotaError{Limit: limit, Value: v}
 }

@@ -131,7 +131,7 @@ func TestACL_TokensAndRights(t *testing.T) {
 			t.Errorf("%s is held after refused acquires", name)
 		}
 	}
-	if !c.Nodes[0].HasMember("n1") || c.Nodes[0].HasMember("n9") {
+	if !c.Nodes[0].Members().Has("n1") || c.Nodes[0].Members().Has("n9") {
 		t.Error("membership changed by refused requests")
 	}
 

@@ -81,7 +81,7 @@ func FuzzDecodeAcquire(f *testing.F) {
 			}
 			return
 		}
-		if api.ValidateName(req.Name) != nil || req.Wait < 0 || (req.NewLease && (ttlMs(req.TTL) < api.MinTTLMs || ttlMs(req.TTL) > api.MaxTTLMs)) {
+		if api.ValidateName(req.Name) != nil || req.Wait < 0 || (req.NewLease && (ms(req.TTL) < api.MinTTLMs || ms(req.TTL) > api.MaxTTLMs)) {
 			t.Fatalf("accepted an invalid request %+v", req)
 		}
 	})
@@ -173,7 +173,7 @@ func FuzzDecodeSemaphoreAcquire(f *testing.F) {
 			}
 			return
 		}
-		if api.ValidateName(req.Name) != nil || req.Limit < 1 || req.Limit > api.MaxSemaphoreLimit || req.Wait < 0 || (req.NewLease && (ttlMs(req.TTL) < api.MinTTLMs || ttlMs(req.TTL) > api.MaxTTLMs)) {
+		if api.ValidateName(req.Name) != nil || req.Limit < 1 || req.Limit > api.MaxSemaphoreLimit || req.Wait < 0 || (req.NewLease && (ms(req.TTL) < api.MinTTLMs || ms(req.TTL) > api.MaxTTLMs)) {
 			t.Fatalf("accepted an invalid request %+v", req)
 		}
 	})

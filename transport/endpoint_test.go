@@ -33,7 +33,7 @@ func (f *fakeSemaphores) Acquire(_ context.Context, req cluster.SemaphoreRequest
 		return cluster.SemaphoreGrant{}, f.err
 	}
 	g := cluster.SemaphoreGrant{Name: req.Name, Token: 7, Lease: req.Lease, Owner: req.Owner, Limit: req.Limit}
-	setTTL(&g.TTL, 10_000)
+	g.TTL = fromMs(10_000)
 	return g, nil
 }
 

@@ -33,7 +33,7 @@ func TestACL_HistoryAndEvents(t *testing.T) {
 	// follower has applied the token (a forward would have to buffer the stream).
 	fi := c.Follower()
 	c.WaitFor(10*time.Second, "the token on the follower", func() bool {
-		_, ok := c.Nodes[fi].ACLResolve(ro)
+		_, ok := c.Nodes[fi].ACL().Resolve(ro)
 		return ok
 	})
 	f = c.URL(fi)

@@ -58,7 +58,7 @@ func decodeAcquire(name string, body []byte) (cluster.AcquireRequest, error) {
 		return out, e
 	}
 	out.NewLease, out.RequestID = true, req.RequestID
-	setTTL(&out.TTL, ttl)
+	out.TTL = fromMs(ttl)
 	return out, nil
 }
 
@@ -73,7 +73,7 @@ func (h lockRoutes) acquire(w http.ResponseWriter, r *http.Request) (call, error
 		if g.Shared {
 			mode = api.ModeShared
 		}
-		return api.Grant{Name: g.Name, Token: g.Token, LeaseID: g.Lease.String(), TTLMs: ttlMs(g.TTL), Owner: g.Owner, Mode: mode}, err
+		return api.Grant{Name: g.Name, Token: g.Token, LeaseID: g.Lease.String(), TTLMs: ms(g.TTL), Owner: g.Owner, Mode: mode}, err
 	}}, nil
 }
 

@@ -40,7 +40,7 @@ func TestAPI_JoinThroughFollowerAndRemove(t *testing.T) {
 	go srv.Serve(httpL)
 	t.Cleanup(func() { srv.Shutdown(context.Background()) })
 
-	info := node.SelfInfo()
+	info := node.Members().Self()
 	ctx := clustertest.Ctx(t, 30*time.Second)
 	if err := transport.Join(ctx, f, api.AddNodeRequest{ID: info.ID, RaftAddr: info.RaftAddr, HTTPAddr: info.HTTPAddr}, nil, "", clustertest.Logger(t, "join")); err != nil {
 		t.Fatal(err)
@@ -103,7 +103,7 @@ func TestAPI_TransferLeaderAndRemoveLeader(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	c.WaitFor(10*time.Second, "the removed leader to leave the configuration", func() bool {
-		return !c.Nodes[f].HasMember(leaderID)
+		return !c.Nodes[f].Members().Has(leaderID)
 	})
 	if i := c.LeaderIndex(); i == li || i < 0 {
 		t.Fatalf("leader index %d after removing n%d", i, li+1)

@@ -75,7 +75,7 @@ func decodeSemaphoreAcquire(name string, body []byte) (cluster.SemaphoreRequest,
 		return cluster.SemaphoreRequest{}, err
 	}
 	out := cluster.SemaphoreRequest{Name: name, Limit: uint64(req.Limit), Lease: lease, NewLease: newLease, RequestID: req.RequestID, Wait: wait, Owner: req.Owner}
-	setTTL(&out.TTL, ttl)
+	out.TTL = fromMs(ttl)
 	return out, nil
 }
 
@@ -99,7 +99,7 @@ func decodeCampaign(name string, body []byte) (cluster.CampaignRequest, error) {
 		return cluster.CampaignRequest{}, api.Errorf(api.CodeInvalidArgument, "token makes the request a proclaim by the leader: it needs lease_id and takes no wait_ms")
 	}
 	out := cluster.CampaignRequest{Name: name, Value: req.Value, Token: req.Token, Lease: lease, NewLease: newLease, RequestID: req.RequestID, Wait: wait, Owner: req.Owner}
-	setTTL(&out.TTL, ttl)
+	out.TTL = fromMs(ttl)
 	return out, nil
 }
 
@@ -110,7 +110,7 @@ func (h semaphoreRoutes) acquire(w http.ResponseWriter, r *http.Request) (call, 
 	}
 	return call{body: body, need: accessLock, name: req.Name, wait: req.Wait, do: func(ctx context.Context) (any, error) {
 		g, err := h.semaphores.Acquire(ctx, req)
-		return api.SemaphoreGrant{Name: g.Name, Token: g.Token, LeaseID: g.Lease.String(), TTLMs: ttlMs(g.TTL), Owner: g.Owner, Limit: int64(g.Limit)}, err
+		return api.SemaphoreGrant{Name: g.Name, Token: g.Token, LeaseID: g.Lease.String(), TTLMs: ms(g.TTL), Owner: g.Owner, Limit: int64(g.Limit)}, err
 	}}, nil
 }
 
@@ -131,7 +131,7 @@ func (h electionRoutes) campaign(w http.ResponseWriter, r *http.Request) (call, 
 	}
 	return call{body: body, need: accessLock, name: req.Name, wait: req.Wait, do: func(ctx context.Context) (any, error) {
 		g, err := h.elections.Campaign(ctx, req)
-		return api.ElectionGrant{Name: g.Name, Token: g.Token, LeaseID: g.Lease.String(), TTLMs: ttlMs(g.TTL), Owner: g.Owner, Value: g.Value, ModifyIndex: g.ModifyIndex}, err
+		return api.ElectionGrant{Name: g.Name, Token: g.Token, LeaseID: g.Lease.String(), TTLMs: ms(g.TTL), Owner: g.Owner, Value: g.Value, ModifyIndex: g.ModifyIndex}, err
 	}}, nil
 }
 

@@ -33,7 +33,7 @@ func TestUpgrade_VersionRaisedOnlyWhenEveryMemberSpeaksIt(t *testing.T) {
 	})
 	// A few more leader rounds pass; nothing may raise the version while n3 is old.
 	for i := 0; i < 5; i++ {
-		if _, err := l.CreateLease(ctx, 60000); err != nil {
+		if _, err := l.Leases().Create(ctx, 60000*time.Millisecond); err != nil {
 			t.Fatalf("lease %d with quotas not yet in force: %v", i+1, err)
 		}
 	}
@@ -62,7 +62,7 @@ func TestUpgrade_VersionRaisedOnlyWhenEveryMemberSpeaksIt(t *testing.T) {
 		return true
 	})
 	l = c.Nodes[c.Leader(15*time.Second)]
-	_, err := l.CreateLease(ctx, 60000)
+	_, err := l.Leases().Create(ctx, 60000*time.Millisecond)
 	var qe *cluster.QuotaError
 	if !errors.As(err, &qe) || !errors.Is(err, cluster.ErrQuotaExceeded) || qe.Limit != fsm.QuotaLeases || qe.Value != 3 {
 		t.Fatalf("lease beyond max_leases: %v, want a QuotaError for max_leases 3", err)

@@ -267,10 +267,10 @@ func runServe(ctx context.Context, cfg cluster.Config, opts serveOptions, logger
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(l) }()
-	logger.Info("node started", "version", version, "protocol", node.MaxVersion(), "http", opts.httpListen, "http_advertise", cfg.HTTPAddr, "raft", node.RaftAddr(), "data_dir", cfg.DataDir)
+	logger.Info("node started", "version", version, "protocol", node.Members().MaxVersion(), "http", opts.httpListen, "http_advertise", cfg.HTTPAddr, "raft", node.RaftAddr(), "data_dir", cfg.DataDir)
 
-	if join != "" && !node.HasMember(cfg.ID) {
-		info := node.SelfInfo()
+	if join != "" && !node.Members().Has(cfg.ID) {
+		info := node.Members().Self()
 		var tlsCfg *tls.Config
 		if cfg.TLS != nil {
 			tlsCfg = cfg.TLS.PeerClientConfig()

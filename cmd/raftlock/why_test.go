@@ -231,7 +231,7 @@ func TestEvents_StreamResumeLimits(t *testing.T) {
 	}
 	// A node restart cuts the stream of whichever node served it; the watcher
 	// reconnects with Last-Event-ID and misses nothing.
-	if n := tc.Nodes[fol].EventSubscribers(); n != 1 {
+	if n := tc.Nodes[fol].Events().Subscribers(); n != 1 {
 		t.Fatalf("node %d serves %d streams, want the watcher's", fol, n)
 	}
 	tc.StopHTTP(fol)

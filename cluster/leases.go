@@ -1,0 +1,114 @@
+package cluster
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"fmt"
+	"time"
+
+	"github.com/raftlock/raftlock/fsm"
+)
+
+// Leases is the node's lease operations. Reach it with Node.Leases.
+type Leases struct{ n *Node }
+
+// Create creates a lease with ttl.
+func (l *Leases) Create(ctx context.Context, ttl time.Duration) (LeaseID, error) {
+	id := newLeaseID()
+	if _, err := l.n.prop.propose(ctx, &fsm.Command{Type: fsm.TypeCreateLease, Lease: id, TTL: ms(ttl)}); err != nil {
+		return id, err
+	}
+	return id, nil
+}
+
+// KeepAlive renews a lease through the leader's Renew batch and returns its TTL once the
+// batch is applied. It never waits on a term that has ended: a keepalive that no batch took
+// before the term ended (or before ctx ended) answers ErrNoLeader, since it was certainly
+// not proposed; one that was taken answers with its batch's outcome.
+func (l *Leases) KeepAlive(ctx context.Context, id LeaseID) (time.Duration, error) {
+	ttls, found, err := l.n.renewer.renew(ctx, []fsm.LeaseID{id})
+	if err != nil {
+		return 0, err
+	}
+	if !found[0] {
+		return 0, ErrLeaseNotFound
+	}
+	return ttls[0], nil
+}
+
+// KeepAliveMany renews up to MaxKeepAliveBatch leases in one request: all of them go into
+// the same Renew entry of the leader's batch, and the answer comes once that entry is
+// applied. It returns, per lease in order, its TTL and whether it existed (false: it never
+// did, expired, or was revoked; nothing is created). Errors are KeepAlive's and concern
+// the whole request: on ErrNoLeader nothing was renewed; on ErrUnknownOutcome all or none
+// of the leases were.
+func (l *Leases) KeepAliveMany(ctx context.Context, ids []LeaseID) (ttls []time.Duration, found []bool, err error) {
+	if len(ids) == 0 {
+		return nil, nil, nil
+	}
+	if len(ids) > MaxKeepAliveBatch {
+		return nil, nil, fmt.Errorf("%w: %d leases in one keepalive, at most %d", ErrInvalidCommand, len(ids), MaxKeepAliveBatch)
+	}
+	return l.n.renewer.renew(ctx, ids)
+}
+
+// Revoke deletes a lease and releases its locks, handing each to its next waiter. It
+// returns the released lock names.
+func (l *Leases) Revoke(ctx context.Context, id LeaseID) ([]string, error) {
+	c := &fsm.Command{Type: fsm.TypeRevoke, Lease: id}
+	r, err := l.n.prop.propose(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	if err := outcomeError(c.Type, r, l.n.fsm.Limits); err != nil {
+		return nil, err
+	}
+	return r.Released, nil
+}
+
+// Lookup returns a lease's state; linearizable unless stale.
+func (l *Leases) Lookup(ctx context.Context, id LeaseID, stale bool) (LeaseView, error) {
+	if err := l.n.readBarrier(ctx, stale); err != nil {
+		return LeaseView{}, err
+	}
+	v, ok := l.n.fsm.Lease(id)
+	if !ok {
+		return LeaseView{}, ErrLeaseNotFound
+	}
+	return LeaseView{TTL: dur(v.TTL), Locks: v.Locks}, nil
+}
+
+// newLeaseID draws 128 random bits: a lease ID is the bearer secret that authorizes
+// keepalive, release and revoke, so it must not be guessable.
+func newLeaseID() LeaseID {
+	var id LeaseID
+	if _, err := rand.Read(id[:]); err != nil {
+		panic(fmt.Sprintf("cluster: crypto/rand failed: %v", err)) // never happens on Linux
+	}
+	return id
+}
+
+// requestLeaseID derives the implicit lease of an acquire from its client-chosen request ID.
+// Every retry of the request therefore names the same lease, and the state machine's
+// idempotent acquire (same lease: same grant, same queue place; an existing lease is not
+// created twice) turns the retry into a repeat of the first attempt. The hash is domain
+// separated and one-way, so the lease ID is as hard to guess as the request ID, which the
+// API requires to be at least 16 random characters.
+func requestLeaseID(requestID string) LeaseID {
+	sum := sha256.Sum256([]byte("raftlock implicit lease v1\x00" + requestID))
+	var id LeaseID
+	copy(id[:], sum[:len(id)])
+	return id
+}
+
+// leaseOf fills in the lease of a request: derived from the request ID, or drawn.
+func leaseOf(newLease bool, requestID string, lease LeaseID) LeaseID {
+	switch {
+	case !newLease:
+		return lease
+	case requestID != "":
+		return requestLeaseID(requestID)
+	}
+	return newLeaseID()
+}

@@ -1,0 +1,140 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/raftlock/raftlock/fsm"
+)
+
+// queuedWait is one request that may wait in a queue of the state machine: an acquire of
+// a lock (either mode) or of a semaphore permit, or a campaign. It is the one wait they
+// all use. The request registers for its outcome before it proposes (the grant may be
+// applied before the proposal returns), and once the state machine answers "queued" it
+// awaits the commit that grants it or ends its wait.
+type queuedWait struct {
+	n        *Node
+	space    fsm.Space
+	name     string
+	lease    LeaseID
+	newLease bool          // the request created the lease itself, so only it knows the ID
+	ttl      time.Duration // the lease's TTL, for newLease
+	wait     time.Duration
+	dequeue  fsm.Type // the command that takes the lease out of the queue
+	// release gives back a grant that arrived after the caller went away.
+	release func(ctx context.Context, token uint64) error
+
+	events <-chan fsm.Event // nil until registered
+	cancel func()
+}
+
+// register starts listening for the outcome of the wait; done stops.
+func (w *queuedWait) register() {
+	w.events, w.cancel = w.n.registry.waitFor(w.space, w.name, w.lease)
+}
+
+// done unregisters the wait, if it was registered.
+func (w *queuedWait) done() {
+	if w.cancel != nil {
+		w.cancel()
+	}
+}
+
+// await waits for the state machine to grant the queued request or end its wait; the
+// event's Token, Owner, Value and Index describe the grant. The state machine ends the
+// wait at its deadline in cluster time; the local backstop timer, a little later, only
+// covers a leader that is cut off and no longer sees commits. While it waits, a lease the
+// request created itself is kept alive here, since nobody else knows it.
+//
+// Its errors are ErrWaitTimeout (the lease has left the queue), or what ended the wait
+// after the proposal, as afterProposal maps it.
+func (w *queuedWait) await(ctx context.Context) (fsm.Event, error) {
+	e, err := w.awaitOutcome(ctx)
+	if err != nil && !errors.Is(err, ErrWaitTimeout) {
+		err = afterProposal(err)
+	}
+	return e, err
+}
+
+func (w *queuedWait) awaitOutcome(ctx context.Context) (fsm.Event, error) {
+	n := w.n
+	backstop := time.NewTimer(w.wait + 2*n.cfg.ElectionTimeout + n.cfg.TickInterval)
+	defer backstop.Stop()
+	var keepalive <-chan time.Time
+	if w.newLease {
+		t := time.NewTicker(w.ttl / 3)
+		defer t.Stop()
+		keepalive = t.C
+	}
+	for {
+		select {
+		case e := <-w.events:
+			if e.Kind == fsm.EventGranted {
+				return e, nil
+			}
+			w.cleanupImplicitLease()
+			return fsm.Event{}, ErrWaitTimeout
+		case <-keepalive:
+			if _, err := n.leases.KeepAlive(ctx, w.lease); err != nil {
+				n.log.Debug("keepalive for a waiting request failed", "error", err)
+			}
+		case <-backstop.C:
+			return w.abandon(ErrWaitTimeout)
+		case <-ctx.Done():
+			return w.abandon(ctx.Err())
+		}
+	}
+}
+
+// abandon takes the lease out of the queue. A grant that arrived meanwhile is kept when
+// the wait merely ended (the caller still listens), and given back when the caller is
+// gone, so that the next waiter does not wait a TTL.
+//
+// When another request for the same lease and name is still waiting (a client re-issuing
+// a long wait in chunks), the lease stays queued: that request now owns the wait.
+func (w *queuedWait) abandon(cause error) (fsm.Event, error) {
+	n := w.n
+	if n.registry.waiting(w.space, w.name, w.lease) > 1 {
+		return fsm.Event{}, cause
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.ApplyTimeout)
+	defer cancel()
+	r, err := n.prop.propose(ctx, &fsm.Command{Type: w.dequeue, Name: w.name, Lease: w.lease})
+	if err != nil {
+		return fsm.Event{}, err
+	}
+	if r.Status == fsm.StatusOK { // granted just before the wait ended
+		e := fsm.Event{Kind: fsm.EventGranted, Space: w.space, Name: w.name, Lease: w.lease, Token: r.Token, Owner: r.Owner, Value: r.Value, Index: r.Modify}
+		if errors.Is(cause, ErrWaitTimeout) {
+			return e, nil
+		}
+		if err := w.release(ctx, r.Token); err != nil {
+			n.log.Warn("giving back a grant to an abandoned wait failed", "space", w.space, "name", w.name, "error", err)
+		}
+	}
+	w.cleanupImplicitLease()
+	return fsm.Event{}, cause
+}
+
+// cleanupImplicitLease revokes a lease the request created itself when its wait fails:
+// the caller never learned its ID, so it could never be used.
+func (w *queuedWait) cleanupImplicitLease() {
+	if !w.newLease {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), w.n.cfg.ApplyTimeout)
+	defer cancel()
+	if _, err := w.n.leases.Revoke(ctx, w.lease); err != nil && !errors.Is(err, ErrLeaseNotFound) {
+		w.n.log.Debug("revoking the lease of a failed wait", "error", err)
+	}
+}
+
+// waitMs turns a wait into the command's milliseconds, at least 1 for any wait.
+func waitMs(wait time.Duration) int64 {
+	ms := wait.Milliseconds()
+	if wait > 0 && ms == 0 {
+		ms = 1
+	}
+	return ms
+}
