@@ -43,7 +43,7 @@
 //
 //	roles.go                  the role interfaces the server needs of a node
 //	                          (LeaseService, LockService, ...) and Services, one field per role
-//	nodeservices_adapter.go   NodeServices: the roles of a *cluster.Node
+//	services.go               NodeServices: the roles of a *cluster.Node, and ms/fromMs
 //	authorize.go              ACL checks (guard), node certificates, tokens unknown here
 //	decode.go                 strict body and query decoding
 //	register.go               the follower's registration loop, and Join

@@ -1,6 +1,6 @@
 // Command budget measures raftlock's latency budget: where the time of one commit goes,
-// stage by stage, beside each stage's physical floor on this machine (issue 13,
-// docs/PERFORMANCE.md "Latency budget").
+// stage by stage, beside each stage's physical floor on this machine
+// (docs/PERFORMANCE.md "Latency budget").
 //
 //	go run ./bench/budget [--cycles 500] [--warmup 50] [--stores boltdb,wal]
 //

@@ -1,5 +1,5 @@
 // Package budget records where the time of one commit goes, stage by stage, for the
-// latency budget in docs/PERFORMANCE.md (issue 13): the HTTP request read and decoded, the
+// latency budget in docs/PERFORMANCE.md: the HTTP request read and decoded, the
 // follower-to-leader forward, the proposal, the leader's log write, the replication round
 // trip, the follower's log write, the commit, the state machine's apply and the answer.
 //
