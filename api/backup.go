@@ -11,7 +11,7 @@ import (
 	"io"
 )
 
-// A raftlock backup file (what GET /v1/snapshot answers and `raftlock backup save`
+// A raftlock backup file (what GET /v1/backup answers and `raftlock backup save`
 // writes) is:
 //
 //	RAFTLOCK-BACKUP\n
@@ -25,7 +25,7 @@ const (
 	BackupMagic = "RAFTLOCK-BACKUP\n"
 	// BackupFormat is the version of the backup file layout this code writes and reads.
 	BackupFormat = 1
-	// BackupContentType is the media type of GET /v1/snapshot's answer.
+	// BackupContentType is the media type of GET /v1/backup's answer.
 	BackupContentType = "application/vnd.raftlock.backup"
 	// maxBackupHeader bounds the header line, so that a file that is not a backup cannot
 	// make a reader buffer without bound.

@@ -34,7 +34,7 @@
 //	acl.go         /v1/acl (bootstrap, policies, tokens)
 //	events.go      /v1/history and the /v1/events stream
 //	overview.go    /v1/overview, the dashboard's data
-//	snapshot.go    /v1/snapshot, a backup file
+//	backup.go      /v1/backup (and /v1/snapshot, its older name): a backup file
 //	openapi.go     /v1/openapi.json (openapi.json, checked by openapi_test.go)
 //	ui.go          /ui/, the embedded dashboard
 //	metrics.go     /metrics: the HTTP counters and the node's metrics by name

@@ -45,7 +45,8 @@ func (s *Server) apiRoutes() []route {
 		{"DELETE /v1/cluster/nodes/{id}", s.serve(members.remove)},
 		{"PUT /v1/cluster/nodes/{id}/version", s.serve(members.version)},
 		{"POST /v1/cluster/transfer-leader", s.serve(members.transferLeader)},
-		{"GET /v1/snapshot", s.serve(backups.snapshot)},
+		{"GET /v1/backup", s.serve(backups.backup)},
+		{"GET /v1/snapshot", s.serve(backups.backup)}, // the older name of /v1/backup
 		{"POST /v1/acl/bootstrap", s.serve(acl.bootstrap)},
 		{"PUT /v1/acl/policies/{name}", s.serve(acl.setPolicy)},
 		{"GET /v1/acl/policies", s.serve(acl.listPolicies)},

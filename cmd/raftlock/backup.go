@@ -45,7 +45,7 @@ func backupSaveCommand() *cli.Command {
 		Name:      "save",
 		Usage:     "download a backup of the cluster's state into FILE",
 		ArgsUsage: "FILE",
-		Description: `Asks the cluster for a backup (GET /v1/snapshot; the leader reads its state at a
+		Description: `Asks the cluster for a backup (GET /v1/backup; the leader reads its state at a
 linearizable point) and writes it to FILE.tmp (mode 0600), verifies the checksum of what
 is on disk, fsyncs it and renames it to FILE. Progress goes to stderr for large backups.`,
 		Flags: clientFlags(
@@ -83,7 +83,7 @@ func runBackupSave(c *cli.Context, a parsedArgs) error {
 	}
 	bw := bufio.NewWriterSize(f, 1<<20)
 	pw := &progressWriter{w: bw, out: c.App.ErrWriter}
-	if _, err := cl.Snapshot(ctx, pw); err != nil {
+	if _, err := cl.Backup(ctx, pw); err != nil {
 		return commandError(err)
 	}
 	if err := bw.Flush(); err != nil {

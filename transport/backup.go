@@ -12,21 +12,21 @@ import (
 	"github.com/raftlock/raftlock/cluster"
 )
 
-// snapshotForwardWait is how long a follower lets the leader take to stream a backup it
+// backupForwardWait is how long a follower lets the leader take to stream a backup it
 // forwarded, on top of the usual forwarding bound: a large state takes a while to send.
-const snapshotForwardWait = 5 * time.Minute
+const backupForwardWait = 5 * time.Minute
 
-// backupRoutes serves GET /v1/snapshot.
+// backupRoutes serves GET /v1/backup (and GET /v1/snapshot, its older name).
 type backupRoutes struct {
 	backups Backups
 	log     hclog.Logger
 }
 
-// snapshot serves GET /v1/snapshot: a raftlock backup file (api.BackupHeader, then the
+// backup serves GET /v1/backup: a raftlock backup file (api.BackupHeader, then the
 // state machine's canonical state) read by the leader at a linearizable point. It needs
 // the admin right: the state holds every lease ID and any ACL token hashes.
-func (h backupRoutes) snapshot(w http.ResponseWriter, r *http.Request) (call, error) {
-	return call{need: accessAdmin, name: "", slow: snapshotForwardWait, do: func(ctx context.Context) (any, error) {
+func (h backupRoutes) backup(w http.ResponseWriter, r *http.Request) (call, error) {
+	return call{need: accessAdmin, name: "", slow: backupForwardWait, do: func(ctx context.Context) (any, error) {
 		// The query is checked after the caller is: an unauthorized caller learns nothing.
 		if err := knownQuery(r.URL.Query()); err != nil {
 			return nil, err
@@ -50,8 +50,8 @@ func (h backupRoutes) send(w http.ResponseWriter, state []byte, sum cluster.Back
 	if _, err := w.Write(head); err == nil {
 		_, err = w.Write(state)
 		if err != nil {
-			h.log.Debug("sending a snapshot was cut off", "error", err)
+			h.log.Debug("sending a backup was cut off", "error", err)
 		}
 	}
-	h.log.Info("snapshot served", "index", sum.Index, "bytes", len(state))
+	h.log.Info("backup served", "index", sum.Index, "bytes", len(state))
 }
