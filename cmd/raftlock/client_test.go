@@ -20,6 +20,7 @@ import (
 	"github.com/raftlock/raftlock/client"
 	"github.com/raftlock/raftlock/cluster/clustertest"
 	"github.com/raftlock/raftlock/test/testcluster"
+	"github.com/raftlock/raftlock/test/testkit"
 )
 
 // cli runs the raftlock binary against a cluster.
@@ -296,7 +297,7 @@ exit 0`
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		clustertest.WaitFor(t, 20*time.Second, "the command to start its jobs", func() bool {
+		testkit.WaitFor(t, 20*time.Second, "the command to start its jobs", func() bool {
 			_, err := os.Stat(filepath.Join(dir, "p2"))
 			return err == nil
 		})
@@ -418,7 +419,7 @@ while :; do sleep 0.05; done`
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		clustertest.WaitFor(t, 20*time.Second, "the command to start", func() bool {
+		testkit.WaitFor(t, 20*time.Second, "the command to start", func() bool {
 			_, err := os.Stat(filepath.Join(dir, "lease"))
 			return err == nil
 		})
@@ -436,7 +437,7 @@ while :; do sleep 0.05; done`
 		if !fileHas(filepath.Join(dir, "log"), "term") {
 			t.Fatal("the command never got SIGTERM")
 		}
-		clustertest.WaitFor(t, 10*time.Second, "the command and its grandchild to be gone", func() bool {
+		testkit.WaitFor(t, 10*time.Second, "the command and its grandchild to be gone", func() bool {
 			return !alive(pid) && !alive(gpid)
 		})
 	})
@@ -453,7 +454,7 @@ while :; do sleep 0.05; done`
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		clustertest.WaitFor(t, 20*time.Second, "the command to start", func() bool {
+		testkit.WaitFor(t, 20*time.Second, "the command to start", func() bool {
 			_, err := os.Stat(filepath.Join(dir, "ready"))
 			return err == nil
 		})
