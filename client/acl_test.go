@@ -147,7 +147,7 @@ func TestClient_TLS(t *testing.T) {
 		}
 		clusterOK(w, r)
 	}))
-	cfg, err := client.TLSFromFiles(p.caPath, p.clientPath, p.clientKey)
+	cfg, err := client.TLSFromFiles(p.CertFile, p.worker.Cert, p.worker.Key)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,8 +178,8 @@ func TestClient_TLS(t *testing.T) {
 
 	// Handshake failures are not waited out: the client gives up after one round.
 	for name, files := range map[string][3]string{
-		"no client certificate": {p.caPath, "", ""},
-		"another CA":            {otherCA(t), p.clientPath, p.clientKey},
+		"no client certificate": {p.CertFile, "", ""},
+		"another CA":            {otherCA(t), p.worker.Cert, p.worker.Key},
 	} {
 		cfg, err := client.TLSFromFiles(files[0], files[1], files[2])
 		if err != nil {
@@ -200,11 +200,11 @@ func TestClient_TLS(t *testing.T) {
 func TestTLSFromFiles_Errors(t *testing.T) {
 	p := newPKI(t)
 	for name, files := range map[string][3]string{
-		"missing CA":       {p.dir + "/nope.pem", "", ""},
-		"CA not PEM":       {p.dir + "/n1-key.pem", "", ""},
-		"cert without key": {p.caPath, p.clientPath, ""},
-		"key without cert": {p.caPath, "", p.clientKey},
-		"mismatched key":   {p.caPath, p.clientPath, p.nodeKeyPath},
+		"missing CA":       {p.Dir + "/nope.pem", "", ""},
+		"CA not PEM":       {p.Dir + "/n1-key.pem", "", ""},
+		"cert without key": {p.CertFile, p.worker.Cert, ""},
+		"key without cert": {p.CertFile, "", p.worker.Key},
+		"mismatched key":   {p.CertFile, p.worker.Cert, p.node.Key},
 	} {
 		_, err := client.TLSFromFiles(files[0], files[1], files[2])
 		if !errors.Is(err, client.ErrInvalid) {

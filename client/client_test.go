@@ -8,8 +8,8 @@ import (
 
 	"github.com/raftlock/raftlock/api"
 	"github.com/raftlock/raftlock/client"
-	"github.com/raftlock/raftlock/cluster/clustertest"
 	"github.com/raftlock/raftlock/test/testcluster"
+	"github.com/raftlock/raftlock/test/testkit"
 )
 
 // TestClient_InProcess runs the API, Mutex, RWMutex, Semaphore and Election tests against
@@ -28,7 +28,7 @@ func TestClient_InProcess(t *testing.T) {
 			t.Fatalf("SafeUntil is %v from now; want within the TTL", d)
 		}
 		// Keepalives must push SafeUntil well past the first TTL.
-		waitFor(t, 10*time.Second, "keepalives to extend SafeUntil by 1.5 s", func() bool {
+		testkit.WaitFor(t, 10*time.Second, "keepalives to extend SafeUntil by 1.5 s", func() bool {
 			return l.SafeUntil().Sub(first) > 1500*time.Millisecond
 		})
 		if closed(l.Done()) {
@@ -210,7 +210,7 @@ func TestClient_InProcess(t *testing.T) {
 		b := c.NewMutex(name, client.WithLeaseTTL(2*time.Second))
 		got := make(chan error, 1)
 		go func() { got <- b.Lock(ctx) }()
-		waitFor(t, 10*time.Second, "b to queue", func() bool { return mustStatus(t, c, name).Waiters == 1 })
+		testkit.WaitFor(t, 10*time.Second, "b to queue", func() bool { return mustStatus(t, c, name).Waiters == 1 })
 		tokA := a.Token()
 		if err := a.Unlock(ctx); err != nil {
 			t.Fatal(err)
@@ -245,12 +245,12 @@ func TestClient_InProcess(t *testing.T) {
 		wctx, cancel := context.WithCancel(ctx)
 		got := make(chan error, 1)
 		go func() { got <- waiter.Lock(wctx) }()
-		waitFor(t, 10*time.Second, "the waiter to queue", func() bool { return mustStatus(t, c, name).Waiters == 1 })
+		testkit.WaitFor(t, 10*time.Second, "the waiter to queue", func() bool { return mustStatus(t, c, name).Waiters == 1 })
 		cancel()
 		if err := <-got; !errors.Is(err, context.Canceled) {
 			t.Fatalf("cancelled Lock = %v; want context.Canceled", err)
 		}
-		waitFor(t, 10*time.Second, "the waiter to leave the queue", func() bool { return mustStatus(t, c, name).Waiters == 0 })
+		testkit.WaitFor(t, 10*time.Second, "the waiter to leave the queue", func() bool { return mustStatus(t, c, name).Waiters == 0 })
 		if err := holder.Unlock(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -284,16 +284,16 @@ func TestClient_InProcess(t *testing.T) {
 		if !errors.Is(err, client.ErrWaitTimeout) && !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("Lock past its deadline = %v", err)
 		}
-		waitFor(t, 10*time.Second, "no waiters", func() bool { return mustStatus(t, c, name).Waiters == 0 })
+		testkit.WaitFor(t, 10*time.Second, "no waiters", func() bool { return mustStatus(t, c, name).Waiters == 0 })
 
 		// Short chunks: the wait is re-issued and still ends in a grant.
 		w := c.NewMutex(name, client.WithLeaseTTL(2*time.Second), client.WithWaitChunk(200*time.Millisecond))
 		got := make(chan error, 1)
 		go func() { got <- w.Lock(ctx) }()
-		waitFor(t, 10*time.Second, "the waiter to queue", func() bool { return mustStatus(t, c, name).Waiters == 1 })
+		testkit.WaitFor(t, 10*time.Second, "the waiter to queue", func() bool { return mustStatus(t, c, name).Waiters == 1 })
 		first := mustStatus(t, c, name).ModifyIndex
 		// Each re-issue leaves and re-enters the queue, moving the modify index.
-		waitFor(t, 10*time.Second, "a re-issued wait", func() bool {
+		testkit.WaitFor(t, 10*time.Second, "a re-issued wait", func() bool {
 			st := mustStatus(t, c, name)
 			return st.ModifyIndex > first+1 && st.Waiters == 1
 		})
@@ -319,7 +319,7 @@ func TestClient_InProcess(t *testing.T) {
 		waiter := client.NewMutex(l, name)
 		got := make(chan error, 1)
 		go func() { got <- waiter.Lock(ctx) }()
-		waitFor(t, 10*time.Second, "the waiter to queue", func() bool { return mustStatus(t, c, name).Waiters == 1 })
+		testkit.WaitFor(t, 10*time.Second, "the waiter to queue", func() bool { return mustStatus(t, c, name).Waiters == 1 })
 		if _, err := c.Revoke(ctx, l.ID()); err != nil {
 			t.Fatal(err)
 		}
@@ -394,7 +394,7 @@ func TestClient_InProcess(t *testing.T) {
 		if _, err := direct.GetLease(ctx, id); err != nil {
 			t.Fatalf("the server had already expired the lease when the client noticed: %v", err)
 		}
-		waitFor(t, 10*time.Second, "the server to expire the lease", func() bool {
+		testkit.WaitFor(t, 10*time.Second, "the server to expire the lease", func() bool {
 			_, err := direct.GetLease(ctx, id)
 			return errors.Is(err, client.ErrLeaseNotFound)
 		})
@@ -410,7 +410,7 @@ func TestClient_RetryAcrossStoppedNode(t *testing.T) {
 	tc := testcluster.StartInProcess(t, 3, nil)
 	f := tc.Follower()
 	tc.StopNode(f)
-	eps := []string{"http://" + clustertest.FreePort(t), tc.URL(f)}
+	eps := []string{"http://" + testkit.FreePort(t), tc.URL(f)}
 	for i, u := range tc.Endpoints() {
 		if i != f {
 			eps = append(eps, u)
@@ -431,7 +431,7 @@ func TestClient_RetryAcrossStoppedNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A client that knows only dead endpoints gives up when its context ends.
-	dead := newClient(t, []string{"http://" + clustertest.FreePort(t), tc.URL(f)}, client.WithRetryBackoff(10*time.Millisecond, 50*time.Millisecond))
+	dead := newClient(t, []string{"http://" + testkit.FreePort(t), tc.URL(f)}, client.WithRetryBackoff(10*time.Millisecond, 50*time.Millisecond))
 	dctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
 	defer cancel()
 	_, err = dead.Acquire(dctx, "retry/lock", client.AcquireOptions{})

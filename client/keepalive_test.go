@@ -5,10 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"net"
 	"net/http"
-	"net/http/httputil"
-	"net/url"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -17,6 +14,7 @@ import (
 	"github.com/raftlock/raftlock/api"
 	"github.com/raftlock/raftlock/client"
 	"github.com/raftlock/raftlock/test/testcluster"
+	"github.com/raftlock/raftlock/test/testkit"
 )
 
 // kaCounter is an HTTP proxy to a node that records every keepalive request passing
@@ -37,41 +35,32 @@ type kaSeen struct {
 
 func newKACounter(t *testing.T, target string) *kaCounter {
 	t.Helper()
-	u, err := url.Parse(target)
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	k := &kaCounter{url: "http://" + l.Addr().String()}
-	rp := httputil.NewSingleHostReverseProxy(u)
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodPost && r.URL.Path == "/v1/leases/keepalive" {
-			at := time.Now()
-			body, _ := io.ReadAll(r.Body)
-			r.Body = io.NopCloser(bytes.NewReader(body))
-			var req api.KeepAliveRequest
-			_ = json.Unmarshal(body, &req)
-			ids := req.LeaseIDs
-			if req.LeaseID != "" {
-				ids = []string{req.LeaseID}
+	k := &kaCounter{}
+	k.url = serveProxy(t, target, func(proxy http.Handler) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			if r.Method == http.MethodPost && r.URL.Path == "/v1/leases/keepalive" {
+				at := time.Now()
+				body, _ := io.ReadAll(r.Body)
+				r.Body = io.NopCloser(bytes.NewReader(body))
+				var req api.KeepAliveRequest
+				_ = json.Unmarshal(body, &req)
+				ids := req.LeaseIDs
+				if req.LeaseID != "" {
+					ids = []string{req.LeaseID}
+				}
+				k.mu.Lock()
+				k.reqs = append(k.reqs, kaSeen{at: at, ids: ids})
+				k.mu.Unlock()
+				if req.LeaseIDs != nil && k.refuseBatch.Load() {
+					w.Header().Set("Content-Type", "application/json")
+					w.WriteHeader(http.StatusBadRequest)
+					io.WriteString(w, `{"error":{"code":"invalid_json","message":"request body is not a valid JSON object: json: unknown field \"lease_ids\""}}`)
+					return
+				}
 			}
-			k.mu.Lock()
-			k.reqs = append(k.reqs, kaSeen{at: at, ids: ids})
-			k.mu.Unlock()
-			if req.LeaseIDs != nil && k.refuseBatch.Load() {
-				w.Header().Set("Content-Type", "application/json")
-				w.WriteHeader(http.StatusBadRequest)
-				io.WriteString(w, `{"error":{"code":"invalid_json","message":"request body is not a valid JSON object: json: unknown field \"lease_ids\""}}`)
-				return
-			}
+			proxy.ServeHTTP(w, r)
 		}
-		rp.ServeHTTP(w, r)
-	}), ReadHeaderTimeout: 5 * time.Second}
-	go srv.Serve(l)
-	t.Cleanup(func() { srv.Close() })
+	})
 	return k
 }
 
@@ -130,7 +119,7 @@ func TestLease_BatchKeepAliveSendsFewRequests(t *testing.T) {
 		before[i] = l.SafeUntil()
 	}
 	const intervals = 3
-	waitFor(t, 30*time.Second, "three keepalive intervals", func() bool { return time.Since(start) >= intervals*time.Second })
+	testkit.WaitFor(t, 30*time.Second, "three keepalive intervals", func() bool { return time.Since(start) >= intervals*time.Second })
 	reqs := k.since(start)
 	renewed := map[string]int{}
 	for _, r := range reqs {
@@ -176,7 +165,7 @@ func TestLease_BatchKeepAliveOneRevoked(t *testing.T) {
 		t.Fatal(err)
 	}
 	revoked := time.Now()
-	waitFor(t, 10*time.Second, "the revoked lease to be lost", func() bool { return closed(ls[1].Done()) })
+	testkit.WaitFor(t, 10*time.Second, "the revoked lease to be lost", func() bool { return closed(ls[1].Done()) })
 	lostAt := time.Now()
 	if err := ls[1].Err(); !errors.Is(err, client.ErrLeaseLost) {
 		t.Fatalf("revoked lease: Err = %v, want ErrLeaseLost", err)
@@ -190,7 +179,7 @@ func TestLease_BatchKeepAliveOneRevoked(t *testing.T) {
 	}
 	// The others live on through two more intervals.
 	mark := time.Now()
-	waitFor(t, 10*time.Second, "two more keepalive intervals", func() bool { return time.Since(mark) > 2*ttl/3 })
+	testkit.WaitFor(t, 10*time.Second, "two more keepalive intervals", func() bool { return time.Since(mark) > 2*ttl/3 })
 	for _, i := range []int{0, 2} {
 		l := ls[i]
 		if err := l.Err(); err != nil {
@@ -235,7 +224,7 @@ func TestLease_BatchKeepAliveFallsBackOnOldServer(t *testing.T) {
 	const ttl = 1500 * time.Millisecond
 	ls := []*client.Lease{mustLease(t, c, ttl), mustLease(t, c, ttl)}
 	start := time.Now()
-	waitFor(t, 10*time.Second, "two keepalive rounds", func() bool { return time.Since(start) > 2*ttl })
+	testkit.WaitFor(t, 10*time.Second, "two keepalive rounds", func() bool { return time.Since(start) > 2*ttl })
 	singles := 0
 	for _, r := range k.since(start) {
 		if len(r.ids) == 1 {

@@ -3,7 +3,6 @@ package client_test
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
@@ -19,6 +18,8 @@ import (
 	"github.com/raftlock/raftlock/client"
 	"github.com/raftlock/raftlock/cluster"
 	"github.com/raftlock/raftlock/cluster/clustertest"
+	"github.com/raftlock/raftlock/test/rawhttp"
+	"github.com/raftlock/raftlock/test/testkit"
 	"github.com/raftlock/raftlock/transport"
 )
 
@@ -49,13 +50,11 @@ func startExampleCluster() {
 	if err != nil {
 		panic(err)
 	}
-	raftL, err := net.Listen("tcp", "127.0.0.1:0")
+	raftAddr, err := testkit.FreeAddr()
 	if err != nil {
 		panic(err)
 	}
-	raftAddr := raftL.Addr().String()
-	raftL.Close()
-	httpL, err := net.Listen("tcp", "127.0.0.1:0")
+	httpL, err := testkit.ListenLoopback()
 	if err != nil {
 		panic(err)
 	}
@@ -80,19 +79,14 @@ func startExampleCluster() {
 		node.Shutdown()
 		os.RemoveAll(dir)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		resp, err := http.Get(exampleURL + "/readyz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return
-			}
-		}
-		if time.Now().After(deadline) {
-			panic(fmt.Sprintf("example cluster not ready after 30s: %v", err))
-		}
-		time.Sleep(10 * time.Millisecond)
+	var lastErr error
+	ready := testkit.Poll(30*time.Second, 10*time.Millisecond, func() bool {
+		a := rawhttp.Client{}.Do(http.MethodGet, exampleURL+"/readyz", "")
+		lastErr = a.Err
+		return a.Status == http.StatusOK
+	})
+	if !ready {
+		panic(fmt.Sprintf("example cluster not ready after 30s: %v", lastErr))
 	}
 }
 
@@ -109,11 +103,6 @@ func newClient(t testing.TB, endpoints []string, opts ...client.Option) *client.
 
 func ctxFor(t testing.TB, d time.Duration) context.Context {
 	return clustertest.Ctx(t, d)
-}
-
-func waitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	clustertest.WaitFor(t, d, what, cond)
 }
 
 // closed reports whether ch is closed, without blocking.
@@ -151,40 +140,44 @@ func mustLease(t testing.TB, c *client.Client, ttl time.Duration, opts ...client
 	return l
 }
 
+// serveProxy serves a reverse proxy to target on a loopback port until the test ends, and
+// returns its base URL. wrap puts the test's own handling in front of the proxy.
+func serveProxy(t testing.TB, target string, wrap func(proxy http.Handler) http.HandlerFunc) string {
+	t.Helper()
+	u, err := url.Parse(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := testkit.Listen(t)
+	srv := &http.Server{Handler: wrap(httputil.NewSingleHostReverseProxy(u)), ReadHeaderTimeout: 5 * time.Second}
+	go srv.Serve(l)
+	t.Cleanup(func() { srv.Close() })
+	return "http://" + l.Addr().String()
+}
+
 // cutProxy is an HTTP proxy to a node that can be cut: while cut, every request fails at
 // the connection level, as if the network to the cluster were down.
 type cutProxy struct {
-	srv *http.Server
 	url string
 	cut atomic.Bool
 }
 
 func newCutProxy(t testing.TB, target string) *cutProxy {
 	t.Helper()
-	u, err := url.Parse(target)
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &cutProxy{url: "http://" + l.Addr().String()}
-	rp := httputil.NewSingleHostReverseProxy(u)
-	rp.ErrorLog = nil
-	p.srv = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if p.cut.Load() {
-			if hj, ok := w.(http.Hijacker); ok {
-				if conn, _, err := hj.Hijack(); err == nil {
-					conn.Close()
-					return
+	p := &cutProxy{}
+	p.url = serveProxy(t, target, func(proxy http.Handler) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			if p.cut.Load() {
+				if hj, ok := w.(http.Hijacker); ok {
+					if conn, _, err := hj.Hijack(); err == nil {
+						conn.Close()
+						return
+					}
 				}
+				panic(http.ErrAbortHandler)
 			}
-			panic(http.ErrAbortHandler)
+			proxy.ServeHTTP(w, r)
 		}
-		rp.ServeHTTP(w, r)
-	}), ReadHeaderTimeout: 5 * time.Second}
-	go p.srv.Serve(l)
-	t.Cleanup(func() { p.srv.Close() })
+	})
 	return p
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/raftlock/raftlock/api"
 	"github.com/raftlock/raftlock/client"
+	"github.com/raftlock/raftlock/test/testkit"
 )
 
 // testPrimitives runs RWMutex, Semaphore and Election against the cluster of
@@ -49,7 +50,7 @@ func testPrimitives(t *testing.T, eps []string) {
 		}
 		got := make(chan error, 1)
 		go func() { got <- w.Lock(ctx) }()
-		waitFor(t, 10*time.Second, "the writer to queue", func() bool { return mustStatus(t, c, name).Waiters == 1 })
+		testkit.WaitFor(t, 10*time.Second, "the writer to queue", func() bool { return mustStatus(t, c, name).Waiters == 1 })
 		// A queued writer blocks later readers, so that writers do not starve.
 		r := c.NewRWMutex(name, client.WithLeaseTTL(5*time.Second))
 		if err := r.TryRLock(ctx); !errors.Is(err, client.ErrLockHeld) {
@@ -99,7 +100,7 @@ func testPrimitives(t *testing.T, eps []string) {
 		for _, r := range readers {
 			go func() { errs <- r.RLock(ctx) }()
 		}
-		waitFor(t, 10*time.Second, "both readers to queue", func() bool { return mustStatus(t, c, name).Waiters == 2 })
+		testkit.WaitFor(t, 10*time.Second, "both readers to queue", func() bool { return mustStatus(t, c, name).Waiters == 2 })
 		if err := w.Unlock(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -153,7 +154,7 @@ func testPrimitives(t *testing.T, eps []string) {
 		}
 		got := make(chan error, 1)
 		go func() { got <- s3.Acquire(ctx) }()
-		waitFor(t, 10*time.Second, "s3 to queue", func() bool {
+		testkit.WaitFor(t, 10*time.Second, "s3 to queue", func() bool {
 			st, err := c.SemaphoreStatus(ctx, name, client.StatusOptions{})
 			return err == nil && st.Waiters == 1
 		})
@@ -239,7 +240,7 @@ func testPrimitives(t *testing.T, eps []string) {
 		}
 		got := make(chan error, 1)
 		go func() { got <- e2.Campaign(ctx, "addr-2") }()
-		waitFor(t, 10*time.Second, "e2 to queue", func() bool {
+		testkit.WaitFor(t, 10*time.Second, "e2 to queue", func() bool {
 			l, err := e1.Leader(ctx)
 			return err == nil && l.Candidates == 1
 		})

@@ -7,7 +7,9 @@ import (
 	"time"
 
 	"github.com/raftlock/raftlock/client"
+	"github.com/raftlock/raftlock/test/rawhttp"
 	"github.com/raftlock/raftlock/test/testcluster"
+	"github.com/raftlock/raftlock/test/testkit"
 )
 
 // These tests run real `raftlock serve` processes and kill -9 or SIGSTOP them. They stay
@@ -43,7 +45,7 @@ func TestProcesses_KeepAliveSurvivesLeaderKillAndPause(t *testing.T) {
 	// answeredAfter waits for a keepalive sent after t0 to be answered.
 	answeredAfter := func(t0 time.Time, what string) {
 		t.Helper()
-		waitFor(t, 15*time.Second, what, func() bool {
+		testkit.WaitFor(t, 15*time.Second, what, func() bool {
 			return l.SafeUntil().After(t0.Add(ttl-l.DriftMargin())) || closed(l.Done())
 		})
 	}
@@ -57,13 +59,13 @@ func TestProcesses_KeepAliveSurvivesLeaderKillAndPause(t *testing.T) {
 
 	// Bring the node back so that a majority survives the pause below.
 	p.Start(old)
-	waitFor(t, 20*time.Second, "the restarted node to catch up", func() bool {
+	testkit.WaitFor(t, 20*time.Second, "the restarted node to catch up", func() bool {
 		ldr := p.LeaderIndex()
 		if ldr < 0 {
 			return false
 		}
-		li, err1 := testcluster.ClusterInfo(p.URL(ldr))
-		ri, err2 := testcluster.ClusterInfo(p.URL(old))
+		li, err1 := rawhttp.ClusterInfo(nil, p.URL(ldr))
+		ri, err2 := rawhttp.ClusterInfo(nil, p.URL(old))
 		return err1 == nil && err2 == nil && ri.LeaderID != "" && ri.AppliedIndex >= li.CommitIndex
 	})
 

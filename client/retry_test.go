@@ -15,6 +15,7 @@ import (
 
 	"github.com/raftlock/raftlock/api"
 	"github.com/raftlock/raftlock/client"
+	"github.com/raftlock/raftlock/test/testkit"
 )
 
 // These tests use fake nodes (httptest servers) to pin down the retry rules and the
@@ -179,7 +180,7 @@ func TestLease_SafeUntilCountsFromSendTime(t *testing.T) {
 		t.Fatalf("SafeUntil is %v after the call started; want between %v and %v (send time + TTL - drift)",
 			safe.Sub(before), lo.Sub(before), hi.Sub(before))
 	}
-	waitFor(t, 5*time.Second, "a keepalive to move SafeUntil", func() bool { return l.SafeUntil().After(safe) })
+	testkit.WaitFor(t, 5*time.Second, "a keepalive to move SafeUntil", func() bool { return l.SafeUntil().After(safe) })
 	if keepalives.Load() == 0 {
 		t.Fatal("SafeUntil moved without a keepalive")
 	}

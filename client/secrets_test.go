@@ -14,6 +14,7 @@ import (
 
 	"github.com/raftlock/raftlock/api"
 	"github.com/raftlock/raftlock/client"
+	"github.com/raftlock/raftlock/test/testkit"
 )
 
 // syncBuffer is a bytes.Buffer safe for the logger's concurrent writes.
@@ -52,7 +53,7 @@ func TestLease_IDNotInErrorsOrLogs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, "the lease to be lost", func() bool { return closed(l.Done()) })
+	testkit.WaitFor(t, 10*time.Second, "the lease to be lost", func() bool { return closed(l.Done()) })
 	texts := []string{l.Err().Error(), logs.String()}
 
 	// An endpoint that cannot be reached: the failing URL holds the ID.

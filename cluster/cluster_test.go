@@ -10,6 +10,7 @@ import (
 	"github.com/raftlock/raftlock/cluster"
 	"github.com/raftlock/raftlock/cluster/clustertest"
 	"github.com/raftlock/raftlock/fsm"
+	"github.com/raftlock/raftlock/test/testkit"
 )
 
 // leaderNode returns the current ready leader.
@@ -70,7 +71,7 @@ func TestCluster_TimeStandsStillWithoutLeader(t *testing.T) {
 	}
 	before := c.Nodes[survivor].FSM().Time()
 	outage := time.Now()
-	clustertest.WaitFor(t, 10*time.Second, "1.5 s of outage", func() bool { return time.Since(outage) > 1500*time.Millisecond })
+	testkit.WaitFor(t, 10*time.Second, "1.5 s of outage", func() bool { return time.Since(outage) > 1500*time.Millisecond })
 	if now := c.Nodes[survivor].FSM().Time(); now != before {
 		t.Fatalf("cluster time moved from %d to %d without a leader", before, now)
 	}

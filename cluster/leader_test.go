@@ -11,13 +11,14 @@ import (
 	"github.com/raftlock/raftlock/cluster"
 	"github.com/raftlock/raftlock/cluster/clustertest"
 	"github.com/raftlock/raftlock/fsm"
+	"github.com/raftlock/raftlock/test/testkit"
 )
 
 var errInjected = errors.New("injected tick failure")
 
 // A leader whose tick fails retries it while it still leads: expiries keep happening.
-// Before the retry, one failed tick ended the leader's clock for the rest of its term and
-// a lease nobody kept alive never expired.
+// Without the retry, one failed tick would end the leader's clock for the rest of its term,
+// and a lease nobody kept alive would never expire.
 func TestLeader_FailedTickIsRetried(t *testing.T) {
 	c := clustertest.Start(t, 3, nil)
 	ctx := clustertest.Ctx(t, 60*time.Second)
@@ -117,7 +118,7 @@ func TestNode_DataDirPrivateAndExclusive(t *testing.T) {
 	}
 
 	cfg := c.Config(0)
-	cfg.RaftBind, cfg.RaftAdvertise = clustertest.FreePort(t), ""
+	cfg.RaftBind, cfg.RaftAdvertise = testkit.FreePort(t), ""
 	start := time.Now()
 	second, err := cluster.New(cfg)
 	if err == nil {

@@ -9,6 +9,7 @@ import (
 	"github.com/raftlock/raftlock/cluster"
 	"github.com/raftlock/raftlock/cluster/clustertest"
 	"github.com/raftlock/raftlock/fsm"
+	"github.com/raftlock/raftlock/test/testkit"
 )
 
 // v2Leader registers every member's protocol version with the leader (followers do it
@@ -60,7 +61,7 @@ func TestNode_PrimWaitsAnsweredByTheFreeingCommit(t *testing.T) {
 		}
 		semDone <- g
 	}()
-	clustertest.WaitFor(t, 10*time.Second, "a permit waiter", func() bool { return len(l.FSM().Semaphore("pool").Waiters) == 1 })
+	testkit.WaitFor(t, 10*time.Second, "a permit waiter", func() bool { return len(l.FSM().Semaphore("pool").Waiters) == 1 })
 	if err := l.Semaphores().Release(ctx, "pool", p.Lease, p.Token); err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +82,7 @@ func TestNode_PrimWaitsAnsweredByTheFreeingCommit(t *testing.T) {
 		}
 		elDone <- g
 	}()
-	clustertest.WaitFor(t, 10*time.Second, "a candidate", func() bool { return len(l.FSM().Election("svc").Candidates) == 1 })
+	testkit.WaitFor(t, 10*time.Second, "a candidate", func() bool { return len(l.FSM().Election("svc").Candidates) == 1 })
 	if err := l.Elections().Resign(ctx, "svc", e.Lease, e.Token); err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +107,7 @@ func TestNode_PrimWaitsAnsweredByTheFreeingCommit(t *testing.T) {
 			readers <- g
 		}()
 	}
-	clustertest.WaitFor(t, 10*time.Second, "two readers waiting", func() bool { return len(l.FSM().Lock("db").Waiters) == 2 })
+	testkit.WaitFor(t, 10*time.Second, "two readers waiting", func() bool { return len(l.FSM().Lock("db").Waiters) == 2 })
 	if err := l.Locks().Release(ctx, "db", w.Lease, w.Token); err != nil {
 		t.Fatal(err)
 	}
@@ -149,13 +150,13 @@ func TestNode_AbandonedPrimWaitsAreDequeued(t *testing.T) {
 			wctx, cancel := context.WithCancel(ctx)
 			done := make(chan error, 1)
 			go func() { done <- try(wctx) }()
-			clustertest.WaitFor(t, 10*time.Second, "queued", func() bool { return queued() == 1 })
+			testkit.WaitFor(t, 10*time.Second, "queued", func() bool { return queued() == 1 })
 			cancel()
 			// As for locks: the caller went away after its request was proposed.
 			if err := <-done; !errors.Is(err, cluster.ErrUnknownOutcome) {
 				t.Fatalf("abandoned wait: %v", err)
 			}
-			clustertest.WaitFor(t, 10*time.Second, "dequeued", func() bool { return queued() == 0 && l.FSM().LeaseCount() == leases })
+			testkit.WaitFor(t, 10*time.Second, "dequeued", func() bool { return queued() == 0 && l.FSM().LeaseCount() == leases })
 		}
 	}
 	if _, ok := l.FSM().Lease(own); !ok {
@@ -166,7 +167,7 @@ func TestNode_AbandonedPrimWaitsAreDequeued(t *testing.T) {
 	if _, err := l.Semaphores().Acquire(ctx, cluster.SemaphoreRequest{Name: "s", Limit: 1, NewLease: true, TTL: 10_000 * time.Millisecond, Wait: 300 * time.Millisecond}); !errors.Is(err, cluster.ErrWaitTimeout) {
 		t.Fatalf("timed-out wait: %v", err)
 	}
-	clustertest.WaitFor(t, 10*time.Second, "implicit lease revoked", func() bool { return l.FSM().LeaseCount() == leases })
+	testkit.WaitFor(t, 10*time.Second, "implicit lease revoked", func() bool { return l.FSM().LeaseCount() == leases })
 }
 
 // An election status read with wait_index blocks until the next change of leader or value
@@ -191,7 +192,7 @@ func TestNode_ElectionStatusBlocksUntilAChange(t *testing.T) {
 		}
 		got <- v
 	}()
-	clustertest.WaitFor(t, 10*time.Second, "the blocking read to watch", func() bool {
+	testkit.WaitFor(t, 10*time.Second, "the blocking read to watch", func() bool {
 		n := 0
 		for _, node := range c.Nodes {
 			n += node.Events().Watches()

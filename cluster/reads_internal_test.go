@@ -3,7 +3,6 @@ package cluster
 import (
 	"context"
 	"errors"
-	"net"
 	"path/filepath"
 	"testing"
 	"time"
@@ -11,6 +10,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/raftlock/raftlock/fsm"
+	"github.com/raftlock/raftlock/test/testkit"
 )
 
 // Invariant 5, the applied-index step of Node.ReadBarrier: a linearizable read waits until
@@ -27,7 +27,7 @@ import (
 // first, it returns the context's error. Without the wait it answers at once that "b" is
 // free, which is state older than the read's commit index.
 func TestNode_ReadWaitsForTheCommitIndexToApply(t *testing.T) {
-	bind := freeAddr(t)
+	bind := testkit.FreePort(t)
 	n, err := New(Config{
 		ID: "solo", RaftBind: bind, DataDir: filepath.Join(t.TempDir(), "solo"),
 		Bootstrap: []Peer{{ID: "solo", RaftAddr: bind}},
@@ -37,7 +37,7 @@ func TestNode_ReadWaitsForTheCommitIndexToApply(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { n.Shutdown() })
-	waitUntil(t, 10*time.Second, "the node to lead", n.IsLeader)
+	testkit.WaitFor(t, 10*time.Second, "the node to lead", n.IsLeader)
 
 	held := true
 	n.registry.mu.Lock()
@@ -57,10 +57,10 @@ func TestNode_ReadWaitsForTheCommitIndexToApply(t *testing.T) {
 	go acquire("a")
 	// "a" held in the state machine: A is applied, and the FSM goroutine is now stuck
 	// delivering its events.
-	waitUntil(t, 10*time.Second, "entry A to be applied", func() bool { return n.fsm.Lock("a").Held })
+	testkit.WaitFor(t, 10*time.Second, "entry A to be applied", func() bool { return n.fsm.Lock("a").Held })
 	appliedA := n.fsm.AppliedIndex()
 	go acquire("b")
-	waitUntil(t, 10*time.Second, "entry B to be committed", func() bool { return n.raft.CommitIndex() > appliedA })
+	testkit.WaitFor(t, 10*time.Second, "entry B to be committed", func() bool { return n.raft.CommitIndex() > appliedA })
 	commit := n.raft.CommitIndex()
 	if n.fsm.Lock("b").Held || n.fsm.AppliedIndex() >= commit {
 		t.Fatalf("precondition: B is already applied (applied %d, commit %d); the FSM goroutine was not held", n.fsm.AppliedIndex(), commit)
@@ -86,27 +86,6 @@ func TestNode_ReadWaitsForTheCommitIndexToApply(t *testing.T) {
 	defer cancel()
 	if v, err := n.Locks().Status(ctx, "b", Query{}); err != nil || !v.Held {
 		t.Fatalf("read after B is applied: %+v %v, want held", v, err)
-	}
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
-func waitUntil(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		time.Sleep(2 * time.Millisecond)
 	}
 }
 

@@ -1,13 +1,11 @@
 package transport_test
 
 import (
-	"encoding/json"
-	"io"
-	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/raftlock/raftlock/api"
+	"github.com/raftlock/raftlock/test/rawhttp"
 	"github.com/raftlock/raftlock/test/testcluster"
 	"github.com/raftlock/raftlock/transport"
 )
@@ -15,35 +13,26 @@ import (
 // callAs is call with a bearer token ("" sends none).
 func callAs(t *testing.T, token, method, url, body string, out any) (int, string) {
 	t.Helper()
-	req, err := http.NewRequest(method, url, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
+	a := rawhttp.Client{Token: token}.Do(method, url, body)
+	if a.Err != nil {
+		t.Fatalf("%s %s: %v", method, url, a.Err)
 	}
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, url, err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	if token != "" && strings.Contains(string(raw), token) && !strings.Contains(url, "/v1/acl/") {
+	if token != "" && strings.Contains(string(a.Raw), token) && !strings.Contains(url, "/v1/acl/") {
 		t.Fatalf("%s %s: the answer echoes the token", method, url)
 	}
-	if resp.StatusCode >= 300 {
+	if a.Status >= 300 {
 		var eb api.ErrorBody
-		if err := json.Unmarshal(raw, &eb); err != nil || eb.Error.Code == "" {
-			t.Fatalf("%s %s: %d with a body that is not an API error: %s", method, url, resp.StatusCode, raw)
+		if err := a.Decode(&eb); err != nil || eb.Error.Code == "" {
+			t.Fatalf("%s %s: %d with a body that is not an API error: %s", method, url, a.Status, a.Raw)
 		}
-		return resp.StatusCode, eb.Error.Code
+		return a.Status, eb.Error.Code
 	}
 	if out != nil {
-		if err := json.Unmarshal(raw, out); err != nil {
-			t.Fatalf("%s %s: decoding %s: %v", method, url, raw, err)
+		if err := a.Decode(out); err != nil {
+			t.Fatalf("%s %s: decoding %s: %v", method, url, a.Raw, err)
 		}
 	}
-	return resp.StatusCode, ""
+	return a.Status, ""
 }
 
 func startACLCluster(t *testing.T) *testcluster.InProcess {

@@ -2,7 +2,6 @@ package transport_test
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	"github.com/raftlock/raftlock/api"
+	"github.com/raftlock/raftlock/test/rawhttp"
 	"github.com/raftlock/raftlock/test/testcluster"
 )
 
@@ -18,32 +18,26 @@ import (
 // status and, for errors, the error code.
 func call(t *testing.T, method, url, body string, out any) (int, string) {
 	t.Helper()
-	req, err := http.NewRequest(method, url, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
+	a := rawhttp.Client{}.Do(method, url, body)
+	if a.Err != nil {
+		t.Fatalf("%s %s: %v", method, url, a.Err)
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, url, err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode >= 300 {
+	if a.Status >= 300 {
 		var eb api.ErrorBody
-		if err := json.Unmarshal(raw, &eb); err != nil || eb.Error.Code == "" || eb.Error.Message == "" {
-			t.Fatalf("%s %s: status %d with a body that is not an API error: %s", method, url, resp.StatusCode, raw)
+		if err := a.Decode(&eb); err != nil || eb.Error.Code == "" || eb.Error.Message == "" {
+			t.Fatalf("%s %s: status %d with a body that is not an API error: %s", method, url, a.Status, a.Raw)
 		}
-		if resp.StatusCode == http.StatusServiceUnavailable && resp.Header.Get("Retry-After") == "" {
+		if a.Status == http.StatusServiceUnavailable && a.Header.Get("Retry-After") == "" {
 			t.Fatalf("%s %s: 503 without Retry-After", method, url)
 		}
-		return resp.StatusCode, eb.Error.Code
+		return a.Status, eb.Error.Code
 	}
 	if out != nil {
-		if err := json.Unmarshal(raw, out); err != nil {
-			t.Fatalf("%s %s: decoding %s: %v", method, url, raw, err)
+		if err := a.Decode(out); err != nil {
+			t.Fatalf("%s %s: decoding %s: %v", method, url, a.Raw, err)
 		}
 	}
-	return resp.StatusCode, ""
+	return a.Status, ""
 }
 
 func TestAPI_LockLifecycleThroughFollower(t *testing.T) {
@@ -81,7 +75,7 @@ func TestAPI_LockLifecycleThroughFollower(t *testing.T) {
 		waiter <- result{g, st, code}
 	}()
 	var st0 api.LockStatus
-	testcluster.WaitStatus(t, leader, "accounts/A", func(s api.LockStatus) bool { st0 = s; return s.Waiters == 1 })
+	rawhttp.WaitStatus(t, leader, "accounts/A", func(s api.LockStatus) bool { st0 = s; return s.Waiters == 1 })
 
 	// A blocking query returns as soon as the lock changes.
 	blocked := make(chan api.LockStatus, 1)

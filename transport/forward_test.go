@@ -2,8 +2,6 @@ package transport
 
 import (
 	"context"
-	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -16,6 +14,8 @@ import (
 
 	"github.com/raftlock/raftlock/api"
 	"github.com/raftlock/raftlock/cluster"
+	"github.com/raftlock/raftlock/test/rawhttp"
+	"github.com/raftlock/raftlock/test/testkit"
 )
 
 // followerNode is a follower that knows a leader at leaderAddr: every operation answers
@@ -110,30 +110,23 @@ func hungLeader(t *testing.T) (addr string, hits *atomic.Int64) {
 	return strings.TrimPrefix(ts.URL, "http://"), hits
 }
 
-// send is a plain client with a long timeout, as a stranger would use.
-func send(t *testing.T, method, url, body string, hdr map[string]string) (*http.Response, string, time.Duration) {
+// send is a plain client with a long timeout, as a stranger would use; header holds
+// name, value pairs.
+func send(t *testing.T, method, url, body string, header ...string) rawhttp.Answer {
 	t.Helper()
-	req, _ := http.NewRequest(method, url, strings.NewReader(body))
-	for k, v := range hdr {
-		req.Header.Set(k, v)
+	a := rawhttp.Client{HTTP: &http.Client{Timeout: 20 * time.Second}}.Do(method, url, body, header...)
+	if a.Err != nil {
+		t.Fatalf("%s %s: %v (after %v)", method, url, a.Err, a.Took)
 	}
-	c := &http.Client{Timeout: 20 * time.Second}
-	start := time.Now()
-	resp, err := c.Do(req)
-	if err != nil {
-		t.Fatalf("%s %s: %v (after %v)", method, url, err, time.Since(start))
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	return resp, string(raw), time.Since(start)
+	return a
 }
 
-func wantError(t *testing.T, resp *http.Response, body string, status int, code string) {
+func wantError(t *testing.T, a rawhttp.Answer, status int, code string) {
 	t.Helper()
-	if resp.StatusCode != status || !strings.Contains(body, `"code":"`+code+`"`) {
-		t.Fatalf("answer %d %s, want %d %s", resp.StatusCode, body, status, code)
+	if a.Status != status || !strings.Contains(string(a.Raw), `"code":"`+code+`"`) {
+		t.Fatalf("answer %d %s, want %d %s", a.Status, a.Raw, status, code)
 	}
-	if (status == 503 || status == 429) && resp.Header.Get("Retry-After") == "" {
+	if (status == 503 || status == 429) && a.Header.Get("Retry-After") == "" {
 		t.Fatalf("%d without Retry-After", status)
 	}
 }
@@ -151,9 +144,9 @@ func TestForward_AbandonedWhenLeadershipMoves(t *testing.T) {
 		}
 		node.elect("n3")
 	}()
-	resp, body, took := send(t, "POST", ts.URL+keepalivePath, "", nil)
-	wantError(t, resp, body, 503, api.CodeUnknownOutcome)
-	t.Logf("abandoned %v after the request reached the old leader", took)
+	a := send(t, "POST", ts.URL+keepalivePath, "")
+	wantError(t, a, 503, api.CodeUnknownOutcome)
+	t.Logf("abandoned %v after the request reached the old leader", a.Took)
 }
 
 // With no change of leader seen, a forward still ends after the election timeout plus
@@ -161,33 +154,27 @@ func TestForward_AbandonedWhenLeadershipMoves(t *testing.T) {
 func TestForward_BoundedWithoutLeaderChange(t *testing.T) {
 	addr, _ := hungLeader(t)
 	ts := newTestServer(t, newFollowerNode(addr).services(), nil)
-	resp, body, took := send(t, "POST", ts.URL+keepalivePath, "", nil)
-	wantError(t, resp, body, 503, api.CodeUnknownOutcome)
-	t.Logf("bound 300ms, answered after %v", took)
+	a := send(t, "POST", ts.URL+keepalivePath, "")
+	wantError(t, a, 503, api.CodeUnknownOutcome)
+	t.Logf("bound 300ms, answered after %v", a.Took)
 }
 
 // A waiting request's bound includes its wait.
 func TestForward_BoundIncludesWait(t *testing.T) {
 	addr, _ := hungLeader(t)
 	ts := newTestServer(t, newFollowerNode(addr).services(), nil)
-	resp, body, took := send(t, "PUT", ts.URL+"/v1/locks/a", `{"wait_ms":700}`, nil)
-	wantError(t, resp, body, 503, api.CodeUnknownOutcome)
-	if took < 700*time.Millisecond {
-		t.Fatalf("a waiting acquire was cut off after %v, before its own 700 ms wait", took)
+	a := send(t, "PUT", ts.URL+"/v1/locks/a", `{"wait_ms":700}`)
+	wantError(t, a, 503, api.CodeUnknownOutcome)
+	if a.Took < 700*time.Millisecond {
+		t.Fatalf("a waiting acquire was cut off after %v, before its own 700 ms wait", a.Took)
 	}
 }
 
 // A leader that cannot be dialled certainly received nothing: no_leader.
 func TestForward_UnreachableLeaderIsNoLeader(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	ts := newTestServer(t, newFollowerNode(addr).services(), nil)
-	resp, body, _ := send(t, "POST", ts.URL+keepalivePath, "", nil)
-	wantError(t, resp, body, 503, api.CodeNoLeader)
+	ts := newTestServer(t, newFollowerNode(testkit.FreePort(t)).services(), nil)
+	a := send(t, "POST", ts.URL+keepalivePath, "")
+	wantError(t, a, 503, api.CodeNoLeader)
 }
 
 // The hop counter is unsigned: a negative value cannot buy unlimited forwarding.
@@ -195,11 +182,11 @@ func TestForward_HopHeaderIsUnsigned(t *testing.T) {
 	addr, hits := hungLeader(t)
 	ts := newTestServer(t, newFollowerNode(addr).services(), nil)
 	for _, h := range []string{"-1000000", "-1", "x", "99999999999999999999", "256"} {
-		resp, body, _ := send(t, "POST", ts.URL+keepalivePath, "", map[string]string{hopHeader: h})
-		wantError(t, resp, body, 400, api.CodeInvalidArgument)
+		a := send(t, "POST", ts.URL+keepalivePath, "", hopHeader, h)
+		wantError(t, a, 400, api.CodeInvalidArgument)
 	}
-	resp, body, _ := send(t, "POST", ts.URL+keepalivePath, "", map[string]string{hopHeader: "2"})
-	wantError(t, resp, body, 503, api.CodeNoLeader)
+	a := send(t, "POST", ts.URL+keepalivePath, "", hopHeader, "2")
+	wantError(t, a, 503, api.CodeNoLeader)
 	if n := hits.Load(); n != 0 {
 		t.Fatalf("%d requests reached the leader", n)
 	}
@@ -215,9 +202,9 @@ func TestForward_DoesNotFollowRedirects(t *testing.T) {
 	}))
 	defer leader.Close()
 	ts := newTestServer(t, newFollowerNode(strings.TrimPrefix(leader.URL, "http://")).services(), nil)
-	resp, _, _ := send(t, "POST", ts.URL+keepalivePath, "", nil)
-	if resp.StatusCode != http.StatusTemporaryRedirect || followed.Load() != 0 {
-		t.Fatalf("status %d, redirect target hit %d times; want the 307 relayed and not followed", resp.StatusCode, followed.Load())
+	a := send(t, "POST", ts.URL+keepalivePath, "")
+	if a.Status != http.StatusTemporaryRedirect || followed.Load() != 0 {
+		t.Fatalf("status %d, redirect target hit %d times; want the 307 relayed and not followed", a.Status, followed.Load())
 	}
 }
 
@@ -243,8 +230,8 @@ func TestServer_HeldRequestLimit(t *testing.T) {
 		}
 	}()
 	<-entered
-	resp, body, _ := send(t, "PUT", ts.URL+"/v1/locks/b", `{"wait_ms":10000}`, nil)
-	wantError(t, resp, body, 429, api.CodeTooManyRequests)
+	a := send(t, "PUT", ts.URL+"/v1/locks/b", `{"wait_ms":10000}`)
+	wantError(t, a, 429, api.CodeTooManyRequests)
 	if calls.Load() != 1 {
 		t.Fatalf("node saw %d acquires, want 1", calls.Load())
 	}

@@ -3,12 +3,11 @@ package transport_test
 import (
 	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/raftlock/raftlock/api"
+	"github.com/raftlock/raftlock/test/rawhttp"
 	"github.com/raftlock/raftlock/test/testcluster"
 )
 
@@ -114,15 +113,9 @@ func TestAPI_KeepAliveBatchBadInput(t *testing.T) {
 // rawCall sends a request and returns the answer's body as text.
 func rawCall(t *testing.T, method, url, body string) string {
 	t.Helper()
-	req, err := http.NewRequest(method, url, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
+	a := rawhttp.Client{}.Do(method, url, body)
+	if a.Err != nil {
+		t.Fatal(a.Err)
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return string(b)
+	return string(a.Raw)
 }

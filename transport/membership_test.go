@@ -9,7 +9,9 @@ import (
 	"github.com/raftlock/raftlock/api"
 	"github.com/raftlock/raftlock/cluster"
 	"github.com/raftlock/raftlock/cluster/clustertest"
+	"github.com/raftlock/raftlock/test/rawhttp"
 	"github.com/raftlock/raftlock/test/testcluster"
+	"github.com/raftlock/raftlock/test/testkit"
 	"github.com/raftlock/raftlock/transport"
 )
 
@@ -21,10 +23,10 @@ func TestAPI_JoinThroughFollowerAndRemove(t *testing.T) {
 	var g api.Grant
 	call(t, "PUT", f+"/v1/locks/before-join", `{"ttl_ms":60000}`, &g)
 
-	httpL := clustertest.Listen(t)
+	httpL := testkit.Listen(t)
 	node, err := cluster.New(cluster.Config{
 		ID:       "n4",
-		RaftBind: clustertest.FreePort(t),
+		RaftBind: testkit.FreePort(t),
 		HTTPAddr: httpL.Addr().String(),
 		DataDir:  filepath.Join(t.TempDir(), "n4"),
 		Logger:   clustertest.Logger(t, "n4"),
@@ -46,7 +48,7 @@ func TestAPI_JoinThroughFollowerAndRemove(t *testing.T) {
 		t.Fatal(err)
 	}
 	n4 := "http://" + httpL.Addr().String()
-	clustertest.WaitFor(t, 15*time.Second, "n4 to apply the grant made before it joined", func() bool {
+	testkit.WaitFor(t, 15*time.Second, "n4 to apply the grant made before it joined", func() bool {
 		v := node.FSM().Lock("before-join")
 		return v.Held && v.Token == g.Token
 	})
@@ -62,8 +64,8 @@ func TestAPI_JoinThroughFollowerAndRemove(t *testing.T) {
 	if st, code := call(t, "DELETE", f+"/v1/cluster/nodes/n4", "", nil); st != 200 {
 		t.Fatalf("remove n4: %d %s", st, code)
 	}
-	clustertest.WaitFor(t, 15*time.Second, "n4 to leave the configuration", func() bool {
-		info, err := testcluster.ClusterInfo(f)
+	testkit.WaitFor(t, 15*time.Second, "n4 to leave the configuration", func() bool {
+		info, err := rawhttp.ClusterInfo(nil, f)
 		return err == nil && len(info.Nodes) == 3
 	})
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/raftlock/raftlock/api"
 	"github.com/raftlock/raftlock/cluster"
+	"github.com/raftlock/raftlock/test/rawhttp"
 	"github.com/raftlock/raftlock/test/testcluster"
 )
 
@@ -69,7 +70,7 @@ func TestAPI_SharedLockThroughFollower(t *testing.T) {
 		st, code := call(t, "PUT", f+"/v1/locks/db/users", `{"owner":"w","wait_ms":20000}`, &g)
 		writer <- grantResult[api.Grant]{g, st, code}
 	}()
-	testcluster.WaitStatus(t, f, "db/users", func(s api.LockStatus) bool { return s.Waiters == 1 })
+	rawhttp.WaitStatus(t, f, "db/users", func(s api.LockStatus) bool { return s.Waiters == 1 })
 	// A reader arriving behind the queued writer waits too (writers do not starve).
 	if st, code := call(t, "PUT", f+"/v1/locks/db/users", `{"mode":"shared"}`, nil); st != 409 || code != api.CodeLockHeld {
 		t.Fatalf("reader behind a queued writer: %d %s", st, code)
@@ -82,7 +83,7 @@ func TestAPI_SharedLockThroughFollower(t *testing.T) {
 			readers <- grantResult[api.Grant]{g, st, code}
 		}()
 	}
-	testcluster.WaitStatus(t, f, "db/users", func(s api.LockStatus) bool { return s.Waiters == 3 })
+	rawhttp.WaitStatus(t, f, "db/users", func(s api.LockStatus) bool { return s.Waiters == 3 })
 	for _, g := range []api.Grant{r1, r2} {
 		if st, code := call(t, "DELETE", f+"/v1/locks/db/users", fmt.Sprintf(`{"lease_id":%q,"token":%d}`, g.LeaseID, g.Token), nil); st != 200 {
 			t.Fatalf("release reader: %d %s", st, code)

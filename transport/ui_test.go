@@ -11,8 +11,9 @@ import (
 	"time"
 
 	"github.com/raftlock/raftlock/api"
-	"github.com/raftlock/raftlock/cluster/clustertest"
+	"github.com/raftlock/raftlock/test/rawhttp"
 	"github.com/raftlock/raftlock/test/testcluster"
+	"github.com/raftlock/raftlock/test/testkit"
 	"github.com/raftlock/raftlock/transport"
 )
 
@@ -124,7 +125,7 @@ func TestOverview_LocksNodesLeasesAndCounters(t *testing.T) {
 			resp.Body.Close()
 		}
 	}()
-	testcluster.WaitStatus(t, f, "jobs/a", func(s api.LockStatus) bool { return s.Waiters == 1 })
+	rawhttp.WaitStatus(t, f, "jobs/a", func(s api.LockStatus) bool { return s.Waiters == 1 })
 	if st, code := callAs(t, "", "PUT", f+"/v1/locks/other", `{"owner":"w3","ttl_ms":2000}`, nil); st != 200 {
 		t.Fatalf("acquire other: %d %s", st, code)
 	}
@@ -157,7 +158,7 @@ func TestOverview_LocksNodesLeasesAndCounters(t *testing.T) {
 	// acquires and every member has registered its HTTP address.
 	var o api.Overview
 	var raw []byte
-	clustertest.WaitFor(t, 10*time.Second, "the follower's overview to show both leases and every member", func() bool {
+	testkit.WaitFor(t, 10*time.Second, "the follower's overview to show both leases and every member", func() bool {
 		o, raw = get("/v1/overview?prefix=jobs/")
 		for _, n := range o.Nodes {
 			if n.HTTPAddr == "" {
@@ -221,7 +222,7 @@ func TestOverview_LocksNodesLeasesAndCounters(t *testing.T) {
 		t.Fatalf("release: %d %s", st, code)
 	}
 	<-waiter
-	clustertest.WaitFor(t, 10*time.Second, "the handover to be counted", func() bool {
+	testkit.WaitFor(t, 10*time.Second, "the handover to be counted", func() bool {
 		after := scrapeCounters(t, f)
 		return after["raftlock_grants_total"] == before["raftlock_grants_total"]+1 &&
 			after["raftlock_handovers_total"] == before["raftlock_handovers_total"]+1
@@ -282,7 +283,7 @@ func TestOverview_ACL(t *testing.T) {
 		t.Fatalf("overview without a token: %d %s", st, code)
 	}
 	var o api.Overview
-	clustertest.WaitFor(t, 10*time.Second, "the read token to reach the follower", func() bool {
+	testkit.WaitFor(t, 10*time.Second, "the read token to reach the follower", func() bool {
 		st, _ := callAs(t, ro.SecretID, "GET", f+"/v1/overview", "", &o)
 		if st != 200 {
 			return false

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
-	"net"
 	"path/filepath"
 	"time"
 
@@ -13,6 +11,7 @@ import (
 
 	"github.com/raftlock/raftlock/cluster"
 	"github.com/raftlock/raftlock/internal/budget"
+	"github.com/raftlock/raftlock/test/testkit"
 	"github.com/raftlock/raftlock/transport"
 )
 
@@ -29,36 +28,12 @@ type inproc struct {
 	members []*member
 }
 
-// listenFree opens a loopback listener on a random port in 20000-32767, below Linux's
-// ephemeral range, so that no outgoing connection's local end can take it meanwhile (and
-// never the fixed ports of scripts/cluster.sh).
-func listenFree() (net.Listener, error) {
-	var err error
-	for i := 0; i < 1000; i++ {
-		var l net.Listener
-		if l, err = net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", 20000+rand.IntN(12768))); err == nil {
-			return l, nil
-		}
-	}
-	return nil, fmt.Errorf("no free loopback port in 20000-32767: %w", err)
-}
-
-// freeAddr returns a loopback address that was free a moment ago.
-func freeAddr() (string, error) {
-	l, err := listenFree()
-	if err != nil {
-		return "", err
-	}
-	defer l.Close()
-	return l.Addr().String(), nil
-}
-
 // startCluster starts three nodes with the given log store under dir and waits until a
 // leader is ready and every node knows its HTTP address.
 func startCluster(ctx context.Context, dir string, store cluster.LogStoreKind, rec *budget.Recorder, logger hclog.Logger) (*inproc, error) {
 	var peers []cluster.Peer
 	for i := 1; i <= 3; i++ {
-		addr, err := freeAddr()
+		addr, err := testkit.FreeAddr()
 		if err != nil {
 			return nil, err
 		}
@@ -66,7 +41,7 @@ func startCluster(ctx context.Context, dir string, store cluster.LogStoreKind, r
 	}
 	c := &inproc{}
 	for _, p := range peers {
-		l, err := listenFree()
+		l, err := testkit.ListenLoopback()
 		if err != nil {
 			c.stop()
 			return nil, err

@@ -15,6 +15,7 @@ import (
 	"github.com/raftlock/raftlock/api"
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/budget"
+	"github.com/raftlock/raftlock/test/testkit"
 )
 
 // floors are the physical lower bounds of the stages on this machine, each measured on
@@ -140,7 +141,7 @@ func measureDisk(dir string, samples int) (inPlace, appended budget.Summary, err
 }
 
 func measureRTT(samples int) (budget.Summary, error) {
-	l, err := listenFree()
+	l, err := testkit.ListenLoopback()
 	if err != nil {
 		return budget.Summary{}, err
 	}

@@ -6,8 +6,6 @@ package clustertest
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
-	"net"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -16,6 +14,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/raftlock/raftlock/cluster"
+	"github.com/raftlock/raftlock/test/testkit"
 )
 
 // Cluster is a set of in-process nodes.
@@ -24,39 +23,6 @@ type Cluster struct {
 	mu    sync.Mutex
 	Nodes []*cluster.Node
 	cfgs  []cluster.Config
-}
-
-// FreePort returns a loopback address with a port that was free a moment ago. It picks
-// from 20000-32767, below Linux's ephemeral range (32768-60999), so that the port cannot be
-// taken meanwhile by the local end of some outgoing connection, as a port from
-// "127.0.0.1:0" can.
-func FreePort(t testing.TB) string {
-	t.Helper()
-	l := Listen(t)
-	defer l.Close()
-	return l.Addr().String()
-}
-
-// Listen opens a loopback listener on a port from 20000-32767 (see FreePort).
-func Listen(t testing.TB) net.Listener {
-	t.Helper()
-	l, err := ListenLoopback()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return l
-}
-
-// ListenLoopback is Listen for callers without a testing.TB (test harnesses that return
-// errors).
-func ListenLoopback() (net.Listener, error) {
-	for i := 0; i < 1000; i++ {
-		port := 20000 + rand.IntN(12768)
-		if l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port)); err == nil {
-			return l, nil
-		}
-	}
-	return nil, fmt.Errorf("no free port in 20000-32767 after 1000 tries")
 }
 
 // Logger returns an hclog logger that writes through t.Log.
@@ -80,7 +46,7 @@ func Start(t testing.TB, n int, tune func(i int, c *cluster.Config)) *Cluster {
 	dir := t.TempDir()
 	var peers []cluster.Peer
 	for i := 0; i < n; i++ {
-		peers = append(peers, cluster.Peer{ID: fmt.Sprintf("n%d", i+1), RaftAddr: FreePort(t)})
+		peers = append(peers, cluster.Peer{ID: fmt.Sprintf("n%d", i+1), RaftAddr: testkit.FreePort(t)})
 	}
 	for i := 0; i < n; i++ {
 		cfg := cluster.Config{
@@ -205,22 +171,10 @@ func (c *Cluster) Shutdown() {
 	}
 }
 
-// WaitFor polls cond every few milliseconds until it holds or timeout passes, then fails.
+// WaitFor is testkit.WaitFor with the cluster's test.
 func (c *Cluster) WaitFor(timeout time.Duration, what string, cond func() bool) {
 	c.t.Helper()
-	WaitFor(c.t, timeout, what, cond)
-}
-
-// WaitFor polls cond until it holds or timeout passes, then fails the test.
-func WaitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testkit.WaitFor(c.t, timeout, what, cond)
 }
 
 // Ctx returns a context that ends with the test or after d.

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/raftlock/raftlock/cluster"
+	"github.com/raftlock/raftlock/test/testkit"
 )
 
 // Links puts a TCP proxy on every ordered pair of nodes of an in-process cluster, so that a
@@ -64,7 +65,7 @@ func (lk *Links) Tune(i int, c *cluster.Config) {
 		for from := range lk.binds {
 			for to := range lk.binds {
 				if from != to {
-					lk.links[[2]int{from, to}] = &link{l: Listen(lk.t)}
+					lk.links[[2]int{from, to}] = &link{l: testkit.Listen(lk.t)}
 				}
 			}
 		}

@@ -20,6 +20,7 @@ import (
 	"github.com/raftlock/raftlock/client"
 	"github.com/raftlock/raftlock/cluster/clustertest"
 	"github.com/raftlock/raftlock/test/testcluster"
+	"github.com/raftlock/raftlock/test/testkit"
 )
 
 // cli runs the raftlock binary against a cluster.
@@ -85,7 +86,7 @@ func (p *cliProc) wait(timeout time.Duration) cliResult {
 // waitForFile waits until the command under test has written path.
 func waitForFile(t *testing.T, path, what string) {
 	t.Helper()
-	clustertest.WaitFor(t, 20*time.Second, what, func() bool { return exists(path) })
+	testkit.WaitFor(t, 20*time.Second, what, func() bool { return exists(path) })
 }
 
 func (r *cliRunner) wait(cmd *exec.Cmd, out, errb *bytes.Buffer, timeout time.Duration) cliResult {
@@ -451,7 +452,7 @@ while :; do sleep 0.05; done`
 		if !fileHas(filepath.Join(dir, "log"), "term") {
 			t.Fatal("the command never got SIGTERM")
 		}
-		clustertest.WaitFor(t, 10*time.Second, "the command and its grandchild to be gone", func() bool {
+		testkit.WaitFor(t, 10*time.Second, "the command and its grandchild to be gone", func() bool {
 			return !alive(pid) && !alive(gpid)
 		})
 	})

@@ -14,6 +14,7 @@ import (
 	"github.com/raftlock/raftlock/api"
 	"github.com/raftlock/raftlock/client"
 	"github.com/raftlock/raftlock/cluster/clustertest"
+	"github.com/raftlock/raftlock/test/testkit"
 )
 
 // waitScript records that the command started (its first argument names a file to create,
@@ -62,7 +63,7 @@ func TestCLI_Primitives(t *testing.T) {
 		// together can both finish.
 		doneA := r.started("lock", "--shared", "cli/rw", "--ttl", "2s", "--", "sh", "-c", waitScript, a, b)
 		doneB := r.started("lock", "cli/rw", "--shared", "--ttl", "2s", "--", "sh", "-c", waitScript, b, a)
-		clustertest.WaitFor(t, 30*time.Second, "both readers to run", func() bool { return exists(a) && exists(b) })
+		testkit.WaitFor(t, 30*time.Second, "both readers to run", func() bool { return exists(a) && exists(b) })
 		for _, done := range []func() cliResult{doneA, doneB} {
 			if res := done(); res.code != 0 {
 				t.Fatalf("reader exited %d: %s", res.code, res.stderr)
@@ -96,9 +97,9 @@ func TestCLI_Primitives(t *testing.T) {
 		}
 		a, b, stop := filepath.Join(dir, "a"), filepath.Join(dir, "b"), filepath.Join(dir, "stop")
 		doneA := r.started("semaphore", name, "--limit", "2", "--ttl", "2s", "--", "sh", "-c", waitScript, a, stop)
-		clustertest.WaitFor(t, 30*time.Second, "the first run to hold a permit", func() bool { return exists(a) })
+		testkit.WaitFor(t, 30*time.Second, "the first run to hold a permit", func() bool { return exists(a) })
 		doneB := r.started("semaphore", name, "--limit", "2", "--ttl", "2s", "--wait", "50s", "--json", "--", "sh", "-c", waitScript, b, stop)
-		clustertest.WaitFor(t, 30*time.Second, "the second run to queue", func() bool {
+		testkit.WaitFor(t, 30*time.Second, "the second run to queue", func() bool {
 			st, err := c.SemaphoreStatus(ctx, name, client.StatusOptions{})
 			return err == nil && st.Waiters == 1
 		})
@@ -144,7 +145,7 @@ func TestCLI_Primitives(t *testing.T) {
 		a, b := filepath.Join(dir, "a"), filepath.Join(dir, "b")
 		stopA, stopB := filepath.Join(dir, "stop-a"), filepath.Join(dir, "stop-b")
 		doneA := r.started("elect", name, "--value", "host-a:9000", "--ttl", "2s", "--", "sh", "-c", waitScript, a, stopA)
-		clustertest.WaitFor(t, 30*time.Second, "the first candidate to lead", func() bool { return exists(a) })
+		testkit.WaitFor(t, 30*time.Second, "the first candidate to lead", func() bool { return exists(a) })
 		ta, rest := startedWith(t, a)
 		if len(rest) != 1 || rest[0] != "host-a:9000" {
 			t.Fatalf("the leader's command saw %q; want its value and no lease", rest)
@@ -158,7 +159,7 @@ func TestCLI_Primitives(t *testing.T) {
 			t.Fatalf("elect --wait 0 against a leader exited %d; want %d\n%s", res.code, exitNotAcquired, res.stderr)
 		}
 		doneB := r.started("elect", name, "--value", "host-b:9000", "--ttl", "2s", "--grace", "100ms", "--export-lease", "--", "sh", "-c", waitScript, b, stopB)
-		clustertest.WaitFor(t, 30*time.Second, "the second candidate to queue", func() bool {
+		testkit.WaitFor(t, 30*time.Second, "the second candidate to queue", func() bool {
 			st, err := c.ElectionStatus(ctx, name, client.StatusOptions{})
 			return err == nil && st.Candidates == 1
 		})
@@ -172,7 +173,7 @@ func TestCLI_Primitives(t *testing.T) {
 		if res := doneA(); res.code != 0 {
 			t.Fatalf("leader exited %d: %s", res.code, res.stderr)
 		}
-		clustertest.WaitFor(t, 30*time.Second, "the candidate to lead", func() bool { return exists(b) })
+		testkit.WaitFor(t, 30*time.Second, "the candidate to lead", func() bool { return exists(b) })
 		tb, rest := startedWith(t, b)
 		if tb <= ta || len(rest) != 2 || rest[0] != "host-b:9000" {
 			t.Fatalf("new leader saw token %d (previous %d), %q", tb, ta, rest)

@@ -16,7 +16,9 @@ import (
 	"github.com/raftlock/raftlock/client"
 	"github.com/raftlock/raftlock/cluster"
 	"github.com/raftlock/raftlock/cluster/clustertest"
+	"github.com/raftlock/raftlock/test/rawhttp"
 	"github.com/raftlock/raftlock/test/testcluster"
+	"github.com/raftlock/raftlock/test/testkit"
 )
 
 // startHistoryCluster starts a three-node cluster and waits until it runs protocol
@@ -109,7 +111,7 @@ func TestWhy_ExpiryRevokeHandover(t *testing.T) {
 		}
 		done <- g
 	}()
-	testcluster.WaitStatus(t, tc.URL(0), "why/handover", func(s api.LockStatus) bool { return s.Waiters == 1 })
+	rawhttp.WaitStatus(t, tc.URL(0), "why/handover", func(s api.LockStatus) bool { return s.Waiters == 1 })
 	if err := c.Release(ctx, "why/handover", g1.LeaseID, g1.Token); err != nil {
 		t.Fatal(err)
 	}
@@ -207,7 +209,7 @@ func TestEvents_StreamResumeLimits(t *testing.T) {
 	// LastIndex counts an entry once all its events were handed over, which the watcher
 	// notes just after the hand-off: wait for it, or the resume repeats the expiry (events
 	// are delivered at least once, never lost).
-	clustertest.WaitFor(t, 10*time.Second, "the watcher to note the expiry's entry", func() bool {
+	testkit.WaitFor(t, 10*time.Second, "the watcher to note the expiry's entry", func() bool {
 		return w.LastIndex() >= expired.Index
 	})
 	last := w.LastIndex()

@@ -14,6 +14,7 @@ import (
 
 	"github.com/raftlock/raftlock/client"
 	"github.com/raftlock/raftlock/fencing"
+	"github.com/raftlock/raftlock/test/rawhttp"
 	"github.com/raftlock/raftlock/test/testcluster"
 )
 
@@ -111,7 +112,7 @@ func TestBackup_RestoreKeepsTokensAboveTheLostCluster(t *testing.T) {
 	for i := 0; i < 100; i++ {
 		maxToken = max(maxToken, acquire(cl, fmt.Sprintf("after/%d", i)))
 	}
-	info, err := testcluster.ClusterInfo(p.URL(p.WaitLeader(10 * time.Second)))
+	info, err := rawhttp.ClusterInfo(nil, p.URL(p.WaitLeader(10*time.Second)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,10 +1,7 @@
 package blackbox_test
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"net/http"
 	"sort"
@@ -13,58 +10,25 @@ import (
 	"testing"
 	"time"
 
-	"github.com/raftlock/raftlock/cluster/clustertest"
+	"github.com/raftlock/raftlock/test/rawhttp"
 	"github.com/raftlock/raftlock/test/testcluster"
+	"github.com/raftlock/raftlock/test/testkit"
 )
 
-// A plain client with the long timeout a stranger would pick.
+// plain is a stranger's client: net/http with the long timeout one would pick.
 var plain = &http.Client{Timeout: 20 * time.Second}
 
-type answer struct {
-	status int
-	body   map[string]any
-	took   time.Duration
-	err    error
-}
-
-func (a answer) code() string {
-	if e, ok := a.body["error"].(map[string]any); ok {
-		s, _ := e["code"].(string)
-		return s
-	}
-	return ""
-}
-
-func (a answer) String() string {
-	if a.err != nil {
-		return fmt.Sprintf("error %v after %v", a.err, a.took.Round(time.Millisecond))
-	}
-	return fmt.Sprintf("%d %v after %v", a.status, a.body, a.took.Round(time.Millisecond))
-}
-
-func do(method, url, body string) answer {
-	req, err := http.NewRequest(method, url, bytes.NewBufferString(body))
-	if err != nil {
-		return answer{err: err}
-	}
-	start := time.Now()
-	resp, err := plain.Do(req)
-	if err != nil {
-		return answer{err: err, took: time.Since(start)}
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	a := answer{status: resp.StatusCode, took: time.Since(start)}
-	_ = json.Unmarshal(raw, &a.body)
-	return a
+// do sends one request through plain.
+func do(method, url, body string) rawhttp.Answer {
+	return rawhttp.Client{HTTP: plain}.Do(method, url, body)
 }
 
 // waitAllReady polls GET /readyz on every node, as a load balancer would, until all say 200.
 func waitAllReady(t *testing.T, p *testcluster.Processes, n int) {
 	t.Helper()
-	clustertest.WaitFor(t, 30*time.Second, "every node's /readyz to answer 200", func() bool {
+	testkit.WaitFor(t, 30*time.Second, "every node's /readyz to answer 200", func() bool {
 		for i := 0; i < n; i++ {
-			if a := do("GET", p.URL(i)+"/readyz", ""); a.status != 200 {
+			if a := do("GET", p.URL(i)+"/readyz", ""); a.Status != 200 {
 				return false
 			}
 		}
@@ -72,16 +36,16 @@ func waitAllReady(t *testing.T, p *testcluster.Processes, n int) {
 	})
 }
 
-// After every node answers /readyz 200, the first write sent to each node succeeds. Before
-// readiness required the leader's HTTP address, a follower could say ready and then answer
-// 503 no_leader.
+// After every node answers /readyz 200, the first write sent to each node succeeds:
+// readiness requires the leader's HTTP address, without which a follower that said ready
+// would answer 503 no_leader.
 func TestBlackbox_ReadyMeansWritable(t *testing.T) {
 	const n = 3
 	p := testcluster.StartProcessesNoWait(t, n)
 	for round := 0; round < 3; round++ {
 		waitAllReady(t, p, n)
 		for i := 0; i < n; i++ {
-			if a := do("POST", p.URL(i)+"/v1/leases", `{"ttl_ms":5000}`); a.status != 201 {
+			if a := do("POST", p.URL(i)+"/v1/leases", `{"ttl_ms":5000}`); a.Status != 201 {
 				t.Fatalf("round %d: first write to n%d after every node was ready: %v", round, i+1, a)
 			}
 		}
@@ -110,7 +74,7 @@ type keeper struct {
 type sample struct {
 	node  int
 	at    time.Time
-	ans   answer
+	ans   rawhttp.Answer
 	viaFw bool // sent to a node that was not the leader when sent
 }
 
@@ -153,7 +117,7 @@ func (k *keeper) run(n int, leader func() int) {
 			k.mu.Lock()
 			k.log = append(k.log, sample{node: node, at: at, ans: a, viaFw: fw})
 			k.mu.Unlock()
-			if a.status == 200 {
+			if a.Status == 200 {
 				break
 			}
 			node = k.liveNode(n, node)
@@ -188,15 +152,15 @@ func TestBlackbox_LeaseSurvivesLeaderPauseAndKill(t *testing.T) {
 	waitAllReady(t, p, n)
 
 	lease := do("POST", p.URL(0)+"/v1/leases", `{"ttl_ms":3000}`)
-	if lease.status != 201 {
+	if lease.Status != 201 {
 		t.Fatalf("create lease: %v", lease)
 	}
-	id := lease.body["lease_id"].(string)
+	id := lease.Body["lease_id"].(string)
 	grant := do("PUT", p.URL(1)+"/v1/locks/payments/card-42", `{"lease_id":"`+id+`","owner":"holder"}`)
-	if grant.status != 200 {
+	if grant.Status != 200 {
 		t.Fatalf("acquire: %v", grant)
 	}
-	token := grant.body["token"].(float64)
+	token := grant.Body["token"].(float64)
 
 	var leaderMu sync.Mutex
 	leader := p.WaitLeader(20 * time.Second)
@@ -206,7 +170,7 @@ func TestBlackbox_LeaseSurvivesLeaderPauseAndKill(t *testing.T) {
 	go k.run(n, currentLeader)
 
 	// A competitor queues for the lock the whole time, through a node that stays up.
-	thief := make(chan answer, 16)
+	thief := make(chan rawhttp.Answer, 16)
 	stopThief := make(chan struct{})
 	var thiefWG sync.WaitGroup
 	thiefWG.Add(1)
@@ -227,7 +191,7 @@ func TestBlackbox_LeaseSurvivesLeaderPauseAndKill(t *testing.T) {
 			}
 			k.mu.Unlock()
 			a := do("PUT", p.URL(node)+"/v1/locks/payments/card-42", `{"owner":"thief","ttl_ms":3000,"wait_ms":2000}`)
-			if a.status == 200 {
+			if a.Status == 200 {
 				thief <- a
 				return
 			}
@@ -243,7 +207,7 @@ func TestBlackbox_LeaseSurvivesLeaderPauseAndKill(t *testing.T) {
 		}
 		l := p.WaitLeader(20 * time.Second)
 		st := do("GET", p.URL(l)+"/v1/locks/payments/card-42", "")
-		if st.status != 200 || st.body["held"] != true || st.body["owner"] != "holder" || st.body["token"].(float64) != token {
+		if st.Status != 200 || st.Body["held"] != true || st.Body["owner"] != "holder" || st.Body["token"].(float64) != token {
 			t.Fatalf("%s: lock status %v, want held by holder with token %v", when, st, token)
 		}
 	}
@@ -256,7 +220,7 @@ func TestBlackbox_LeaseSurvivesLeaderPauseAndKill(t *testing.T) {
 	pausedAt := time.Now()
 	p.Signal(old, syscall.SIGSTOP)
 	var newLeader int
-	clustertest.WaitFor(t, 20*time.Second, "a new leader", func() bool {
+	testkit.WaitFor(t, 20*time.Second, "a new leader", func() bool {
 		newLeader = p.LeaderIndex()
 		return newLeader >= 0 && newLeader != old
 	})
@@ -274,24 +238,24 @@ func TestBlackbox_LeaseSurvivesLeaderPauseAndKill(t *testing.T) {
 	var slowest time.Duration
 	var forwarded, failed int
 	for _, s := range k.samples(pausedAt, resumedAt) {
-		if s.ans.took > slowest {
-			slowest = s.ans.took
+		if s.ans.Took > slowest {
+			slowest = s.ans.Took
 		}
 		if s.viaFw {
 			forwarded++
 		}
-		if s.ans.err != nil {
+		if s.ans.Err != nil {
 			t.Errorf("keepalive to live node n%d during the pause: %v", s.node+1, s.ans)
-		} else if s.ans.status != 200 {
+		} else if s.ans.Status != 200 {
 			failed++
-			if c := s.ans.code(); c != "no_leader" && c != "unknown_outcome" {
+			if c := s.ans.Code(); c != "no_leader" && c != "unknown_outcome" {
 				t.Errorf("keepalive to n%d during the pause: %v, want 200 or a retryable 503", s.node+1, s.ans)
 			}
 		}
 		// Bound: election timeout 500 ms + forward margin 2 s; anything near the client's
 		// 20 s timeout means the node held the request hostage.
-		if s.ans.took > 10*time.Second {
-			t.Errorf("keepalive to n%d during the pause took %v", s.node+1, s.ans.took)
+		if s.ans.Took > 10*time.Second {
+			t.Errorf("keepalive to n%d during the pause took %v", s.node+1, s.ans.Took)
 		}
 	}
 	t.Logf("pause: new leader n%d after %v; %d keepalives to live nodes (%d forwarded when sent), %d retryable 503s, slowest answer %v (bound 2.5 s)",
@@ -302,7 +266,7 @@ func TestBlackbox_LeaseSurvivesLeaderPauseAndKill(t *testing.T) {
 	k.setDown(victim, true)
 	killedAt := time.Now()
 	p.Kill(victim)
-	clustertest.WaitFor(t, 20*time.Second, "a leader after the kill", func() bool {
+	testkit.WaitFor(t, 20*time.Second, "a leader after the kill", func() bool {
 		l := p.LeaderIndex()
 		return l >= 0 && l != victim
 	})
@@ -313,7 +277,7 @@ func TestBlackbox_LeaseSurvivesLeaderPauseAndKill(t *testing.T) {
 	time.Sleep(4 * time.Second) // longer than the TTL: the lease must have been renewed
 	checkHeld("after a leader kill -9")
 	for _, s := range k.samples(killedAt, time.Now()) {
-		if s.ans.err != nil || s.ans.took > 10*time.Second {
+		if s.ans.Err != nil || s.ans.Took > 10*time.Second {
 			t.Errorf("keepalive to live node n%d after the kill: %v", s.node+1, s.ans)
 		}
 	}
@@ -332,11 +296,11 @@ func TestBlackbox_LeaseFloodStopsAtQuota(t *testing.T) {
 	const n, limit, flood, workers = 3, 200, 1000, 16
 	p := testcluster.StartProcessesNoWait(t, n, "--max-leases", fmt.Sprint(limit))
 	waitAllReady(t, p, n)
-	clustertest.WaitFor(t, 30*time.Second, "the quota to be in force on every node", func() bool {
+	testkit.WaitFor(t, 30*time.Second, "the quota to be in force on every node", func() bool {
 		for i := 0; i < n; i++ {
 			a := do("GET", p.URL(i)+"/v1/cluster", "")
-			lim, _ := a.body["limits"].(map[string]any)
-			if a.status != 200 || lim["max_leases"] != float64(limit) {
+			lim, _ := a.Body["limits"].(map[string]any)
+			if a.Status != 200 || lim["max_leases"] != float64(limit) {
 				return false
 			}
 		}
@@ -353,28 +317,22 @@ func TestBlackbox_LeaseFloodStopsAtQuota(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := range jobs {
-				req, _ := http.NewRequest("POST", p.URL(i%n)+"/v1/leases", bytes.NewBufferString(`{"ttl_ms":60000}`))
-				t0 := time.Now()
-				resp, err := plain.Do(req)
+				a := do("POST", p.URL(i%n)+"/v1/leases", `{"ttl_ms":60000}`)
 				key := ""
-				if err != nil {
-					key = "error: " + err.Error()
+				if a.Err != nil {
+					key = "error: " + a.Err.Error()
 				} else {
-					raw, _ := io.ReadAll(resp.Body)
-					resp.Body.Close()
-					var body map[string]any
-					_ = json.Unmarshal(raw, &body)
-					key = fmt.Sprint(resp.StatusCode)
-					if e, ok := body["error"].(map[string]any); ok {
+					key = fmt.Sprint(a.Status)
+					if e, ok := a.Body["error"].(map[string]any); ok {
 						key += " " + fmt.Sprint(e["code"])
 					}
-					if resp.StatusCode == 429 && resp.Header.Get("Retry-After") == "" {
+					if a.Status == 429 && a.Header.Get("Retry-After") == "" {
 						key += " without Retry-After"
 					}
 				}
 				mu.Lock()
 				counts[key]++
-				slowest = max(slowest, time.Since(t0))
+				slowest = max(slowest, a.Took)
 				mu.Unlock()
 			}
 		}()

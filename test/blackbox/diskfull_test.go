@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/raftlock/raftlock/cluster/clustertest"
 	"github.com/raftlock/raftlock/test/testcluster"
+	"github.com/raftlock/raftlock/test/testkit"
 )
 
 // fill writes zeros into path until the file system says it is full.
@@ -66,7 +66,7 @@ func TestBlackbox_FullDisk(t *testing.T) {
 	waitAllReady(t, p, n)
 
 	// Make n3 the leader, so that the full disk hits the node every write waits on.
-	clustertest.WaitFor(t, 20*time.Second, "n3 to lead", func() bool {
+	testkit.WaitFor(t, 20*time.Second, "n3 to lead", func() bool {
 		if p.LeaderIndex() == 2 {
 			return true
 		}
@@ -79,21 +79,21 @@ func TestBlackbox_FullDisk(t *testing.T) {
 	// Writes through n1 go on: n3 steps down when its log write fails, n1 or n2 leads.
 	start := time.Now()
 	created := 0
-	clustertest.WaitFor(t, 30*time.Second, "writes through n1 to succeed with n3's disk full", func() bool {
+	testkit.WaitFor(t, 30*time.Second, "writes through n1 to succeed with n3's disk full", func() bool {
 		a := do("POST", p.URL(0)+"/v1/leases", `{"ttl_ms":60000}`)
-		if a.status == 201 {
+		if a.Status == 201 {
 			created++
 		}
 		return created >= 20 && p.LeaderIndex() != 2
 	})
 	t.Logf("writes went on through n1 %v after the disk filled (leader now n%d)", time.Since(start).Round(time.Millisecond), p.LeaderIndex()+1)
-	clustertest.WaitFor(t, 20*time.Second, "n3 to report its full disk", func() bool {
+	testkit.WaitFor(t, 20*time.Second, "n3 to report its full disk", func() bool {
 		do("POST", p.URL(1)+"/v1/leases", `{"ttl_ms":60000}`) // keep entries coming to n3
 		a := do("GET", p.URL(2)+"/readyz", "")
-		return a.status == 503 && strings.Contains(a.String(), "cannot write its data directory")
+		return a.Status == 503 && strings.Contains(a.String(), "cannot write its data directory")
 	})
 	a := do("POST", p.URL(2)+"/v1/leases", `{"ttl_ms":60000}`)
-	if a.status != 503 || !strings.Contains(a.String(), "cannot write its data directory") {
+	if a.Status != 503 || !strings.Contains(a.String(), "cannot write its data directory") {
 		t.Fatalf("a write sent to the node with the full disk: %v", a)
 	}
 	t.Logf("n3 answers: %v", a)
@@ -102,11 +102,11 @@ func TestBlackbox_FullDisk(t *testing.T) {
 	if err := os.Remove(filler); err != nil {
 		t.Fatal(err)
 	}
-	clustertest.WaitFor(t, 30*time.Second, "n3 to recover", func() bool {
+	testkit.WaitFor(t, 30*time.Second, "n3 to recover", func() bool {
 		do("POST", p.URL(0)+"/v1/leases", `{"ttl_ms":60000}`)
-		return do("GET", p.URL(2)+"/readyz", "").status == 200
+		return do("GET", p.URL(2)+"/readyz", "").Status == 200
 	})
-	if a := do("POST", p.URL(2)+"/v1/leases", `{"ttl_ms":60000}`); a.status != 201 {
+	if a := do("POST", p.URL(2)+"/v1/leases", `{"ttl_ms":60000}`); a.Status != 201 {
 		t.Fatalf("a write through n3 after recovery: %v", a)
 	}
 }

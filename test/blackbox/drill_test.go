@@ -11,8 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/raftlock/raftlock/cluster/clustertest"
+	"github.com/raftlock/raftlock/test/rawhttp"
 	"github.com/raftlock/raftlock/test/testcluster"
+	"github.com/raftlock/raftlock/test/testkit"
 )
 
 // drill is a steady lock load of plain HTTP clients that a rolling restart or upgrade
@@ -46,12 +47,12 @@ func (d *drill) fail(format string, args ...any) {
 
 // call sends one request to a random node, retrying on another node while the answer is
 // retryable; it returns the final answer (never a retryable one unless stopping).
-func (d *drill) call(method, path, body string) answer {
+func (d *drill) call(method, path, body string) rawhttp.Answer {
 	for {
 		a := do(method, d.p.URL(rand.IntN(d.n))+path, body)
-		retryable := a.err != nil || a.status == 503 || a.status == 429
+		retryable := a.Err != nil || a.Status == 503 || a.Status == 429
 		if !retryable {
-			if a.status < 300 {
+			if a.Status < 300 {
 				d.mu.Lock()
 				d.okTimes = append(d.okTimes, time.Now())
 				d.mu.Unlock()
@@ -82,10 +83,10 @@ func (d *drill) stopping() bool {
 // losing it (404) is a failure.
 func (d *drill) newLease() string {
 	a := d.call("POST", "/v1/leases", `{"ttl_ms":3000}`)
-	if a.status != 201 {
+	if a.Status != 201 {
 		d.t.Fatalf("create lease: %v", a)
 	}
-	id := a.body["lease_id"].(string)
+	id := a.Body["lease_id"].(string)
 	d.mu.Lock()
 	d.leases = append(d.leases, id)
 	d.mu.Unlock()
@@ -94,7 +95,7 @@ func (d *drill) newLease() string {
 		defer d.wg.Done()
 		for !d.stopping() {
 			time.Sleep(500 * time.Millisecond)
-			if a := d.call("POST", "/v1/leases/keepalive", `{"lease_id":"`+id+`"}`); a.status != 200 && !d.stopping() {
+			if a := d.call("POST", "/v1/leases/keepalive", `{"lease_id":"`+id+`"}`); a.Status != 200 && !d.stopping() {
 				d.fail("keepalive of a kept-alive lease: %v", a)
 				return
 			}
@@ -103,10 +104,10 @@ func (d *drill) newLease() string {
 	return id
 }
 
-func (d *drill) recordGrant(lock string, a answer, lease string) {
+func (d *drill) recordGrant(lock string, a rawhttp.Answer, lease string) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.grants[lock] = append(d.grants[lock], grant{token: a.body["token"].(float64), lease: lease, at: time.Now()})
+	d.grants[lock] = append(d.grants[lock], grant{token: a.Body["token"].(float64), lease: lease, at: time.Now()})
 }
 
 // holder takes and releases its own lock in a loop.
@@ -119,13 +120,13 @@ func (d *drill) holder(k int) {
 		if d.stopping() {
 			return
 		}
-		if a.status != 200 {
+		if a.Status != 200 {
 			d.fail("holder %d acquire: %v", k, a)
 			return
 		}
 		d.recordGrant(lock, a, lease)
-		r := d.call("DELETE", "/v1/locks/"+lock, fmt.Sprintf(`{"lease_id":%q,"token":%v}`, lease, a.body["token"]))
-		if r.status != 200 && !(r.status == 409 && r.code() == "not_holder") && !d.stopping() {
+		r := d.call("DELETE", "/v1/locks/"+lock, fmt.Sprintf(`{"lease_id":%q,"token":%v}`, lease, a.Body["token"]))
+		if r.Status != 200 && !(r.Status == 409 && r.Code() == "not_holder") && !d.stopping() {
 			d.fail("holder %d release: %v", k, r) // not_holder: an earlier ambiguous attempt released it
 			return
 		}
@@ -142,17 +143,17 @@ func (d *drill) contender(k int) {
 		if d.stopping() {
 			return
 		}
-		if a.status == 409 {
+		if a.Status == 409 {
 			continue // wait_timeout: the other contender held it
 		}
-		if a.status != 200 {
+		if a.Status != 200 {
 			d.fail("contender %d acquire: %v", k, a)
 			return
 		}
 		d.recordGrant("drill/shared", a, lease)
 		time.Sleep(30 * time.Millisecond)
-		r := d.call("DELETE", "/v1/locks/drill/shared", fmt.Sprintf(`{"lease_id":%q,"token":%v}`, lease, a.body["token"]))
-		if r.status != 200 && !(r.status == 409 && r.code() == "not_holder") && !d.stopping() {
+		r := d.call("DELETE", "/v1/locks/drill/shared", fmt.Sprintf(`{"lease_id":%q,"token":%v}`, lease, a.Body["token"]))
+		if r.Status != 200 && !(r.Status == 409 && r.Code() == "not_holder") && !d.stopping() {
 			d.fail("contender %d release: %v", k, r)
 			return
 		}
@@ -229,8 +230,8 @@ func rolling(t *testing.T, upgrade string) {
 			p.SetBinary(i, upgrade)
 		}
 		p.Start(i)
-		clustertest.WaitFor(t, 30*time.Second, fmt.Sprintf("n%d ready after its restart", i+1), func() bool {
-			return do("GET", p.URL(i)+"/readyz", "").status == 200
+		testkit.WaitFor(t, 30*time.Second, fmt.Sprintf("n%d ready after its restart", i+1), func() bool {
+			return do("GET", p.URL(i)+"/readyz", "").Status == 200
 		})
 		time.Sleep(time.Second) // steady load before the next node
 		t.Logf("restart of n%d (%s): back after %v; longest time without a successful client operation %v",

@@ -2,7 +2,6 @@ package blackbox_test
 
 import (
 	"crypto/tls"
-	"crypto/x509"
 	"fmt"
 	"net/http"
 	"os"
@@ -12,74 +11,36 @@ import (
 	"testing"
 	"time"
 
-	"github.com/raftlock/raftlock/cluster/clustertest"
+	"github.com/raftlock/raftlock/test/rawhttp"
 	"github.com/raftlock/raftlock/test/testcluster"
+	"github.com/raftlock/raftlock/test/testkit"
 	"github.com/raftlock/raftlock/tlsconf"
+	"github.com/raftlock/raftlock/tlsconf/tlstest"
 )
 
-// pki writes a development CA, a certificate per node and one client certificate into dir,
-// as `raftlock tls ca` and `raftlock tls cert` do.
+// pki is a development CA with a certificate per node, as `raftlock tls ca` and
+// `raftlock tls cert` write them, and one client certificate ("worker").
 type pki struct {
-	dir                string
-	caCert, caKey      []byte
-	ca                 string
-	clientCrt, clientK string
+	*tlstest.CA
+	worker tls.Certificate
 }
 
 func newPKI(t *testing.T, nodes int) *pki {
 	t.Helper()
-	p := &pki{dir: t.TempDir()}
-	var err error
-	if p.caCert, p.caKey, err = tlsconf.GenerateCA(tlsconf.CAOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if p.ca, _, err = tlsconf.WriteFiles(p.dir, "ca", p.caCert, p.caKey); err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; i < nodes; i++ {
-		id := fmt.Sprintf("n%d", i+1)
-		crt, key, err := tlsconf.IssueNode(p.caCert, p.caKey, tlsconf.NodeCertOptions{ID: id})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, _, err := tlsconf.WriteFiles(p.dir, id, crt, key); err != nil {
-			t.Fatal(err)
-		}
-	}
-	crt, key, err := tlsconf.IssueClient(p.caCert, p.caKey, "worker", tlsconf.ClientCertOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if p.clientCrt, p.clientK, err = tlsconf.WriteFiles(p.dir, "worker", crt, key); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
-func (p *pki) nodeArgs(i int) []string {
-	id := fmt.Sprintf("n%d", i+1)
-	return []string{"--tls-cert", filepath.Join(p.dir, id+".pem"), "--tls-key", filepath.Join(p.dir, id+"-key.pem"), "--tls-ca", p.ca, "--tls-client-auth", "require"}
+	ca := tlstest.NewCA(t, "")
+	ca.WriteNodes(t, nodes, nil)
+	return &pki{CA: ca, worker: ca.ClientKeyPair(t, "worker")}
 }
 
 // client returns an HTTPS client that trusts the CA and, with cert, presents the client
 // certificate.
 func (p *pki) client(t *testing.T, cert bool) *http.Client {
 	t.Helper()
-	pool := x509.NewCertPool()
-	raw, err := os.ReadFile(p.ca)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool.AppendCertsFromPEM(raw)
-	cfg := &tls.Config{RootCAs: pool}
+	var kp *tls.Certificate
 	if cert {
-		kp, err := tls.LoadX509KeyPair(p.clientCrt, p.clientK)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg.Certificates = []tls.Certificate{kp}
+		kp = &p.worker
 	}
-	return &http.Client{Timeout: 20 * time.Second, Transport: &http.Transport{TLSClientConfig: cfg}}
+	return &http.Client{Timeout: 20 * time.Second, Transport: &http.Transport{TLSClientConfig: p.ClientConfig(kp)}}
 }
 
 // The happy path over TLS: three nodes with mutual TLS between them and client
@@ -89,7 +50,7 @@ func TestBlackbox_TLSHappyPath(t *testing.T) {
 	const n = 3
 	k := newPKI(t, n)
 	p := testcluster.NewProcesses(t, n)
-	p.NodeArgs = k.nodeArgs
+	p.NodeArgs = k.ServeFlags
 	p.Scheme = "https://"
 	p.Client = k.client(t, true)
 	p.StartAll()
@@ -101,22 +62,22 @@ func TestBlackbox_TLSHappyPath(t *testing.T) {
 
 	follower := (leader + 1) % n
 	g := do("PUT", p.URL(follower)+"/v1/locks/tls/a", `{"owner":"one","ttl_ms":60000}`)
-	if g.status != 200 {
+	if g.Status != 200 {
 		t.Fatalf("acquire through a follower over TLS: %v", g)
 	}
-	waiter := make(chan answer, 1)
+	waiter := make(chan rawhttp.Answer, 1)
 	go func() {
 		waiter <- do("PUT", p.URL(follower)+"/v1/locks/tls/a", `{"owner":"two","ttl_ms":60000,"wait_ms":20000}`)
 	}()
-	clustertest.WaitFor(t, 10*time.Second, "the waiter to queue", func() bool {
+	testkit.WaitFor(t, 10*time.Second, "the waiter to queue", func() bool {
 		st := do("GET", p.URL(leader)+"/v1/locks/tls/a", "")
-		return st.status == 200 && st.body["waiters"] == float64(1)
+		return st.Status == 200 && st.Body["waiters"] == float64(1)
 	})
-	if r := do("DELETE", p.URL(follower)+"/v1/locks/tls/a", fmt.Sprintf(`{"lease_id":%q,"token":%v}`, g.body["lease_id"], g.body["token"])); r.status != 200 {
+	if r := do("DELETE", p.URL(follower)+"/v1/locks/tls/a", fmt.Sprintf(`{"lease_id":%q,"token":%v}`, g.Body["lease_id"], g.Body["token"])); r.Status != 200 {
 		t.Fatalf("release: %v", r)
 	}
 	w := <-waiter
-	if w.status != 200 || w.body["token"].(float64) <= g.body["token"].(float64) {
+	if w.Status != 200 || w.Body["token"].(float64) <= g.Body["token"].(float64) {
 		t.Fatalf("waiter: %v", w)
 	}
 
@@ -126,14 +87,14 @@ func TestBlackbox_TLSHappyPath(t *testing.T) {
 	}
 
 	p.Kill(leader)
-	clustertest.WaitFor(t, 20*time.Second, "a new leader over mutual TLS", func() bool {
+	testkit.WaitFor(t, 20*time.Second, "a new leader over mutual TLS", func() bool {
 		l := p.LeaderIndex()
 		return l >= 0 && l != leader
 	})
 	l := p.LeaderIndex()
 	st := do("GET", p.URL(l)+"/v1/locks/tls/a", "")
-	if st.status != 200 || st.body["owner"] != "two" || st.body["token"] != w.body["token"] {
-		t.Fatalf("after failover: %v, want held by two with token %v", st, w.body["token"])
+	if st.Status != 200 || st.Body["owner"] != "two" || st.Body["token"] != w.Body["token"] {
+		t.Fatalf("after failover: %v, want held by two with token %v", st, w.Body["token"])
 	}
 }
 
@@ -141,7 +102,7 @@ func TestBlackbox_TLSHappyPath(t *testing.T) {
 func TestBlackbox_TLSReloadOnSIGHUP(t *testing.T) {
 	k := newPKI(t, 1)
 	p := testcluster.NewProcesses(t, 1)
-	p.NodeArgs = k.nodeArgs
+	p.NodeArgs = k.ServeFlags
 	p.Scheme = "https://"
 	p.Client = k.client(t, true)
 	p.StartAll()
@@ -156,18 +117,15 @@ func TestBlackbox_TLSReloadOnSIGHUP(t *testing.T) {
 		return resp.TLS.PeerCertificates[0].SerialNumber.String()
 	}
 	before := serial()
-	crt, key, err := tlsconf.IssueNode(k.caCert, k.caKey, tlsconf.NodeCertOptions{ID: "n1"})
-	if err != nil {
+	crt, key := k.IssueNode(t, tlsconf.NodeCertOptions{ID: "n1"})
+	if err := os.WriteFile(filepath.Join(k.Dir, "n1.pem"), crt, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(k.dir, "n1.pem"), crt, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(k.dir, "n1-key.pem"), key, 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(k.Dir, "n1-key.pem"), key, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	p.Signal(0, syscall.SIGHUP)
-	clustertest.WaitFor(t, 10*time.Second, "the rotated certificate to be served", func() bool { return serial() != before })
+	testkit.WaitFor(t, 10*time.Second, "the rotated certificate to be served", func() bool { return serial() != before })
 	if !strings.Contains(p.Log(0), "TLS certificate, key and CA reloaded") {
 		t.Fatal("no reload line in the node's log")
 	}

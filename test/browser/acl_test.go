@@ -1,10 +1,6 @@
 package browser
 
 import (
-	"encoding/json"
-	"fmt"
-	"io"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -12,35 +8,10 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/raftlock/raftlock/api"
+	"github.com/raftlock/raftlock/test/rawhttp"
 	"github.com/raftlock/raftlock/test/testcluster"
+	"github.com/raftlock/raftlock/test/testkit"
 )
-
-// callAs sends a request with a bearer token and decodes a 200 answer into out; it
-// returns the status. Errors name the status and code only: a body may echo a secret.
-func callAs(token, method, url, body string, out any) (int, error) {
-	req, err := http.NewRequest(method, url, strings.NewReader(body))
-	if err != nil {
-		return 0, err
-	}
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusOK {
-		var eb api.ErrorBody
-		_ = json.Unmarshal(raw, &eb)
-		return resp.StatusCode, fmt.Errorf("%s %s: %d %s", method, req.URL.Path, resp.StatusCode, eb.Error.Code)
-	}
-	if out != nil {
-		return resp.StatusCode, json.Unmarshal(raw, out)
-	}
-	return resp.StatusCode, nil
-}
 
 // With ACLs on, the dashboard asks for a token, and with a read token shows the locks that
 // token may read, live. The token travels only in the Authorization header (the event
@@ -53,27 +24,24 @@ func TestDashboard_ACLReadToken(t *testing.T) {
 	// Bootstrap through node 0 (forwarded to the leader once there is one and the cluster
 	// speaks protocol version 2), then a read-only token for jobs/.
 	var mgmt api.ACLToken
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		st, err := callAs("", "POST", base+"/v1/acl/bootstrap", "", &mgmt)
-		if st == http.StatusOK && err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("ACL bootstrap: %v", err)
-		}
-		time.Sleep(100 * time.Millisecond)
+	var err error
+	if !testkit.Poll(30*time.Second, 100*time.Millisecond, func() bool {
+		err = rawhttp.Client{}.Call("POST", base+"/v1/acl/bootstrap", "", &mgmt)
+		return err == nil
+	}) {
+		t.Fatalf("ACL bootstrap: %v", err)
 	}
 	m := mgmt.SecretID
-	if _, err := callAs(m, "PUT", base+"/v1/acl/policies/jobs-read", `{"rules":[{"prefix":"jobs/","access":"read"}]}`, nil); err != nil {
+	admin := rawhttp.Client{Token: m}
+	if err := admin.Call("PUT", base+"/v1/acl/policies/jobs-read", `{"rules":[{"prefix":"jobs/","access":"read"}]}`, nil); err != nil {
 		t.Fatal(err)
 	}
 	var ro api.ACLToken
-	if _, err := callAs(m, "POST", base+"/v1/acl/tokens", `{"policies":["jobs-read"]}`, &ro); err != nil {
+	if err := admin.Call("POST", base+"/v1/acl/tokens", `{"policies":["jobs-read"]}`, &ro); err != nil {
 		t.Fatal(err)
 	}
 	for _, name := range []string{"jobs/visible", "secret/hidden"} {
-		if _, err := callAs(m, "PUT", base+"/v1/locks/"+name, `{"owner":"worker-1","ttl_ms":60000}`, nil); err != nil {
+		if err := admin.Call("PUT", base+"/v1/locks/"+name, `{"owner":"worker-1","ttl_ms":60000}`, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -97,7 +65,7 @@ func TestDashboard_ACLReadToken(t *testing.T) {
 	}
 	// A lock taken now arrives over the (authenticated) stream.
 	var g api.Grant
-	if _, err := callAs(m, "PUT", base+"/v1/locks/jobs/after-login", `{"owner":"worker-2","ttl_ms":60000}`, &g); err != nil {
+	if err := admin.Call("PUT", base+"/v1/locks/jobs/after-login", `{"owner":"worker-2","ttl_ms":60000}`, &g); err != nil {
 		t.Fatal(err)
 	}
 	s.poll("the new lock from the stream", `(() => { const r = `+rowJS("jobs/after-login")+`; return !!r && !!r.dataset.seenMs; })()`, 2*time.Second)

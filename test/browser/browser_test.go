@@ -2,9 +2,7 @@ package browser
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -21,7 +19,9 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/raftlock/raftlock/api"
+	"github.com/raftlock/raftlock/test/rawhttp"
 	"github.com/raftlock/raftlock/test/testcluster"
+	"github.com/raftlock/raftlock/test/testkit"
 )
 
 // chromium returns the browser binary to drive, or "" when there is none. RAFTLOCK_CHROMIUM,
@@ -341,51 +341,27 @@ func TestDashboard_LiveInARealBrowser(t *testing.T) {
 // the page can show every node's indexes.
 func waitRegistered(t *testing.T, base string, n int) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	if !testkit.Poll(20*time.Second, 50*time.Millisecond, func() bool {
 		var o api.Overview
-		if err := getJSON(base+"/v1/overview", &o); err == nil {
-			ok := len(o.Nodes) == n
-			for _, m := range o.Nodes {
-				ok = ok && m.HTTPAddr != "" && m.Reachable
-			}
-			if ok {
-				return
-			}
+		if err := (rawhttp.Client{}).Get(base+"/v1/overview", &o); err != nil {
+			return false
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the members did not all register their HTTP addresses within 20 s")
+		ok := len(o.Nodes) == n
+		for _, m := range o.Nodes {
+			ok = ok && m.HTTPAddr != "" && m.Reachable
 		}
-		time.Sleep(50 * time.Millisecond)
+		return ok
+	}) {
+		t.Fatalf("the members did not all register their HTTP addresses within 20 s")
 	}
-}
-
-func getJSON(url string, out any) error {
-	resp, err := http.Get(url)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("GET %s: %s", url, resp.Status)
-	}
-	return json.NewDecoder(resp.Body).Decode(out)
 }
 
 // acquire takes lock name with a new lease through plain HTTP.
 func acquire(t *testing.T, base, name, owner string) api.Grant {
 	t.Helper()
-	body := fmt.Sprintf(`{"owner":%q,"ttl_ms":60000}`, owner)
-	req, _ := http.NewRequest(http.MethodPut, base+"/v1/locks/"+name, strings.NewReader(body))
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
 	var g api.Grant
-	if resp.StatusCode != http.StatusOK || json.Unmarshal(raw, &g) != nil {
-		t.Fatalf("acquiring %s: %d %s", name, resp.StatusCode, raw)
+	if err := (rawhttp.Client{}).Call(http.MethodPut, base+"/v1/locks/"+name, fmt.Sprintf(`{"owner":%q,"ttl_ms":60000}`, owner), &g); err != nil {
+		t.Fatalf("acquiring %s: %v", name, err)
 	}
 	return g
 }
@@ -393,13 +369,8 @@ func acquire(t *testing.T, base, name, owner string) api.Grant {
 // keepalive renews a lease (its ID in the body, never in a URL).
 func keepalive(t *testing.T, base, lease string) {
 	t.Helper()
-	resp, err := http.Post(base+"/v1/leases/keepalive", "application/json", strings.NewReader(fmt.Sprintf(`{"lease_id":%q}`, lease)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("keepalive: %d", resp.StatusCode)
+	if err := (rawhttp.Client{}).Call(http.MethodPost, base+"/v1/leases/keepalive", fmt.Sprintf(`{"lease_id":%q}`, lease), nil); err != nil {
+		t.Fatalf("keepalive: %v", err)
 	}
 }
 
@@ -407,24 +378,12 @@ func keepalive(t *testing.T, base, lease string) {
 func release(t *testing.T, base, name string, g api.Grant) {
 	t.Helper()
 	body := fmt.Sprintf(`{"lease_id":%q,"token":%d}`, g.LeaseID, g.Token)
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		req, _ := http.NewRequest(http.MethodDelete, base+"/v1/locks/"+name, strings.NewReader(body))
-		resp, err := http.DefaultClient.Do(req)
-		if err == nil {
-			raw, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return
-			}
-			var eb api.ErrorBody
-			_ = json.Unmarshal(raw, &eb)
-			if resp.StatusCode != http.StatusServiceUnavailable || time.Now().After(deadline) {
-				t.Fatalf("releasing %s: %d %s", name, resp.StatusCode, eb.Error.Code) // never the body: it may echo the lease
-			}
-		} else if time.Now().After(deadline) {
-			t.Fatalf("releasing %s: %v", name, err)
-		}
-		time.Sleep(100 * time.Millisecond)
+	var a rawhttp.Answer
+	testkit.Poll(20*time.Second, 100*time.Millisecond, func() bool {
+		a = rawhttp.Client{}.Do(http.MethodDelete, base+"/v1/locks/"+name, body)
+		return a.Err == nil && a.Status != http.StatusServiceUnavailable
+	})
+	if err := a.Expect(http.StatusOK); err != nil { // never the body: it may echo the lease
+		t.Fatalf("releasing %s: %v", name, err)
 	}
 }

@@ -1,8 +1,6 @@
 package fault_test
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"sync"
@@ -12,32 +10,14 @@ import (
 	"time"
 
 	"github.com/raftlock/raftlock/api"
-	"github.com/raftlock/raftlock/cluster/clustertest"
+	"github.com/raftlock/raftlock/test/rawhttp"
 	"github.com/raftlock/raftlock/test/testcluster"
+	"github.com/raftlock/raftlock/test/testkit"
 )
 
-var httpc = &http.Client{Timeout: 3 * time.Second}
-
-// do sends one request to base and decodes a 2xx answer into out.
-func do(method, url string, body any, out any) (int, error) {
-	var buf bytes.Buffer
-	if body != nil {
-		json.NewEncoder(&buf).Encode(body)
-	}
-	req, err := http.NewRequest(method, url, &buf)
-	if err != nil {
-		return 0, err
-	}
-	resp, err := httpc.Do(req)
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode < 300 && out != nil {
-		return resp.StatusCode, json.NewDecoder(resp.Body).Decode(out)
-	}
-	return resp.StatusCode, nil
-}
+// fc is the tests' client; its short timeout bounds how long a paused node can hold one
+// request.
+var fc = rawhttp.Client{HTTP: &http.Client{Timeout: 3 * time.Second}}
 
 // keeper keeps a lease alive through whichever endpoint answers, recording the send time
 // of the last answered keepalive, as a client must.
@@ -58,12 +38,12 @@ func keepAlive(endpoints []string, lease string, every time.Duration) *keeper {
 		defer k.done.Done()
 		for i := 0; ; i++ {
 			sent := time.Now()
-			st, err := do("POST", k.endpoints[i%len(k.endpoints)]+"/v1/leases/"+lease+"/keepalive", nil, nil)
+			a := fc.Do("POST", k.endpoints[i%len(k.endpoints)]+"/v1/leases/"+lease+"/keepalive", "")
 			wait := every
 			switch {
-			case err == nil && st == 200:
+			case a.Status == 200:
 				k.lastSent.Store(sent.UnixNano())
-			case st == 404:
+			case a.Status == 404:
 				k.lost.Store(true)
 				return
 			default:
@@ -85,9 +65,9 @@ func (k *keeper) Stop() { close(k.stop); k.done.Wait() }
 func acquire(t *testing.T, p *testcluster.Processes, name string, ttl int64) api.Grant {
 	t.Helper()
 	var g api.Grant
-	clustertest.WaitFor(t, 15*time.Second, "acquire "+name, func() bool {
+	testkit.WaitFor(t, 15*time.Second, "acquire "+name, func() bool {
 		for _, e := range p.Endpoints() {
-			if st, err := do("PUT", e+"/v1/locks/"+name, api.AcquireRequest{TTLMs: ttl, Owner: "tester"}, &g); err == nil && st == 200 {
+			if a := fc.Do("PUT", e+"/v1/locks/"+name, rawhttp.JSON(api.AcquireRequest{TTLMs: ttl, Owner: "tester"})); a.Status == 200 && a.Decode(&g) == nil {
 				return true
 			}
 		}
@@ -100,9 +80,9 @@ func acquire(t *testing.T, p *testcluster.Processes, name string, ttl int64) api
 func status(t *testing.T, p *testcluster.Processes, name string) api.LockStatus {
 	t.Helper()
 	var s api.LockStatus
-	clustertest.WaitFor(t, 15*time.Second, "status of "+name, func() bool {
+	testkit.WaitFor(t, 15*time.Second, "status of "+name, func() bool {
 		for _, e := range p.Endpoints() {
-			if st, err := do("GET", e+"/v1/locks/"+name, nil, &s); err == nil && st == 200 {
+			if a := fc.Do("GET", e+"/v1/locks/"+name, ""); a.Status == 200 && a.Decode(&s) == nil {
 				return true
 			}
 		}
@@ -128,7 +108,7 @@ func runFault(t *testing.T, fault func(p *testcluster.Processes, leader int)) {
 
 	// Two full TTLs more on the new leader's clock.
 	settle := time.Now()
-	clustertest.WaitFor(t, 10*time.Second, "two TTLs", func() bool { return time.Since(settle) > 2*ttl*time.Millisecond || k.lost.Load() })
+	testkit.WaitFor(t, 10*time.Second, "two TTLs", func() bool { return time.Since(settle) > 2*ttl*time.Millisecond || k.lost.Load() })
 	if k.lost.Load() {
 		t.Fatal("the kept-alive lease was lost across the fault")
 	}
@@ -137,8 +117,8 @@ func runFault(t *testing.T, fault func(p *testcluster.Processes, leader int)) {
 		t.Fatalf("after the fault the lock is %+v; want held with token %d", s, g.Token)
 	}
 	var l api.Lease
-	if st, err := do("GET", p.URL(newLeader)+"/v1/leases/"+g.LeaseID, nil, &l); err != nil || st != 200 || len(l.Locks) != 1 {
-		t.Fatalf("lease after the fault: %d %v %+v", st, err, l)
+	if a := fc.Do("GET", p.URL(newLeader)+"/v1/leases/"+g.LeaseID, ""); a.Status != 200 || a.Decode(&l) != nil || len(l.Locks) != 1 {
+		t.Fatalf("lease after the fault: %v %+v", a, l)
 	}
 }
 
@@ -151,7 +131,7 @@ func TestFault_LeaderPauseKeepsKeptAliveLease(t *testing.T) {
 		p.Signal(leader, syscall.SIGSTOP)
 		paused := time.Now()
 		// Longer than the election timeout (500 ms): the others elect a new leader.
-		clustertest.WaitFor(t, 30*time.Second, "a new leader while the old one is paused", func() bool {
+		testkit.WaitFor(t, 30*time.Second, "a new leader while the old one is paused", func() bool {
 			l := p.LeaderIndex()
 			return l >= 0 && l != leader && time.Since(paused) > 1500*time.Millisecond
 		})
@@ -167,8 +147,8 @@ func TestFault_AcknowledgedGrantSurvivesLeaderKill(t *testing.T) {
 	var grants []api.Grant
 	for i := 0; i < 5; i++ {
 		var g api.Grant
-		if st, err := do("PUT", fmt.Sprintf("%s/v1/locks/k/%d", p.URL(leader), i), api.AcquireRequest{TTLMs: 60_000}, &g); err != nil || st != 200 {
-			t.Fatalf("acquire: %d %v", st, err)
+		if a := fc.Do("PUT", fmt.Sprintf("%s/v1/locks/k/%d", p.URL(leader), i), rawhttp.JSON(api.AcquireRequest{TTLMs: 60_000})); a.Status != 200 || a.Decode(&g) != nil {
+			t.Fatalf("acquire: %v", a)
 		}
 		grants = append(grants, g)
 	}

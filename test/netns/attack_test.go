@@ -10,6 +10,10 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/raftlock/raftlock/test/rawhttp"
+	"github.com/raftlock/raftlock/test/testcluster"
+	"github.com/raftlock/raftlock/test/testkit"
 )
 
 // tally counts attack cases and the ones the cluster refused, per kind.
@@ -54,7 +58,7 @@ func (ty *tally) report() {
 }
 
 // The cluster runs with mutual TLS between nodes and HTTPS with client certificates
-// required, first alone and then with ACLs on as well (issue 10). The test plays an
+// required, first alone and then with ACLs on as well. The test plays an
 // attacker on the same network as the three "hosts" and counts its attempts and the
 // cluster's refusals: plaintext, missing and foreign certificates on both ports, Raft RPCs
 // from hashicorp/raft's own transport, a client certificate on the Raft port, membership
@@ -98,16 +102,16 @@ func attackSuite(t *testing.T, acl bool) *tally {
 		flags = append(flags, "--acl")
 	}
 	c := newCluster(t, nw, flags...)
-	c.nodeArgs = k.nodeArgs
-	c.startAll()
+	c.NodeArgs = k.ServeFlags
+	c.StartAll()
 	defer func() {
 		if t.Failed() {
-			c.dumpLogs()
+			c.DumpLogs()
 		}
 	}()
 
 	sec := newSecrets()
-	worker := newClient("https", k.clientConfig(&k.worker), sec) // the right CA's client certificate, no token yet
+	worker := newClient("https", k.ClientConfig(&k.worker), sec) // the right CA's client certificate, no token yet
 	waitReadyz(t, c, worker, 30*time.Second)
 	var tok tokens // all empty without ACLs: the requests then carry no token
 	if acl {
@@ -117,7 +121,7 @@ func attackSuite(t *testing.T, acl bool) *tally {
 	leader := waitReady(t, c, admin, 20*time.Second)
 	// Followers register their HTTP addresses with the leader a moment after it takes
 	// office; the baseline the attacks are compared with must come after that.
-	waitFor(t, 15*time.Second, "every member's HTTP address to be registered", func() bool {
+	testkit.WaitFor(t, 15*time.Second, "every member's HTTP address to be registered", func() bool {
 		v, err := admin.view(c.HTTPAddr(leader))
 		if err != nil || len(v.Nodes) != n {
 			return false
@@ -140,24 +144,24 @@ func attackSuite(t *testing.T, acl bool) *tally {
 	plain := newClient("http", nil, sec).withToken(tok.worker)
 	for i := 0; i < n; i++ {
 		a := plain.do("PUT", c.HTTPAddr(i), "/v1/locks/attack/plain-http", lockBody)
-		ty.check("plain HTTP to the API port", c.id(i), !a.ok(), a.String())
+		ty.check("plain HTTP to the API port", c.ID(i), !a.OK(), a.String())
 	}
 
 	// 2. Plain TCP bytes to the Raft port.
 	for i := 0; i < n; i++ {
 		before := refusedPeers(c, i)
 		ok, detail := rawBytes(c.RaftAddr(i))
-		ty.check("plain TCP bytes to the Raft port", c.id(i), ok && loggedRefusal(c, i, before), detail)
+		ty.check("plain TCP bytes to the Raft port", c.ID(i), ok && loggedRefusal(c, i, before), detail)
 	}
 
 	// 3. and 4. HTTPS with a client certificate of another CA, and with none.
-	foreign := newClient("https", k.clientConfig(&k.foreignCli), sec).withToken(tok.worker)
-	noCert := newClient("https", k.clientConfig(nil), sec).withToken(tok.worker)
+	foreign := newClient("https", k.ClientConfig(&k.foreignCli), sec).withToken(tok.worker)
+	noCert := newClient("https", k.ClientConfig(nil), sec).withToken(tok.worker)
 	for i := 0; i < n; i++ {
 		a := foreign.do("PUT", c.HTTPAddr(i), "/v1/locks/attack/foreign-ca", lockBody)
-		ty.check("HTTPS with a client certificate of another CA", c.id(i), a.err != nil, a.String())
+		ty.check("HTTPS with a client certificate of another CA", c.ID(i), a.Err != nil, a.String())
 		a = noCert.do("PUT", c.HTTPAddr(i), "/v1/locks/attack/no-cert", lockBody)
-		ty.check("HTTPS without a client certificate", c.id(i), a.err != nil, a.String())
+		ty.check("HTTPS without a client certificate", c.ID(i), a.Err != nil, a.String())
 	}
 
 	// 5. and 6. Raft RPCs through hashicorp/raft's NetworkTransport: plaintext, a node
@@ -178,12 +182,12 @@ func attackSuite(t *testing.T, acl bool) *tally {
 		}
 		for i := 0; i < n; i++ {
 			before := refusedPeers(c, i)
-			err := sendAppendEntries(tr, c.id(i), c.RaftAddr(i), base.term)
-			ty.check(fmt.Sprintf(at.kind, "AppendEntries"), c.id(i), err != nil && loggedRefusal(c, i, before) && unmoved(t, c, admin, base),
+			err := sendAppendEntries(tr, c.ID(i), c.RaftAddr(i), base.term)
+			ty.check(fmt.Sprintf(at.kind, "AppendEntries"), c.ID(i), err != nil && loggedRefusal(c, i, before) && unmoved(t, c, admin, base),
 				fmt.Sprintf("error %v, cluster now %v", err, snapshot(t, c, admin)))
 			before = refusedPeers(c, i)
-			err = sendTimeoutNow(tr, c.id(i), c.RaftAddr(i))
-			ty.check(fmt.Sprintf(at.kind, "TimeoutNow"), c.id(i), err != nil && loggedRefusal(c, i, before) && unmoved(t, c, admin, base),
+			err = sendTimeoutNow(tr, c.ID(i), c.RaftAddr(i))
+			ty.check(fmt.Sprintf(at.kind, "TimeoutNow"), c.ID(i), err != nil && loggedRefusal(c, i, before) && unmoved(t, c, admin, base),
 				fmt.Sprintf("error %v, cluster now %v", err, snapshot(t, c, admin)))
 		}
 		tr.Close()
@@ -201,11 +205,11 @@ func attackSuite(t *testing.T, acl bool) *tally {
 	}
 	for i := 0; i < n; i++ {
 		a := admin.do("POST", c.HTTPAddr(i), "/v1/cluster/nodes", repoint)
-		ty.check("re-point member n2 without replace"+withToken+": 409", c.id(i), a.status == 409 && a.code() == "conflict", a.String())
+		ty.check("re-point member n2 without replace"+withToken+": 409", c.ID(i), a.Status == 409 && a.Code() == "conflict", a.String())
 		a = w.do("POST", c.HTTPAddr(i), "/v1/cluster/nodes", hijack)
-		ty.check("register n1's HTTP address with a client certificate: 403", c.id(i), a.status == 403 && a.code() == "permission_denied", a.String())
+		ty.check("register n1's HTTP address with a client certificate: 403", c.ID(i), a.Status == 403 && a.Code() == "permission_denied", a.String())
 		a = w.do("POST", c.HTTPAddr(i), "/v1/cluster/nodes", hijack, "X-Raftlock-Node", "n1")
-		ty.check("same, with a forged X-Raftlock-Node: n1: 403", c.id(i), a.status == 403 && a.code() == "permission_denied", a.String())
+		ty.check("same, with a forged X-Raftlock-Node: n1: 403", c.ID(i), a.Status == 403 && a.Code() == "permission_denied", a.String())
 	}
 
 	// 9. A forged hop counter on a request a follower would forward.
@@ -214,13 +218,13 @@ func attackSuite(t *testing.T, acl bool) *tally {
 			continue
 		}
 		a := w.do("PUT", c.HTTPAddr(i), "/v1/locks/attack/hops", lockBody, "X-Raftlock-Hops", "-1000000")
-		ty.check("forged X-Raftlock-Hops: -1000000 on a follower: 400", c.id(i), a.status == 400, a.String())
+		ty.check("forged X-Raftlock-Hops: -1000000 on a follower: 400", c.ID(i), a.Status == 400, a.String())
 	}
 
 	// 10. A lease ID guessed at random.
 	for i := 0; i < n; i++ {
 		a := w.do("POST", c.HTTPAddr(i), "/v1/leases/keepalive", fmt.Sprintf(`{"lease_id":%q}`, randomHex(t, 16)))
-		ty.check("keepalive of a random 32-hex lease ID: 404", c.id(i), a.status == 404 && a.code() == "lease_not_found", a.String())
+		ty.check("keepalive of a random 32-hex lease ID: 404", c.ID(i), a.Status == 404 && a.Code() == "lease_not_found", a.String())
 	}
 
 	// 11. ACLs: no token, a read-only token, a token for another prefix, a read token on
@@ -229,17 +233,17 @@ func attackSuite(t *testing.T, acl bool) *tally {
 	addNode := fmt.Sprintf(`{"id":"n9","raft_addr":"%s:%s","http_addr":"%s:%s"}`, nw.Unused(), raftPort, nw.Unused(), httpPort)
 	for i := 0; i < n && acl; i++ {
 		a := worker.do("PUT", c.HTTPAddr(i), "/v1/locks/netns/acl-none", lockBody)
-		ty.check("ACL: acquire without a token: 401", c.id(i), a.status == 401 && a.code() == "unauthenticated", a.String())
+		ty.check("ACL: acquire without a token: 401", c.ID(i), a.Status == 401 && a.Code() == "unauthenticated", a.String())
 		a = worker.do("POST", c.HTTPAddr(i), "/v1/leases", `{"ttl_ms":60000}`)
-		ty.check("ACL: create a lease without a token: 401", c.id(i), a.status == 401 && a.code() == "unauthenticated", a.String())
+		ty.check("ACL: create a lease without a token: 401", c.ID(i), a.Status == 401 && a.Code() == "unauthenticated", a.String())
 		a = reader.do("PUT", c.HTTPAddr(i), "/v1/locks/netns/acl-read", lockBody)
-		ty.check("ACL: acquire with a read-only token: 403", c.id(i), a.status == 403 && a.code() == "permission_denied", a.String())
+		ty.check("ACL: acquire with a read-only token: 403", c.ID(i), a.Status == 403 && a.Code() == "permission_denied", a.String())
 		a = other.do("PUT", c.HTTPAddr(i), "/v1/locks/netns/acl-other", lockBody)
-		ty.check("ACL: acquire with a token for another prefix: 403", c.id(i), a.status == 403 && a.code() == "permission_denied", a.String())
+		ty.check("ACL: acquire with a token for another prefix: 403", c.ID(i), a.Status == 403 && a.Code() == "permission_denied", a.String())
 		a = reader.do("POST", c.HTTPAddr(i), "/v1/cluster/nodes", addNode)
-		ty.check("ACL: add a voter with a read token: 403", c.id(i), a.status == 403 && a.code() == "permission_denied", a.String())
+		ty.check("ACL: add a voter with a read token: 403", c.ID(i), a.Status == 403 && a.Code() == "permission_denied", a.String())
 		a = reader.do("DELETE", c.HTTPAddr(i), "/v1/cluster/nodes/n3", "")
-		ty.check("ACL: remove a voter with a read token: 403", c.id(i), a.status == 403 && a.code() == "permission_denied", a.String())
+		ty.check("ACL: remove a voter with a read token: 403", c.ID(i), a.Status == 403 && a.Code() == "permission_denied", a.String())
 	}
 
 	// Nothing any attack sent was applied: no lock, no lease, the same members, term and
@@ -247,14 +251,14 @@ func attackSuite(t *testing.T, acl bool) *tally {
 	if !unmoved(t, c, admin, base) {
 		t.Errorf("after the attacks the cluster moved: was %v, now %v", base, snapshot(t, c, admin))
 	}
-	if a := admin.do("GET", c.HTTPAddr(leader), "/v1/locks?prefix=", ""); a.status != 200 || !strings.Contains(a.raw, `"locks":[]`) {
+	if a := admin.do("GET", c.HTTPAddr(leader), "/v1/locks?prefix=", ""); a.Status != 200 || !strings.Contains(string(a.Raw), `"locks":[]`) {
 		t.Errorf("after the attacks GET /v1/locks: %v, want no lock", a)
 	}
 	for i := 0; i < n; i++ {
 		m := worker.do("GET", c.HTTPAddr(i), "/metrics", "")
 		for _, g := range []string{"raftlock_leases", "raftlock_locks_held"} {
-			if v := gauge(m.raw, g); v != "0" {
-				t.Errorf("after the attacks n%d's %s is %q, want 0 (%v)", i+1, g, v, m.err)
+			if v := gauge(string(m.Raw), g); v != "0" {
+				t.Errorf("after the attacks n%d's %s is %q, want 0 (%v)", i+1, g, v, m.Err)
 			}
 		}
 	}
@@ -273,57 +277,57 @@ func attackSuite(t *testing.T, acl bool) *tally {
 // leader with kill -9 and checks that the new leader has the lock held by the waiter with
 // its token unchanged. Leases are also created and kept alive through every node, so that
 // the log check covers IDs that crossed the network in forwarded requests.
-func happyPath(t *testing.T, c *cluster, w, admin *client, leader int) {
+func happyPath(t *testing.T, c *testcluster.Processes, w, admin *client, leader int) {
 	t.Helper()
-	n := len(c.procs)
+	n := c.N()
 	for i := 0; i < n; i++ {
 		l := w.do("POST", c.HTTPAddr(i), "/v1/leases", `{"ttl_ms":60000}`)
-		if l.status != 201 {
+		if l.Status != 201 {
 			t.Fatalf("create a lease through n%d: %v", i+1, l)
 		}
-		ka := w.do("POST", c.HTTPAddr((i+1)%n), "/v1/leases/keepalive", fmt.Sprintf(`{"lease_id":%q}`, l.body["lease_id"]))
-		if ka.status != 200 {
+		ka := w.do("POST", c.HTTPAddr((i+1)%n), "/v1/leases/keepalive", fmt.Sprintf(`{"lease_id":%q}`, l.Body["lease_id"]))
+		if ka.Status != 200 {
 			t.Fatalf("keepalive through n%d: %v", (i+1)%n+1, ka)
 		}
 	}
 
 	f1, f2 := (leader+1)%n, (leader+2)%n
 	g := w.do("PUT", c.HTTPAddr(f1), "/v1/locks/netns/happy", `{"owner":"one","ttl_ms":60000}`)
-	if g.status != 200 {
+	if g.Status != 200 {
 		t.Fatalf("acquire through follower n%d over TLS: %v", f1+1, g)
 	}
-	waiter := make(chan answer, 1)
+	waiter := make(chan rawhttp.Answer, 1)
 	go func() {
 		waiter <- w.do("PUT", c.HTTPAddr(f2), "/v1/locks/netns/happy", `{"owner":"two","ttl_ms":60000,"wait_ms":20000}`)
 	}()
-	waitFor(t, 10*time.Second, "the waiter to queue", func() bool {
+	testkit.WaitFor(t, 10*time.Second, "the waiter to queue", func() bool {
 		st := w.do("GET", c.HTTPAddr(leader), "/v1/locks/netns/happy", "")
-		return st.status == 200 && st.body["waiters"] == float64(1)
+		return st.Status == 200 && st.Body["waiters"] == float64(1)
 	})
-	rel := w.do("DELETE", c.HTTPAddr(f1), "/v1/locks/netns/happy", fmt.Sprintf(`{"lease_id":%q,"token":%v}`, g.body["lease_id"], g.body["token"]))
-	if rel.status != 200 {
+	rel := w.do("DELETE", c.HTTPAddr(f1), "/v1/locks/netns/happy", fmt.Sprintf(`{"lease_id":%q,"token":%v}`, g.Body["lease_id"], g.Body["token"]))
+	if rel.Status != 200 {
 		t.Fatalf("release through n%d: %v", f1+1, rel)
 	}
 	got := <-waiter
-	if got.status != 200 || got.body["owner"] != "two" || got.body["token"].(float64) <= g.body["token"].(float64) {
-		t.Fatalf("the waiter through n%d: %v, want the lock with a token above %v", f2+1, got, g.body["token"])
+	if got.Status != 200 || got.Body["owner"] != "two" || got.Body["token"].(float64) <= g.Body["token"].(float64) {
+		t.Fatalf("the waiter through n%d: %v, want the lock with a token above %v", f2+1, got, g.Body["token"])
 	}
 
 	before := snapshot(t, c, admin)
-	c.kill(leader)
+	c.Kill(leader)
 	var next int
-	waitFor(t, 20*time.Second, "a new leader after kill -9 of the old one", func() bool {
+	testkit.WaitFor(t, 20*time.Second, "a new leader after kill -9 of the old one", func() bool {
 		ok, l := readyLeader(c, admin)
 		next = l
 		return ok && l >= 0 && l != leader
 	})
 	st := w.do("GET", c.HTTPAddr(next), "/v1/locks/netns/happy", "")
-	if st.status != 200 || st.body["held"] != true || st.body["owner"] != "two" || st.body["token"] != got.body["token"] {
-		t.Fatalf("after failover to n%d: %v, want held by two with token %v", next+1, st, got.body["token"])
+	if st.Status != 200 || st.Body["held"] != true || st.Body["owner"] != "two" || st.Body["token"] != got.Body["token"] {
+		t.Fatalf("after failover to n%d: %v, want held by two with token %v", next+1, st, got.Body["token"])
 	}
 	after := snapshot(t, c, admin)
 	t.Logf("happy path: acquired via n%d (token %v), waiter via n%d handed the lock (token %v), leader n%d killed (term %d), n%d leads (term %d) with the lock and token intact",
-		f1+1, g.body["token"], f2+1, got.body["token"], leader+1, before.term, next+1, after.term)
+		f1+1, g.Body["token"], f2+1, got.Body["token"], leader+1, before.term, next+1, after.term)
 }
 
 // tokens are the ACL secrets the suite works with.
@@ -336,21 +340,21 @@ type tokens struct {
 
 // setUpACL bootstraps ACLs and creates the policies and tokens the suite uses, then waits
 // until every node resolves every token.
-func setUpACL(t *testing.T, c *cluster, cl *client) tokens {
+func setUpACL(t *testing.T, c *testcluster.Processes, cl *client) tokens {
 	t.Helper()
 	var tok tokens
-	var last answer
-	waitFor(t, 20*time.Second, "ACL bootstrap to succeed", func() bool {
+	var last rawhttp.Answer
+	testkit.WaitFor(t, 20*time.Second, "ACL bootstrap to succeed", func() bool {
 		last = cl.do("POST", c.HTTPAddr(0), "/v1/acl/bootstrap", "")
-		tok.admin, _ = last.body["secret_id"].(string)
-		return last.status == 200 && tok.admin != ""
+		tok.admin, _ = last.Body["secret_id"].(string)
+		return last.Status == 200 && tok.admin != ""
 	})
 	admin := cl.withToken(tok.admin)
 	// A node checks a token against its own copy of the ACL state before it forwards, so
 	// a follower that has not applied the bootstrap yet answers 401 for a moment.
-	waitFor(t, 10*time.Second, "every node to know the management token", func() bool {
-		for i := range c.procs {
-			if a := admin.do("GET", c.HTTPAddr(i), "/v1/acl/token/self", ""); a.status != 200 {
+	testkit.WaitFor(t, 10*time.Second, "every node to know the management token", func() bool {
+		for i := range c.N() {
+			if a := admin.do("GET", c.HTTPAddr(i), "/v1/acl/token/self", ""); a.Status != 200 {
 				return false
 			}
 		}
@@ -362,7 +366,7 @@ func setUpACL(t *testing.T, c *cluster, cl *client) tokens {
 		"netns-other":  `{"rules":[{"prefix":"other/","access":"lock"}]}`,
 	}
 	for name, body := range policies {
-		if a := admin.do("PUT", c.HTTPAddr(1), "/v1/acl/policies/"+name, body); a.status != 200 {
+		if a := admin.do("PUT", c.HTTPAddr(1), "/v1/acl/policies/"+name, body); a.Status != 200 {
 			t.Fatalf("create ACL policy %s: %v", name, a)
 		}
 	}
@@ -371,15 +375,15 @@ func setUpACL(t *testing.T, c *cluster, cl *client) tokens {
 		secret *string
 	}{{"netns-worker", &tok.worker}, {"netns-reader", &tok.reader}, {"netns-other", &tok.other}} {
 		a := admin.do("POST", c.HTTPAddr(2), "/v1/acl/tokens", fmt.Sprintf(`{"description":"netns test","policies":[%q]}`, p.policy))
-		if a.status != 200 {
+		if a.Status != 200 {
 			t.Fatalf("create ACL token for %s: %v", p.policy, a)
 		}
-		*p.secret, _ = a.body["secret_id"].(string)
+		*p.secret, _ = a.Body["secret_id"].(string)
 	}
-	waitFor(t, 10*time.Second, "every node to resolve every token", func() bool {
-		for i := range c.procs {
+	testkit.WaitFor(t, 10*time.Second, "every node to resolve every token", func() bool {
+		for i := range c.N() {
 			for _, s := range []string{tok.admin, tok.worker, tok.reader, tok.other} {
-				if a := cl.withToken(s).do("GET", c.HTTPAddr(i), "/v1/acl/token/self", ""); a.status != 200 {
+				if a := cl.withToken(s).do("GET", c.HTTPAddr(i), "/v1/acl/token/self", ""); a.Status != 200 {
 					return false
 				}
 			}
@@ -402,14 +406,11 @@ func (v view) String() string {
 }
 
 // snapshot reads GET /v1/cluster from every running node.
-func snapshot(t *testing.T, c *cluster, admin *client) view {
+func snapshot(t *testing.T, c *testcluster.Processes, admin *client) view {
 	t.Helper()
 	var v view
-	for i := range c.procs {
-		c.mu.Lock()
-		alive := c.procs[i] != nil
-		c.mu.Unlock()
-		if !alive {
+	for i := range c.N() {
+		if !c.Running(i) {
 			continue
 		}
 		cv, err := admin.view(c.HTTPAddr(i))
@@ -430,18 +431,18 @@ func snapshot(t *testing.T, c *cluster, admin *client) view {
 
 // unmoved reports whether the cluster's leader, every node's term and the membership are
 // what they were in base.
-func unmoved(t *testing.T, c *cluster, admin *client, base view) bool {
+func unmoved(t *testing.T, c *testcluster.Processes, admin *client, base view) bool {
 	t.Helper()
 	now := snapshot(t, c, admin)
 	return now.String() == base.String()
 }
 
 // waitReadyz polls every node's /readyz (which needs no token) until all answer 200.
-func waitReadyz(t *testing.T, c *cluster, cl *client, timeout time.Duration) {
+func waitReadyz(t *testing.T, c *testcluster.Processes, cl *client, timeout time.Duration) {
 	t.Helper()
-	waitFor(t, timeout, "every node's /readyz to answer 200", func() bool {
-		for i := range c.procs {
-			if a := cl.do("GET", c.HTTPAddr(i), "/readyz", ""); a.status != 200 {
+	testkit.WaitFor(t, timeout, "every node's /readyz to answer 200", func() bool {
+		for i := range c.N() {
+			if a := cl.do("GET", c.HTTPAddr(i), "/readyz", ""); a.Status != 200 {
 				return false
 			}
 		}
@@ -450,21 +451,14 @@ func waitReadyz(t *testing.T, c *cluster, cl *client, timeout time.Duration) {
 }
 
 // refusedPeers counts node i's log lines about a refused Raft peer.
-func refusedPeers(c *cluster, i int) int {
+func refusedPeers(c *testcluster.Processes, i int) int {
 	return strings.Count(c.Log(i), "refused raft peer")
 }
 
 // loggedRefusal waits (a few seconds at most) for node i to log a refused Raft peer beyond
 // the before it had: proof that the node, not the attacker, ended the connection.
-func loggedRefusal(c *cluster, i, before int) bool {
-	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) {
-		if refusedPeers(c, i) > before {
-			return true
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	return false
+func loggedRefusal(c *testcluster.Processes, i, before int) bool {
+	return testkit.Poll(5*time.Second, 20*time.Millisecond, func() bool { return refusedPeers(c, i) > before })
 }
 
 // gauge returns the value of an unlabelled Prometheus metric in text, or "".

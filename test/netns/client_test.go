@@ -1,11 +1,9 @@
 package netns_test
 
 import (
-	"bytes"
 	"crypto/tls"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"regexp"
 	"sort"
@@ -13,84 +11,39 @@ import (
 	"testing"
 	"time"
 
-	"github.com/raftlock/raftlock/cluster/clustertest"
+	"github.com/raftlock/raftlock/test/rawhttp"
+	"github.com/raftlock/raftlock/test/testcluster"
+	"github.com/raftlock/raftlock/test/testkit"
 )
 
 // client is what the test sends requests with: an HTTP client (never through a proxy), an
 // optional ACL token, and the set that every lease ID and ACL secret seen in an answer is
 // added to, for the log check at the end.
 type client struct {
-	hc      *http.Client
-	scheme  string
-	token   string
-	secrets *secrets
+	rawhttp.Client
+	scheme string
 }
 
 // newClient returns a client for scheme ("http" or "https"); tlsCfg may be nil.
 func newClient(scheme string, tlsCfg *tls.Config, s *secrets) *client {
 	tr := &http.Transport{Proxy: nil, TLSClientConfig: tlsCfg, DisableKeepAlives: true}
-	return &client{hc: &http.Client{Timeout: 30 * time.Second, Transport: tr}, scheme: scheme, secrets: s}
+	c := &client{Client: rawhttp.Client{HTTP: &http.Client{Timeout: 30 * time.Second, Transport: tr}}, scheme: scheme}
+	if s != nil {
+		c.Seen = func(a rawhttp.Answer) { s.collect(a.Body) }
+	}
+	return c
 }
 
 // withToken returns a copy of c that sends token as its bearer token.
 func (c *client) withToken(token string) *client {
 	cp := *c
-	cp.token = token
+	cp.Token = token
 	return &cp
 }
 
-// answer is one response, decoded.
-type answer struct {
-	status int
-	body   map[string]any
-	raw    string
-	err    error
-}
-
-func (a answer) code() string {
-	if e, ok := a.body["error"].(map[string]any); ok {
-		s, _ := e["code"].(string)
-		return s
-	}
-	return ""
-}
-
-func (a answer) String() string {
-	if a.err != nil {
-		return "error: " + a.err.Error()
-	}
-	return fmt.Sprintf("%d %s", a.status, a.raw)
-}
-
-func (a answer) ok() bool { return a.err == nil && a.status >= 200 && a.status < 300 }
-
 // do sends a request to addr (host:port) and records any lease ID or secret in the answer.
-func (c *client) do(method, addr, path, body string, header ...string) answer {
-	req, err := http.NewRequest(method, c.scheme+"://"+addr+path, bytes.NewBufferString(body))
-	if err != nil {
-		return answer{err: err}
-	}
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if c.token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.token)
-	}
-	for i := 0; i+1 < len(header); i += 2 {
-		req.Header.Set(header[i], header[i+1])
-	}
-	resp, err := c.hc.Do(req)
-	if err != nil {
-		return answer{err: err}
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	a := answer{status: resp.StatusCode, raw: string(bytes.TrimSpace(raw))}
-	_ = json.Unmarshal(raw, &a.body)
-	if c.secrets != nil {
-		c.secrets.collect(a.body)
-	}
-	return a
+func (c *client) do(method, addr, path, body string, header ...string) rawhttp.Answer {
+	return c.Do(method, c.scheme+"://"+addr+path, body, header...)
 }
 
 // secrets collects the lease IDs and ACL secret IDs the cluster handed out.
@@ -158,27 +111,23 @@ func (v clusterView) members() string {
 func (c *client) view(addr string) (clusterView, error) {
 	var v clusterView
 	a := c.do("GET", addr, "/v1/cluster", "")
-	if !a.ok() {
+	if !a.OK() {
 		return v, fmt.Errorf("GET /v1/cluster on %s: %v", addr, a)
 	}
-	return v, json.Unmarshal([]byte(a.raw), &v)
+	return v, json.Unmarshal([]byte(string(a.Raw)), &v)
 }
 
 // waitReady polls every node's /readyz until all answer 200, then returns the index of the
 // node every node names as leader.
-func waitReady(t *testing.T, c *cluster, cl *client, timeout time.Duration) int {
+func waitReady(t *testing.T, c *testcluster.Processes, cl *client, timeout time.Duration) int {
 	t.Helper()
 	leader := -1
-	ok := false
-	deadline := time.Now().Add(timeout)
-	for !ok && time.Now().Before(deadline) {
+	if !testkit.Poll(timeout, 50*time.Millisecond, func() bool {
+		var ok bool
 		ok, leader = readyLeader(c, cl)
-		if !ok {
-			time.Sleep(50 * time.Millisecond)
-		}
-	}
-	if !ok {
-		c.dumpLogs()
+		return ok
+	}) {
+		c.DumpLogs()
 		t.Fatalf("the nodes were not all ready with one leader within %v", timeout)
 	}
 	return leader
@@ -186,16 +135,13 @@ func waitReady(t *testing.T, c *cluster, cl *client, timeout time.Duration) int 
 
 // readyLeader reports whether every running node answers /readyz 200 and names the same
 // leader, and which node that is.
-func readyLeader(c *cluster, cl *client) (bool, int) {
+func readyLeader(c *testcluster.Processes, cl *client) (bool, int) {
 	leader := ""
-	for i := range c.procs {
-		c.mu.Lock()
-		alive := c.procs[i] != nil
-		c.mu.Unlock()
-		if !alive {
+	for i := range c.N() {
+		if !c.Running(i) {
 			continue
 		}
-		if a := cl.do("GET", c.HTTPAddr(i), "/readyz", ""); a.status != 200 {
+		if a := cl.do("GET", c.HTTPAddr(i), "/readyz", ""); a.Status != 200 {
 			return false, -1
 		}
 		v, err := cl.view(c.HTTPAddr(i))
@@ -204,16 +150,10 @@ func readyLeader(c *cluster, cl *client) (bool, int) {
 		}
 		leader = v.LeaderID
 	}
-	for i := range c.procs {
-		if c.id(i) == leader {
+	for i := range c.N() {
+		if c.ID(i) == leader {
 			return true, i
 		}
 	}
 	return false, -1
-}
-
-// waitFor polls cond with a deadline.
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	clustertest.WaitFor(t, timeout, what, cond)
 }

@@ -9,11 +9,14 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/raftlock/raftlock/test/testcluster"
+	"github.com/raftlock/raftlock/test/testkit"
 )
 
 // Three "hosts", each a network namespace with its own address, run one node each bound
-// to 0.0.0.0 with --http-advertise and --raft-advertise naming the host's address (issue
-// 11). Every node becomes ready, and a write sent to each node succeeds: the followers
+// to 0.0.0.0 with --http-advertise and --raft-advertise naming the host's address.
+// Every node becomes ready, and a write sent to each node succeeds: the followers
 // forward to the leader's advertised HTTP address across the bridge, which 0.0.0.0 could
 // never have named. A node started on 0.0.0.0 without --http-advertise refuses to start
 // and says which flag is missing.
@@ -28,9 +31,9 @@ func TestNetns_ThreeHostsBoundToAnyAddress(t *testing.T) {
 	// the check were missing.
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	cmd := nw.command(ctx, 0, c.bin, "serve", "--id", "n1", "--http-addr", "0.0.0.0:"+httpPort,
+	cmd := nw.command(ctx, 0, testcluster.Binary(t), "serve", "--id", "n1", "--http-addr", "0.0.0.0:"+httpPort,
 		"--raft-addr", "0.0.0.0:"+raftPort, "--raft-advertise", c.RaftAddr(0),
-		"--data-dir", filepath.Join(t.TempDir(), "n1"), "--bootstrap", c.boot)
+		"--data-dir", filepath.Join(t.TempDir(), "n1"), "--bootstrap", c.Bootstrap())
 	cmd.Env = nodeEnv()
 	out, err := cmd.CombinedOutput()
 	var exit *exec.ExitError
@@ -42,7 +45,7 @@ func TestNetns_ThreeHostsBoundToAnyAddress(t *testing.T) {
 	}
 	t.Logf("serve on 0.0.0.0 without --http-advertise: exit %d: %s", exit.ExitCode(), strings.TrimSpace(string(out)))
 
-	c.startAll()
+	c.StartAll()
 	sec := newSecrets()
 	cl := newClient("http", nil, sec)
 	leader := waitReady(t, c, cl, 30*time.Second)
@@ -54,7 +57,7 @@ func TestNetns_ThreeHostsBoundToAnyAddress(t *testing.T) {
 		want = append(want, fmt.Sprintf("n%d@%s/%s/voter=true", i+1, c.RaftAddr(i), c.HTTPAddr(i)))
 	}
 	var members string
-	waitFor(t, 15*time.Second, "every node's advertised addresses in the membership", func() bool {
+	testkit.WaitFor(t, 15*time.Second, "every node's advertised addresses in the membership", func() bool {
 		v, err := cl.view(c.HTTPAddr(leader))
 		members = v.members()
 		return err == nil && members == fmt.Sprint(want)
@@ -66,20 +69,20 @@ func TestNetns_ThreeHostsBoundToAnyAddress(t *testing.T) {
 	writes := 0
 	for i := 0; i < n; i++ {
 		lease := cl.do("POST", c.HTTPAddr(i), "/v1/leases", `{"ttl_ms":30000}`)
-		if lease.status != 201 {
-			c.dumpLogs()
+		if lease.Status != 201 {
+			c.DumpLogs()
 			t.Fatalf("create a lease through n%d (leader n%d): %v", i+1, leader+1, lease)
 		}
-		id := lease.body["lease_id"].(string)
+		id := lease.Body["lease_id"].(string)
 		grant := cl.do("PUT", c.HTTPAddr(i), fmt.Sprintf("/v1/locks/hosts/n%d", i+1), fmt.Sprintf(`{"lease_id":%q,"owner":"via-n%d"}`, id, i+1))
-		if grant.status != 200 {
-			c.dumpLogs()
+		if grant.Status != 200 {
+			c.DumpLogs()
 			t.Fatalf("acquire through n%d (leader n%d): %v", i+1, leader+1, grant)
 		}
 		// A follower's read is forwarded too; the answer comes from the leader.
 		st := cl.do("GET", c.HTTPAddr((i+1)%n), fmt.Sprintf("/v1/locks/hosts/n%d", i+1), "")
-		if st.status != 200 || st.body["token"] != grant.body["token"] || st.body["owner"] != fmt.Sprintf("via-n%d", i+1) {
-			t.Fatalf("status through n%d after acquiring through n%d: %v, want token %v", (i+1)%n+1, i+1, st, grant.body["token"])
+		if st.Status != 200 || st.Body["token"] != grant.Body["token"] || st.Body["owner"] != fmt.Sprintf("via-n%d", i+1) {
+			t.Fatalf("status through n%d after acquiring through n%d: %v, want token %v", (i+1)%n+1, i+1, st, grant.Body["token"])
 		}
 		writes += 2
 	}
@@ -100,10 +103,10 @@ func TestNetns_ThreeHostsBoundToAnyAddress(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tr.Close()
-	if err := sendTimeoutNow(tr, c.id(f), c.RaftAddr(f)); err != nil {
+	if err := sendTimeoutNow(tr, c.ID(f), c.RaftAddr(f)); err != nil {
 		t.Fatalf("negative control: TimeoutNow over plaintext to n%d without TLS failed: %v", f+1, err)
 	}
-	waitFor(t, 10*time.Second, "n"+fmt.Sprint(f+1)+"'s term to move after a stranger's TimeoutNow (no TLS)", func() bool {
+	testkit.WaitFor(t, 10*time.Second, "n"+fmt.Sprint(f+1)+"'s term to move after a stranger's TimeoutNow (no TLS)", func() bool {
 		v, err := cl.view(c.HTTPAddr(f))
 		return err == nil && v.Term > before.Term
 	})
@@ -114,9 +117,9 @@ func TestNetns_ThreeHostsBoundToAnyAddress(t *testing.T) {
 
 // checkLogs fails the test if any node's log (stdout and stderr) contains one of the lease
 // IDs or ACL secrets: both are bearer secrets.
-func checkLogs(t *testing.T, c *cluster, leases, aclKeys []string) {
+func checkLogs(t *testing.T, c *testcluster.Processes, leases, aclKeys []string) {
 	t.Helper()
-	for i := range c.procs {
+	for i := range c.N() {
 		log := c.Log(i)
 		if log == "" {
 			t.Errorf("n%d's log is empty; the check would prove nothing", i+1)

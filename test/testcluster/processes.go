@@ -1,8 +1,8 @@
 package testcluster
 
 import (
+	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -14,7 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/raftlock/raftlock/cluster/clustertest"
+	"github.com/raftlock/raftlock/test/rawhttp"
+	"github.com/raftlock/raftlock/test/testkit"
 )
 
 var (
@@ -77,102 +78,117 @@ func BuildBinary(t testing.TB, flags ...string) string {
 	return out
 }
 
-// Processes is a cluster of `raftlock serve` processes.
+// Errors of the process methods that return them rather than fail the test.
+var (
+	// ErrNotRunning: the node has no process (never started, killed, or exited).
+	ErrNotRunning = errors.New("testcluster: node not running")
+	// ErrSlowExit: the node did not exit within the wait after the signal; it was then
+	// sent SIGKILL.
+	ErrSlowExit = errors.New("testcluster: node did not exit in time")
+)
+
+// Addrs are one node's addresses: the ones it listens on and, when set, the ones it
+// advertises to its peers and clients instead.
+type Addrs struct {
+	HTTP, Raft                   string // --http-addr, --raft-addr
+	HTTPAdvertise, RaftAdvertise string // --http-advertise, --raft-advertise; "" passes no flag
+}
+
+// Options shape a cluster of processes before it starts. The zero value is nodes on
+// loopback ports from testkit, running Binary(t), with their data under t.TempDir().
+type Options struct {
+	// Host replaces the host of every picked address ("[::1]" for IPv6 loopback).
+	Host string
+	// Addrs, when set, adjusts node i's addresses, which start as picked loopback ports:
+	// a proxy's address to advertise, or fixed addresses inside a network namespace.
+	Addrs func(i int, a *Addrs) error
+	// Binary is the raftlock binary every node runs; "" is Binary(t).
+	Binary string
+	// Dir holds the nodes' data directories and logs; "" is t.TempDir().
+	Dir string
+	// Env, when non-nil, is every node's whole environment; nil inherits the test's.
+	Env []string
+	// Exec, when set, makes the command that runs node i's argv (inside a network
+	// namespace, say); nil runs argv directly.
+	Exec func(i int, argv []string) *exec.Cmd
+	// KillWithTest has the kernel send every node SIGKILL should the test process die
+	// (Linux): for nodes that no cleanup would reach after a -timeout panic.
+	KillWithTest bool
+	// Extra are serve flags for every node.
+	Extra []string
+}
+
+// Processes is a cluster of `raftlock serve` processes: the one fixture that starts
+// server processes. Its methods that fail the test serve ordinary tests; the ones that
+// return errors (TryStart, Stop, Signal) serve harnesses that record a failure and go on.
 type Processes struct {
 	t     testing.TB
+	opts  Options
 	bin   string
 	dir   string
 	ids   []string
-	http  []string
-	raft  []string
+	addrs []Addrs
 	boot  string
-	mu    sync.Mutex
-	procs []*exec.Cmd
-	Extra []string // extra serve flags for every node
+	// Extra are extra serve flags for every node.
+	Extra []string
 	// NodeArgs, when set, returns extra serve flags for node i (its own certificate).
 	NodeArgs func(i int) []string
 	// Scheme is "http://" (the default) or "https://".
 	Scheme string
 	// Client talks to the nodes (the default: a plain client with a 2 s timeout).
 	Client *http.Client
-	bins   map[int]string // per-node binary overrides (upgrades)
+
+	mu    sync.Mutex
+	procs []*proc
+	bins  map[int]string // per-node binary overrides (upgrades)
 }
 
-// SetBinary makes node i's next Start run bin (a rolling upgrade).
-func (p *Processes) SetBinary(i int, bin string) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.bins == nil {
-		p.bins = map[int]string{}
-	}
-	p.bins[i] = bin
-}
-
-// Terminate stops node i gracefully with SIGTERM (a leader hands leadership over first)
-// and waits up to 30 s for it to exit.
-func (p *Processes) Terminate(i int) {
-	p.t.Helper()
-	p.mu.Lock()
-	cmd := p.procs[i]
-	p.procs[i] = nil
-	p.mu.Unlock()
-	if cmd == nil || cmd.Process == nil {
-		return
-	}
-	_ = cmd.Process.Signal(syscall.SIGTERM)
-	clustertest.WaitFor(p.t, 30*time.Second, p.ids[i]+" to exit after SIGTERM", func() bool {
-		return cmd.Process.Signal(syscall.Signal(0)) != nil
-	})
+// proc is a node's running process; exited closes once it has been reaped.
+type proc struct {
+	cmd    *exec.Cmd
+	exited chan struct{}
+	paused bool
 }
 
 // NewProcesses prepares n nodes (IDs, ports, data directories) without starting them, so
 // that a test can set NodeArgs, Scheme and Client first; StartAll then starts them.
 func NewProcesses(t testing.TB, n int, extra ...string) *Processes {
 	t.Helper()
-	return NewProcessesOn(t, n, "127.0.0.1", extra...)
+	return NewProcessesWith(t, n, Options{Extra: extra})
 }
 
-// NewProcessesOn is NewProcesses with every address on host ("[::1]" for IPv6).
-func NewProcessesOn(t testing.TB, n int, host string, extra ...string) *Processes {
+// NewProcessesWith is NewProcesses shaped by o.
+func NewProcessesWith(t testing.TB, n int, o Options) *Processes {
 	t.Helper()
-	p := &Processes{t: t, bin: Binary(t), dir: t.TempDir(), Extra: extra}
-	onHost := func(addr string) string { return host + addr[strings.LastIndexByte(addr, ':'):] }
+	p := &Processes{t: t, opts: o, bin: o.Binary, dir: o.Dir, Extra: o.Extra, procs: make([]*proc, n)}
+	if p.bin == "" {
+		p.bin = Binary(t)
+	}
+	if p.dir == "" {
+		p.dir = t.TempDir()
+	}
+	onHost := func(addr string) string {
+		if o.Host == "" {
+			return addr
+		}
+		return o.Host + addr[strings.LastIndexByte(addr, ':'):]
+	}
 	var boot []string
 	for i := 0; i < n; i++ {
 		id := fmt.Sprintf("n%d", i+1)
+		a := Addrs{HTTP: onHost(testkit.FreePort(t)), Raft: onHost(testkit.FreePort(t))}
+		if o.Addrs != nil {
+			if err := o.Addrs(i, &a); err != nil {
+				t.Fatalf("addresses of %s: %v", id, err)
+			}
+		}
 		p.ids = append(p.ids, id)
-		p.http = append(p.http, onHost(clustertest.FreePort(t)))
-		p.raft = append(p.raft, onHost(clustertest.FreePort(t)))
-		boot = append(boot, id+"="+p.raft[i])
+		p.addrs = append(p.addrs, a)
+		boot = append(boot, id+"="+p.RaftAddr(i))
 	}
 	p.boot = strings.Join(boot, ",")
-	p.procs = make([]*exec.Cmd, n)
 	t.Cleanup(p.KillAll)
 	return p
-}
-
-// StartAll starts every node prepared by NewProcesses.
-func (p *Processes) StartAll() {
-	p.t.Helper()
-	for i := range p.ids {
-		p.Start(i)
-	}
-}
-
-// Dir returns the folder that holds the nodes' data directories and logs.
-func (p *Processes) Dir() string { return p.dir }
-
-// HTTPAddr and RaftAddr return node i's listen addresses.
-func (p *Processes) HTTPAddr(i int) string { return p.http[i] }
-
-// RaftAddr returns node i's Raft address.
-func (p *Processes) RaftAddr(i int) string { return p.raft[i] }
-
-func (p *Processes) client() *http.Client {
-	if p.Client != nil {
-		return p.Client
-	}
-	return &http.Client{Timeout: 2 * time.Second}
 }
 
 // StartProcesses starts n server processes and waits for a leader that every node knows.
@@ -192,136 +208,337 @@ func StartProcessesNoWait(t testing.TB, n int, extra ...string) *Processes {
 	return p
 }
 
-// Start starts (or restarts) node i's process.
+// N returns the number of nodes.
+func (p *Processes) N() int { return len(p.ids) }
+
+// ID returns node i's server ID.
+func (p *Processes) ID(i int) string { return p.ids[i] }
+
+// Addrs returns node i's addresses.
+func (p *Processes) Addrs(i int) Addrs { return p.addrs[i] }
+
+// HTTPAddr returns the address clients reach node i at: the one it advertises, if any,
+// else the one it listens on.
+func (p *Processes) HTTPAddr(i int) string {
+	if a := p.addrs[i].HTTPAdvertise; a != "" {
+		return a
+	}
+	return p.addrs[i].HTTP
+}
+
+// RaftAddr returns the Raft address node i's peers know it by (as HTTPAddr).
+func (p *Processes) RaftAddr(i int) string {
+	if a := p.addrs[i].RaftAdvertise; a != "" {
+		return a
+	}
+	return p.addrs[i].Raft
+}
+
+// Bootstrap returns the --bootstrap list every node is started with.
+func (p *Processes) Bootstrap() string { return p.boot }
+
+// Dir returns the folder that holds the nodes' data directories and logs.
+func (p *Processes) Dir() string { return p.dir }
+
+// DataDir returns node i's data directory, for tests that wipe or restore it while the
+// node is stopped.
+func (p *Processes) DataDir(i int) string { return filepath.Join(p.dir, p.ids[i]) }
+
+// LogPath returns node i's log file (its stdout and stderr, across restarts).
+func (p *Processes) LogPath(i int) string { return filepath.Join(p.dir, p.ids[i]+".log") }
+
+// Log returns node i's log so far, for failure messages.
+func (p *Processes) Log(i int) string {
+	b, _ := os.ReadFile(p.LogPath(i))
+	return string(b)
+}
+
+// DumpLogs writes every node's log to the test's output, for a failure.
+func (p *Processes) DumpLogs() {
+	for i := range p.ids {
+		p.t.Logf("log of %s:\n%s", p.ids[i], p.Log(i))
+	}
+}
+
+// SetBinary makes node i's next Start run bin (a rolling upgrade).
+func (p *Processes) SetBinary(i int, bin string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.bins == nil {
+		p.bins = map[int]string{}
+	}
+	p.bins[i] = bin
+}
+
+// StartAll starts every node prepared by NewProcesses.
+func (p *Processes) StartAll() {
+	p.t.Helper()
+	for i := range p.ids {
+		p.Start(i)
+	}
+}
+
+// Start starts (or restarts) node i's process; a node that runs is left alone.
 func (p *Processes) Start(i int) {
 	p.t.Helper()
-	logf, err := os.OpenFile(filepath.Join(p.dir, p.ids[i]+".log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
-	if err != nil {
+	if _, err := p.launch(i); err != nil {
 		p.t.Fatal(err)
 	}
-	args := append([]string{"serve", "--id", p.ids[i], "--http-addr", p.http[i], "--raft-addr", p.raft[i],
-		"--data-dir", filepath.Join(p.dir, p.ids[i]), "--bootstrap", p.boot}, p.Extra...)
-	if p.NodeArgs != nil {
-		args = append(args, p.NodeArgs(i)...)
+}
+
+// TryStart starts node i (a no-op if it runs) and returns an error instead of failing the
+// test. A node that exits within 150 ms failed to start: a restart after SIGKILL may find
+// its port briefly held by a lingering socket, so TryStart tries up to five times.
+func (p *Processes) TryStart(i int) error {
+	var err error
+	for attempt := 0; attempt < 5; attempt++ {
+		var pr *proc
+		if pr, err = p.launch(i); err == nil {
+			if pr == nil {
+				return nil // already running
+			}
+			select {
+			case <-pr.exited:
+				p.mu.Lock()
+				if p.procs[i] == pr {
+					p.procs[i] = nil
+				}
+				p.mu.Unlock()
+				err = fmt.Errorf("testcluster: %s exited at start; log tail:\n%s", p.ids[i], tail(p.Log(i), 800))
+			case <-time.After(150 * time.Millisecond):
+				return nil
+			}
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
+	return err
+}
+
+// launch starts node i's process and returns it, or nil when the node already runs.
+func (p *Processes) launch(i int) (*proc, error) {
 	p.mu.Lock()
+	running := p.procs[i] != nil
 	bin := p.bin
 	if b, ok := p.bins[i]; ok {
 		bin = b
 	}
 	p.mu.Unlock()
-	cmd := exec.Command(bin, args...)
+	if running {
+		return nil, nil
+	}
+	logf, err := os.OpenFile(p.LogPath(i), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	a := p.addrs[i]
+	argv := []string{bin, "serve", "--id", p.ids[i], "--http-addr", a.HTTP, "--raft-addr", a.Raft}
+	if a.HTTPAdvertise != "" {
+		argv = append(argv, "--http-advertise", a.HTTPAdvertise)
+	}
+	if a.RaftAdvertise != "" {
+		argv = append(argv, "--raft-advertise", a.RaftAdvertise)
+	}
+	argv = append(append(argv, "--data-dir", p.DataDir(i), "--bootstrap", p.boot), p.Extra...)
+	if p.NodeArgs != nil {
+		argv = append(argv, p.NodeArgs(i)...)
+	}
+	var cmd *exec.Cmd
+	if p.opts.Exec != nil {
+		cmd = p.opts.Exec(i, argv)
+	} else {
+		cmd = exec.Command(argv[0], argv[1:]...)
+	}
+	if p.opts.Env != nil {
+		cmd.Env = p.opts.Env
+	}
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if p.opts.KillWithTest {
+		killWithParent(cmd.SysProcAttr)
+	}
 	if err := cmd.Start(); err != nil {
-		p.t.Fatalf("starting %s: %v", p.ids[i], err)
+		logf.Close()
+		return nil, fmt.Errorf("testcluster: starting %s: %w", p.ids[i], err)
 	}
-	go func() { cmd.Wait(); logf.Close() }()
+	pr := &proc{cmd: cmd, exited: make(chan struct{})}
+	go func() { _ = cmd.Wait(); logf.Close(); close(pr.exited) }()
+	// Registered at once, so that a proxy in front of the node can tell its connections
+	// by process ID from the first one.
 	p.mu.Lock()
-	p.procs[i] = cmd
+	p.procs[i] = pr
 	p.mu.Unlock()
+	return pr, nil
 }
 
-// Log returns node i's log so far, for failure messages.
-func (p *Processes) Log(i int) string {
-	b, _ := os.ReadFile(filepath.Join(p.dir, p.ids[i]+".log"))
-	return string(b)
-}
-
-// Signal sends sig to node i's process.
-func (p *Processes) Signal(i int, sig syscall.Signal) {
-	p.mu.Lock()
-	cmd := p.procs[i]
-	p.mu.Unlock()
-	if cmd != nil && cmd.Process != nil {
-		_ = cmd.Process.Signal(sig)
+func tail(s string, n int) string {
+	if len(s) > n {
+		return s[len(s)-n:]
 	}
+	return s
 }
 
-// Kill kills node i with SIGKILL and waits until it is gone.
-func (p *Processes) Kill(i int) {
+// Running reports whether node i's process runs (possibly stopped by SIGSTOP).
+func (p *Processes) Running(i int) bool {
 	p.mu.Lock()
-	cmd := p.procs[i]
+	defer p.mu.Unlock()
+	return p.procs[i] != nil
+}
+
+// Paused reports whether node i is stopped by SIGSTOP.
+func (p *Processes) Paused(i int) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.procs[i] != nil && p.procs[i].paused
+}
+
+// Pids maps the process ID of every running node to its index.
+func (p *Processes) Pids() map[int]int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := map[int]int{}
+	for i, pr := range p.procs {
+		if pr != nil {
+			out[pr.cmd.Process.Pid] = i
+		}
+	}
+	return out
+}
+
+// Signal sends sig to node i's process; SIGSTOP and SIGCONT are recorded (Paused) once
+// sent.
+func (p *Processes) Signal(i int, sig syscall.Signal) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	pr := p.procs[i]
+	if pr == nil {
+		return fmt.Errorf("%s to %s: %w", sig, p.ids[i], ErrNotRunning)
+	}
+	if err := pr.cmd.Process.Signal(sig); err != nil {
+		return fmt.Errorf("testcluster: %s to %s: %w", sig, p.ids[i], err)
+	}
+	switch sig {
+	case syscall.SIGSTOP:
+		pr.paused = true
+	case syscall.SIGCONT:
+		pr.paused = false
+	}
+	return nil
+}
+
+// Stop sends node i SIGCONT (a paused node could not act on sig) and then sig, and waits
+// up to wait for it to exit. A node still running then gets SIGKILL, and Stop returns
+// ErrSlowExit once it has exited (or after 10 s more).
+func (p *Processes) Stop(i int, sig syscall.Signal, wait time.Duration) error {
+	p.mu.Lock()
+	pr := p.procs[i]
 	p.procs[i] = nil
 	p.mu.Unlock()
-	if cmd != nil && cmd.Process != nil {
-		_ = cmd.Process.Signal(syscall.SIGCONT)
-		_ = cmd.Process.Kill()
-		clustertest.WaitFor(p.t, 10*time.Second, p.ids[i]+" to exit", func() bool {
-			return cmd.Process.Signal(syscall.Signal(0)) != nil
-		})
+	if pr == nil {
+		return fmt.Errorf("%s to %s: %w", sig, p.ids[i], ErrNotRunning)
+	}
+	_ = pr.cmd.Process.Signal(syscall.SIGCONT)
+	if err := pr.cmd.Process.Signal(sig); err != nil {
+		_ = pr.cmd.Process.Kill()
+		<-pr.exited
+		return fmt.Errorf("testcluster: %s to %s: %w", sig, p.ids[i], err)
+	}
+	select {
+	case <-pr.exited:
+		return nil
+	case <-time.After(wait):
+	}
+	_ = pr.cmd.Process.Kill()
+	select {
+	case <-pr.exited:
+	case <-time.After(10 * time.Second):
+	}
+	return fmt.Errorf("%s (pid %d) after %s and %v: %w", p.ids[i], pr.cmd.Process.Pid, sig, wait, ErrSlowExit)
+}
+
+// Terminate stops node i gracefully with SIGTERM (a leader hands leadership over first)
+// and fails the test unless it exits within 30 s.
+func (p *Processes) Terminate(i int) {
+	p.t.Helper()
+	if err := p.Stop(i, syscall.SIGTERM, 30*time.Second); !gone(err) {
+		p.t.Fatal(err)
 	}
 }
 
-// KillAll kills every node.
+// Kill kills node i with SIGKILL and waits until it is gone (10 s at most, or the test
+// fails).
+func (p *Processes) Kill(i int) {
+	p.t.Helper()
+	if err := p.Stop(i, syscall.SIGKILL, 10*time.Second); !gone(err) {
+		p.t.Fatal(err)
+	}
+}
+
+// KillAll kills every node; it runs as the test's cleanup, and goes on past a node that
+// will not exit.
 func (p *Processes) KillAll() {
 	for i := range p.procs {
-		p.Kill(i)
+		if err := p.Stop(i, syscall.SIGKILL, 10*time.Second); !gone(err) {
+			p.t.Error(err)
+		}
 	}
+}
+
+// gone reports whether Stop's err leaves the node without a process, as Kill and
+// Terminate want it: stopped, never started, or exited already by itself.
+func gone(err error) bool {
+	return err == nil || errors.Is(err, ErrNotRunning) || errors.Is(err, os.ErrProcessDone)
 }
 
 // URL returns node i's base URL.
 func (p *Processes) URL(i int) string {
 	if p.Scheme != "" {
-		return p.Scheme + p.http[i]
+		return p.Scheme + p.HTTPAddr(i)
 	}
-	return "http://" + p.http[i]
+	return "http://" + p.HTTPAddr(i)
 }
 
 // Endpoints returns every node's base URL.
 func (p *Processes) Endpoints() []string {
 	var out []string
-	for i := range p.http {
+	for i := range p.ids {
 		out = append(out, p.URL(i))
 	}
 	return out
 }
 
+func (p *Processes) client() *http.Client {
+	if p.Client != nil {
+		return p.Client
+	}
+	return &http.Client{Timeout: 2 * time.Second}
+}
+
 // LeaderIndex asks the running nodes who leads and returns its index, or -1. It needs a
-// majority of answering nodes to agree, and the leader to be ready.
+// node that names itself the leader, and a linearizable read on it to succeed.
 func (p *Processes) LeaderIndex() int {
 	for i := range p.ids {
-		p.mu.Lock()
-		alive := p.procs[i] != nil
-		p.mu.Unlock()
-		if !alive {
+		if !p.Running(i) {
 			continue
 		}
-		info, err := ClusterInfoWith(p.client(), p.URL(i))
-		if err != nil || info.LeaderID == "" {
+		info, err := rawhttp.ClusterInfo(p.client(), p.URL(i))
+		if err != nil || info.LeaderID != p.ids[i] {
 			continue
 		}
-		for j, id := range p.ids {
-			if id == info.LeaderID && j == i {
-				if resp, err := p.client().Get(p.URL(i) + "/v1/locks?prefix=%00"); err == nil {
-					resp.Body.Close()
-					if resp.StatusCode == http.StatusOK {
-						return i
-					}
-				}
-			}
+		if a := (rawhttp.Client{HTTP: p.client()}).Do(http.MethodGet, p.URL(i)+"/v1/locks?prefix=%00", ""); a.Status == http.StatusOK {
+			return i
 		}
 	}
 	return -1
 }
 
-// WaitLeader waits until a ready leader answers a linearizable read, and returns it.
+// WaitLeader waits until a ready leader answers a linearizable read, and returns it; on
+// a timeout it fails the test with every node's log.
 func (p *Processes) WaitLeader(timeout time.Duration) int {
 	p.t.Helper()
 	idx := -1
-	deadline := time.Now().Add(timeout)
-	for idx = p.LeaderIndex(); idx < 0; idx = p.LeaderIndex() {
-		if time.Now().After(deadline) {
-			for i := range p.ids {
-				p.t.Logf("log of %s:\n%s", p.ids[i], p.Log(i))
-			}
-			p.t.Fatalf("no ready leader after %v", timeout)
-		}
-		time.Sleep(20 * time.Millisecond)
+	if !testkit.Poll(timeout, 20*time.Millisecond, func() bool { idx = p.LeaderIndex(); return idx >= 0 }) {
+		p.DumpLogs()
+		p.t.Fatalf("no ready leader after %v", timeout)
 	}
 	return idx
 }
-
-// ListenLoopback opens a loopback listener on a port below Linux's ephemeral range, for
-// harnesses that return errors rather than failing a test (clustertest.ListenLoopback).
-func ListenLoopback() (net.Listener, error) { return clustertest.ListenLoopback() }

@@ -2,24 +2,24 @@
 //
 //   - StartInProcess: n nodes in the test process (real raft, BoltDB, TCP and HTTP on
 //     loopback), for fast API and client tests;
-//   - StartProcesses: n separate `raftlock serve` processes built from this module, for
-//     tests that kill -9 or SIGSTOP a server.
+//   - StartProcesses, NewProcessesWith: n separate `raftlock serve` processes built from
+//     this module, for tests that kill -9 or SIGSTOP a server, run nodes in network
+//     namespaces or behind fault-injecting proxies. Every test that starts server
+//     processes starts them through Processes.
 //
 // Both wait on conditions with deadlines, never on fixed sleeps.
 package testcluster
 
 import (
-	"encoding/json"
 	"fmt"
 	"net"
-	"net/http"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/raftlock/raftlock/api"
 	"github.com/raftlock/raftlock/cluster"
 	"github.com/raftlock/raftlock/cluster/clustertest"
+	"github.com/raftlock/raftlock/test/testkit"
 	"github.com/raftlock/raftlock/transport"
 )
 
@@ -49,7 +49,7 @@ func StartInProcessWith(t testing.TB, n int, tune func(i int, c *cluster.Config)
 	// cluster elects a leader.
 	listeners := make([]net.Listener, n)
 	for i := 0; i < n; i++ {
-		listeners[i] = clustertest.Listen(t)
+		listeners[i] = testkit.Listen(t)
 		ip.addrs = append(ip.addrs, listeners[i].Addr().String())
 	}
 	ip.servers = make([]*transport.Server, n)
@@ -82,7 +82,7 @@ func (ip *InProcess) serve(i int, l net.Listener) {
 		ip.t.Fatal(err)
 	}
 	if l == nil {
-		clustertest.WaitFor(ip.t, 10*time.Second, "HTTP port "+ip.addrs[i], func() bool {
+		testkit.WaitFor(ip.t, 10*time.Second, "HTTP port "+ip.addrs[i], func() bool {
 			l, err = net.Listen("tcp", ip.addrs[i])
 			return err == nil
 		})
@@ -141,41 +141,4 @@ func (ip *InProcess) WaitForwarding() {
 		}
 		return ip.LeaderIndex() >= 0
 	})
-}
-
-// ClusterInfo fetches GET /v1/cluster from base.
-func ClusterInfo(base string) (api.Cluster, error) {
-	return ClusterInfoWith(&http.Client{Timeout: 2 * time.Second}, base)
-}
-
-// ClusterInfoWith fetches GET /v1/cluster from base with client c.
-func ClusterInfoWith(c *http.Client, base string) (api.Cluster, error) {
-	var out api.Cluster
-	resp, err := c.Get(base + "/v1/cluster")
-	if err != nil {
-		return out, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return out, fmt.Errorf("GET %s/v1/cluster: %s", base, resp.Status)
-	}
-	return out, json.NewDecoder(resp.Body).Decode(&out)
-}
-
-// WaitStatus polls GET /v1/locks/{name} on base until cond holds (10 s at most).
-func WaitStatus(t testing.TB, base, name string, cond func(api.LockStatus) bool) api.LockStatus {
-	t.Helper()
-	var last api.LockStatus
-	clustertest.WaitFor(t, 10*time.Second, "status of lock "+name, func() bool {
-		resp, err := http.Get(base + "/v1/locks/" + name)
-		if err != nil {
-			return false
-		}
-		defer resp.Body.Close()
-		if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&last) != nil {
-			return false
-		}
-		return cond(last)
-	})
-	return last
 }

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/raftlock/raftlock/test/testkit"
 	"github.com/raftlock/raftlock/test/verify/checker"
 	"github.com/raftlock/raftlock/test/verify/harness"
 	"github.com/raftlock/raftlock/test/verify/nemesis"
@@ -38,7 +39,7 @@ type campaignConfig struct {
 
 	LinWorkers, LinLocks   int
 	BankWorkers, BankLocks int
-	// Workers and names of the other primitives (issue 14), each checked with its own
+	// Workers and names of the other primitives, each checked with its own
 	// porcupine model: shared locks (RW), semaphores of SemLimit permits (Sem), elections.
 	RWWorkers, RWLocks      int
 	SemWorkers, Semaphores  int
@@ -640,16 +641,12 @@ func (c *campaign) countPrims(ops []checker.Op) {
 func (c *campaign) waitPrimitives() {
 	cli := workload.NewClient(c.cl.Endpoints(), c.ledger.URL, workload.NewRecorder(c.clock), "setup", 0, c.cfg.Seed)
 	defer cli.Close()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	var op workload.Op
+	if !testkit.Poll(30*time.Second, 50*time.Millisecond, func() bool {
 		// A permit of a semaphore no round uses, on an implicit lease that expires at once.
-		op := cli.AcquirePermit(context.Background(), "verify/ready", "", "setup", 1)
-		if op.Outcome == workload.OK || op.Outcome == workload.SemaphoreFull {
-			return
-		}
-		if time.Now().After(deadline) {
-			c.t.Fatalf("the cluster does not serve semaphores 30 s after it started: %s %s", op.Outcome, op.Err)
-		}
-		time.Sleep(50 * time.Millisecond)
+		op = cli.AcquirePermit(context.Background(), "verify/ready", "", "setup", 1)
+		return op.Outcome == workload.OK || op.Outcome == workload.SemaphoreFull
+	}) {
+		c.t.Fatalf("the cluster does not serve semaphores 30 s after it started: %s %s", op.Outcome, op.Err)
 	}
 }

@@ -2,21 +2,16 @@ package harness
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/raftlock/raftlock/api"
+	"github.com/raftlock/raftlock/test/rawhttp"
 	"github.com/raftlock/raftlock/test/testcluster"
 )
 
@@ -40,34 +35,17 @@ type ClusterConfig struct {
 	Dir string
 }
 
-// Cluster is a set of `raftlock serve` processes. Node indexes are 0-based; IDs are n1...
+// Cluster is a set of `raftlock serve` processes (a testcluster.Processes) seen as the
+// nemesis sees it: methods that return errors, a leader that unpaused nodes agree on, and
+// membership changes. Node indexes are 0-based; IDs are n1...
 type Cluster struct {
-	t   testing.TB
+	p   *testcluster.Processes
 	cfg ClusterConfig
-	bin string
 
 	IDs       []string
 	HTTPAddrs []string
 	RaftBind  []string
 	RaftAddrs []string // advertised
-
-	mu    sync.Mutex
-	procs []*exec.Cmd
-	exits []chan struct{}
-	pause []bool
-}
-
-// FreePort returns a loopback address whose port was free a moment ago. The port lies
-// below Linux's ephemeral range (see clustertest.FreePort): a port from "127.0.0.1:0" can be
-// taken, before the node binds it, by the local end of an outgoing connection of any test
-// running beside this one, which is how CI once failed with "address already in use".
-func FreePort() (string, error) {
-	l, err := testcluster.ListenLoopback()
-	if err != nil {
-		return "", err
-	}
-	defer l.Close()
-	return l.Addr().String(), nil
 }
 
 // NewCluster prepares the addresses and advertised addresses of cfg.N nodes and starts
@@ -77,37 +55,29 @@ func NewCluster(t testing.TB, cfg ClusterConfig) (*Cluster, error) {
 	if cfg.ElectionTimeout == 0 {
 		cfg.ElectionTimeout = 500 * time.Millisecond
 	}
-	if cfg.Dir == "" {
-		cfg.Dir = t.TempDir()
-	}
-	c := &Cluster{t: t, cfg: cfg, bin: cfg.Binary}
-	if c.bin == "" {
-		c.bin = testcluster.Binary(t)
-	}
-	for i := 0; i < cfg.N; i++ {
-		h, err := FreePort()
-		if err != nil {
-			return nil, err
-		}
-		r, err := FreePort()
-		if err != nil {
-			return nil, err
-		}
-		adv := r
-		if cfg.Advertise != nil {
-			if adv, err = cfg.Advertise(i, r); err != nil {
-				return nil, err
+	c := &Cluster{cfg: cfg}
+	c.p = testcluster.NewProcessesWith(t, cfg.N, testcluster.Options{
+		Binary: cfg.Binary,
+		Dir:    cfg.Dir,
+		Env:    append(os.Environ(), cfg.Env...),
+		Extra:  append([]string{"--election-timeout", cfg.ElectionTimeout.String()}, cfg.Extra...),
+		Addrs: func(i int, a *testcluster.Addrs) error {
+			a.RaftAdvertise = a.Raft
+			if cfg.Advertise == nil {
+				return nil
 			}
-		}
-		c.IDs = append(c.IDs, fmt.Sprintf("n%d", i+1))
-		c.HTTPAddrs = append(c.HTTPAddrs, h)
-		c.RaftBind = append(c.RaftBind, r)
-		c.RaftAddrs = append(c.RaftAddrs, adv)
+			var err error
+			a.RaftAdvertise, err = cfg.Advertise(i, a.Raft)
+			return err
+		},
+	})
+	for i := 0; i < cfg.N; i++ {
+		a := c.p.Addrs(i)
+		c.IDs = append(c.IDs, c.p.ID(i))
+		c.HTTPAddrs = append(c.HTTPAddrs, a.HTTP)
+		c.RaftBind = append(c.RaftBind, a.Raft)
+		c.RaftAddrs = append(c.RaftAddrs, a.RaftAdvertise)
 	}
-	c.procs = make([]*exec.Cmd, cfg.N)
-	c.exits = make([]chan struct{}, cfg.N)
-	c.pause = make([]bool, cfg.N)
-	t.Cleanup(c.KillAll)
 	for i := 0; i < cfg.N; i++ {
 		if err := c.Start(i); err != nil {
 			return nil, err
@@ -123,210 +93,59 @@ func (c *Cluster) N() int { return c.cfg.N }
 func (c *Cluster) ElectionTimeout() time.Duration { return c.cfg.ElectionTimeout }
 
 // LogPath returns node i's log file.
-func (c *Cluster) LogPath(i int) string { return filepath.Join(c.cfg.Dir, c.IDs[i]+".log") }
+func (c *Cluster) LogPath(i int) string { return c.p.LogPath(i) }
 
 // Log returns node i's log so far.
-func (c *Cluster) Log(i int) string {
-	b, _ := os.ReadFile(c.LogPath(i))
-	return string(b)
-}
+func (c *Cluster) Log(i int) string { return c.p.Log(i) }
 
-func (c *Cluster) bootstrap() string {
-	var parts []string
-	for i, id := range c.IDs {
-		parts = append(parts, id+"="+c.RaftAddrs[i])
-	}
-	return strings.Join(parts, ",")
-}
-
-// Start starts node i (a no-op if it runs). A restart after SIGKILL may find its HTTP port
-// briefly taken by a lingering socket; Start retries a few times.
-func (c *Cluster) Start(i int) error {
-	c.mu.Lock()
-	running := c.procs[i] != nil
-	c.mu.Unlock()
-	if running {
-		return nil
-	}
-	var lastErr error
-	for attempt := 0; attempt < 5; attempt++ {
-		if lastErr = c.startOnce(i); lastErr == nil {
-			return nil
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	return lastErr
-}
-
-func (c *Cluster) startOnce(i int) error {
-	logf, err := os.OpenFile(c.LogPath(i), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
-	if err != nil {
-		return err
-	}
-	args := append([]string{"serve", "--id", c.IDs[i], "--http-addr", c.HTTPAddrs[i],
-		"--raft-addr", c.RaftBind[i], "--raft-advertise", c.RaftAddrs[i],
-		"--data-dir", filepath.Join(c.cfg.Dir, c.IDs[i]), "--bootstrap", c.bootstrap(),
-		"--election-timeout", c.cfg.ElectionTimeout.String()}, c.cfg.Extra...)
-	cmd := exec.Command(c.bin, args...)
-	cmd.Env = append(os.Environ(), c.cfg.Env...)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		logf.Close()
-		return fmt.Errorf("harness: starting %s: %w", c.IDs[i], err)
-	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); logf.Close(); close(exited) }()
-	// Registered at once, so that the proxies can identify its first connections.
-	c.mu.Lock()
-	c.procs[i], c.exits[i], c.pause[i] = cmd, exited, false
-	c.mu.Unlock()
-	// A node that exits at once (a port still in use) failed to start.
-	select {
-	case <-exited:
-		c.mu.Lock()
-		if c.procs[i] == cmd {
-			c.procs[i] = nil
-		}
-		c.mu.Unlock()
-		return fmt.Errorf("harness: %s exited at start; log tail:\n%s", c.IDs[i], tail(c.Log(i), 800))
-	case <-time.After(150 * time.Millisecond):
-	}
-	return nil
-}
-
-func tail(s string, n int) string {
-	if len(s) > n {
-		return s[len(s)-n:]
-	}
-	return s
-}
+// Start starts node i (a no-op if it runs), retrying while a lingering socket holds its
+// port (testcluster.Processes.TryStart).
+func (c *Cluster) Start(i int) error { return c.p.TryStart(i) }
 
 // Running reports whether node i's process runs (possibly stopped by SIGSTOP).
-func (c *Cluster) Running(i int) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.procs[i] != nil
-}
+func (c *Cluster) Running(i int) bool { return c.p.Running(i) }
 
 // Paused reports whether node i is stopped by SIGSTOP.
-func (c *Cluster) Paused(i int) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.pause[i]
-}
+func (c *Cluster) Paused(i int) bool { return c.p.Paused(i) }
 
 // Pids maps the process ID of every running node to its index.
-func (c *Cluster) Pids() map[int]int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	out := map[int]int{}
-	for i, p := range c.procs {
-		if p != nil && p.Process != nil {
-			out[p.Process.Pid] = i
-		}
-	}
-	return out
-}
-
-func (c *Cluster) signal(i int, sig syscall.Signal) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	p := c.procs[i]
-	if p == nil || p.Process == nil {
-		return fmt.Errorf("harness: %s to %s: not running", sig, c.IDs[i])
-	}
-	if err := p.Process.Signal(sig); err != nil {
-		return fmt.Errorf("harness: %s to %s: %w", sig, c.IDs[i], err)
-	}
-	switch sig { // recorded only once the signal was sent
-	case syscall.SIGSTOP:
-		c.pause[i] = true
-	case syscall.SIGCONT:
-		c.pause[i] = false
-	}
-	return nil
-}
+func (c *Cluster) Pids() map[int]int { return c.p.Pids() }
 
 // Pause stops node i with SIGSTOP.
-func (c *Cluster) Pause(i int) error { return c.signal(i, syscall.SIGSTOP) }
+func (c *Cluster) Pause(i int) error { return c.p.Signal(i, syscall.SIGSTOP) }
 
 // Resume continues node i with SIGCONT.
-func (c *Cluster) Resume(i int) error { return c.signal(i, syscall.SIGCONT) }
+func (c *Cluster) Resume(i int) error { return c.p.Signal(i, syscall.SIGCONT) }
 
 // Kill kills node i with SIGKILL and waits until it has exited. It fails when node i is not
 // running, so that a fault that killed nothing is not counted as a kill.
-func (c *Cluster) Kill(i int) error { return c.stop(i, syscall.SIGKILL, 10*time.Second) }
+func (c *Cluster) Kill(i int) error { return c.p.Stop(i, syscall.SIGKILL, 10*time.Second) }
 
 // Terminate stops node i with SIGTERM (graceful: a leader hands off leadership first) and
 // waits up to 20 s, then kills it.
-func (c *Cluster) Terminate(i int) error { return c.stop(i, syscall.SIGTERM, 20*time.Second) }
-
-func (c *Cluster) stop(i int, sig syscall.Signal, wait time.Duration) error {
-	c.mu.Lock()
-	p, exited := c.procs[i], c.exits[i]
-	c.procs[i], c.pause[i] = nil, false
-	c.mu.Unlock()
-	if p == nil || p.Process == nil {
-		return fmt.Errorf("harness: %s to %s: not running", sig, c.IDs[i])
+func (c *Cluster) Terminate(i int) error {
+	if err := c.p.Stop(i, syscall.SIGTERM, 20*time.Second); !errors.Is(err, testcluster.ErrSlowExit) {
+		return err
 	}
-	_ = p.Process.Signal(syscall.SIGCONT)
-	if err := p.Process.Signal(sig); err != nil {
-		_ = p.Process.Kill()
-		<-exited
-		return fmt.Errorf("harness: %s to %s: %w", sig, c.IDs[i], err)
-	}
-	select {
-	case <-exited:
-		return nil
-	case <-time.After(wait):
-		_ = p.Process.Kill()
-		<-exited
-		if sig == syscall.SIGKILL {
-			return fmt.Errorf("harness: %s did not exit within %v of SIGKILL", c.IDs[i], wait)
-		}
-		return nil
-	}
+	return nil
 }
 
 // KillAll kills every node.
-func (c *Cluster) KillAll() {
-	for i := range c.procs {
-		_ = c.Kill(i) // a node that is not running is fine here
-	}
-}
+func (c *Cluster) KillAll() { c.p.KillAll() }
 
 // URL returns node i's base URL.
-func (c *Cluster) URL(i int) string { return "http://" + c.HTTPAddrs[i] }
+func (c *Cluster) URL(i int) string { return c.p.URL(i) }
 
 // Endpoints returns every node's base URL.
-func (c *Cluster) Endpoints() []string {
-	var out []string
-	for i := range c.HTTPAddrs {
-		out = append(out, c.URL(i))
-	}
-	return out
-}
+func (c *Cluster) Endpoints() []string { return c.p.Endpoints() }
 
-var infoClient = &http.Client{Timeout: time.Second}
+var (
+	infoClient   = &http.Client{Timeout: time.Second}
+	leaderClient = rawhttp.Client{HTTP: &http.Client{Timeout: 10 * time.Second}}
+)
 
 // Info asks node i for GET /v1/cluster.
-func (c *Cluster) Info(i int) (api.Cluster, error) {
-	var out api.Cluster
-	resp, err := infoClient.Get(c.URL(i) + "/v1/cluster")
-	if err != nil {
-		return out, err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return out, err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return out, fmt.Errorf("harness: GET /v1/cluster on %s: %d %s", c.IDs[i], resp.StatusCode, b)
-	}
-	return out, json.Unmarshal(b, &out)
-}
+func (c *Cluster) Info(i int) (api.Cluster, error) { return rawhttp.ClusterInfo(infoClient, c.URL(i)) }
 
 // Leader returns the index of the node that a running, unpaused node names as leader and
 // that says so itself, or -1.
@@ -354,12 +173,8 @@ func (c *Cluster) Leader() int {
 func (c *Cluster) WaitLeader(ctx context.Context) (int, error) {
 	for {
 		if l := c.Leader(); l >= 0 {
-			resp, err := infoClient.Get(c.URL(l) + "/v1/locks?prefix=%00")
-			if err == nil {
-				resp.Body.Close()
-				if resp.StatusCode == http.StatusOK {
-					return l, nil
-				}
+			if a := (rawhttp.Client{HTTP: infoClient}).Do(http.MethodGet, c.URL(l)+"/v1/locks?prefix=%00", ""); a.Status == http.StatusOK {
+				return l, nil
 			}
 		}
 		select {
@@ -411,22 +226,14 @@ func (c *Cluster) do(ctx context.Context, method, path string, body any) error {
 			}
 			return err
 		}
-		var rd io.Reader
-		if body != nil {
-			b, _ := json.Marshal(body)
-			rd = strings.NewReader(string(b))
-		}
-		req, _ := http.NewRequestWithContext(ctx, method, c.URL(l)+path, rd)
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
+		a := leaderClient.Send(ctx, method, c.URL(l)+path, rawhttp.JSON(body))
+		err = a.Err
 		if err == nil {
-			b, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode/100 == 2 {
+			if a.OK() {
 				return nil
 			}
-			err = fmt.Errorf("%s %s: %d %s", method, path, resp.StatusCode, b)
-			if resp.StatusCode/100 == 4 {
+			err = fmt.Errorf("%s %s: %d %s", method, path, a.Status, a.Raw)
+			if a.Status/100 == 4 {
 				return err
 			}
 		}

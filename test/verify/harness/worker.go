@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/raftlock/raftlock/test/testcluster"
+	"github.com/raftlock/raftlock/test/testkit"
 )
 
 var (
@@ -130,11 +131,7 @@ func (w *Worker) pauseOnce() {
 	if err := w.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 		w.fail(fmt.Sprintf("SIGSTOP: %v", err))
 	} else {
-		deadline := time.Now().Add(5 * time.Second)
-		for !Stopped(pid) && time.Now().Before(deadline) {
-			time.Sleep(time.Millisecond)
-		}
-		if !Stopped(pid) {
+		if !testkit.Poll(5*time.Second, time.Millisecond, func() bool { return Stopped(pid) }) {
 			w.fail("not stopped 5 s after SIGSTOP")
 		}
 		seen := time.Now()

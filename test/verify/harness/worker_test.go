@@ -5,6 +5,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/raftlock/raftlock/test/testkit"
 )
 
 // TestStopped_SeesSIGSTOP checks that Stopped tells a stopped process from a running one,
@@ -23,19 +25,13 @@ func TestStopped_SeesSIGSTOP(t *testing.T) {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(5 * time.Second)
-	for !Stopped(pid) {
-		if time.Now().After(deadline) {
-			t.Fatal("not reported stopped 5 s after SIGSTOP")
-		}
-		time.Sleep(time.Millisecond)
+	if !testkit.Poll(time.Until(deadline), time.Millisecond, func() bool { return Stopped(pid) }) {
+		t.Fatal("not reported stopped 5 s after SIGSTOP")
 	}
 	if err := cmd.Process.Signal(syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
-	for Stopped(pid) {
-		if time.Now().After(deadline.Add(5 * time.Second)) {
-			t.Fatal("still reported stopped after SIGCONT")
-		}
-		time.Sleep(time.Millisecond)
+	if !testkit.Poll(time.Until(deadline.Add(5*time.Second)), time.Millisecond, func() bool { return !Stopped(pid) }) {
+		t.Fatal("still reported stopped after SIGCONT")
 	}
 }

@@ -1,0 +1,98 @@
+// Package testkit holds the two smallest test fixtures, for every package's tests (cluster's
+// own white-box tests included, which cannot import cluster/clustertest) and for the
+// benchmark programs: the loopback port picker and the wait on a condition with a deadline.
+//
+// It imports only the standard library, and not even testing: its t-failing helpers take
+// the TB interface below, which *testing.T and *testing.B satisfy.
+package testkit
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"time"
+)
+
+// TB is the part of testing.TB that the helpers use to fail a test.
+type TB interface {
+	Helper()
+	Fatalf(format string, args ...any)
+}
+
+// The ports the picker chooses from: 20000-32767, below Linux's ephemeral range
+// (32768-60999). A port from "127.0.0.1:0" lies in that range, and between the moment a
+// test closes its listener and the moment a server binds the port, the local end of any
+// outgoing connection on the machine may take it ("address already in use"). No local
+// end is ever chosen below the range.
+const (
+	firstPort = 20000
+	ports     = 32768 - firstPort
+)
+
+// ListenLoopback opens a listener on 127.0.0.1 at a random port in 20000-32767.
+func ListenLoopback() (net.Listener, error) {
+	var err error
+	for i := 0; i < 1000; i++ {
+		var l net.Listener
+		if l, err = net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", firstPort+rand.IntN(ports))); err == nil {
+			return l, nil
+		}
+	}
+	return nil, fmt.Errorf("testkit: no free loopback port in 20000-32767 after 1000 tries: %w", err)
+}
+
+// FreeAddr returns a loopback address whose port (in 20000-32767) was free a moment ago,
+// for a server that binds it itself.
+func FreeAddr() (string, error) {
+	l, err := ListenLoopback()
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}
+
+// Listen is ListenLoopback that fails the test.
+func Listen(t TB) net.Listener {
+	t.Helper()
+	l, err := ListenLoopback()
+	if err != nil {
+		t.Fatalf("%v", err)
+	}
+	return l
+}
+
+// FreePort is FreeAddr that fails the test.
+func FreePort(t TB) string {
+	t.Helper()
+	addr, err := FreeAddr()
+	if err != nil {
+		t.Fatalf("%v", err)
+	}
+	return addr
+}
+
+// Poll calls cond every interval until it holds or timeout has passed, and reports
+// whether it held. cond is always called at least once.
+func Poll(timeout, interval time.Duration, cond func() bool) bool {
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(interval)
+	}
+	return true
+}
+
+// WaitInterval is how often WaitFor calls its condition.
+const WaitInterval = 5 * time.Millisecond
+
+// WaitFor polls cond every WaitInterval until it holds, or fails the test once timeout
+// has passed, naming what it waited for.
+func WaitFor(t TB, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	if !Poll(timeout, WaitInterval, cond) {
+		t.Fatalf("timed out after %v waiting for %s", timeout, what)
+	}
+}
