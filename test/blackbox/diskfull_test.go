@@ -59,7 +59,7 @@ func TestBlackbox_FullDisk(t *testing.T) {
 		t.Fatal(err)
 	}
 	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", dir).CombinedOutput(); err != nil {
-		t.Skipf("this machine cannot mount a small file system for the full-disk test (mount -t tmpfs: %v: %s); it needs root", err, strings.TrimSpace(string(out)))
+		testkit.Unavailable(t, "this machine cannot mount a small file system for the full-disk test (mount -t tmpfs: %v: %s); it needs root", err, strings.TrimSpace(string(out)))
 	}
 	t.Cleanup(func() { exec.Command("umount", "-l", dir).Run() })
 	p.StartAll()

@@ -14,7 +14,7 @@ import (
 // listed as they are.
 func TestBlackbox_IPv6(t *testing.T) {
 	if l, err := net.Listen("tcp", "[::1]:0"); err != nil {
-		t.Skipf("no IPv6 loopback on this machine: %v", err)
+		testkit.Unavailable(t, "no IPv6 loopback on this machine: %v", err)
 	} else {
 		l.Close()
 	}

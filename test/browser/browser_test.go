@@ -110,10 +110,7 @@ func needChromium(t *testing.T) string {
 	bin := chromium()
 	if bin == "" {
 		const how = "no Chromium found (chromium, chromium-browser or google-chrome on PATH, or RAFTLOCK_CHROMIUM); install it with `apt-get install -y chromium` or scripts/ci-chromium.sh"
-		if ci := os.Getenv("CI"); ci != "" && ci != "false" && ci != "0" {
-			t.Fatal("CI is set and " + how + ": the dashboard's browser test must run in CI (.ci/run installs Chromium)")
-		}
-		t.Skip("!!! SKIPPING the dashboard browser test: " + how + "; with CI set this fails instead")
+		testkit.Unavailable(t, "the dashboard's browser test: %s", how)
 	}
 	return bin
 }

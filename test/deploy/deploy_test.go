@@ -21,6 +21,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/raftlock/raftlock/test/testcluster"
+	"github.com/raftlock/raftlock/test/testkit"
 )
 
 // root is the repository root, relative to this package.
@@ -235,7 +236,7 @@ func TestSystemdUnit_Hardened(t *testing.T) {
 func TestSystemdUnit_Verify(t *testing.T) {
 	analyze, err := exec.LookPath("systemd-analyze")
 	if err != nil {
-		t.Skip("systemd-analyze is not installed; the unit's keys are checked by TestSystemdUnit_Hardened only")
+		testkit.Unavailable(t, "systemd-analyze is not installed (Debian's systemd package); the unit's keys are checked by TestSystemdUnit_Hardened only")
 	}
 	// verify checks that ExecStart's program exists: point it at a binary built here.
 	dir := t.TempDir()

@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/raftlock/raftlock/test/testkit"
 )
 
 // network is a bridge in the root namespace with one network namespace ("host") per node
@@ -37,15 +39,15 @@ var subnetSeq atomic.Int32
 // ipCmdTimeout bounds every `ip` command; none should take more than a moment.
 const ipCmdTimeout = 10 * time.Second
 
-// newNetwork creates n namespaces joined by a bridge, or skips the test when the machine
-// refuses: not root, no `ip`, or namespaces, bridges or veths not permitted.
+// newNetwork creates n namespaces joined by a bridge, or skips the test (fails it under CI)
+// when the machine refuses: not root, no `ip`, or namespaces, bridges or veths not permitted.
 func newNetwork(t *testing.T, n int) *network {
 	t.Helper()
 	if euid := os.Geteuid(); euid != 0 {
-		t.Skipf("netns: needs root to create network namespaces, bridges and veth pairs; running as euid %d", euid)
+		testkit.Unavailable(t, "netns: needs root to create network namespaces, bridges and veth pairs; running as euid %d", euid)
 	}
 	if _, err := exec.LookPath("ip"); err != nil {
-		t.Skipf("netns: the `ip` command (iproute2) is not installed: %v", err)
+		testkit.Unavailable(t, "netns: the `ip` command (iproute2) is not installed: %v", err)
 	}
 	sweepDeadRuns(t)
 	nw := &network{t: t}
@@ -226,13 +228,13 @@ func runIP(args ...string) (string, error) {
 	return strings.TrimSpace(string(out)), err
 }
 
-// skipIfRefused skips the test when an `ip` command failed because the machine does not
+// skipIfRefused skips the test (fails it under CI) when an `ip` command failed because the machine does not
 // allow it (no permission, or the kernel lacks the feature), naming the command.
 func skipIfRefused(t *testing.T, cmd, out string, err error) {
 	t.Helper()
 	for _, s := range []string{"Operation not permitted", "Permission denied", "not supported", "Not supported", "Unknown device type"} {
 		if strings.Contains(out, s) {
-			t.Skipf("netns: the machine refused `%s`: %s (%v)", cmd, out, err)
+			testkit.Unavailable(t, "netns: the machine refused `%s`: %s (%v)", cmd, out, err)
 		}
 	}
 }

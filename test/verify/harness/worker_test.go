@@ -14,7 +14,7 @@ import (
 func TestStopped_SeesSIGSTOP(t *testing.T) {
 	cmd := exec.Command("sleep", "30")
 	if err := cmd.Start(); err != nil {
-		t.Skip("no sleep command:", err)
+		testkit.Unavailable(t, "no sleep command: %v", err)
 	}
 	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
 	pid := cmd.Process.Pid
