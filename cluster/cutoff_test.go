@@ -2,6 +2,7 @@ package cluster_test
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"testing"
 	"time"
@@ -29,6 +30,11 @@ func startLinked(t *testing.T) (*clustertest.Cluster, *clustertest.Links) {
 	c := clustertest.Start(t, 3, func(i int, cfg *cluster.Config) {
 		links.Tune(i, cfg)
 		cfg.HeartbeatTimeout, cfg.ElectionTimeout, cfg.LeaderLeaseTimeout = cutTimeout, cutTimeout, cutTimeout
+		if cfg.HTTPAddr == "" {
+			// Nothing listens there; a registered HTTP address is what makes a follower
+			// say it forwards (Serving).
+			cfg.HTTPAddr = fmt.Sprintf("127.0.0.1:%d", 7101+i)
+		}
 	})
 	c.WaitFor(15*time.Second, "every node to follow one ready leader and catch up", func() bool {
 		l := c.LeaderIndex()
@@ -167,4 +173,30 @@ func TestCluster_NoGrantWithoutMajority(t *testing.T) {
 	if v, err := l.Locks().Status(ctx, "card/1", cluster.Query{}); err != nil || v.Held {
 		t.Fatalf("after healing, %s reads %+v %v; the entry that was never committed must not grant the lock", l.ID(), v, err)
 	}
+}
+
+// A follower whose leader has gone silent stops claiming ready (Serving "") within
+// leaderSilence of the last contact, while raft still names the old leader: until the
+// election timeout it would otherwise say it forwards, and the next write sent to it would
+// go to a dead leader.
+func TestCluster_FollowerOfASilentLeaderIsNotReady(t *testing.T) {
+	c, links := startLinked(t)
+	old := c.Leader(15 * time.Second)
+	f := c.Nodes[(old+1)%3]
+	c.WaitFor(10*time.Second, f.ID()+" to forward", func() bool { return f.Serving() == cluster.ServingForward })
+
+	links.Isolate(old)
+	cut := time.Now()
+	var took time.Duration
+	c.WaitFor(10*time.Second, f.ID()+" to stop claiming ready", func() bool {
+		took = time.Since(cut)
+		return f.Serving() == ""
+	})
+	// Raft's follower starts an election (and forgets the leader) only after at least
+	// cutTimeout without contact: before that, only the silence check makes it not ready.
+	if st := f.Status(); st.LeaderID != c.Config(old).ID || took >= cutTimeout {
+		t.Fatalf("%s stopped claiming ready %v after the cut, knowing leader %q: want before %v, still naming %s",
+			f.ID(), took, st.LeaderID, cutTimeout, c.Config(old).ID)
+	}
+	t.Logf("%s not ready %v after its leader was cut off (heartbeat timeout %v)", f.ID(), took, cutTimeout)
 }

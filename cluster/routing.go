@@ -33,10 +33,18 @@ const (
 	ServingForward = "forward"
 )
 
+// leaderSilence is how long a follower may go without hearing from its leader before it
+// stops claiming it would forward a write there: half the heartbeat timeout, five of
+// raft's heartbeat intervals (250 ms by default, the leader's own lease). A leader that
+// crashed or paused is still named by raft until the election timeout passes; a node
+// that said ready then would send the next write to a dead leader.
+func (n *Node) leaderSilence() time.Duration { return n.cfg.HeartbeatTimeout / 2 }
+
 // Serving says how a write sent to this node now would be handled: ServingLeader,
 // ServingForward, or "" when it would fail (no leader known, this node leads but is not
-// ready yet, the leader has not registered its HTTP address, or this node is still
-// applying entries it knows are committed).
+// ready yet, the leader has not been heard from for leaderSilence, the leader has not
+// registered its HTTP address, or this node is still applying entries it knows are
+// committed).
 func (n *Node) Serving() string {
 	if n.fsm.Halted() != nil || n.storage.check() != nil {
 		return ""
@@ -46,6 +54,9 @@ func (n *Node) Serving() string {
 	}
 	addr, id := n.raft.LeaderWithID()
 	if addr == "" || string(id) == n.cfg.ID {
+		return ""
+	}
+	if last := n.raft.LastContact(); last.IsZero() || time.Since(last) > n.leaderSilence() {
 		return ""
 	}
 	if n.fsm.AppliedIndex() < n.raft.CommitIndex() {
