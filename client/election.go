@@ -39,9 +39,7 @@ func (c *Client) NewElection(name string, opts ...MutexOption) *Election {
 }
 
 func newElection(c *Client, given *Lease, name string, opts []MutexOption) *Election {
-	e := &Election{}
-	e.init(c, given, name, "election", opts, c.releaser(fmt.Sprintf("resign %q", name), electionsRoute, name))
-	return e
+	return newHold[Election](c, given, name, "election", opts, c.releaser(fmt.Sprintf("resign %q", name), electionsRoute, name))
 }
 
 // Campaign campaigns with value and returns once the lease leads, waiting in the queue
@@ -124,14 +122,7 @@ func (e *Election) Resign(ctx context.Context) error {
 }
 
 // Value returns the value this Election published while it leads, "" when it does not.
-func (e *Election) Value() string {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if !e.held {
-		return ""
-	}
-	return e.value
-}
+func (e *Election) Value() string { return e.whileHeld(&e.value) }
 
 // Leader reads who leads the election and what it published (linearizable). Nobody
 // leading is not an error: Elected is then false.

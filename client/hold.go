@@ -94,12 +94,46 @@ type hold struct {
 	held  bool
 }
 
+// held is a primitive built on a hold: *Mutex, *RWMutex, *Semaphore or *Election.
+type held[T any] interface {
+	*T
+	base() *hold
+}
+
+// base is the hold a primitive embeds.
+func (h *hold) base() *hold { return h }
+
+// newHold makes a T around a hold of name (of kind, given back with release): the one
+// constructor of the primitives.
+func newHold[T any, P held[T]](c *Client, given *Lease, name, kind string, opts []MutexOption, release releaseFunc) *T {
+	t := new(T)
+	P(t).base().init(c, given, name, kind, opts, release)
+	return t
+}
+
+// newLockHold makes a T around a hold of lock name: Mutex and RWMutex are the two views
+// of one lock, taken and released on the same routes.
+func newLockHold[T any, P held[T]](c *Client, given *Lease, name string, opts []MutexOption) *T {
+	return newHold[T, P](c, given, name, "lock", opts, c.lockReleaser(name))
+}
+
 func (h *hold) init(c *Client, given *Lease, name, kind string, opts []MutexOption, release releaseFunc) {
 	h.c, h.given, h.name, h.kind, h.release = c, given, name, kind, release
 	h.o = holdOptions{chunk: DefaultWaitChunk, ttl: DefaultMutexTTL}
 	for _, o := range opts {
 		o(&h.o)
 	}
+}
+
+// whileHeld reads *v, a field that h.mu guards, while a grant is held, and is "" otherwise:
+// what a grant published (a mode, a value) means nothing once it is gone.
+func (h *hold) whileHeld(v *string) string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !h.held {
+		return ""
+	}
+	return *v
 }
 
 // Name returns the name of the lock (semaphore, election).

@@ -22,19 +22,13 @@ type Mutex struct {
 // NewMutex returns a Mutex for lock name held with lease. Many Mutexes may share one
 // lease (one keepalive stream for many locks); all are lost together when it is.
 func NewMutex(lease *Lease, name string, opts ...MutexOption) *Mutex {
-	return newMutex(lease.c, lease, name, opts)
+	return newLockHold[Mutex](lease.c, lease, name, opts)
 }
 
 // NewMutex returns a Mutex for lock name that creates its own lease (WithLeaseTTL) for
 // each hold and revokes it on Unlock.
 func (c *Client) NewMutex(name string, opts ...MutexOption) *Mutex {
-	return newMutex(c, nil, name, opts)
-}
-
-func newMutex(c *Client, given *Lease, name string, opts []MutexOption) *Mutex {
-	m := &Mutex{}
-	m.init(c, given, name, "lock", opts, c.lockReleaser(name))
-	return m
+	return newLockHold[Mutex](c, nil, name, opts)
 }
 
 // lockReleaser releases a grant of lock name, in either mode.

@@ -29,19 +29,13 @@ type RWMutex struct {
 // NewRWMutex returns an RWMutex for lock name held with lease. It shares the lock's
 // namespace with Mutex: a Mutex of the same name is an exclusive holder of the same lock.
 func NewRWMutex(lease *Lease, name string, opts ...MutexOption) *RWMutex {
-	return newRWMutex(lease.c, lease, name, opts)
+	return newLockHold[RWMutex](lease.c, lease, name, opts)
 }
 
 // NewRWMutex returns an RWMutex for lock name that creates its own lease (WithLeaseTTL)
 // for each hold and revokes it on Unlock.
 func (c *Client) NewRWMutex(name string, opts ...MutexOption) *RWMutex {
-	return newRWMutex(c, nil, name, opts)
-}
-
-func newRWMutex(c *Client, given *Lease, name string, opts []MutexOption) *RWMutex {
-	m := &RWMutex{}
-	m.init(c, given, name, "lock", opts, c.lockReleaser(name))
-	return m
+	return newLockHold[RWMutex](c, nil, name, opts)
 }
 
 // RLock takes the lock shared, waiting in the lock's FIFO queue for as long as ctx
@@ -81,11 +75,4 @@ func (m *RWMutex) RUnlock(ctx context.Context) error { return m.Unlock(ctx) }
 
 // Mode returns the mode held, api.ModeShared or api.ModeExclusive, or "" when the RWMutex
 // holds nothing.
-func (m *RWMutex) Mode() string {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if !m.held {
-		return ""
-	}
-	return m.mode
-}
+func (m *RWMutex) Mode() string { return m.whileHeld(&m.mode) }

@@ -35,8 +35,8 @@ func (c *Client) NewSemaphore(name string, limit int, opts ...MutexOption) *Sema
 }
 
 func newSemaphore(c *Client, given *Lease, name string, limit int, opts []MutexOption) *Semaphore {
-	s := &Semaphore{limit: limit}
-	s.init(c, given, name, "semaphore", opts, c.releaser(fmt.Sprintf("release a permit of %q", name), semaphoresRoute, name))
+	s := newHold[Semaphore](c, given, name, "semaphore", opts, c.releaser(fmt.Sprintf("release a permit of %q", name), semaphoresRoute, name))
+	s.limit = limit
 	return s
 }
 

@@ -43,9 +43,9 @@
 //	upgrade.go    the leader's upgrade loop: protocol versions and limits
 //	proposer.go   proposer: stamp, raft.Apply, wait, refused outcomes
 //	renew.go      renewer: keepalives batched into Renew entries
-//	wait.go       queuedWait: the one wait of queued acquires, semaphores and campaigns
+//	wait.go       acquire and queuedWait: the one flow and wait of acquires, semaphores and campaigns
 //	registry.go   registry: state machine events to waits and blocking-query watches; appliedWaiter
-//	reads.go      ReadBarrier and the blocking read of status queries
+//	reads.go      ReadBarrier, the blocking read of status queries and statusRead
 //
 // The roles:
 //

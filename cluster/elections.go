@@ -49,30 +49,11 @@ func (el *Elections) Campaign(ctx context.Context, req CampaignRequest) (Electio
 	if err := n.prop.versionReady(ctx, fsm.TypeCampaign); err != nil {
 		return ElectionGrant{}, err
 	}
-	w := &queuedWait{n: n, space: fsm.SpaceElection, name: req.Name, lease: req.Lease, newLease: req.NewLease, ttl: req.TTL, wait: req.Wait, dequeue: fsm.TypeElectionDequeue,
-		release: func(ctx context.Context, token uint64) error { return el.Resign(ctx, req.Name, req.Lease, token) }}
-	if req.Wait > 0 && req.Token == 0 {
-		w.register()
-		defer w.done()
-	}
 	c := &fsm.Command{Type: fsm.TypeCampaign, Name: req.Name, Value: req.Value, Token: req.Token, Lease: req.Lease, NewLease: req.NewLease, TTL: ms(req.TTL), Wait: waitMs(req.Wait), Owner: req.Owner}
-	r, err := n.prop.apply(c)
-	if err != nil {
-		return ElectionGrant{}, err
-	}
-	g := ElectionGrant{Name: req.Name, Lease: req.Lease, TTL: dur(r.TTL), Token: r.Token, Owner: r.Owner, Value: r.Value, ModifyIndex: r.Modify}
-	switch r.Status {
-	case fsm.StatusOK:
-		return g, nil
-	case fsm.StatusQueued:
-		e, err := w.await(ctx)
-		if err != nil {
-			return ElectionGrant{}, err
-		}
-		g.Token, g.Owner, g.Value, g.ModifyIndex = e.Token, e.Owner, e.Value, e.Index
-		return g, nil
-	}
-	return ElectionGrant{}, outcomeError(c.Type, r, n.fsm.Limits)
+	w := &queuedWait{n: n, space: fsm.SpaceElection, ttl: req.TTL, wait: req.Wait, dequeue: fsm.TypeElectionDequeue, release: el.Resign}
+	return acquire(ctx, w, c, n.prop.apply, func(r *fsm.Result) ElectionGrant {
+		return ElectionGrant{Name: req.Name, Lease: req.Lease, TTL: dur(r.TTL), Token: r.Token, Owner: r.Owner, Value: r.Value, ModifyIndex: r.Modify}
+	})
 }
 
 // Resign gives up the leadership of lease with token; the head candidate is elected in
@@ -84,12 +65,5 @@ func (el *Elections) Resign(ctx context.Context, name string, lease LeaseID, tok
 // Status returns the state of election name: who leads and what it published. Every
 // change of leader or value moves its modify index, so a blocking query observes each one.
 func (el *Elections) Status(ctx context.Context, name string, q Query) (ElectionView, error) {
-	read := func() (uint64, bool) {
-		v := el.n.fsm.Election(name)
-		return v.ModifyIndex, v.Elected
-	}
-	if err := el.n.blockingRead(ctx, fsm.SpaceElection, name, q, read); err != nil {
-		return ElectionView{}, err
-	}
-	return el.n.fsm.Election(name), nil
+	return statusRead(ctx, el.n, fsm.SpaceElection, name, q, el.n.fsm.Election, func(v ElectionView) (uint64, bool) { return v.ModifyIndex, v.Elected })
 }

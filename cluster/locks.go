@@ -54,30 +54,12 @@ func (l *Locks) Acquire(ctx context.Context, req AcquireRequest) (Grant, error) 
 	if mutant.Is("grant-without-commit") && !n.IsLeader() && !n.fsm.Lock(req.Name).Held {
 		return Grant{Name: req.Name, Lease: req.Lease, TTL: req.TTL, Token: n.fsm.AppliedIndex() + 1, Owner: req.Owner}, nil
 	}
-	w := &queuedWait{n: n, space: fsm.SpaceLock, name: req.Name, lease: req.Lease, newLease: req.NewLease, ttl: req.TTL, wait: req.Wait, dequeue: fsm.TypeDequeue,
-		release: func(ctx context.Context, token uint64) error { return l.Release(ctx, req.Name, req.Lease, token) }}
-	if req.Wait > 0 {
-		w.register()
-		defer w.done()
-	}
 	c := &fsm.Command{Type: typ, Name: req.Name, Lease: req.Lease, NewLease: req.NewLease, TTL: ms(req.TTL), Wait: waitMs(req.Wait), Owner: req.Owner}
-	r, err := n.prop.propose(ctx, c)
-	if err != nil {
-		return Grant{}, err
-	}
-	g := Grant{Name: req.Name, Lease: req.Lease, TTL: dur(r.TTL), Token: r.Token, Owner: r.Owner, Shared: req.Shared}
-	switch r.Status {
-	case fsm.StatusOK:
-		return g, nil
-	case fsm.StatusQueued:
-		e, err := w.await(ctx)
-		if err != nil {
-			return Grant{}, err
-		}
-		g.Token, g.Owner = e.Token, e.Owner
-		return g, nil
-	}
-	return Grant{}, outcomeError(c.Type, r, n.fsm.Limits)
+	w := &queuedWait{n: n, space: fsm.SpaceLock, ttl: req.TTL, wait: req.Wait, dequeue: fsm.TypeDequeue, release: l.Release}
+	propose := func(c *fsm.Command) (*fsm.Result, error) { return n.prop.propose(ctx, c) }
+	return acquire(ctx, w, c, propose, func(r *fsm.Result) Grant {
+		return Grant{Name: req.Name, Lease: req.Lease, TTL: dur(r.TTL), Token: r.Token, Owner: r.Owner, Shared: req.Shared}
+	})
 }
 
 // Release releases lock name held by lease with token.
@@ -94,14 +76,7 @@ func (l *Locks) Release(ctx context.Context, name string, lease LeaseID, token u
 // q.Wait > 0 it is a blocking query: it returns as soon as the lock's modify index exceeds
 // q.WaitIndex, or after q.Wait with the current state.
 func (l *Locks) Status(ctx context.Context, name string, q Query) (LockView, error) {
-	read := func() (uint64, bool) {
-		v := l.n.fsm.Lock(name)
-		return v.ModifyIndex, v.Held
-	}
-	if err := l.n.blockingRead(ctx, fsm.SpaceLock, name, q, read); err != nil {
-		return LockView{}, err
-	}
-	return l.n.fsm.Lock(name), nil
+	return statusRead(ctx, l.n, fsm.SpaceLock, name, q, l.n.fsm.Lock, func(v LockView) (uint64, bool) { return v.ModifyIndex, v.Held })
 }
 
 // List lists held locks whose names start with prefix and sort after after, in name

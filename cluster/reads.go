@@ -46,6 +46,17 @@ func (n *Node) readBarrier(ctx context.Context, stale bool) error {
 	return n.ReadBarrier(ctx)
 }
 
+// statusRead is the status read of one name of space: view(name), read as blockingRead
+// reads, where mark gives a view's modify index and whether the name is in use.
+func statusRead[V any](ctx context.Context, n *Node, space fsm.Space, name string, q Query, view func(string) V, mark func(V) (uint64, bool)) (V, error) {
+	read := func() (uint64, bool) { return mark(view(name)) }
+	if err := n.blockingRead(ctx, space, name, q, read); err != nil {
+		var none V
+		return none, err
+	}
+	return view(name), nil
+}
+
 // blockingRead makes the read that follows linearizable (unless q.Stale), and with
 // q.Wait > 0 returns as soon as read's modify index exceeds q.WaitIndex, or after q.Wait.
 // read returns the modify index and whether the name is in use (a name not in use is also

@@ -186,19 +186,11 @@ func restoredOutcome(f *fsm.FSM, k waitKey) (e fsm.Event, decided bool) {
 	switch k.space {
 	case fsm.SpaceLock:
 		v := f.Lock(k.name)
-		for _, h := range v.Holders {
-			if h.Lease == k.lease {
-				held, e.Token, e.Owner = true, h.Token, h.Owner
-			}
-		}
+		held = holding(v.Holders, k.lease, &e)
 		waiting, e.Index = slices.Contains(v.Waiters, k.lease), v.ModifyIndex
 	case fsm.SpaceSemaphore:
 		v := f.Semaphore(k.name)
-		for _, h := range v.Permits {
-			if h.Lease == k.lease {
-				held, e.Token, e.Owner = true, h.Token, h.Owner
-			}
-		}
+		held = holding(v.Permits, k.lease, &e)
 		waiting, e.Index = slices.Contains(v.Waiters, k.lease), v.ModifyIndex
 	case fsm.SpaceElection:
 		v := f.Election(k.name)
@@ -215,6 +207,18 @@ func restoredOutcome(f *fsm.FSM, k waitKey) (e fsm.Event, decided bool) {
 		return e, true
 	}
 	return e, false
+}
+
+// holding reports whether lease holds one of the grants hs (a lock's holders, a
+// semaphore's permits), and then gives e that grant's token and owner.
+func holding(hs []fsm.Holding, lease LeaseID, e *fsm.Event) bool {
+	held := false
+	for _, h := range hs {
+		if h.Lease == lease {
+			held, e.Token, e.Owner = true, h.Token, h.Owner
+		}
+	}
+	return held
 }
 
 // appliedWaiter lets readers wait until the state machine has applied a given index.

@@ -46,30 +46,11 @@ func (s *Semaphores) Acquire(ctx context.Context, req SemaphoreRequest) (Semapho
 	if err := n.prop.versionReady(ctx, fsm.TypeSemAcquire); err != nil {
 		return SemaphoreGrant{}, err
 	}
-	w := &queuedWait{n: n, space: fsm.SpaceSemaphore, name: req.Name, lease: req.Lease, newLease: req.NewLease, ttl: req.TTL, wait: req.Wait, dequeue: fsm.TypeSemDequeue,
-		release: func(ctx context.Context, token uint64) error { return s.Release(ctx, req.Name, req.Lease, token) }}
-	if req.Wait > 0 {
-		w.register()
-		defer w.done()
-	}
 	c := &fsm.Command{Type: fsm.TypeSemAcquire, Name: req.Name, Limit: req.Limit, Lease: req.Lease, NewLease: req.NewLease, TTL: ms(req.TTL), Wait: waitMs(req.Wait), Owner: req.Owner}
-	r, err := n.prop.apply(c)
-	if err != nil {
-		return SemaphoreGrant{}, err
-	}
-	g := SemaphoreGrant{Name: req.Name, Lease: req.Lease, TTL: dur(r.TTL), Token: r.Token, Owner: r.Owner, Limit: req.Limit}
-	switch r.Status {
-	case fsm.StatusOK:
-		return g, nil
-	case fsm.StatusQueued:
-		e, err := w.await(ctx)
-		if err != nil {
-			return SemaphoreGrant{}, err
-		}
-		g.Token, g.Owner = e.Token, e.Owner
-		return g, nil
-	}
-	return SemaphoreGrant{}, outcomeError(c.Type, r, n.fsm.Limits)
+	w := &queuedWait{n: n, space: fsm.SpaceSemaphore, ttl: req.TTL, wait: req.Wait, dequeue: fsm.TypeSemDequeue, release: s.Release}
+	return acquire(ctx, w, c, n.prop.apply, func(r *fsm.Result) SemaphoreGrant {
+		return SemaphoreGrant{Name: req.Name, Lease: req.Lease, TTL: dur(r.TTL), Token: r.Token, Owner: r.Owner, Limit: req.Limit}
+	})
 }
 
 // Release gives back the permit of lease with token; the head waiter is granted it in the
@@ -81,12 +62,5 @@ func (s *Semaphores) Release(ctx context.Context, name string, lease LeaseID, to
 // Status returns the state of semaphore name, as Locks.Status does for a lock:
 // linearizable unless q.Stale, and a blocking query on its modify index with q.Wait > 0.
 func (s *Semaphores) Status(ctx context.Context, name string, q Query) (SemaphoreView, error) {
-	read := func() (uint64, bool) {
-		v := s.n.fsm.Semaphore(name)
-		return v.ModifyIndex, v.Limit != 0
-	}
-	if err := s.n.blockingRead(ctx, fsm.SpaceSemaphore, name, q, read); err != nil {
-		return SemaphoreView{}, err
-	}
-	return s.n.fsm.Semaphore(name), nil
+	return statusRead(ctx, s.n, fsm.SpaceSemaphore, name, q, s.n.fsm.Semaphore, func(v SemaphoreView) (uint64, bool) { return v.ModifyIndex, v.Limit != 0 })
 }

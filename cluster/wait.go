@@ -22,11 +22,44 @@ type queuedWait struct {
 	ttl      time.Duration // the lease's TTL, for newLease
 	wait     time.Duration
 	dequeue  fsm.Type // the command that takes the lease out of the queue
-	// release gives back a grant that arrived after the caller went away.
-	release func(ctx context.Context, token uint64) error
+	// release gives back a grant that arrived after the caller went away: the role's own
+	// release (Locks.Release, Semaphores.Release, Elections.Resign).
+	release func(ctx context.Context, name string, lease LeaseID, token uint64) error
 
 	events <-chan fsm.Event // nil until registered
 	cancel func()
+}
+
+// acquire is the flow every request that may queue shares: it proposes c with propose and
+// answers grant of the result once the lease holds the grant, at once or, when the state
+// machine queues it, after the commit that grants it (the result then carries that
+// event's token, owner, value and modify index). Any other outcome is its error. The wait
+// takes its name, lease and newLease from c, and registers before the proposal only when
+// c may queue: it waits, and is not a proclaim (which carries the token it holds).
+func acquire[G any](ctx context.Context, w *queuedWait, c *fsm.Command, propose func(*fsm.Command) (*fsm.Result, error), grant func(*fsm.Result) G) (G, error) {
+	var none G
+	w.name, w.lease, w.newLease = c.Name, c.Lease, c.NewLease
+	if c.Wait > 0 && c.Token == 0 {
+		w.register()
+		defer w.done()
+	}
+	r, err := propose(c)
+	if err != nil {
+		return none, err
+	}
+	switch r.Status {
+	case fsm.StatusOK:
+		return grant(r), nil
+	case fsm.StatusQueued:
+		e, err := w.await(ctx)
+		if err != nil {
+			return none, err
+		}
+		granted := *r
+		granted.Token, granted.Owner, granted.Value, granted.Modify = e.Token, e.Owner, e.Value, e.Index
+		return grant(&granted), nil
+	}
+	return none, outcomeError(c.Type, r, w.n.fsm.Limits)
 }
 
 // register starts listening for the outcome of the wait; done stops.
@@ -109,7 +142,7 @@ func (w *queuedWait) abandon(cause error) (fsm.Event, error) {
 		if errors.Is(cause, ErrWaitTimeout) {
 			return e, nil
 		}
-		if err := w.release(ctx, r.Token); err != nil {
+		if err := w.release(ctx, w.name, w.lease, r.Token); err != nil {
 			n.log.Warn("giving back a grant to an abandoned wait failed", "space", w.space, "name", w.name, "error", err)
 		}
 	}

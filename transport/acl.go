@@ -42,10 +42,7 @@ func policyJSON(p cluster.ACLPolicyView) api.ACLPolicy {
 // bootstrap creates the management token. It needs no token: it works exactly once in
 // the cluster's life, and the answer is the only place its secret appears.
 func (h aclRoutes) bootstrap(w http.ResponseWriter, r *http.Request) (call, error) {
-	body, err := readBody(w, r)
-	if err == nil {
-		err = decodeStrict(body, &struct{}{}, true)
-	}
+	body, _, err := readJSON[struct{}](w, r, true)
 	if err != nil {
 		return call{}, err
 	}
@@ -60,11 +57,7 @@ func (h aclRoutes) bootstrap(w http.ResponseWriter, r *http.Request) (call, erro
 }
 
 func (h aclRoutes) setPolicy(w http.ResponseWriter, r *http.Request) (call, error) {
-	body, err := readBody(w, r)
-	var req api.ACLPolicyRequest
-	if err == nil {
-		err = decodeStrict(body, &req, false)
-	}
+	body, req, err := readJSON[api.ACLPolicyRequest](w, r, false)
 	var rules []cluster.ACLRule
 	for _, rule := range req.Rules {
 		if err != nil {
@@ -123,11 +116,7 @@ func (h aclRoutes) deletePolicy(w http.ResponseWriter, r *http.Request) (call, e
 }
 
 func (h aclRoutes) createToken(w http.ResponseWriter, r *http.Request) (call, error) {
-	body, err := readBody(w, r)
-	var req api.ACLTokenRequest
-	if err == nil {
-		err = decodeStrict(body, &req, false)
-	}
+	body, req, err := readJSON[api.ACLTokenRequest](w, r, false)
 	if err == nil && len(req.Policies) == 0 {
 		err = api.Errorf(api.CodeInvalidArgument, "policies must name at least one policy")
 	}

@@ -121,6 +121,17 @@ func staleQuery(r *http.Request) (bool, error) {
 	return queryBool(q, "stale")
 }
 
+// readJSON reads the body of r and decodes it into a T as decodeStrict does (optional: an
+// empty body leaves the zero T). The body is returned for the forward to the leader.
+func readJSON[T any](w http.ResponseWriter, r *http.Request, optional bool) ([]byte, T, error) {
+	var v T
+	body, err := readBody(w, r)
+	if err == nil {
+		err = decodeStrict(body, &v, optional)
+	}
+	return body, v, err
+}
+
 // decodeNamed reads the body of a request on /v1/{kind}/{name...} and decodes it with
 // decode, which also checks the name.
 func decodeNamed[R any](w http.ResponseWriter, r *http.Request, decode func(name string, body []byte) (R, error)) ([]byte, R, error) {

@@ -50,5 +50,5 @@
 //	budget.go                 the latency budget's trace hooks (Config.Budget)
 //
 // A new route is a pattern in routes.go and an endpoint in its area's file; an error it
-// can answer that is not an *api.Error gets a line in errorFor.
+// can answer that is not an *api.Error gets a line in errorFor's table (answers).
 package transport

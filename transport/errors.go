@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 
 	"github.com/raftlock/raftlock/api"
 	"github.com/raftlock/raftlock/cluster"
@@ -58,7 +59,9 @@ type failure struct {
 // errorFor is the one table of the API's errors: it maps any error a request can end in
 // (a decoding fault, the server's own refusals above, the cluster's errors) to its status,
 // code, message and Retry-After. Decoding and validation build their *api.Error where they
-// find the fault (decode.go, api.Validate*); those pass through unchanged.
+// find the fault (decode.go, api.Validate*); those pass through unchanged. The errors that
+// carry values of their own (a limit, an index, a leader) are answered here; those known by
+// identity alone, by the table answers.
 func errorFor(err error) failure {
 	var (
 		ae  *api.Error
@@ -71,14 +74,6 @@ func errorFor(err error) failure {
 	switch {
 	case errors.As(err, &ae):
 		// Decoding and validation faults: already the API's.
-
-	// The server's own.
-	case errors.Is(err, errNoHistories):
-		ae = api.Errorf(api.CodeNotFound, "this node does not keep lock histories")
-	case errors.Is(err, errNoOverview):
-		ae = api.Errorf(api.CodeNotFound, "this node does not serve an overview")
-	case errors.Is(err, errNotReady):
-		ae = api.Errorf(api.CodeNoLeader, "not ready: no ready leader known yet, the leader's HTTP address is not registered, or this node is still catching up")
 	case errors.As(err, &hl):
 		ae = api.Errorf(api.CodeTooManyRequests, "this node already holds %d waiting acquires and blocking queries open; retry after the Retry-After delay, or on another node", hl.max)
 	case errors.As(err, &hop):
@@ -87,77 +82,94 @@ func errorFor(err error) failure {
 		ae = api.Errorf(api.CodeNoLeader, "the leader %s at %s could not be reached (%v); nothing was applied, retry", fe.leader, fe.addr, fe.why)
 	case errors.As(err, &fe):
 		ae = api.Errorf(api.CodeUnknownOutcome, "forwarded to the leader %s, no answer: %v; the request may or may not have been applied, and is safe to retry", fe.leader, fe.why)
-
-	// Shared locks, semaphores and elections.
-	case errors.Is(err, cluster.ErrModeConflict):
-		ae = api.Errorf(api.CodeModeConflict, "this lease holds or waits for the lock in the other mode; there is no upgrade or downgrade: release it (or leave the queue) first")
-	case errors.Is(err, cluster.ErrSemaphoreFull):
-		ae = api.Errorf(api.CodeSemaphoreFull, "every permit of the semaphore is held; retry later or pass wait_ms to queue for one")
 	case errors.As(err, &lc):
 		ae = api.Errorf(api.CodeLimitConflict, "the semaphore is in use with limit %d; ask with that limit, or wait until it is not in use to set another", lc.Limit)
-	case errors.Is(err, cluster.ErrElectionHeld):
-		ae = api.Errorf(api.CodeElectionHeld, "another lease leads the election; retry later or pass wait_ms to queue as a candidate")
-	case errors.Is(err, cluster.ErrPrimsInactive):
-		ae = api.Errorf(api.CodeNoLeader, "shared locks, semaphores and elections need protocol version 2, which the cluster activates once every node runs this release (a rolling upgrade is in progress); nothing was applied, retry after upgrading every node")
-
-	// The event stream.
 	case errors.As(err, &ce):
 		ae = api.Errorf(api.CodeIndexCompacted, "this node no longer holds the events before index %d; start from from_index=%d or later, or without from_index to follow new events", ce.Oldest, ce.Oldest)
-	case errors.Is(err, cluster.ErrTooManySubscribers):
-		ae = api.Errorf(api.CodeTooManyRequests, "%v; retry later or on another node", err)
-	case errors.Is(err, cluster.ErrSubscriberLagging):
-		ae = api.Errorf(api.CodeTooManyRequests, "the stream was read too slowly and was dropped; resume with Last-Event-ID")
-	case errors.Is(err, cluster.ErrStreamReset):
-		ae = api.Errorf(api.CodeIndexCompacted, "this node restored a snapshot; the events before it are unknown here")
-
-	// Locks, leases and the cluster.
-	case errors.Is(err, cluster.ErrLockHeld):
-		ae = api.Errorf(api.CodeLockHeld, "the lock is held by another lease; retry later or pass wait_ms to queue for it")
-	case errors.Is(err, cluster.ErrWaitTimeout):
-		ae = api.Errorf(api.CodeWaitTimeout, "the wait ended before the lock was granted; the lease has left the queue")
-	case errors.Is(err, cluster.ErrNotHolder):
-		ae = api.Errorf(api.CodeNotHolder, "this lease and token do not hold the lock (it was released, expired or granted again)")
-	case errors.Is(err, cluster.ErrLeaseNotFound):
-		ae = api.Errorf(api.CodeLeaseNotFound, "the lease does not exist: it expired, was revoked, or never existed; create a new one")
-	case errors.Is(err, cluster.ErrUnknownOutcome):
-		// Before no_leader: the cluster wraps the cause (no leader, shutdown) in it once a
-		// command may have been proposed.
-		ae = api.Errorf(api.CodeUnknownOutcome, "leadership changed or the node stopped while the request was in flight; it may or may not have been applied, and is safe to retry")
 	case errors.Is(err, cluster.ErrQuotaExceeded):
 		ae = api.Errorf(api.CodeQuotaExceeded, "%s; nothing was applied. Release or revoke what you no longer need, or raise the limit on the servers", quotaMessage(err))
-	case errors.Is(err, cluster.ErrNoLeader), errors.Is(err, cluster.ErrNotLeader):
-		ae = api.Errorf(api.CodeNoLeader, "no leader is available (an election is in progress); nothing was applied, retry after the Retry-After delay")
-	case errors.Is(err, cluster.ErrShutdown):
-		ae = api.Errorf(api.CodeNoLeader, "this node is shutting down; nothing was applied, retry on another node")
-	case errors.Is(err, cluster.ErrACLConflict):
-		ae = api.Errorf(api.CodeConflict, "%v", err)
-	case errors.Is(err, cluster.ErrACLNotFound):
-		ae = api.Errorf(api.CodeNotFound, "%v", err)
-	case errors.Is(err, cluster.ErrACLInvalid):
-		ae = api.Errorf(api.CodeInvalidArgument, "%v", err)
-	case errors.Is(err, cluster.ErrACLInactive):
-		ae = api.Errorf(api.CodeNoLeader, "%v; upgrade every node, then retry", err)
-	case errors.Is(err, cluster.ErrStorage):
-		ae = api.Errorf(api.CodeNoLeader, "%v; nothing was applied, retry on another node", err)
-	case errors.Is(err, cluster.ErrHalted):
-		ae = api.Errorf(api.CodeInternal, "this node's state machine halted on a command it does not know; it serves nothing until it is upgraded (see its log); use another node")
-	case errors.Is(err, cluster.ErrInvalidMember):
-		ae = api.Errorf(api.CodeInvalidArgument, "%v", err)
-	case errors.Is(err, cluster.ErrMemberConflict):
-		ae = api.Errorf(api.CodeConflict, "%v", err)
-	case errors.Is(err, cluster.ErrNotMember):
-		ae = api.Errorf(api.CodeNotFound, "no such member of the cluster")
-	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
-		// Only reached when the cluster did not say that nothing was proposed.
-		ae = api.Errorf(api.CodeUnknownOutcome, "the request ended before the cluster answered; it may or may not have been applied, and is safe to retry")
 	default:
-		ae = api.Errorf(api.CodeInternal, "internal error: %v", err)
+		ae = answerFor(err)
 	}
 	f := failure{status: api.Status(ae.Code), err: ae}
 	if f.status == http.StatusServiceUnavailable || f.status == http.StatusTooManyRequests {
 		f.retryAfter = "1"
 	}
 	return f
+}
+
+// answer is one line of answers: an error known by identity and how the API answers it. A
+// message that starts with %v quotes the error itself there (the cluster's message names
+// what was wrong).
+type answer struct {
+	err     error
+	code    string
+	message string
+}
+
+// answers is the part of errorFor's table for the errors known by identity, tried in order:
+// the first that the error wraps answers it.
+var answers = []answer{
+	// The server's own.
+	{errNoHistories, api.CodeNotFound, "this node does not keep lock histories"},
+	{errNoOverview, api.CodeNotFound, "this node does not serve an overview"},
+	{errNotReady, api.CodeNoLeader, "not ready: no ready leader known yet, the leader's HTTP address is not registered, or this node is still catching up"},
+
+	// Shared locks, semaphores and elections.
+	{cluster.ErrModeConflict, api.CodeModeConflict, "this lease holds or waits for the lock in the other mode; there is no upgrade or downgrade: release it (or leave the queue) first"},
+	{cluster.ErrSemaphoreFull, api.CodeSemaphoreFull, "every permit of the semaphore is held; retry later or pass wait_ms to queue for one"},
+	{cluster.ErrElectionHeld, api.CodeElectionHeld, "another lease leads the election; retry later or pass wait_ms to queue as a candidate"},
+	{cluster.ErrPrimsInactive, api.CodeNoLeader, "shared locks, semaphores and elections need protocol version 2, which the cluster activates once every node runs this release (a rolling upgrade is in progress); nothing was applied, retry after upgrading every node"},
+
+	// The event stream.
+	{cluster.ErrTooManySubscribers, api.CodeTooManyRequests, "%v; retry later or on another node"},
+	{cluster.ErrSubscriberLagging, api.CodeTooManyRequests, "the stream was read too slowly and was dropped; resume with Last-Event-ID"},
+	{cluster.ErrStreamReset, api.CodeIndexCompacted, "this node restored a snapshot; the events before it are unknown here"},
+
+	// Locks, leases and the cluster.
+	{cluster.ErrLockHeld, api.CodeLockHeld, "the lock is held by another lease; retry later or pass wait_ms to queue for it"},
+	{cluster.ErrWaitTimeout, api.CodeWaitTimeout, "the wait ended before the lock was granted; the lease has left the queue"},
+	{cluster.ErrNotHolder, api.CodeNotHolder, "this lease and token do not hold the lock (it was released, expired or granted again)"},
+	{cluster.ErrLeaseNotFound, api.CodeLeaseNotFound, "the lease does not exist: it expired, was revoked, or never existed; create a new one"},
+	// Before no_leader: the cluster wraps the cause (no leader, shutdown) in it once a
+	// command may have been proposed.
+	{cluster.ErrUnknownOutcome, api.CodeUnknownOutcome, "leadership changed or the node stopped while the request was in flight; it may or may not have been applied, and is safe to retry"},
+	{cluster.ErrNoLeader, api.CodeNoLeader, noLeader},
+	{cluster.ErrNotLeader, api.CodeNoLeader, noLeader},
+	{cluster.ErrShutdown, api.CodeNoLeader, "this node is shutting down; nothing was applied, retry on another node"},
+	{cluster.ErrACLConflict, api.CodeConflict, "%v"},
+	{cluster.ErrACLNotFound, api.CodeNotFound, "%v"},
+	{cluster.ErrACLInvalid, api.CodeInvalidArgument, "%v"},
+	{cluster.ErrACLInactive, api.CodeNoLeader, "%v; upgrade every node, then retry"},
+	{cluster.ErrStorage, api.CodeNoLeader, "%v; nothing was applied, retry on another node"},
+	{cluster.ErrHalted, api.CodeInternal, "this node's state machine halted on a command it does not know; it serves nothing until it is upgraded (see its log); use another node"},
+	{cluster.ErrInvalidMember, api.CodeInvalidArgument, "%v"},
+	{cluster.ErrMemberConflict, api.CodeConflict, "%v"},
+	{cluster.ErrNotMember, api.CodeNotFound, "no such member of the cluster"},
+	// Only reached when the cluster did not say that nothing was proposed.
+	{context.DeadlineExceeded, api.CodeUnknownOutcome, endedEarly},
+	{context.Canceled, api.CodeUnknownOutcome, endedEarly},
+}
+
+// The messages that two errors of answers share.
+const (
+	noLeader   = "no leader is available (an election is in progress); nothing was applied, retry after the Retry-After delay"
+	endedEarly = "the request ended before the cluster answered; it may or may not have been applied, and is safe to retry"
+)
+
+// answerFor answers err by the first line of answers it wraps, and as an internal error
+// when it wraps none.
+func answerFor(err error) *api.Error {
+	for _, a := range answers {
+		if !errors.Is(err, a.err) {
+			continue
+		}
+		if strings.HasPrefix(a.message, "%v") {
+			return api.Errorf(a.code, a.message, err)
+		}
+		return &api.Error{Code: a.code, Message: a.message}
+	}
+	return api.Errorf(api.CodeInternal, "internal error: %v", err)
 }
 
 // quotaMessage names the limit an ErrQuotaExceeded error reports.

@@ -16,11 +16,7 @@ import (
 type leaseRoutes struct{ leases LeaseService }
 
 func (h leaseRoutes) create(w http.ResponseWriter, r *http.Request) (call, error) {
-	body, err := readBody(w, r)
-	var req api.CreateLeaseRequest
-	if err == nil {
-		err = decodeStrict(body, &req, true)
-	}
+	body, req, err := readJSON[api.CreateLeaseRequest](w, r, true)
 	if err != nil {
 		return call{}, err
 	}
@@ -35,10 +31,7 @@ func (h leaseRoutes) create(w http.ResponseWriter, r *http.Request) (call, error
 }
 
 func (h leaseRoutes) keepAlive(w http.ResponseWriter, r *http.Request) (call, error) {
-	body, err := readBody(w, r)
-	if err == nil {
-		err = decodeStrict(body, &struct{}{}, true)
-	}
+	body, _, err := readJSON[struct{}](w, r, true)
 	var id cluster.LeaseID
 	if err == nil {
 		id, err = parseLeaseID(r.PathValue("id"))
@@ -170,12 +163,8 @@ func (h leaseRoutes) revokeCall(body []byte, id cluster.LeaseID) call {
 
 // leaseFromBody reads the lease ID of the body routes.
 func leaseFromBody(w http.ResponseWriter, r *http.Request) ([]byte, cluster.LeaseID, error) {
-	body, err := readBody(w, r)
+	body, req, err := readJSON[api.LeaseRequest](w, r, false)
 	if err != nil {
-		return nil, cluster.LeaseID{}, err
-	}
-	var req api.LeaseRequest
-	if err := decodeStrict(body, &req, false); err != nil {
 		return nil, cluster.LeaseID{}, err
 	}
 	id, err := parseLeaseID(req.LeaseID)

@@ -39,11 +39,7 @@ func (h memberRoutes) cluster(w http.ResponseWriter, r *http.Request) (call, err
 }
 
 func (h memberRoutes) add(w http.ResponseWriter, r *http.Request) (call, error) {
-	body, err := readBody(w, r)
-	var req api.AddNodeRequest
-	if err == nil {
-		err = decodeStrict(body, &req, false)
-	}
+	body, req, err := readJSON[api.AddNodeRequest](w, r, false)
 	if err == nil && (req.ID == "" || req.RaftAddr == "" || req.HTTPAddr == "") {
 		err = api.Errorf(api.CodeInvalidArgument, "id, raft_addr and http_addr are all required")
 	}
@@ -89,11 +85,7 @@ func (h memberRoutes) remove(w http.ResponseWriter, r *http.Request) (call, erro
 // version records the protocol version a member speaks (registerLoop calls it on the
 // leader for its own node).
 func (h memberRoutes) version(w http.ResponseWriter, r *http.Request) (call, error) {
-	body, err := readBody(w, r)
-	var req api.NodeVersionRequest
-	if err == nil {
-		err = decodeStrict(body, &req, false)
-	}
+	body, req, err := readJSON[api.NodeVersionRequest](w, r, false)
 	if err == nil && req.MaxVersion == 0 {
 		err = api.Errorf(api.CodeInvalidArgument, "max_version must be at least 1")
 	}
@@ -118,11 +110,7 @@ func (h memberRoutes) version(w http.ResponseWriter, r *http.Request) (call, err
 // transferLeader hands leadership to another voter (body {"to": "n2"}, or {} for any),
 // for maintenance: the node then restarts without costing an election timeout.
 func (h memberRoutes) transferLeader(w http.ResponseWriter, r *http.Request) (call, error) {
-	body, err := readBody(w, r)
-	var req api.TransferLeaderRequest
-	if err == nil {
-		err = decodeStrict(body, &req, true)
-	}
+	body, req, err := readJSON[api.TransferLeaderRequest](w, r, true)
 	if err != nil {
 		return call{}, err
 	}

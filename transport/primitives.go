@@ -28,79 +28,85 @@ type leaseFields struct {
 	TTLMs, WaitMs             int64
 }
 
+// acquiring is what decodeLease makes of leaseFields.
+type acquiring struct {
+	lease    cluster.LeaseID
+	newLease bool
+	ttl      time.Duration // for newLease
+	wait     time.Duration
+}
+
 // decodeLease validates leaseFields: a lease ID, or none and a TTL (default) with an
 // optional request ID, as decodeAcquire does for locks.
-func decodeLease(f leaseFields) (lease cluster.LeaseID, newLease bool, ttl int64, wait time.Duration, err error) {
+func decodeLease(f leaseFields) (acquiring, error) {
 	if e := api.ValidateWait(f.WaitMs); e != nil {
-		return lease, false, 0, 0, e
+		return acquiring{}, e
 	}
 	if e := api.ValidateOwner(f.Owner); e != nil {
-		return lease, false, 0, 0, e
+		return acquiring{}, e
 	}
 	if e := api.ValidateRequestID(f.RequestID); e != nil {
-		return lease, false, 0, 0, e
+		return acquiring{}, e
 	}
-	wait = time.Duration(f.WaitMs) * time.Millisecond
+	wait := time.Duration(f.WaitMs) * time.Millisecond
 	if f.LeaseID != "" {
 		if f.TTLMs != 0 {
-			return lease, false, 0, 0, api.Errorf(api.CodeInvalidArgument, "ttl_ms applies only when a lease is created; omit it when passing lease_id")
+			return acquiring{}, api.Errorf(api.CodeInvalidArgument, "ttl_ms applies only when a lease is created; omit it when passing lease_id")
 		}
 		if f.RequestID != "" {
-			return lease, false, 0, 0, api.Errorf(api.CodeInvalidArgument, "request_id applies only when a lease is created; omit it when passing lease_id (a request with a lease is already idempotent)")
+			return acquiring{}, api.Errorf(api.CodeInvalidArgument, "request_id applies only when a lease is created; omit it when passing lease_id (a request with a lease is already idempotent)")
 		}
-		lease, err = parseLeaseID(f.LeaseID)
-		return lease, false, 0, wait, err
+		lease, err := parseLeaseID(f.LeaseID)
+		return acquiring{lease: lease, wait: wait}, err
 	}
 	ttl, e := api.NormalizeTTL(f.TTLMs)
 	if e != nil {
-		return lease, false, 0, 0, e
+		return acquiring{}, e
 	}
-	return lease, true, ttl, wait, nil
+	return acquiring{newLease: true, ttl: fromMs(ttl), wait: wait}, nil
+}
+
+// decodePrimitive decodes a PUT on name, a primitive of kind, into its API request R. own
+// checks what is R's own and gives the lease fields, which decodeLease validates after it.
+func decodePrimitive[R any](kind, name string, body []byte, own func(R) (*api.Error, leaseFields)) (R, acquiring, error) {
+	var req R
+	if e := api.ValidateNameOf(kind, name); e != nil {
+		return req, acquiring{}, e
+	}
+	if err := decodeStrict(body, &req, false); err != nil {
+		return req, acquiring{}, err
+	}
+	e, fields := own(req)
+	if e != nil {
+		return req, acquiring{}, e
+	}
+	a, err := decodeLease(fields)
+	return req, a, err
 }
 
 // decodeSemaphoreAcquire turns a PUT /v1/semaphores/{name} request into the node's.
 func decodeSemaphoreAcquire(name string, body []byte) (cluster.SemaphoreRequest, error) {
-	var req api.SemaphoreAcquireRequest
-	if e := api.ValidateNameOf("semaphore", name); e != nil {
-		return cluster.SemaphoreRequest{}, e
-	}
-	if err := decodeStrict(body, &req, false); err != nil {
-		return cluster.SemaphoreRequest{}, err
-	}
-	if e := api.ValidateSemaphoreLimit(req.Limit); e != nil {
-		return cluster.SemaphoreRequest{}, e
-	}
-	lease, newLease, ttl, wait, err := decodeLease(leaseFields{req.LeaseID, req.RequestID, req.Owner, req.TTLMs, req.WaitMs})
+	req, a, err := decodePrimitive("semaphore", name, body, func(req api.SemaphoreAcquireRequest) (*api.Error, leaseFields) {
+		return api.ValidateSemaphoreLimit(req.Limit), leaseFields{req.LeaseID, req.RequestID, req.Owner, req.TTLMs, req.WaitMs}
+	})
 	if err != nil {
 		return cluster.SemaphoreRequest{}, err
 	}
-	out := cluster.SemaphoreRequest{Name: name, Limit: uint64(req.Limit), Lease: lease, NewLease: newLease, RequestID: req.RequestID, Wait: wait, Owner: req.Owner}
-	out.TTL = fromMs(ttl)
-	return out, nil
+	return cluster.SemaphoreRequest{Name: name, Limit: uint64(req.Limit), Lease: a.lease, NewLease: a.newLease, RequestID: req.RequestID, TTL: a.ttl, Wait: a.wait, Owner: req.Owner}, nil
 }
 
 // decodeCampaign turns a PUT /v1/elections/{name} request into the node's.
 func decodeCampaign(name string, body []byte) (cluster.CampaignRequest, error) {
-	var req api.CampaignRequest
-	if e := api.ValidateNameOf("election", name); e != nil {
-		return cluster.CampaignRequest{}, e
-	}
-	if err := decodeStrict(body, &req, false); err != nil {
-		return cluster.CampaignRequest{}, err
-	}
-	if e := api.ValidateElectionValue(req.Value); e != nil {
-		return cluster.CampaignRequest{}, e
-	}
-	lease, newLease, ttl, wait, err := decodeLease(leaseFields{req.LeaseID, req.RequestID, req.Owner, req.TTLMs, req.WaitMs})
+	req, a, err := decodePrimitive("election", name, body, func(req api.CampaignRequest) (*api.Error, leaseFields) {
+		return api.ValidateElectionValue(req.Value), leaseFields{req.LeaseID, req.RequestID, req.Owner, req.TTLMs, req.WaitMs}
+	})
 	if err != nil {
 		return cluster.CampaignRequest{}, err
 	}
-	if req.Token != 0 && (newLease || wait > 0) {
+	if req.Token != 0 && (a.newLease || a.wait > 0) {
 		return cluster.CampaignRequest{}, api.Errorf(api.CodeInvalidArgument, "token makes the request a proclaim by the leader: it needs lease_id and takes no wait_ms")
 	}
-	out := cluster.CampaignRequest{Name: name, Value: req.Value, Token: req.Token, Lease: lease, NewLease: newLease, RequestID: req.RequestID, Wait: wait, Owner: req.Owner}
-	out.TTL = fromMs(ttl)
-	return out, nil
+	return cluster.CampaignRequest{Name: name, Value: req.Value, Token: req.Token, Lease: a.lease, NewLease: a.newLease, RequestID: req.RequestID, TTL: a.ttl, Wait: a.wait, Owner: req.Owner}, nil
 }
 
 func (h semaphoreRoutes) acquire(w http.ResponseWriter, r *http.Request) (call, error) {
