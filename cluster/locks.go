@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/raftlock/raftlock/fsm"
@@ -69,7 +70,26 @@ func (l *Locks) Release(ctx context.Context, name string, lease LeaseID, token u
 	if err != nil {
 		return err
 	}
-	return outcomeError(c.Type, r, l.n.fsm.Limits)
+	err = outcomeError(c.Type, r, l.n.fsm.Limits)
+	if errors.Is(err, ErrNotHolder) && l.releasedBy(name, lease, token) {
+		// This lease released that grant itself: a release repeated after an ambiguous
+		// outcome (by a client, or by the node within its hold) answers as the first did.
+		return nil
+	}
+	return err
+}
+
+// releasedBy reports whether the lock's history records lease releasing the grant token:
+// the state machine's own record, so every node answers alike. The history keeps a lock's
+// newest events only; a release older than those answers ErrNotHolder.
+func (l *Locks) releasedBy(name string, lease LeaseID, token uint64) bool {
+	fp := fsm.LeaseFingerprint(lease)
+	for _, e := range l.n.fsm.History(name) {
+		if e.Kind == fsm.HistoryReleased && e.Token == token && e.Lease == fp {
+			return true
+		}
+	}
+	return false
 }
 
 // Status returns the state of lock name. Unless q.Stale, the read is linearizable. With

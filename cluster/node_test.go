@@ -76,3 +76,35 @@ func TestNode_BlockingQueryOnFreeLockWakes(t *testing.T) {
 		t.Fatal("blocking query on a free lock did not wake when the lock was taken")
 	}
 }
+
+// A release repeated by the lease that made it (a retry after an ambiguous answer)
+// answers as the first did, from the lock's history; the same token from another lease,
+// or a token this lease never released, is still refused, and nothing changes.
+func TestNode_RepeatedReleaseAnswersAsTheFirst(t *testing.T) {
+	c := clustertest.Start(t, 3, nil)
+	ctx := clustertest.Ctx(t, 30*time.Second)
+	l := v2Leader(t, c) // lock histories are kept from protocol version 2
+	a, err := l.Locks().Acquire(ctx, cluster.AcquireRequest{Name: "card/2", NewLease: true, TTL: 10_000 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Locks().Release(ctx, "card/2", a.Lease, a.Token); err != nil {
+		t.Fatal(err)
+	}
+	b, err := l.Locks().Acquire(ctx, cluster.AcquireRequest{Name: "card/2", NewLease: true, TTL: 10_000 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Locks().Release(ctx, "card/2", a.Lease, a.Token); err != nil {
+		t.Fatalf("repeated release by the releasing lease: %v, want nil", err)
+	}
+	if err := l.Locks().Release(ctx, "card/2", b.Lease, a.Token); !errors.Is(err, cluster.ErrNotHolder) {
+		t.Fatalf("release of another lease's released grant: %v, want ErrNotHolder", err)
+	}
+	if err := l.Locks().Release(ctx, "card/2", a.Lease, b.Token); !errors.Is(err, cluster.ErrNotHolder) {
+		t.Fatalf("release of a grant the lease never held: %v, want ErrNotHolder", err)
+	}
+	if v := l.FSM().Lock("card/2"); v.Holder != b.Lease || v.Token != b.Token {
+		t.Fatalf("a refused or repeated release changed the lock: %+v", v)
+	}
+}

@@ -2,6 +2,7 @@ package transport
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strconv"
 	"strings"
@@ -160,7 +161,9 @@ func (s *Server) forwardUnknownTokens(next http.Handler) http.Handler {
 			writeError(w, err)
 			return
 		}
-		s.forward(w, r, body, requestWait(r, body))
+		if err := s.forward(w, r, body, requestWait(r, body)); err != nil && !errors.Is(err, errCallerGone) {
+			s.writeFailure(w, r, err)
+		}
 	})
 }
 

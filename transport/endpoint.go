@@ -31,6 +31,11 @@ type call struct {
 	slow time.Duration
 	// traced marks the request decoded in its latency-budget trace (Config.Budget).
 	traced bool
+	// idempotent marks a call whose repetition has the effect of one (a keepalive, a
+	// release with its token, an acquire on a named lease or with a request_id, a
+	// revoke): after an ambiguous outcome the node that received it makes it again, within
+	// its hold. GET requests are idempotent without saying so.
+	idempotent bool
 	// do makes the call: it returns the answer (see writeAnswer) or the error. An
 	// error that is cluster.ErrNotLeader sends the request to the leader instead.
 	do func(ctx context.Context) (any, error)
@@ -65,20 +70,51 @@ func (s *Server) serve(ep endpoint) http.HandlerFunc {
 			}
 			defer release()
 		}
-		v, err := c.do(r.Context())
-		// The node returns ErrNotLeader only when it proposed nothing, so a request is
-		// forwarded at most once per node and never after any part of it may have been
-		// applied.
-		if errors.Is(err, cluster.ErrNotLeader) {
-			s.forward(w, r, c.body, c.wait+c.slow)
+		h := s.newHold(r, c)
+		defer h.done()
+		idempotent := c.idempotent || r.Method == http.MethodGet
+		for {
+			v, err := c.do(r.Context())
+			// The node returns ErrNotLeader only when it proposed nothing, so a request is
+			// forwarded at most once per attempt and never after any part of it may have
+			// been applied.
+			if errors.Is(err, cluster.ErrNotLeader) {
+				err = s.forward(w, r, c.body, c.wait+c.slow)
+				if err == nil || errors.Is(err, errCallerGone) {
+					return // relayed, or nobody to answer
+				}
+			}
+			if err == nil {
+				writeAnswer(w, v)
+				return
+			}
+			if h.retry(err, idempotent) {
+				continue
+			}
+			s.writeFailure(w, r, err)
 			return
 		}
-		if err != nil {
-			writeError(w, err)
-			return
-		}
-		writeAnswer(w, v)
 	}
+}
+
+// writeFailure answers the error a request ended in. A node that a request was forwarded
+// to marks an answer that changed nothing for want of a leader (holdableHeader), so that
+// the node the client chose holds the request instead of passing the 503 on; a relayed
+// such answer that the hold could not outlast is passed on as it was.
+func (s *Server) writeFailure(w http.ResponseWriter, r *http.Request, err error) {
+	var rh relayedHoldable
+	if errors.As(err, &rh) {
+		for k, vs := range rh.header {
+			w.Header()[k] = vs
+		}
+		w.WriteHeader(rh.status)
+		_, _ = w.Write(rh.body)
+		return
+	}
+	if r.Header.Get(hopHeader) != "" && leaderless(err) {
+		w.Header().Set(holdableHeader, "1")
+	}
+	writeError(w, err)
 }
 
 // writeAnswer writes a call's answer: JSON with 200, or as its type says.

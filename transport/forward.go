@@ -41,30 +41,33 @@ func parseHops(h string) (uint64, error) {
 	return v, nil
 }
 
-// forward sends the request to the leader's HTTP address and relays its answer.
+// errCallerGone ends a forward whose caller went away: nobody reads an answer.
+var errCallerGone = errors.New("transport: the caller went away")
+
+// forward sends the request to the leader's HTTP address and relays its answer; it
+// returns nil once the answer is relayed, or the error to answer (or to hold on) when
+// none was.
 //
 // A forward never waits longer than the leader can keep its office: it is abandoned as
 // soon as this node sees leadership move to another node (or to nobody), and in any case
 // after the election timeout plus ForwardMargin (plus the request's own wait). The caller
-// then gets 503 no_leader when the request certainly never left this node, or 503
-// unknown_outcome when it may have reached the leader; both are safe to retry. The
+// then gets (unless the request is held and tried again, see hold.go) 503 no_leader when
+// the request certainly never left this node, or 503 unknown_outcome when it may have
+// reached the leader; both are safe to retry. The
 // forwarded request also carries the caller's context, so a caller that goes away cancels
 // the leader's work too (a waiting acquire then leaves the queue).
-func (s *Server) forward(w http.ResponseWriter, r *http.Request, body []byte, wait time.Duration) {
+func (s *Server) forward(w http.ResponseWriter, r *http.Request, body []byte, wait time.Duration) error {
 	hops, err := parseHops(r.Header.Get(hopHeader))
 	if err != nil {
-		writeError(w, err)
-		return
+		return err
 	}
 	if hops >= uint64(s.cfg.MaxHops) {
-		writeError(w, hopLimitError{hops})
-		return
+		return hopLimitError{hops}
 	}
 	leaderID, changed := s.svc.Routing.LeaderWatch()
 	addr := s.svc.Routing.LeaderHTTPAddr()
 	if leaderID == "" || addr == "" || addr == s.svc.Members.Self().HTTPAddr {
-		writeError(w, cluster.ErrNoLeader)
-		return
+		return cluster.ErrNoLeader
 	}
 	bound := s.svc.Routing.ElectionTimeout() + s.cfg.ForwardMargin + wait
 	ctx, cancel := context.WithCancelCause(r.Context())
@@ -92,8 +95,7 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, body []byte, wa
 	trace := &httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) { mayHaveReached.Store(true) }}
 	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(ctx, trace), r.Method, s.scheme()+addr+r.URL.RequestURI(), bytes.NewReader(body))
 	if err != nil {
-		writeError(w, err)
-		return
+		return err
 	}
 	if ct := r.Header.Get("Content-Type"); ct != "" {
 		req.Header.Set("Content-Type", ct)
@@ -118,12 +120,23 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, body []byte, wa
 		}
 		s.log.Debug("forwarding to the leader failed", "leader", leaderID, "after", time.Since(start).Round(time.Millisecond), "error", why)
 		if r.Context().Err() != nil {
-			return // the caller is gone; nobody reads an answer
+			return errCallerGone
 		}
-		writeError(w, forwardError{leader: leaderID, addr: addr, why: why, reached: mayHaveReached.Load()})
-		return
+		return forwardError{leader: leaderID, addr: addr, why: why, reached: mayHaveReached.Load()}
 	}
 	defer resp.Body.Close()
+	if resp.Header.Get(holdableHeader) != "" {
+		// Nothing was applied there either: the caller's node may hold and retry.
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+		h := http.Header{}
+		for _, k := range relayed {
+			if v := resp.Header.Get(k); v != "" {
+				h.Set(k, v)
+			}
+		}
+		h.Set("X-Raftlock-Leader", addr)
+		return relayedHoldable{status: resp.StatusCode, header: h, body: b}
+	}
 	for _, h := range relayed {
 		if v := resp.Header.Get(h); v != "" {
 			w.Header().Set(h, v)
@@ -137,6 +150,7 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, body []byte, wa
 	if err != nil {
 		s.log.Debug("relaying the leader's answer was cut off", "leader", leaderID, "error", fmt.Sprint(context.Cause(ctx)))
 	}
+	return nil
 }
 
 // relayBufs holds the buffers leaders' answers are relayed through. io.Copy would make a

@@ -52,6 +52,14 @@ func (f *followerNode) LeaderHTTPAddr() string         { return f.leaderAddr }
 func (f *followerNode) ElectionTimeout() time.Duration { return 100 * time.Millisecond }
 func (f *followerNode) IsLeader() bool                 { return false }
 func (f *followerNode) NeedsRegistration() bool        { return false }
+func (f *followerNode) Serving() string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.leaderID == "" {
+		return ""
+	}
+	return cluster.ServingForward
+}
 func (f *followerNode) LeaderWatch() (string, <-chan struct{}) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -80,7 +88,8 @@ func (f *followerNode) Acquire(ctx context.Context, _ cluster.AcquireRequest) (c
 
 func newTestServer(t *testing.T, svc Services, tune func(*Config)) *httptest.Server {
 	t.Helper()
-	cfg := Config{Services: svc, Logger: hclog.NewNullLogger(), ForwardMargin: 200 * time.Millisecond, RegisterInterval: time.Hour}
+	// The forward's own answers are what these tests check: no hold unless a test asks.
+	cfg := Config{Services: svc, Logger: hclog.NewNullLogger(), ForwardMargin: 200 * time.Millisecond, RegisterInterval: time.Hour, HoldTimeout: -1}
 	if tune != nil {
 		tune(&cfg)
 	}
@@ -156,7 +165,13 @@ func TestForward_BoundedWithoutLeaderChange(t *testing.T) {
 	ts := newTestServer(t, newFollowerNode(addr).services(), nil)
 	a := send(t, "POST", ts.URL+keepalivePath, "")
 	wantError(t, a, 503, api.CodeUnknownOutcome)
-	t.Logf("bound 300ms, answered after %v", a.Took)
+	// The bound is the election timeout (100 ms) plus the margin (200 ms); the slack is
+	// far below the client's own 20 s timeout, so a missing bound cannot pass.
+	const bound = 300 * time.Millisecond
+	if a.Took < bound || a.Took > bound+1500*time.Millisecond {
+		t.Fatalf("answered after %v, want just after the %v forwarding bound", a.Took, bound)
+	}
+	t.Logf("bound %v, answered after %v", bound, a.Took)
 }
 
 // A waiting request's bound includes its wait.

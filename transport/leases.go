@@ -43,7 +43,7 @@ func (h leaseRoutes) keepAlive(w http.ResponseWriter, r *http.Request) (call, er
 }
 
 func (h leaseRoutes) keepAliveCall(body []byte, id cluster.LeaseID) call {
-	return call{body: body, need: accessLock, name: anyName, do: func(ctx context.Context) (any, error) {
+	return call{body: body, need: accessLock, name: anyName, idempotent: true, do: func(ctx context.Context) (any, error) {
 		ttl, err := h.leases.KeepAlive(ctx, id)
 		return api.Lease{LeaseID: id.String(), TTLMs: ttl.Milliseconds()}, err
 	}}
@@ -77,7 +77,7 @@ func (h leaseRoutes) keepAliveBody(w http.ResponseWriter, r *http.Request) (call
 	if err != nil {
 		return call{}, err
 	}
-	return call{body: body, need: accessLock, name: anyName, do: func(ctx context.Context) (any, error) {
+	return call{body: body, need: accessLock, name: anyName, idempotent: true, do: func(ctx context.Context) (any, error) {
 		ttls, found, err := h.leases.KeepAliveMany(ctx, ids)
 		if err != nil {
 			return nil, err
@@ -152,7 +152,7 @@ func (h leaseRoutes) revokeBody(w http.ResponseWriter, r *http.Request) (call, e
 }
 
 func (h leaseRoutes) revokeCall(body []byte, id cluster.LeaseID) call {
-	return call{body: body, need: accessLock, name: anyName, do: func(ctx context.Context) (any, error) {
+	return call{body: body, need: accessLock, name: anyName, idempotent: true, do: func(ctx context.Context) (any, error) {
 		released, err := h.leases.Revoke(ctx, id)
 		if released == nil {
 			released = []string{}

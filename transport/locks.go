@@ -67,7 +67,7 @@ func (h lockRoutes) acquire(w http.ResponseWriter, r *http.Request) (call, error
 	if err != nil {
 		return call{}, err
 	}
-	return call{body: body, need: accessLock, name: req.Name, wait: req.Wait, traced: true, do: func(ctx context.Context) (any, error) {
+	return call{body: body, need: accessLock, name: req.Name, wait: req.Wait, traced: true, idempotent: !req.NewLease || req.RequestID != "", do: func(ctx context.Context) (any, error) {
 		g, err := h.locks.Acquire(ctx, req)
 		mode := api.ModeExclusive
 		if g.Shared {
@@ -117,7 +117,7 @@ func releaseCall(w http.ResponseWriter, r *http.Request, kind string, release fu
 	if err != nil {
 		return call{}, err
 	}
-	return call{body: body, need: accessLock, name: name, do: func(ctx context.Context) (any, error) {
+	return call{body: body, need: accessLock, name: name, idempotent: true, do: func(ctx context.Context) (any, error) {
 		return api.ReleaseResult{Name: name, Released: true}, release(ctx, name, id, token)
 	}}, nil
 }

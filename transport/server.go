@@ -32,10 +32,17 @@ type Config struct {
 	// to bound how long a forwarded request may go unanswered; zero means 2 s. A forward is
 	// abandoned earlier when leadership moves away from the node it went to.
 	ForwardMargin time.Duration
-	// MaxHeldRequests bounds the waiting acquires and blocking queries this node holds
-	// open at once (each is a goroutine and a connection); zero means 10000. Past it a new
-	// one gets 429 too_many_requests.
+	// MaxHeldRequests bounds the waiting acquires, blocking queries and requests held for
+	// want of a leader that this node holds open at once (each is a goroutine and a
+	// connection); zero means 10000. Past it a new one gets 429 too_many_requests, and a
+	// request that would be held for a leader answers its 503 at once.
 	MaxHeldRequests int
+	// HoldTimeout bounds how long this node holds a request that found no leader it could
+	// reach (nothing applied), or, when repeating it is idempotent, one whose outcome was
+	// ambiguous, before answering its 503: the request is tried again as soon as a leader
+	// is known. A waiting request is held at most its own wait. Zero means
+	// DefaultHoldTimeout; negative turns holding off (every such request answers at once).
+	HoldTimeout time.Duration
 	// TLS, when non-nil, serves HTTPS with its server configuration, and forwards to
 	// other nodes over mutual TLS with its node certificate.
 	TLS *tlsconf.Reloader
@@ -92,6 +99,9 @@ func NewServer(cfg Config) (*Server, error) {
 	}
 	if cfg.MaxHeldRequests == 0 {
 		cfg.MaxHeldRequests = 10000
+	}
+	if cfg.HoldTimeout == 0 {
+		cfg.HoldTimeout = DefaultHoldTimeout
 	}
 	if cfg.RegisterInterval == 0 {
 		cfg.RegisterInterval = time.Second

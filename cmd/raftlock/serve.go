@@ -67,7 +67,8 @@ func serveFlags() []cli.Flag {
 		altsrc.NewBoolFlag(&cli.BoolFlag{Name: "acl", Usage: "enforce ACL tokens: every API request needs a bearer token whose policies grant it (bootstrap the first with `raftlock acl bootstrap`)", EnvVars: env("acl")}),
 		str("acl-node-token-file", "file holding the ACL token this node uses to register itself with the leader when ACLs are on and TLS is off (with TLS the node certificate is used); also RAFTLOCK_ACL_NODE_TOKEN", ""),
 		str("tls-client-auth", "client certificates on the HTTPS API: none (not needed; verified when offered), request, or require", "none"),
-		altsrc.NewIntFlag(&cli.IntFlag{Name: "max-held-requests", Usage: "waiting acquires and blocking queries this node holds open at once", Value: 10_000, EnvVars: env("max-held-requests")}),
+		altsrc.NewIntFlag(&cli.IntFlag{Name: "max-held-requests", Usage: "waiting acquires, blocking queries and requests held for a leader that this node holds open at once", Value: 10_000, EnvVars: env("max-held-requests")}),
+		altsrc.NewDurationFlag(&cli.DurationFlag{Name: "hold-timeout", Usage: "how long a request that finds no leader is held, waiting for one, before it answers 503 (0 answers at once)", Value: transport.DefaultHoldTimeout, EnvVars: env("hold-timeout")}),
 	}
 }
 
@@ -187,7 +188,7 @@ func serveConfig(c *cli.Context, logger hclog.Logger) (cluster.Config, serveOpti
 	if c.Bool("acl") && reloader == nil && nodeToken == "" {
 		logger.Warn("ACLs are on and TLS is off: this node registers its HTTP address only when it leads (no node certificate or --acl-node-token-file proves who it is), so right after it first takes office other nodes answer 503 for a moment; use TLS")
 	}
-	return cfg, serveOptions{join: c.String("join"), maxHeld: c.Int("max-held-requests"), httpListen: c.String("http-addr"), acl: c.Bool("acl"), nodeToken: nodeToken}, nil
+	return cfg, serveOptions{join: c.String("join"), maxHeld: c.Int("max-held-requests"), holdTimeout: c.Duration("hold-timeout"), httpListen: c.String("http-addr"), acl: c.Bool("acl"), nodeToken: nodeToken}, nil
 }
 
 // advertiseAddr returns the address other nodes use for this node: adv when given, else
@@ -259,7 +260,7 @@ func runServe(ctx context.Context, cfg cluster.Config, opts serveOptions, logger
 		l.Close()
 		return err
 	}
-	srv, err := transport.NewServer(transport.Config{Services: transport.NodeServices(node), Logger: logger, MaxHeldRequests: opts.maxHeld, TLS: cfg.TLS, ACL: opts.acl, NodeToken: opts.nodeToken})
+	srv, err := transport.NewServer(transport.Config{Services: transport.NodeServices(node), Logger: logger, MaxHeldRequests: opts.maxHeld, HoldTimeout: holdTimeout(opts.holdTimeout), TLS: cfg.TLS, ACL: opts.acl, NodeToken: opts.nodeToken})
 	if err != nil {
 		l.Close()
 		node.Shutdown()
@@ -323,11 +324,13 @@ func runServe(ctx context.Context, cfg cluster.Config, opts serveOptions, logger
 
 // serveOptions are serve's settings that are not the node's Config.
 type serveOptions struct {
-	join       string
-	maxHeld    int
-	httpListen string
-	acl        bool
-	nodeToken  string // never logged, never in argv: read from a file or the environment
+	join    string
+	maxHeld int
+	// holdTimeout is --hold-timeout; 0 turns holding off.
+	holdTimeout time.Duration
+	httpListen  string
+	acl         bool
+	nodeToken   string // never logged, never in argv: read from a file or the environment
 }
 
 // parseBootstrap parses "n1=127.0.0.1:8001,n2=127.0.0.1:8002".
@@ -347,4 +350,13 @@ func parseBootstrap(s string) ([]cluster.Peer, error) {
 		peers = append(peers, cluster.Peer{ID: id, RaftAddr: addr})
 	}
 	return peers, nil
+}
+
+// holdTimeout maps --hold-timeout to transport.Config.HoldTimeout, where zero means the
+// default: on the command line 0 means no holding.
+func holdTimeout(d time.Duration) time.Duration {
+	if d <= 0 {
+		return -1
+	}
+	return d
 }

@@ -1,0 +1,144 @@
+package transport
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/raftlock/raftlock/api"
+	"github.com/raftlock/raftlock/cluster"
+)
+
+// okLeader answers every request 200 with body, counting them.
+func okLeader(t *testing.T, body string) (addr string, hits *atomic.Int64) {
+	t.Helper()
+	hits = new(atomic.Int64)
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(body))
+	}))
+	t.Cleanup(ts.Close)
+	return strings.TrimPrefix(ts.URL, "http://"), hits
+}
+
+// A request that finds no leader is held, and forwarded as soon as one is known: the
+// client sees the leader's answer, not a 503. With holding off it would be 503 at once.
+func TestHold_NoLeaderHeldUntilOneIsKnown(t *testing.T) {
+	addr, hits := okLeader(t, `{"lease_id":"x","ttl_ms":1000}`)
+	f := newFollowerNode(addr)
+	f.leaderID = "" // an election is running
+	ts := newTestServer(t, f.services(), func(c *Config) { c.HoldTimeout = 5 * time.Second })
+	const elected = 300 * time.Millisecond
+	time.AfterFunc(elected, func() { f.elect("n1") })
+	a := send(t, "POST", ts.URL+keepalivePath, "")
+	if a.Status != 200 || hits.Load() != 1 {
+		t.Fatalf("held keepalive: %d %s, leader saw %d requests", a.Status, a.Body, hits.Load())
+	}
+	if a.Took < elected {
+		t.Fatalf("answered after %v, before a leader was known (%v)", a.Took, elected)
+	}
+	t.Logf("held %v, then forwarded", a.Took)
+}
+
+// The hold is bounded by HoldTimeout: with no leader ever, the answer is 503 no_leader
+// after the hold and not before.
+func TestHold_BoundedByHoldTimeout(t *testing.T) {
+	f := newFollowerNode("127.0.0.1:1")
+	f.leaderID = ""
+	const hold = 400 * time.Millisecond
+	ts := newTestServer(t, f.services(), func(c *Config) { c.HoldTimeout = hold })
+	a := send(t, "POST", ts.URL+keepalivePath, "")
+	wantError(t, a, 503, api.CodeNoLeader)
+	if a.Took < hold || a.Took > hold+time.Second {
+		t.Fatalf("answered after %v, want just after the %v hold", a.Took, hold)
+	}
+}
+
+// flakyLeases is a leader whose first calls end ambiguously (leadership lost while the
+// entry was in flight) and whose later calls succeed.
+type flakyLeases struct {
+	LeaseService
+	ambiguous int
+	calls     atomic.Int64
+}
+
+func (l *flakyLeases) fail() error {
+	if int(l.calls.Add(1)) <= l.ambiguous {
+		return cluster.ErrUnknownOutcome
+	}
+	return nil
+}
+
+func (l *flakyLeases) KeepAlive(context.Context, cluster.LeaseID) (time.Duration, error) {
+	return time.Second, l.fail()
+}
+
+func (l *flakyLeases) Create(context.Context, time.Duration) (cluster.LeaseID, error) {
+	return cluster.LeaseID{}, l.fail()
+}
+
+// readyLeader is the Routing of a ready leader.
+type readyLeader struct{ Routing }
+
+func (readyLeader) ID() string                             { return "n1" }
+func (readyLeader) IsLeader() bool                         { return true }
+func (readyLeader) Serving() string                        { return cluster.ServingLeader }
+func (readyLeader) LeaderWatch() (string, <-chan struct{}) { return "n1", nil }
+
+// An idempotent call (a keepalive) whose outcome was ambiguous is made again within the
+// hold, and answers as the repetition does; a call that is not (a lease created without
+// request_id) still answers unknown_outcome, made once.
+func TestHold_IdempotentRetriedAfterAmbiguousOutcome(t *testing.T) {
+	leases := &flakyLeases{ambiguous: 1}
+	ts := newTestServer(t, Services{Routing: readyLeader{}, Leases: leases}, func(c *Config) { c.HoldTimeout = 5 * time.Second })
+	if a := send(t, "POST", ts.URL+keepalivePath, ""); a.Status != 200 || leases.calls.Load() != 2 {
+		t.Fatalf("keepalive after an ambiguous outcome: %d %s after %d calls, want 200 after 2", a.Status, a.Body, leases.calls.Load())
+	}
+	leases.calls.Store(0)
+	a := send(t, "POST", ts.URL+"/v1/leases", `{"ttl_ms":1000}`)
+	wantError(t, a, 503, api.CodeUnknownOutcome)
+	if leases.calls.Load() != 1 {
+		t.Fatalf("a lease create without request_id was made %d times, want once", leases.calls.Load())
+	}
+}
+
+// A node forwarded to that has no leader either marks its answer holdable; the node the
+// client chose holds the request and tries again rather than pass the 503 on.
+func TestHold_RelayedNoLeaderIsHeld(t *testing.T) {
+	var hits atomic.Int64
+	leader := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		if hits.Add(1) == 1 {
+			w.Header().Set(holdableHeader, "1")
+			w.WriteHeader(http.StatusServiceUnavailable)
+			w.Write([]byte(`{"error":{"code":"no_leader","message":"no leader"}}`))
+			return
+		}
+		w.Write([]byte(`{"lease_id":"x","ttl_ms":1000}`))
+	}))
+	t.Cleanup(leader.Close)
+	f := newFollowerNode(strings.TrimPrefix(leader.URL, "http://"))
+	ts := newTestServer(t, f.services(), func(c *Config) { c.HoldTimeout = 5 * time.Second })
+	go func() { time.Sleep(100 * time.Millisecond); f.elect("n3") }()
+	if a := send(t, "POST", ts.URL+keepalivePath, ""); a.Status != 200 || hits.Load() != 2 {
+		t.Fatalf("relayed holdable 503: %d %s after %d forwards, want 200 after 2", a.Status, a.Body, hits.Load())
+	}
+}
+
+// Only the node the client chose holds: a forwarded request that finds no leader is
+// answered at once, marked holdable.
+func TestHold_ForwardedRequestIsNotHeldButMarked(t *testing.T) {
+	f := newFollowerNode("127.0.0.1:1")
+	f.leaderID = ""
+	ts := newTestServer(t, f.services(), func(c *Config) { c.HoldTimeout = 5 * time.Second })
+	a := send(t, "POST", ts.URL+keepalivePath, "", hopHeader, "1")
+	wantError(t, a, 503, api.CodeNoLeader)
+	if a.Took > 2*time.Second || a.Header.Get(holdableHeader) == "" {
+		t.Fatalf("forwarded request: answered after %v, holdable header %q", a.Took, a.Header.Get(holdableHeader))
+	}
+}
