@@ -12,6 +12,11 @@ import (
 	"github.com/raftlock/raftlock/tlsconf"
 )
 
+// DefaultFreshVersionWait is the FreshVersionWait of a node with an HTTP API: members
+// register within milliseconds of the leader's election, so the wait ends at once unless a
+// member is down at bootstrap, which then costs this once.
+const DefaultFreshVersionWait = 3 * time.Second
+
 // Peer is one member of the initial cluster configuration.
 type Peer struct {
 	// ID is the member's Raft server ID.
@@ -87,6 +92,16 @@ type Config struct {
 	// MaxVersion, when non-zero, makes the node speak at most this protocol version, as a
 	// node of an older release would: for upgrade tests. Zero means fsm.Version.
 	MaxVersion uint64
+	// FreshVersionWait is how long the first leader of a fresh cluster (no node has ever
+	// registered) waits, before it serves anything, for every member to register the
+	// protocol version it speaks, so that a cluster bootstrapped by one release starts at
+	// that release's version and serves all of it from its first ready moment. Members
+	// register through the HTTP API (package transport), so a node without one leaves it
+	// zero: no wait, and the version rises later as in a rolling upgrade. A member that
+	// has not registered when the wait ends (it is down, or speaks an older version) keeps
+	// the cluster at the version every registered member speaks.
+	FreshVersionWait time.Duration
+
 	// EventSubscribers bounds the event stream subscribers (GET /v1/events) this node
 	// serves at once; zero means DefaultEventSubscribers. Past it Subscribe fails with
 	// ErrTooManySubscribers.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/hashicorp/raft"
 )
@@ -129,6 +130,21 @@ var (
 	// member runs an older release); nothing was proposed.
 	ErrPrimsInactive = errors.New("cluster: shared locks, semaphores and elections need protocol version 2 on every member")
 )
+
+// InactiveError is the ErrPrimsInactive of one request: the protocol version the command
+// needs and the members that have not registered it (they run an older release, or have
+// not reported their version yet).
+type InactiveError struct {
+	Need    uint64
+	Lagging []string
+}
+
+func (e *InactiveError) Error() string {
+	return fmt.Sprintf("cluster: protocol version %d is not active; members that have not registered it: %s", e.Need, strings.Join(e.Lagging, ", "))
+}
+
+// Is makes errors.Is(err, ErrPrimsInactive) hold.
+func (e *InactiveError) Is(target error) bool { return target == ErrPrimsInactive }
 
 // LimitConflictError is the ErrLimitConflict of one request.
 type LimitConflictError struct {

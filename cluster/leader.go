@@ -31,6 +31,7 @@ type leader struct {
 	termDone <-chan struct{} // closed when the current term's leader machinery stops
 	readyCh  chan struct{}   // closed when this term's leader is ready
 	ready    atomic.Bool
+	fresh    atomic.Bool // settling a fresh cluster's protocol version (settleFreshVersion)
 	wg       sync.WaitGroup
 }
 
@@ -140,6 +141,7 @@ func (l *leader) lead(ctx context.Context) {
 	if err := l.applyDuty(ctx, &fsm.Command{Type: fsm.TypeTick}); err != nil {
 		return
 	}
+	l.settleFreshVersion(ctx)
 	l.mu.Lock()
 	if ctx.Err() != nil {
 		l.mu.Unlock()

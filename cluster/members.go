@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"sort"
 	"strconv"
 	"time"
 
@@ -201,6 +202,25 @@ func (m *Members) RegisterVersion(ctx context.Context, id string, v uint64) erro
 	if !m.Has(id) {
 		return ErrNotMember
 	}
-	_, err := m.n.prop.propose(ctx, &fsm.Command{Type: fsm.TypeNodeVersion, Node: fsm.NodeInfo{ID: id}, Version: v})
+	c := &fsm.Command{Type: fsm.TypeNodeVersion, Node: fsm.NodeInfo{ID: id}, Version: v}
+	if m.n.leader.settling() {
+		// The first leader of a fresh cluster waits for these before it serves.
+		_, err := m.n.prop.apply(c)
+		return err
+	}
+	_, err := m.n.prop.propose(ctx, c)
 	return err
+}
+
+// below returns the members that have not registered protocol version v or a newer one,
+// sorted.
+func (m *Members) below(v uint64) []string {
+	var out []string
+	for _, s := range m.n.servers() {
+		if got, ok := m.n.fsm.NodeVersion(string(s.ID)); !ok || got < v {
+			out = append(out, string(s.ID))
+		}
+	}
+	sort.Strings(out)
+	return out
 }

@@ -35,8 +35,8 @@ func (p *proposer) versionReady(ctx context.Context, t fsm.Type) error {
 	if err := p.n.leader.waitReady(ctx); err != nil {
 		return err
 	}
-	if p.n.fsm.Version() < t.Since() {
-		return ErrPrimsInactive
+	if need := t.Since(); p.n.fsm.Version() < need {
+		return &InactiveError{Need: need, Lagging: p.n.members.below(need)}
 	}
 	return nil
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 
+	"github.com/hashicorp/raft"
+
 	"github.com/raftlock/raftlock/fsm"
 )
 
@@ -76,4 +78,56 @@ func (l *leader) upgradeTarget() (uint64, bool) {
 		target = min(target, v)
 	}
 	return target, target > n.fsm.Version()
+}
+
+// settleFreshVersion runs on the first leader of a fresh cluster before it is ready: it
+// registers this node (its addresses, so followers can reach it, and its version), then
+// raises the active version as far as every member's registered version allows, until
+// all members speak this node's newest version or FreshVersionWait ends. Nothing has been
+// served yet, so the wait costs no request anything; a member down at bootstrap costs the
+// wait once.
+func (l *leader) settleFreshVersion(ctx context.Context) {
+	n := l.n
+	if n.cfg.FreshVersionWait <= 0 || len(n.fsm.Nodes()) > 0 {
+		return
+	}
+	start := time.Now()
+	l.fresh.Store(true)
+	defer l.fresh.Store(false)
+	if _, err := n.prop.apply(&fsm.Command{Type: fsm.TypeRegisterNode, Node: n.members.Self()}); err != nil {
+		return
+	}
+	deadline := time.Now().Add(n.cfg.FreshVersionWait)
+	t := time.NewTicker(10 * time.Millisecond)
+	defer t.Stop()
+	for n.fsm.Version() < n.fsm.MaxVersion() && time.Now().Before(deadline) {
+		if n.members.NeedsVersionRegistration() {
+			if _, err := n.prop.apply(&fsm.Command{Type: fsm.TypeNodeVersion, Node: fsm.NodeInfo{ID: n.cfg.ID}, Version: n.fsm.MaxVersion()}); err != nil {
+				return
+			}
+		} else if target, ok := l.upgradeTarget(); ok {
+			if _, err := n.prop.apply(&fsm.Command{Type: fsm.TypeSetVersion, Version: target}); err != nil {
+				return
+			}
+			continue
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+	lagging := []string{}
+	for _, s := range n.servers() {
+		if v, ok := n.fsm.NodeVersion(string(s.ID)); !ok || v < n.fsm.MaxVersion() {
+			lagging = append(lagging, string(s.ID))
+		}
+	}
+	n.log.Info("fresh cluster: protocol version settled before serving", "version", n.fsm.Version(), "after", time.Since(start).Round(time.Millisecond), "members_below_this_release", lagging)
+}
+
+// settling reports whether this node is the first leader of a fresh cluster settling its
+// protocol version: it then takes the members' version registrations before it is ready.
+func (l *leader) settling() bool {
+	return l.fresh.Load() && l.n.raft.State() == raft.Leader
 }

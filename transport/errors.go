@@ -67,6 +67,7 @@ func errorFor(err error) failure {
 		ae  *api.Error
 		lc  *cluster.LimitConflictError
 		ce  *cluster.IndexCompactedError
+		ie  *cluster.InactiveError
 		hl  heldLimitError
 		hop hopLimitError
 		fe  forwardError
@@ -84,6 +85,8 @@ func errorFor(err error) failure {
 		ae = api.Errorf(api.CodeUnknownOutcome, "forwarded to the leader %s, no answer: %v; the request may or may not have been applied, and is safe to retry", fe.leader, fe.why)
 	case errors.As(err, &lc):
 		ae = api.Errorf(api.CodeLimitConflict, "the semaphore is in use with limit %d; ask with that limit, or wait until it is not in use to set another", lc.Limit)
+	case errors.As(err, &ie):
+		ae = api.Errorf(api.CodeNoLeader, "shared locks, semaphores and elections need protocol version %d, which the cluster activates once every node runs this release (a rolling upgrade is in progress); %s; nothing was applied, retry after upgrading every node", ie.Need, lagging(ie.Lagging))
 	case errors.As(err, &ce):
 		ae = api.Errorf(api.CodeIndexCompacted, "this node no longer holds the events before index %d; start from from_index=%d or later, or without from_index to follow new events", ce.Oldest, ce.Oldest)
 	case errors.Is(err, cluster.ErrQuotaExceeded):
@@ -195,4 +198,15 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(v) // the client may be gone; nothing useful to do
+}
+
+// lagging names the members below a protocol version in a sentence.
+func lagging(ids []string) string {
+	switch len(ids) {
+	case 0:
+		return "every member speaks it now, and the leader is raising it"
+	case 1:
+		return "node " + ids[0] + " has not registered it yet"
+	}
+	return "nodes " + strings.Join(ids, ", ") + " have not registered it yet"
 }

@@ -16,34 +16,32 @@ import (
 	"github.com/raftlock/raftlock/api"
 )
 
-// registerLoop makes sure the state machine knows this node's HTTP address, so that
-// other nodes can forward to it when it leads. The leader registers itself when it takes
-// office; a follower asks the leader through POST /v1/cluster/nodes.
+// registerLoop makes sure the state machine knows this node's HTTP address and the
+// protocol version it speaks, so that other nodes can forward to it when it leads and the
+// leader can raise the cluster's version. The leader registers itself when it takes
+// office; a follower asks the leader (PUT /v1/cluster/nodes/{id}/version, then
+// POST /v1/cluster/nodes). While something is left to register it asks again soon (from
+// 10 ms, doubling up to RegisterInterval, and at once when the leader changes): the first
+// leader of a fresh cluster waits for the versions before it serves.
 func (s *Server) registerLoop(ctx context.Context) {
 	members, routing := s.svc.Members, s.svc.Routing
 	if members == nil {
 		return // a server without Membership has nothing to register
 	}
-	t := time.NewTicker(s.cfg.RegisterInterval)
-	defer t.Stop()
+	const firstRetry = 10 * time.Millisecond
+	retry := firstRetry
 	for {
-		if members.NeedsRegistration() && !routing.IsLeader() {
-			if leader := routing.LeaderHTTPAddr(); leader != "" {
-				info := members.Self()
-				err := postNode(ctx, s.fwd, s.cfg.NodeToken, s.scheme()+leader, api.AddNodeRequest{ID: info.ID, RaftAddr: info.RaftAddr, HTTPAddr: info.HTTPAddr})
-				if err != nil {
-					s.log.Debug("registering with the leader failed; will retry", "leader", leader, "error", err)
-				} else {
-					s.log.Info("registered HTTP address with the leader", "http_addr", info.HTTPAddr)
-				}
-			}
-		}
-		// Separately: an HTTP registration refused (ACLs without TLS) must not hold the
-		// version registration back, which ACLs themselves depend on.
+		_, changed := routing.LeaderWatch()
+		pending := false
+		leader := routing.LeaderHTTPAddr()
+		self := members.Self()
+		asLeader := routing.IsLeader() || leader == "" || leader == self.HTTPAddr
+		// The version first: an HTTP registration refused (ACLs without TLS) must not
+		// hold it back, and the leader of a fresh cluster is waiting for it.
 		if members.NeedsVersionRegistration() && !routing.IsLeader() {
-			if leader := routing.LeaderHTTPAddr(); leader != "" {
-				id := members.Self().ID
-				err := putJSON(ctx, s.fwd, s.cfg.NodeToken, s.scheme()+leader+"/v1/cluster/nodes/"+url.PathEscape(id)+"/version", api.NodeVersionRequest{MaxVersion: members.MaxVersion()})
+			pending = true
+			if !asLeader {
+				err := putJSON(ctx, s.fwd, s.cfg.NodeToken, s.scheme()+leader+"/v1/cluster/nodes/"+url.PathEscape(self.ID)+"/version", api.NodeVersionRequest{MaxVersion: members.MaxVersion()})
 				if err != nil {
 					s.log.Debug("registering the protocol version with the leader failed; will retry", "leader", leader, "error", err)
 				} else {
@@ -51,11 +49,34 @@ func (s *Server) registerLoop(ctx context.Context) {
 				}
 			}
 		}
+		if members.NeedsRegistration() && !routing.IsLeader() {
+			pending = true
+			if !asLeader {
+				err := postNode(ctx, s.fwd, s.cfg.NodeToken, s.scheme()+leader, api.AddNodeRequest{ID: self.ID, RaftAddr: self.RaftAddr, HTTPAddr: self.HTTPAddr})
+				if err != nil {
+					s.log.Debug("registering with the leader failed; will retry", "leader", leader, "error", err)
+				} else {
+					s.log.Info("registered HTTP address with the leader", "http_addr", self.HTTPAddr)
+				}
+			}
+		}
+		wait := s.cfg.RegisterInterval
+		if pending {
+			wait = min(retry, wait)
+			retry = min(2*retry, s.cfg.RegisterInterval)
+		} else {
+			retry = firstRetry
+		}
+		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
+			t.Stop()
 			return
+		case <-changed:
+			retry = firstRetry
 		case <-t.C:
 		}
+		t.Stop()
 	}
 }
 
