@@ -161,7 +161,7 @@ func (s *Server) forwardUnknownTokens(next http.Handler) http.Handler {
 			writeError(w, err)
 			return
 		}
-		if err := s.forward(w, r, body, requestWait(r, body)); err != nil && !errors.Is(err, errCallerGone) {
+		if err := s.forward(w, r, body, requestWait(r, body), time.Time{}); err != nil && !errors.Is(err, errCallerGone) {
 			s.writeFailure(w, r, err)
 		}
 	})

@@ -79,7 +79,7 @@ func (s *Server) serve(ep endpoint) http.HandlerFunc {
 			// forwarded at most once per attempt and never after any part of it may have
 			// been applied.
 			if errors.Is(err, cluster.ErrNotLeader) {
-				err = s.forward(w, r, c.body, c.wait+c.slow)
+				err = s.forward(w, r, c.body, c.wait+c.slow, h.end(c))
 				if err == nil || errors.Is(err, errCallerGone) {
 					return // relayed, or nobody to answer
 				}

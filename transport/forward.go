@@ -56,7 +56,10 @@ var errCallerGone = errors.New("transport: the caller went away")
 // reached the leader; both are safe to retry. The
 // forwarded request also carries the caller's context, so a caller that goes away cancels
 // the leader's work too (a waiting acquire then leaves the queue).
-func (s *Server) forward(w http.ResponseWriter, r *http.Request, body []byte, wait time.Duration) error {
+//
+// until, when not zero, ends the forward then at the latest: a held request answers
+// within its hold.
+func (s *Server) forward(w http.ResponseWriter, r *http.Request, body []byte, wait time.Duration, until time.Time) error {
 	hops, err := parseHops(r.Header.Get(hopHeader))
 	if err != nil {
 		return err
@@ -70,6 +73,9 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, body []byte, wa
 		return cluster.ErrNoLeader
 	}
 	bound := s.svc.Routing.ElectionTimeout() + s.cfg.ForwardMargin + wait
+	if !until.IsZero() {
+		bound = max(min(bound, time.Until(until)), time.Millisecond)
+	}
 	ctx, cancel := context.WithCancelCause(r.Context())
 	defer cancel(nil)
 	timer := time.AfterFunc(bound, func() { cancel(errForwardBound) })

@@ -53,6 +53,16 @@ func (s *Server) newHold(r *http.Request, c call) *hold {
 	return h
 }
 
+// end is when a forward of call c must give up so that the answer comes within the
+// hold: the hold's deadline for a call that does not wait, zero (no limit beyond the
+// forward's own bound) for one that waits, whose forward may take its whole wait.
+func (h *hold) end(c call) time.Time {
+	if c.wait > 0 || c.slow > 0 {
+		return time.Time{}
+	}
+	return h.deadline
+}
+
 // done frees the slot a held request took.
 func (h *hold) done() {
 	if h.release != nil {
