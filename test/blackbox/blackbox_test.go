@@ -75,8 +75,8 @@ type keeper struct {
 	// drain a node before the test pauses or kills it, as a load balancer would.
 	inflight int
 	log      []sample
-	stop  chan struct{}
-	wg    sync.WaitGroup
+	stop     chan struct{}
+	wg       sync.WaitGroup
 }
 
 type sample struct {
