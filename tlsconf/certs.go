@@ -199,12 +199,16 @@ func idFromCert(cert *x509.Certificate, kind string) (string, bool) {
 }
 
 // WriteFiles writes a certificate and its key to dir as base.pem (mode 0644)
-// and base-key.pem (mode 0600, readable by the owner only). It never
-// overwrites: if either file exists it writes nothing and says which one, so
-// a rerun cannot silently replace a key that is in use.
+// and base-key.pem (mode 0600, readable by the owner only), making dir (mode
+// 0700: it holds keys) when it does not exist. It never overwrites: if either
+// file exists it writes nothing and says which one, so a rerun cannot silently
+// replace a key that is in use.
 func WriteFiles(dir, base string, certPEM, keyPEM []byte) (certPath, keyPath string, err error) {
 	if base == "" || strings.ContainsRune(base, filepath.Separator) {
 		return "", "", fmt.Errorf("%w: file base name %q must be non-empty and without a path separator", ErrInvalidName, base)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", "", fmt.Errorf("tlsconf: make %s: %w", dir, err)
 	}
 	certPath = filepath.Join(dir, base+".pem")
 	keyPath = filepath.Join(dir, base+"-key.pem")

@@ -251,3 +251,21 @@ func TestWriteFiles_ModesAndNoOverwrite(t *testing.T) {
 		t.Errorf("base with a separator: %v, want ErrInvalidName", err)
 	}
 }
+
+// A directory that does not exist yet is made, private to its owner: `raftlock tls ca
+// --dir pki` on a fresh machine must not fail for want of pki/.
+func TestWriteFiles_MakesThePrivateDirectory(t *testing.T) {
+	p := mustNewPKI(t, "")
+	certPEM, keyPEM, err := IssueNode(p.caCert, p.caKey, NodeCertOptions{ID: "n1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "pki", "nodes")
+	if _, _, err := WriteFiles(dir, "n1", certPEM, keyPEM); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(dir)
+	if err != nil || fi.Mode().Perm() != 0o700 {
+		t.Fatalf("made %s: %v, mode %v, want 0700", dir, err, fi.Mode().Perm())
+	}
+}

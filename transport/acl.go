@@ -2,6 +2,7 @@ package transport
 
 import (
 	"context"
+	"mime"
 	"net/http"
 
 	"github.com/hashicorp/go-hclog"
@@ -40,8 +41,18 @@ func policyJSON(p cluster.ACLPolicyView) api.ACLPolicy {
 }
 
 // bootstrap creates the management token. It needs no token: it works exactly once in
-// the cluster's life, and the answer is the only place its secret appears.
+// the cluster's life, and the answer is the only place its secret appears. So it is
+// refused where it would be a trap: on a node without --acl (the token would protect
+// nothing here, and a stranger could take it before the operator turns ACLs on), and for a
+// request a browser could send from another site without the user's knowing (a form's
+// content types, or an Origin header), which could use the one bootstrap up.
 func (h aclRoutes) bootstrap(w http.ResponseWriter, r *http.Request) (call, error) {
+	if !h.auth.on {
+		return call{}, api.Errorf(api.CodeInvalidArgument, "ACLs are off on this node: start every node with --acl, then bootstrap")
+	}
+	if err := notCrossSite(r); err != nil {
+		return call{}, err
+	}
 	body, _, err := readJSON[struct{}](w, r, true)
 	if err != nil {
 		return call{}, err
@@ -170,4 +181,20 @@ func (h aclRoutes) tokenSelf(w http.ResponseWriter, r *http.Request) (call, erro
 		}
 		return tokenViewJSON(t), nil
 	}}, nil
+}
+
+// notCrossSite refuses a request that a web page of another site could have made a
+// browser send: one with an Origin header (browsers add it to cross-origin POSTs; raftlock's
+// own clients never send one), or with one of the content types an HTML form or a
+// no-preflight fetch may use.
+func notCrossSite(r *http.Request) error {
+	if r.Header.Get("Origin") != "" {
+		return api.Errorf(api.CodePermissionDenied, "a request with an Origin header (sent by a web browser) is refused here; bootstrap with `raftlock acl bootstrap` or curl")
+	}
+	mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	switch mt {
+	case "application/x-www-form-urlencoded", "multipart/form-data", "text/plain":
+		return api.Errorf(api.CodeInvalidArgument, "Content-Type %s is refused here: send no body, or application/json", mt)
+	}
+	return nil
 }

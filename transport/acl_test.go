@@ -59,6 +59,14 @@ func TestACL_TokensAndRights(t *testing.T) {
 	if st, code := callAs(t, "", "PUT", f+"/v1/locks/jobs/a", `{}`, nil); st != 401 || code != api.CodeUnauthenticated {
 		t.Fatalf("acquire before bootstrap: %d %s", st, code)
 	}
+	// What a web page of another site could make a browser send is refused, and uses
+	// nothing up: an Origin header, a form's content types.
+	for _, h := range [][]string{{"Origin", "https://evil.example"}, {"Content-Type", "application/x-www-form-urlencoded"}, {"Content-Type", "text/plain;charset=UTF-8"}, {"Content-Type", "multipart/form-data; boundary=x"}} {
+		a := rawhttp.Client{}.Do("POST", f+"/v1/acl/bootstrap", "", h...)
+		if a.Status != 403 && a.Status != 400 || strings.Contains(string(a.Raw), "secret") {
+			t.Fatalf("bootstrap with %s: %s: %d %s, want refused", h[0], h[1], a.Status, a.Raw)
+		}
+	}
 	var mgmt api.ACLToken
 	if st, code := callAs(t, "", "POST", f+"/v1/acl/bootstrap", "", &mgmt); st != 200 || len(mgmt.SecretID) < 32 {
 		t.Fatalf("bootstrap: %d %s %+v", st, code, mgmt)
@@ -171,6 +179,20 @@ func TestACL_NewTokenWorksThroughFollowers(t *testing.T) {
 			if st, code := callAs(t, tok.SecretID, "POST", c.URL(j)+"/v1/leases", `{}`, nil); st != 201 {
 				t.Fatalf("new token %d through n%d: %d %s", i, j+1, st, code)
 			}
+		}
+	}
+}
+
+// Without --acl a node does not answer the bootstrap: the token would protect nothing
+// there, and whoever asked first would hold the management token once ACLs were turned on.
+func TestACL_BootstrapRefusedWithACLsOff(t *testing.T) {
+	c := testcluster.StartInProcess(t, 3, nil)
+	if st, code := callAs(t, "", "POST", c.URL(c.Follower())+"/v1/acl/bootstrap", "", nil); st != 400 || code != api.CodeInvalidArgument {
+		t.Fatalf("bootstrap with ACLs off: %d %s, want 400 invalid_argument", st, code)
+	}
+	for _, n := range c.Nodes {
+		if n.ACL().Bootstrapped() {
+			t.Fatalf("%s: bootstrapped with ACLs off", n.ID())
 		}
 	}
 }

@@ -110,25 +110,36 @@ func quoteName(name string) string {
 	return "\"" + name + "\""
 }
 
-// nodeHeader names the node a forwarded request came from. It is believed only when the
-// connection it arrives on is itself authenticated by a node certificate (a node vouching
-// for a node it has verified); from anyone else it is ignored.
+// nodeHeader says, on a forwarded request, who the original caller was: the ID of the
+// node that sent it (proven to the forwarding node by its certificate), or notANode. The
+// forwarding node always sets it, so the node forwarded to authorizes the original caller,
+// never the forwarding node whose certificate the connection carries.
 const nodeHeader = "X-Raftlock-Node"
 
-// callerNode returns the ID of the node that sent r, as proven by a verified node
-// certificate on the connection (or vouched for by such a node), or "".
-func callerNode(r *http.Request) string {
-	if r.TLS == nil || len(r.TLS.VerifiedChains) == 0 || len(r.TLS.PeerCertificates) == 0 {
+// notANode is nodeHeader's value when the original caller was not a node.
+const notANode = "-"
+
+// callerNode returns the ID of the node that sent r, or "" when no node did. A verified
+// node certificate on the connection speaks only for its own ID, and only while that ID is
+// a member (m): a removed node's certificate proves nothing. On a direct request that node
+// is the caller. On a forwarded one (hopHeader set) the connection's node is only the
+// relay: the caller is the member it names in nodeHeader, and nobody when the header says
+// notANode or is missing.
+func callerNode(r *http.Request, m Membership) string {
+	if r.TLS == nil || len(r.TLS.VerifiedChains) == 0 || len(r.TLS.PeerCertificates) == 0 || m == nil {
 		return ""
 	}
 	id, ok := tlsconf.NodeIDFromCert(r.TLS.PeerCertificates[0])
-	if !ok {
+	if !ok || !m.Has(id) {
 		return ""
 	}
-	if v := r.Header.Get(nodeHeader); v != "" {
+	if r.Header.Get(hopHeader) == "" {
+		return id
+	}
+	if v := r.Header.Get(nodeHeader); v != "" && v != notANode && m.Has(v) {
 		return v
 	}
-	return id
+	return ""
 }
 
 // forwardUnknownTokens sends a request whose token this node does not know to the leader
@@ -161,7 +172,7 @@ func (s *Server) forwardUnknownTokens(next http.Handler) http.Handler {
 			writeError(w, err)
 			return
 		}
-		if err := s.forward(w, r, body, requestWait(r, body), time.Time{}); err != nil && !errors.Is(err, errCallerGone) {
+		if err := s.forward(w, r, body, requestWait(r, body), time.Time{}, false); err != nil && !errors.Is(err, errCallerGone) {
 			s.writeFailure(w, r, err)
 		}
 	})

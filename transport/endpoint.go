@@ -73,13 +73,18 @@ func (s *Server) serve(ep endpoint) http.HandlerFunc {
 		h := s.newHold(r, c)
 		defer h.done()
 		idempotent := c.idempotent || r.Method == http.MethodGet
+		// maybe is the ambiguous outcome of an earlier attempt, once the call is repeated
+		// after one: the repeat may then meet the first attempt's own effect (the lease it
+		// revoked, the permit it gave back), and an answer that denies an effect which may
+		// have happened would be false; the call answers maybe's unknown_outcome instead.
+		var maybe error
 		for {
 			v, err := c.do(r.Context())
 			// The node returns ErrNotLeader only when it proposed nothing, so a request is
 			// forwarded at most once per attempt and never after any part of it may have
 			// been applied.
 			if errors.Is(err, cluster.ErrNotLeader) {
-				err = s.forward(w, r, c.body, c.wait+c.slow, h.end(c))
+				err = s.forward(w, r, c.body, c.wait+c.slow, h.end(c), maybe != nil)
 				if err == nil || errors.Is(err, errCallerGone) {
 					return // relayed, or nobody to answer
 				}
@@ -88,7 +93,14 @@ func (s *Server) serve(ep endpoint) http.HandlerFunc {
 				writeAnswer(w, v)
 				return
 			}
+			if maybe != nil && deniesEffect(err) {
+				s.writeFailure(w, r, maybe)
+				return
+			}
 			if h.retry(err, idempotent) {
+				if ambiguous(err) {
+					maybe = err
+				}
 				continue
 			}
 			s.writeFailure(w, r, err)

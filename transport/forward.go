@@ -3,6 +3,7 @@ package transport
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -58,8 +59,9 @@ var errCallerGone = errors.New("transport: the caller went away")
 // the leader's work too (a waiting acquire then leaves the queue).
 //
 // until, when not zero, ends the forward then at the latest: a held request answers
-// within its hold.
-func (s *Server) forward(w http.ResponseWriter, r *http.Request, body []byte, wait time.Duration, until time.Time) error {
+// within its hold. repeat marks a call repeated after an ambiguous outcome: a denial from
+// the leader (not_holder, lease_not_found) is then returned as relayedDenial, not relayed.
+func (s *Server) forward(w http.ResponseWriter, r *http.Request, body []byte, wait time.Duration, until time.Time, repeat bool) error {
 	hops, err := parseHops(r.Header.Get(hopHeader))
 	if err != nil {
 		return err
@@ -110,9 +112,13 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, body []byte, wa
 	if a := r.Header.Get("Authorization"); a != "" {
 		req.Header.Set("Authorization", a) // the leader checks the caller's token again
 	}
-	if id := callerNode(r); id != "" {
-		req.Header.Set(nodeHeader, id)
+	// Always say who the caller is: the connection this node forwards over carries this
+	// node's certificate, which must not stand in for a caller that is not a node.
+	caller := callerNode(r, s.svc.Members)
+	if caller == "" {
+		caller = notANode
 	}
+	req.Header.Set(nodeHeader, caller)
 	if s.cfg.Budget != nil {
 		traceForward(req, r)
 	}
@@ -131,6 +137,14 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, body []byte, wa
 		return forwardError{leader: leaderID, addr: addr, why: why, reached: mayHaveReached.Load()}
 	}
 	defer resp.Body.Close()
+	if repeat && (resp.StatusCode == http.StatusNotFound || resp.StatusCode == http.StatusConflict) {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+		var eb api.ErrorBody
+		if json.Unmarshal(b, &eb) == nil && (eb.Error.Code == api.CodeNotHolder || eb.Error.Code == api.CodeLeaseNotFound) {
+			return relayedDenial{code: eb.Error.Code}
+		}
+		resp.Body = io.NopCloser(bytes.NewReader(b)) // relayed as it was, below
+	}
 	if resp.Header.Get(holdableHeader) != "" {
 		// Nothing was applied there either: the caller's node may hold and retry.
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))

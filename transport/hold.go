@@ -153,3 +153,18 @@ type relayedHoldable struct {
 func (e relayedHoldable) Error() string {
 	return "transport: the node forwarded to has no leader either: " + string(e.body)
 }
+
+// deniesEffect reports an answer that says a call changed nothing because what it acts on
+// is gone or no longer its own: what a repeat meets when the first attempt did take effect.
+func deniesEffect(err error) bool {
+	var rd relayedDenial
+	return errors.Is(err, cluster.ErrNotHolder) || errors.Is(err, cluster.ErrLeaseNotFound) || errors.As(err, &rd)
+}
+
+// relayedDenial is a not_holder or lease_not_found answer of the leader to a forwarded
+// repeat (see deniesEffect), kept instead of relayed.
+type relayedDenial struct{ code string }
+
+func (e relayedDenial) Error() string {
+	return "transport: the leader answered " + e.code + " to a repeat"
+}

@@ -142,3 +142,57 @@ func TestHold_ForwardedRequestIsNotHeldButMarked(t *testing.T) {
 		t.Fatalf("forwarded request: answered after %v, holdable header %q", a.Took, a.Header.Get(holdableHeader))
 	}
 }
+
+func (l *flakyLeases) Revoke(context.Context, cluster.LeaseID) ([]string, error) {
+	if err := l.fail(); err != nil {
+		return nil, err
+	}
+	return nil, cluster.ErrLeaseNotFound // the first attempt revoked it
+}
+
+// A repeat that meets the first attempt's own effect (the revoke it repeats already
+// removed the lease) must not answer that nothing happened: it answers the first
+// attempt's unknown_outcome, at once.
+func TestHold_RepeatDenyingTheFirstEffectAnswersUnknownOutcome(t *testing.T) {
+	leases := &flakyLeases{ambiguous: 1}
+	ts := newTestServer(t, Services{Routing: readyLeader{}, Leases: leases}, func(c *Config) { c.HoldTimeout = 5 * time.Second })
+	a := send(t, "DELETE", ts.URL+"/v1/leases/00112233445566778899aabbccddeeff", "")
+	wantError(t, a, 503, api.CodeUnknownOutcome)
+	if leases.calls.Load() != 2 || a.Took > 2*time.Second {
+		t.Fatalf("revoke repeated %d times, answered after %v; want one repeat and an answer at once", leases.calls.Load()-1, a.Took)
+	}
+}
+
+// The same through a forward: the leader's not_holder to a repeated release is kept, and
+// the client gets unknown_outcome.
+func TestHold_ForwardedRepeatDenyingTheFirstEffect(t *testing.T) {
+	var hits atomic.Int64
+	leader := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		if hits.Add(1) == 1 {
+			// The first attempt is applied, but its answer is lost: the connection drops.
+			hj, _ := w.(http.Hijacker)
+			conn, _, _ := hj.Hijack()
+			conn.Close()
+			return
+		}
+		w.WriteHeader(http.StatusConflict)
+		w.Write([]byte(`{"error":{"code":"not_holder","message":"not the holder"}}`))
+	}))
+	t.Cleanup(leader.Close)
+	f := newFollowerNode(strings.TrimPrefix(leader.URL, "http://"))
+	f.LockService = forwardingLocks{}
+	ts := newTestServer(t, f.services(), func(c *Config) { c.HoldTimeout = 5 * time.Second })
+	a := send(t, "DELETE", ts.URL+"/v1/locks/a", `{"lease_id":"00112233445566778899aabbccddeeff","token":7}`)
+	wantError(t, a, 503, api.CodeUnknownOutcome)
+	if hits.Load() != 2 {
+		t.Fatalf("the leader saw %d attempts, want 2", hits.Load())
+	}
+}
+
+// forwardingLocks is a follower's LockService: every call goes to the leader.
+type forwardingLocks struct{ LockService }
+
+func (forwardingLocks) Release(context.Context, string, cluster.LeaseID, uint64) error {
+	return cluster.ErrNotLeader
+}

@@ -32,7 +32,7 @@ func (h memberRoutes) cluster(w http.ResponseWriter, r *http.Request) (call, err
 		}
 		return out, nil
 	}}
-	if callerNode(r) == "" {
+	if callerNode(r, h.members) == "" {
 		c.need, c.name = accessRead, anyName
 	}
 	return c, nil
@@ -63,14 +63,14 @@ func (h memberRoutes) add(w http.ResponseWriter, r *http.Request) (call, error) 
 func (h memberRoutes) authorizeAdd(r *http.Request, req api.AddNodeRequest) error {
 	cur, member := h.members.RaftAddr(req.ID)
 	selfRegistration := member && cur == req.RaftAddr
-	if selfRegistration && callerNode(r) == req.ID {
+	if selfRegistration && callerNode(r, h.members) == req.ID {
 		return nil
 	}
 	if err := h.auth.authorize(r, accessAdmin, ""); err != nil {
 		return err
 	}
 	if selfRegistration && h.tls && !h.auth.on {
-		return api.Errorf(api.CodePermissionDenied, "with TLS on, a node registers only its own HTTP address, proven by its node certificate (this connection presents %q)", callerNode(r))
+		return api.Errorf(api.CodePermissionDenied, "with TLS on, a node registers only its own HTTP address, proven by its node certificate (this connection presents %q)", callerNode(r, h.members))
 	}
 	return nil
 }
@@ -101,7 +101,7 @@ func (h memberRoutes) version(w http.ResponseWriter, r *http.Request) (call, err
 	// member registered at version 2 first, so the claim is taken from anyone: the worst a
 	// forged one does is halt an old member (loudly) once the version is raised, which is
 	// why SECURITY.md says to run ACLs with TLS.
-	if h.tls && callerNode(r) != id {
+	if h.tls && callerNode(r, h.members) != id {
 		c.need = accessAdmin
 	}
 	return c, nil

@@ -246,6 +246,28 @@ func attackSuite(t *testing.T, acl bool) *tally {
 		ty.check("ACL: remove a voter with a read token: 403", c.ID(i), a.Status == 403 && a.Code() == "permission_denied", a.String())
 	}
 
+	// 12. The confused deputy: a client without a valid token sends a follower a request
+	// with a token the follower does not know, which the follower forwards to the leader
+	// over its own node-certificate connection. The leader must judge the original caller,
+	// not the follower: re-registering the follower's own address, claiming its protocol
+	// version and reading the cluster are all refused as the client's (401).
+	bogus := worker.withToken("not-a-token-of-this-cluster")
+	for i := 0; i < n && acl; i++ {
+		if i == leader {
+			continue
+		}
+		self := fmt.Sprintf(`{"id":%q,"raft_addr":%q,"http_addr":"%s:%s"}`, c.ID(i), c.RaftAddr(i), nw.Unused(), httpPort)
+		a := bogus.do("POST", c.HTTPAddr(i), "/v1/cluster/nodes", self)
+		ty.check("confused deputy: a follower's own registration, forwarded with an unknown token: 401", c.ID(i),
+			a.Status == 401 && a.Code() == "unauthenticated" && unmoved(t, c, admin, base), a.String())
+		a = bogus.do("PUT", c.HTTPAddr(i), "/v1/cluster/nodes/"+c.ID(i)+"/version", `{"max_version":1}`)
+		ty.check("confused deputy: a follower's version claim, forwarded with an unknown token: 401", c.ID(i),
+			a.Status == 401 && a.Code() == "unauthenticated" && unmoved(t, c, admin, base), a.String())
+		a = bogus.do("GET", c.HTTPAddr(i), "/v1/cluster", "")
+		ty.check("confused deputy: GET /v1/cluster, forwarded with an unknown token: 401", c.ID(i),
+			a.Status == 401 && a.Code() == "unauthenticated", a.String())
+	}
+
 	// Nothing any attack sent was applied: no lock, no lease, the same members, term and
 	// leader.
 	if !unmoved(t, c, admin, base) {
