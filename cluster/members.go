@@ -224,3 +224,10 @@ func (m *Members) below(v uint64) []string {
 	sort.Strings(out)
 	return out
 }
+
+// admitted reports whether node id may open a Raft connection to this node: it is in the
+// Raft configuration, or this node has none yet (it is joining, and learns the
+// configuration from the leader that connects to it).
+func (m *Members) admitted(id string) bool {
+	return len(m.n.servers()) == 0 || m.Has(id)
+}

@@ -69,12 +69,16 @@ func New(cfg Config) (_ *Node, err error) {
 		return nil, err
 	}
 	n.store = st.log
-	if n.transport, err = openRaftTransport(cfg); err != nil {
+	var peers *tlsconf.StreamLayer
+	if n.transport, peers, err = openRaftTransport(cfg); err != nil {
 		return nil, err
 	}
 	n.closers.add(n.transport.Close)
 	if n.raft, err = startRaft(cfg, n.machine(), st, n.transport, n.leader.notifyCh); err != nil {
 		return nil, err
+	}
+	if peers != nil {
+		peers.SetAdmit(n.members.admitted)
 	}
 	n.closers.add(func() error { return n.raft.Shutdown().Error() })
 	if err := bootstrap(cfg, n.raft, st, n.log); err != nil {
@@ -163,27 +167,28 @@ func openStores(cfg Config, h *storageHealth, cl *closers) (stores, error) {
 	return stores{log: store, logs: logs, stable: watchedStable{StableStore: store, h: h}, snaps: snaps}, nil
 }
 
-// openRaftTransport listens on cfg.RaftBind, with TLS when cfg.TLS is set.
-func openRaftTransport(cfg Config) (*raft.NetworkTransport, error) {
+// openRaftTransport listens on cfg.RaftBind, with TLS when cfg.TLS is set (and then
+// returns the TLS stream layer too, whose admission New ties to the membership).
+func openRaftTransport(cfg Config) (*raft.NetworkTransport, *tlsconf.StreamLayer, error) {
 	var advertise net.Addr // nil: advertise the listener's own address
 	if cfg.RaftAdvertise != cfg.RaftBind {
 		var err error
 		if advertise, err = net.ResolveTCPAddr("tcp", cfg.RaftAdvertise); err != nil {
-			return nil, fmt.Errorf("cluster: raft advertise address %q: %w", cfg.RaftAdvertise, err)
+			return nil, nil, fmt.Errorf("cluster: raft advertise address %q: %w", cfg.RaftAdvertise, err)
 		}
 	}
 	if cfg.TLS != nil {
 		stream, err := tlsconf.NewStreamLayer(cfg.RaftBind, advertise, cfg.TLS)
 		if err != nil {
-			return nil, fmt.Errorf("cluster: raft TLS transport on %s: %w", cfg.RaftBind, err)
+			return nil, nil, fmt.Errorf("cluster: raft TLS transport on %s: %w", cfg.RaftBind, err)
 		}
-		return raft.NewNetworkTransportWithLogger(stream, 5, 10*time.Second, cfg.Logger.Named("raft-net")), nil
+		return raft.NewNetworkTransportWithLogger(stream, 5, 10*time.Second, cfg.Logger.Named("raft-net")), stream, nil
 	}
 	trans, err := raft.NewTCPTransportWithLogger(cfg.RaftBind, advertise, 5, 10*time.Second, cfg.Logger.Named("raft-net"))
 	if err != nil {
-		return nil, fmt.Errorf("cluster: raft transport on %s: %w", cfg.RaftBind, err)
+		return nil, nil, fmt.Errorf("cluster: raft transport on %s: %w", cfg.RaftBind, err)
 	}
-	return trans, nil
+	return trans, nil, nil
 }
 
 // startRaft starts raft on the stores, reporting leadership changes on notify.

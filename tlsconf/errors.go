@@ -46,6 +46,11 @@ var (
 	// certificate (empty, too long, or holding '/' or control characters).
 	ErrInvalidName = errors.New("tlsconf: invalid name")
 
+	// ErrNotMember means a peer on the node-to-node port presented a valid node
+	// certificate whose node ID is not a member of the cluster (a removed node):
+	// a certificate proves who a node is, not that it still belongs.
+	ErrNotMember = errors.New("tlsconf: the peer's node is not a member of the cluster")
+
 	// ErrFileExists means WriteFiles would overwrite an existing file.
 	ErrFileExists = errors.New("tlsconf: file exists")
 )

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -36,6 +37,19 @@ type StreamLayer struct {
 	logger    hclog.Logger
 
 	handshakeTimeout time.Duration // AcceptHandshakeTimeout; shorter in tests
+	admit            atomic.Pointer[func(nodeID string) bool]
+}
+
+// SetAdmit makes the layer accept a peer only when admit is true for the node ID its
+// certificate names: the node's membership, so that a removed node's certificate, valid
+// for its whole lifetime, opens no consensus connection. nil (the default) admits every
+// node of the cluster CA. It may be called while the layer serves.
+func (s *StreamLayer) SetAdmit(admit func(nodeID string) bool) {
+	if admit == nil {
+		s.admit.Store(nil)
+		return
+	}
+	s.admit.Store(&admit)
 }
 
 var _ raft.StreamLayer = (*StreamLayer)(nil)
@@ -79,7 +93,7 @@ func (s *StreamLayer) Accept() (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &serverConn{Conn: tls.Server(c, s.server), logger: s.logger, timeout: s.handshakeTimeout}, nil
+	return &serverConn{Conn: tls.Server(c, s.server), logger: s.logger, timeout: s.handshakeTimeout, admit: s.admit.Load()}, nil
 }
 
 // Close stops listening. Connections already accepted stay open; raft's
@@ -129,6 +143,7 @@ type serverConn struct {
 	*tls.Conn
 	logger  hclog.Logger
 	timeout time.Duration
+	admit   *func(nodeID string) bool // nil: every node of the CA
 	once    sync.Once
 	err     error
 }
@@ -140,6 +155,17 @@ func (c *serverConn) handshake() error {
 		if err := c.Conn.HandshakeContext(ctx); err != nil {
 			c.err = err
 			c.logger.Warn("refused raft peer", "remote", c.RemoteAddr().String(), "error", err)
+			_ = c.Conn.Close()
+			return
+		}
+		if c.admit == nil {
+			return
+		}
+		// The peer config verified a node certificate of the CA, so it names a node.
+		id, _ := NodeIDFromCert(c.Conn.ConnectionState().PeerCertificates[0])
+		if !(*c.admit)(id) {
+			c.err = fmt.Errorf("%w: %q", ErrNotMember, id)
+			c.logger.Warn("refused raft peer", "remote", c.RemoteAddr().String(), "node", id, "error", c.err)
 			_ = c.Conn.Close()
 		}
 	})

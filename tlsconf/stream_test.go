@@ -329,3 +329,36 @@ func TestNetworkTransport_AppendEntriesOverTLS(t *testing.T) {
 		t.Fatalf("n2 received %d RPCs, want only n1's", n)
 	}
 }
+
+// With SetAdmit, a peer whose node certificate names a node that is not admitted (a
+// removed member) is refused after the handshake; an admitted one still connects.
+func TestStreamLayer_AdmitsOnlyMembers(t *testing.T) {
+	p := mustNewPKI(t, "")
+	s1 := mustNewStream(t, mustNewReloader(t, p.node(t, "n1"), nil))
+	removed := mustNewStream(t, mustNewReloader(t, p.node(t, "n9"), nil))
+	s2 := mustNewStream(t, mustNewReloader(t, p.node(t, "n2"), nil))
+	s2.SetAdmit(func(id string) bool { return id != "n9" })
+	got := serve(s2)
+
+	// TLS 1.3: the dialer's handshake completes before the server has judged its
+	// certificate, so the refusal shows on the first exchange.
+	c, err := removed.Dial(raft.ServerAddress(s2.Addr().String()), 5*time.Second)
+	if err != nil {
+		t.Fatalf("Dial: %v", err)
+	}
+	if _, err := ping(c); err == nil {
+		t.Fatal("a removed node's certificate exchanged data with a member")
+	}
+	c.Close()
+	if s := waitServed(t, got, c.LocalAddr().String()); !errors.Is(s.err, ErrNotMember) {
+		t.Fatalf("server side of the removed node's connection: %v, want ErrNotMember", s.err)
+	}
+	c, err = s1.Dial(raft.ServerAddress(s2.Addr().String()), 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if answer, err := ping(c); err != nil || answer != "pong" {
+		t.Fatalf("a member's exchange: %q, %v", answer, err)
+	}
+}
