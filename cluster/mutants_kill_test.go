@@ -1,11 +1,14 @@
 package cluster_test
 
 import (
+	"errors"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/raftlock/raftlock/cluster"
 	"github.com/raftlock/raftlock/cluster/clustertest"
+	"github.com/raftlock/raftlock/fsm"
 )
 
 // Invariants 3 and 8: a keepalive or a release is answered only after its entry commits.
@@ -14,7 +17,10 @@ import (
 // answered as done (seen failing with the mutants keepalive-before-commit and
 // release-before-commit, which answer once the entry is appended). After a new leader is
 // elected and the network heals, the lease still holds the lock with its token: the
-// release that was never committed released nothing.
+// release that was never committed released nothing. The test checks its precondition (the
+// Renew and the Release are in the cut-off leader's log, above its commit index) and the
+// kind of each answer, ErrUnknownOutcome (seen failing when Renew and Release are refused
+// before raft.Apply, and when raft's ErrLeadershipLost is mapped to ErrNoLeader).
 func TestCluster_NoKeepaliveOrReleaseWithoutMajority(t *testing.T) {
 	c, links := startLinked(t)
 	ctx := clustertest.Ctx(t, 60*time.Second)
@@ -30,14 +36,52 @@ func TestCluster_NoKeepaliveOrReleaseWithoutMajority(t *testing.T) {
 	if !oldNode.IsLeader() {
 		t.Fatalf("precondition: %s stepped down %v after the cut, before the requests were sent", oldNode.ID(), time.Since(cut))
 	}
+	_, lastAtCut, err := oldNode.LogBounds()
+	if err != nil {
+		t.Fatal(err)
+	}
 	kerr, rerr := make(chan error, 1), make(chan error, 1)
 	go func() { _, err := oldNode.Leases().KeepAlive(ctx, g.Lease); kerr <- err }()
 	go func() { rerr <- oldNode.Locks().Release(ctx, g.Name, g.Lease, g.Token) }()
-	if err := <-kerr; err == nil {
+	// Both entries were appended, so raft took them and a later leader could still commit
+	// them had a follower stored them: the only right answer is "outcome unknown" (raft's
+	// ErrLeadershipLost once the cut-off leader steps down), not "not leader" or "no
+	// leader", which say nothing was proposed and invite a forward.
+	kErr, rErr := <-kerr, <-rerr
+	t.Logf("answers on the cut-off leader: keepalive %v; release %v", kErr, rErr)
+	if err := kErr; err == nil {
 		t.Errorf("the cut-off leader answered a keepalive (%v after the cut), though no follower could have stored its Renew entry", time.Since(cut))
+	} else if !errors.Is(err, cluster.ErrUnknownOutcome) {
+		t.Errorf("keepalive on the cut-off leader: %v, want ErrUnknownOutcome", err)
 	}
-	if err := <-rerr; err == nil {
+	if err := rErr; err == nil {
 		t.Errorf("the cut-off leader answered a release (%v after the cut), though no follower could have stored it", time.Since(cut))
+	} else if !errors.Is(err, cluster.ErrUnknownOutcome) {
+		t.Errorf("release on the cut-off leader: %v, want ErrUnknownOutcome", err)
+	}
+	// The precondition that makes the answers meaningful: the Renew and the Release reached
+	// the old leader's log (past its commit index) and were never committed there.
+	commit := oldNode.Raft().CommitIndex()
+	logged, err := cluster.LoggedCommands(oldNode, lastAtCut)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var renewAt, releaseAt uint64
+	for _, e := range logged {
+		switch {
+		case e.Type == fsm.TypeRenew && slices.Contains(e.Leases, g.Lease):
+			renewAt = e.Index
+		case e.Type == fsm.TypeRelease && e.Lease == g.Lease && e.Token == g.Token:
+			releaseAt = e.Index
+		}
+	}
+	_, last, _ := oldNode.LogBounds()
+	t.Logf("old leader after the answers: log %d..%d since the cut, commit index %d; Renew at %d, Release at %d", lastAtCut, last, commit, renewAt, releaseAt)
+	if renewAt == 0 || releaseAt == 0 {
+		t.Fatalf("precondition: the Renew (index %d) and the Release (index %d) were not both appended to the cut-off leader's log (%d entries since the cut)", renewAt, releaseAt, len(logged))
+	}
+	if renewAt <= commit || releaseAt <= commit {
+		t.Fatalf("precondition: the Renew (index %d) or the Release (index %d) is at or below the cut-off leader's commit index %d", renewAt, releaseAt, commit)
 	}
 
 	next := (old + 1) % 3

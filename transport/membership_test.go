@@ -3,6 +3,7 @@ package transport_test
 import (
 	"context"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 
@@ -92,22 +93,98 @@ func TestAPI_TransferLeaderAndRemoveLeader(t *testing.T) {
 	li = c.Leader(10 * time.Second)
 	leaderID := c.Config(li).ID
 	f := (li + 1) % 3
+	// The hand-over makes the removal cost no election timeout: the leader transfers
+	// leadership (the target campaigns at once, term+1) and the new leader removes it.
+	// Without it the leader removes itself and steps down, and the others wait an election
+	// timeout (500 ms-1 s) before they elect. So require the 200 within one election
+	// timeout plus removalSlack for the HTTP round trips (follower -> old leader -> new
+	// leader, a retried 503 included), the term moved by exactly one, and the registration
+	// gone.
+	const removalSlack = 150 * time.Millisecond
+	// Every node's registration settled first: a node removed while its own registration
+	// is still on its way to the leader re-registers after the removal (raft AddVoter, or
+	// a RegisterNode committed after the RemoveNode), which is not what this test is about.
+	c.WaitFor(10*time.Second, "every node registered on every node", func() bool {
+		for _, n := range c.Nodes {
+			if n.Members().NeedsRegistration() || n.Members().NeedsVersionRegistration() {
+				return false
+			}
+			for _, m := range c.Nodes {
+				if reg, ok := n.FSM().Node(m.ID()); !ok || reg != m.Members().Self() {
+					return false
+				}
+			}
+		}
+		return true
+	})
+	li = c.Leader(10 * time.Second)
+	leaderID = c.Config(li).ID
+	f = (li + 1) % 3
+	et := c.Nodes[li].ElectionTimeout()
+	term0 := c.Nodes[li].Raft().CurrentTerm()
+	for i, n := range c.Nodes {
+		if got := n.Raft().CurrentTerm(); got != term0 {
+			t.Fatalf("before the removal n%d is at term %d, the leader at %d", i+1, got, term0)
+		}
+	}
 	// The leader hands over first, so the forwarding follower may see leadership move
-	// mid-request and answer 503 (safe to retry), as clients do.
-	for attempt := 1; ; attempt++ {
+	// mid-request and answer 503 (safe to retry), as clients do; after a 503
+	// unknown_outcome the retry may find the node already removed (404).
+	start := time.Now()
+	attempts, last := 0, ""
+	for {
+		attempts++
 		st, code := call(t, "DELETE", c.URL(f)+"/v1/cluster/nodes/"+leaderID, "", nil)
-		if st == 200 || (st == 404 && attempt > 1) {
+		t.Logf("attempt %d: %d %s after %v", attempts, st, code, time.Since(start))
+		if st == 200 || (st == 404 && last == api.CodeUnknownOutcome) {
 			break
 		}
-		if st != 503 || attempt == 20 {
-			t.Fatalf("remove the leader: %d %s (attempt %d)", st, code, attempt)
+		last = code
+		if st != 503 || attempts == 20 {
+			t.Fatalf("remove the leader: %d %s (attempt %d, after %v)", st, code, attempts, time.Since(start))
 		}
-		time.Sleep(100 * time.Millisecond)
+		time.Sleep(20 * time.Millisecond)
 	}
-	c.WaitFor(10*time.Second, "the removed leader to leave the configuration", func() bool {
-		return !c.Nodes[f].Members().Has(leaderID)
-	})
-	if i := c.LeaderIndex(); i == li || i < 0 {
-		t.Fatalf("leader index %d after removing n%d", i, li+1)
+	took := time.Since(start)
+	t.Logf("removing the leader %s answered after %v (%d attempts; election timeout %v)", leaderID, took, attempts, et)
+	if took > et+removalSlack {
+		t.Fatalf("removing the leader took %v, more than one election timeout (%v) plus %v: no hand-over?", took, et, removalSlack)
+	}
+	nl := c.LeaderIndex()
+	if nl == li || nl < 0 {
+		t.Fatalf("leader index %d after removing n%d", nl, li+1)
+	}
+	if got := c.Nodes[nl].Raft().CurrentTerm(); got != term0+1 {
+		t.Fatalf("the new leader is at term %d after removing the leader at term %d: want exactly one more (a hand-over, not an election after a timeout)", got, term0)
+	}
+	if _, ok := c.Nodes[nl].FSM().Node(leaderID); ok {
+		t.Fatalf("the new leader still holds %s's registration after the 200", leaderID)
+	}
+	for i, n := range c.Nodes {
+		if i == li {
+			continue
+		}
+		c.WaitFor(2*time.Second, "n"+strconv.Itoa(i+1)+" to forget "+leaderID, func() bool {
+			_, registered := n.FSM().Node(leaderID)
+			return !n.Members().Has(leaderID) && !registered
+		})
+		var ci api.Cluster
+		if st, code := call(t, "GET", c.URL(i)+"/v1/cluster", "", &ci); st != 200 {
+			t.Fatalf("GET /v1/cluster from n%d: %d %s", i+1, st, code)
+		}
+		if len(ci.Nodes) != 2 {
+			t.Fatalf("n%d lists %d nodes after removing %s: %+v", i+1, len(ci.Nodes), leaderID, ci.Nodes)
+		}
+		for _, m := range ci.Nodes {
+			if m.ID == leaderID || m.HTTPAddr == c.Config(li).HTTPAddr {
+				t.Fatalf("n%d still lists the removed leader: %+v", i+1, ci.Nodes)
+			}
+		}
+		if ci.Term != term0+1 {
+			t.Fatalf("n%d is at term %d after removing the leader at term %d: want exactly one more", i+1, ci.Term, term0)
+		}
+	}
+	if i := c.LeaderIndex(); i != nl {
+		t.Fatalf("leader index %d after the removal settled, want n%d", i, nl+1)
 	}
 }

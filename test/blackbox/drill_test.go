@@ -160,25 +160,32 @@ func (d *drill) contender(k int) {
 	}
 }
 
-// longestGap returns the longest time without a successful operation in [from, to].
-func (d *drill) longestGap(from, to time.Time) time.Duration {
+// longestGap returns the longest time without a successful operation in [from, to], and
+// when it began.
+func (d *drill) longestGap(from, to time.Time) (time.Duration, time.Time) {
 	d.mu.Lock()
 	times := append([]time.Time(nil), d.okTimes...)
 	d.mu.Unlock()
 	sort.Slice(times, func(i, j int) bool { return times[i].Before(times[j]) })
-	prev, gap := from, time.Duration(0)
+	prev, gap, at0 := from, time.Duration(0), from
+	longer := func(at time.Time) {
+		if g := at.Sub(prev); g > gap {
+			gap, at0 = g, prev
+		}
+	}
 	for _, at := range times {
 		if at.Before(from) {
 			continue
 		}
 		if at.After(to) {
-			gap = max(gap, at.Sub(prev))
-			return gap
+			longer(at)
+			return gap, at0
 		}
-		gap = max(gap, at.Sub(prev))
+		longer(at)
 		prev = at
 	}
-	return max(gap, to.Sub(prev))
+	longer(to)
+	return gap, at0
 }
 
 // check verifies tokens strictly increase per lock across the drill (a repeated answer
@@ -223,20 +230,52 @@ func rolling(t *testing.T, upgrade string) {
 		}
 	}
 	order = append(order, leader)
+	// The leader hands leadership over as it shuts down (node.StepDown, then Shutdown), so
+	// its restart costs the client load only the hand-over: a new leader is elected at once
+	// (the target campaigns on TimeoutNow) while the old one drains. Without the hand-over
+	// the leader drains and stops as the leader, and only then do the others notice, an
+	// election timeout (--election-timeout, 500 ms by default, as these servers run) later
+	// at the earliest, and elect. So from the leader's SIGTERM until its exit no client
+	// operation may wait an election timeout for a success, and a ready leader must answer
+	// as soon as the old one has exited. Measured on a busy 2-core machine under -race:
+	// 16-117 ms with the hand-over, 0.97-3.6 s without. Gaps after the restarted node starts
+	// (clients held on it until it knows the leader, up to ~0.7 s under -race, and as much
+	// for followers) are not the hand-over's and are only logged.
+	const handOverBound = 500 * time.Millisecond
 	for _, i := range order {
 		start := time.Now()
 		p.Terminate(i) // a leader hands leadership over as it shuts down
+		stopped := time.Now()
+		leaderAtExit := -1
+		if i == leader {
+			leaderAtExit = p.LeaderIndex()
+		}
 		if upgrade != "" {
 			p.SetBinary(i, upgrade)
 		}
 		p.Start(i)
+		started := time.Now()
 		testkit.WaitFor(t, 30*time.Second, fmt.Sprintf("n%d ready after its restart", i+1), func() bool {
 			return do("GET", p.URL(i)+"/readyz", "").Status == 200
 		})
+		ready := time.Now()
 		time.Sleep(time.Second) // steady load before the next node
-		t.Logf("restart of n%d (%s): back after %v; longest time without a successful client operation %v",
-			i+1, map[bool]string{true: "leader", false: "follower"}[i == leader], time.Since(start).Round(time.Millisecond),
-			d.longestGap(start, time.Now()).Round(time.Millisecond))
+		gap, at := d.longestGap(start, time.Now())
+		stopGap, stopAt := d.longestGap(start, stopped)
+		ms := func(t time.Time) time.Duration { return t.Sub(start).Round(time.Millisecond) }
+		t.Logf("restart of n%d (%s): stopped at +%v, started at +%v, ready at +%v; longest time without a successful client operation %v from +%v (until the exit %v from +%v)",
+			i+1, map[bool]string{true: "leader", false: "follower"}[i == leader], ms(stopped), ms(started), ms(ready),
+			gap.Round(time.Millisecond), ms(at), stopGap.Round(time.Millisecond), ms(stopAt))
+		if i != leader {
+			continue
+		}
+		if stopGap >= handOverBound {
+			t.Errorf("stopping the leader n%d left the clients %v without a successful operation (from +%v until its exit at +%v), at least an election timeout (%v): no hand-over?",
+				i+1, stopGap.Round(time.Millisecond), ms(stopAt), ms(stopped), handOverBound)
+		}
+		if leaderAtExit < 0 {
+			t.Errorf("no ready leader among the other nodes when the leader n%d had exited (+%v): it did not hand over", i+1, ms(stopped))
+		}
 	}
 	close(d.stop)
 	d.wg.Wait()
