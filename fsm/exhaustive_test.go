@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"fmt"
 	"io"
 	"math"
@@ -61,7 +62,7 @@ import (
 var (
 	exLeases = []LeaseID{{0xE1, 1}, {0xE2, 2}, {0xE3, 3}}
 	exTTL    = []int64{1000, 1500, 2000}
-	exNames  = []string{"a", "s", "e"} // the lock, the semaphore, the election
+	exNames  = []string{"a", "b", "s", "e"} // the locks, the semaphore, the election
 )
 
 const (
@@ -94,7 +95,7 @@ func exAlphabet() []exAction {
 		add(l+" acquire-shared a", grant(TypeAcquireShared, "a", 0))
 		add(l+" acquire-shared a wait", grant(TypeAcquireShared, "a", exWait))
 		add(l+" release a", func(m *pmodel) Command {
-			return Command{Type: TypeRelease, Now: m.time, Lease: id, Name: "a", Token: exLockToken(m, id)}
+			return Command{Type: TypeRelease, Now: m.time, Lease: id, Name: "a", Token: exLockToken(m, "a", id)}
 		})
 		add(l+" dequeue a", func(m *pmodel) Command { return Command{Type: TypeDequeue, Now: m.time, Lease: id, Name: "a"} })
 		add(l+" sem-acquire s", grant(TypeSemAcquire, "s", 0))
@@ -111,10 +112,26 @@ func exAlphabet() []exAction {
 		add(l+" revoke", func(m *pmodel) Command { return Command{Type: TypeRevoke, Now: m.time, Lease: id} })
 	}
 	add("L1 release a stale", func(m *pmodel) Command {
-		return Command{Type: TypeRelease, Now: m.time, Lease: exLeases[0], Name: "a", Token: exLockToken(m, exLeases[0]) - 1}
+		return Command{Type: TypeRelease, Now: m.time, Lease: exLeases[0], Name: "a", Token: exLockToken(m, "a", exLeases[0]) - 1}
 	})
 	add("L3 acquire a wait", func(m *pmodel) Command {
 		return Command{Type: TypeAcquire, Now: m.time, Lease: exLeases[2], Name: "a", Wait: exWait, Owner: "o3", NewLease: true, TTL: exTTL[2]}
+	})
+	add("L3 sem-acquire s wait", func(m *pmodel) Command {
+		return Command{Type: TypeSemAcquire, Now: m.time, Lease: exLeases[2], Name: "s", Wait: exWait, Owner: "o3", NewLease: true, TTL: exTTL[2], Limit: exSemLimit}
+	})
+	add("L3 campaign e wait", func(m *pmodel) Command {
+		return Command{Type: TypeCampaign, Now: m.time, Lease: exLeases[2], Name: "e", Wait: exWait, Owner: "o3", NewLease: true, TTL: exTTL[2], Value: "o3"}
+	})
+	// Lock b, exclusive only: a lease that ends hands two locks over in one entry.
+	add("L1 acquire b", func(m *pmodel) Command {
+		return Command{Type: TypeAcquire, Now: m.time, Lease: exLeases[0], Name: "b", Owner: "o1", NewLease: true, TTL: exTTL[0]}
+	})
+	add("L2 acquire b wait", func(m *pmodel) Command {
+		return Command{Type: TypeAcquire, Now: m.time, Lease: exLeases[1], Name: "b", Wait: exWait, Owner: "o2", NewLease: true, TTL: exTTL[1]}
+	})
+	add("L1 release b", func(m *pmodel) Command {
+		return Command{Type: TypeRelease, Now: m.time, Lease: exLeases[0], Name: "b", Token: exLockToken(m, "b", exLeases[0])}
 	})
 	add("L2 acquire a wait forever", func(m *pmodel) Command {
 		return Command{Type: TypeAcquire, Now: m.time, Lease: exLeases[1], Name: "a", Wait: math.MaxInt64, Owner: "o2", NewLease: true, TTL: exTTL[1]}
@@ -141,10 +158,10 @@ func exAlphabet() []exAction {
 	return as
 }
 
-// exLockToken is lease id's token on lock a per the model, or else the token of a's
-// oldest grant (a release by a lease that does not hold it), or 1.
-func exLockToken(m *pmodel, id LeaseID) uint64 {
-	lk := m.locks["a"]
+// exLockToken is lease id's token on a lock per the model, or else the token of the
+// lock's oldest grant (a release by a lease that does not hold it), or 1.
+func exLockToken(m *pmodel, name string, id LeaseID) uint64 {
+	lk := m.locks[name]
 	if lk == nil {
 		return 1
 	}
@@ -236,6 +253,7 @@ type exSearch struct {
 	states   int   // distinct states checked, the root included
 	trans    int   // transitions taken (alphabet letters applied), duplicates included
 	events   []Event
+	current  []uint8 // the path being checked, for the failure report
 }
 
 // exModel replays path on a fresh model; it returns the model and the index of the last
@@ -269,14 +287,17 @@ func (x *exSearch) restore(data []byte, path []uint8) *FSM {
 	if err := f.Restore(io.NopCloser(bytes.NewReader(data))); err != nil {
 		x.t.Fatalf("after %s: restore: %v", x.pathString(path), err)
 	}
+	smallArena(f, 1024)
 	return f
 }
 
 // grants lists every grant of f's primitives as space/name/lease → token.
 func exGrants(f *FSM) map[string]uint64 {
 	out := map[string]uint64{}
-	for _, h := range f.Lock("a").Holders {
-		out[fmt.Sprint("lock/", h.Lease)] = h.Token
+	for _, name := range []string{"a", "b"} {
+		for _, h := range f.Lock(name).Holders {
+			out[fmt.Sprint("lock/", name, "/", h.Lease)] = h.Token
+		}
 	}
 	for _, h := range f.Semaphore("s").Permits {
 		out[fmt.Sprint("sem/", h.Lease)] = h.Token
@@ -294,6 +315,7 @@ func exGrants(f *FSM) map[string]uint64 {
 func (x *exSearch) replay(path []uint8) (live, persisted []byte) {
 	t := x.t
 	f := New(func(Event) {})
+	smallArena(f, 256*(len(path)+1))
 	m := newPModel()
 	f.ApplyCommand(1, &exRoot)
 	m.apply(1, &exRoot)
@@ -409,96 +431,113 @@ func TestFSM_ExhaustiveSmallBounds(t *testing.T) {
 		t.Fatal("alphabet too large for a byte per letter")
 	}
 	start := time.Now()
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("failed at depth %d, path %s, after %d states and %d transitions, %v",
+				len(x.current), x.pathString(x.current), x.states, x.trans, time.Since(start).Round(time.Millisecond))
+		}
+	})
 	root := New(nil)
 	if r := root.ApplyCommand(1, &exRoot); r.Status != StatusOK {
 		t.Fatalf("root: %s", r.Status)
 	}
-	type node struct {
-		data []byte
-		path []uint8
-	}
-	level := []node{{root.SnapshotBytes(), nil}}
+	level := []exNode{{sha256.Sum256(root.SnapshotBytes()), nil}}
 	x.states = 1
 	reached, stopped := 0, false
 	for d := 1; d <= depth && !stopped; d++ {
-		next := map[string][]uint8{}
-		var order []string // the next level in discovery order, for a deterministic search
+		next := map[[32]byte]bool{}
+		var found []exNode // the next level in discovery order, for a deterministic search
 		for _, n := range level {
 			if budget > 0 && time.Since(start) > budget {
 				stopped = true
 				break
 			}
-			x.expand(n.data, n.path, next, &order)
+			x.expand(n, next, &found)
 		}
 		if stopped {
 			break
 		}
 		reached = d
-		t.Logf("depth %d: %d new states (%d states, %d transitions in all), %v", d, len(order), x.states, x.trans, time.Since(start).Round(time.Millisecond))
-		level = level[:0]
-		for _, k := range order {
-			level = append(level, node{[]byte(k), next[k]})
-		}
+		t.Logf("depth %d: %d new states (%d states, %d transitions in all), %v", d, len(found), x.states, x.trans, time.Since(start).Round(time.Millisecond))
+		level = found
 	}
-	// The last level's states were checked as they were found; their snapshots and
-	// determinism are checked here, without expanding them.
+	// The last level's states were checked against the model as they were found; their
+	// snapshots and determinism are checked here, without expanding them.
 	if !stopped {
 		for _, n := range level {
-			x.stateChecks(n.data, n.path)
+			x.stateChecks(n)
 		}
 	}
 	t.Logf("exhaustive: alphabet of %d letters, depth %d reached (bound %d), %d states, %d transitions, %v",
 		len(x.alphabet), reached, depth, x.states, x.trans, time.Since(start).Round(time.Millisecond))
 }
 
-// stateChecks are the checks of a state that do not depend on the entry that made it:
-// restore re-encodes to the same bytes, the path replayed on a fresh state machine gives
-// the same bytes, and the snapshot action (Snapshot, Persist through the shadow, Restore)
-// leads back to the same state.
-func (x *exSearch) stateChecks(data []byte, path []uint8) {
-	t := x.t
-	f := x.restore(data, path)
-	if !bytes.Equal(f.SnapshotBytes(), data) {
-		t.Fatalf("after %s: encode, restore, encode differs", x.pathString(path))
-	}
-	live, persisted := x.replay(path)
-	if !bytes.Equal(live, data) {
-		t.Fatalf("after %s: replaying the path on a fresh state machine gives other bytes", x.pathString(path))
-	}
-	if !bytes.Equal(persisted, data) {
-		t.Fatalf("after %s: the snapshot persisted through the shadow is not the state", x.pathString(path))
-	}
-	if r := x.restore(persisted, path); !bytes.Equal(r.SnapshotBytes(), data) {
-		t.Fatalf("after %s: the persisted snapshot restores to another state", x.pathString(path))
-	}
+// exNode is a state of the search: the SHA-256 of its snapshot bytes (the dedup key) and
+// the first path found to it. Its bytes are not kept: the replay of the path rebuilds
+// them, and must (determinism).
+type exNode struct {
+	key  [32]byte
+	path []uint8
 }
 
-// expand checks a state and applies every letter to a copy of it, adding the new states
-// to next. Every transition is checked against the model, a duplicate one too: two paths
-// to the same bytes must agree with the model on both.
-func (x *exSearch) expand(data []byte, path []uint8, next map[string][]uint8, order *[]string) {
-	x.stateChecks(data, path)
-	parent := x.restore(data, path)
+// stateChecks are the checks of a state that do not depend on the entry that made it: the
+// path replayed on a fresh state machine gives the state's bytes, restore re-encodes to
+// them, and the snapshot action (Snapshot, Persist through the shadow, Restore) leads back
+// to the same state. It returns the state's bytes and a state machine restored from them.
+func (x *exSearch) stateChecks(n exNode) ([]byte, *FSM) {
+	t := x.t
+	x.current = n.path
+	data, persisted := x.replay(n.path)
+	if sha256.Sum256(data) != n.key {
+		t.Fatalf("after %s: replaying the path on a fresh state machine gives other bytes than the search found", x.pathString(n.path))
+	}
+	if !bytes.Equal(persisted, data) {
+		t.Fatalf("after %s: the snapshot persisted through the shadow is not the state", x.pathString(n.path))
+	}
+	// The persisted bytes are the state's, so restoring them is restoring the state.
+	f := x.restore(persisted, n.path)
+	if !bytes.Equal(f.SnapshotBytes(), data) {
+		t.Fatalf("after %s: encode, restore, encode differs", x.pathString(n.path))
+	}
+	return data, f
+}
+
+// expand checks a state and applies every letter to a copy of it, restored from its bytes,
+// adding the new states to next and found. Every transition is checked against the model,
+// a duplicate one too: two paths to the same bytes must both agree with the model.
+func (x *exSearch) expand(n exNode, next map[[32]byte]bool, found *[]exNode) {
+	data, parent := x.stateChecks(n)
 	parentTime, parentGrants := parent.Time(), exGrants(parent)
-	m, index := x.exModel(path)
+	m, index := x.exModel(n.path)
 	index++
 	for a, act := range x.alphabet {
 		x.trans++
 		if act.cmd == nil {
 			continue // snapshot+restore: stateChecks took it from this state, back to it
 		}
-		child := append(slices.Clip(path), uint8(a))
-		f := x.restore(data, path)
+		child := append(slices.Clip(n.path), uint8(a))
+		x.current = child
+		f := x.restore(data, n.path)
 		x.events = x.events[:0]
 		c := act.cmd(m)
 		got := f.ApplyCommand(index, &c)
 		x.check(child, index, &c, got, f, m.clone(), parentTime, parentGrants)
-		key := string(f.SnapshotBytes())
-		if _, dup := next[key]; dup {
+		key := sha256.Sum256(f.SnapshotBytes())
+		if next[key] {
 			continue
 		}
-		next[key] = child
-		*order = append(*order, key)
+		next[key] = true
+		*found = append(*found, exNode{key, child})
 		x.states++
 	}
+}
+
+// smallArena gives f's retention of applied entries (shadow.go) a small first chunk: the
+// search makes a state machine per transition, each applying an entry or a few, and
+// retain's 64 KiB chunk per state machine was most of the search's allocation. Where the
+// entries' bytes live changes nothing else.
+func smallArena(f *FSM, n int) {
+	f.mu.Lock()
+	f.ret.arena = make([]byte, 0, n)
+	f.mu.Unlock()
 }
