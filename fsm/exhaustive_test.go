@@ -68,7 +68,7 @@ var (
 const (
 	exWait     = 600             // the wait of a waiting request, shorter than every TTL
 	exBaseTime = 1000            // cluster time at the root, above zero so that sums can wrap
-	exSemLimit = 1               // the semaphore's limit
+	exSemLimit = 2               // the semaphore's limit
 	exLeap     = 2 * MaxTimeStep // how far ahead of cluster time a leaping leader's clock is
 )
 
