@@ -17,9 +17,11 @@ import (
 // bounds"): every sequence of commands over a small alphabet, up to a depth, explored
 // breadth-first from one root state, each distinct state checked once.
 //
-// The alphabet is concrete commands over three leases, one lock taken in both modes, one
-// semaphore of limit 1 and one election. A command is a function of the reference model's
-// state only where the real client would read the state first: a release carries the
+// The alphabet is 41 concrete commands over three leases (L1 and L2 with every command,
+// L3 only waiting), a lock taken in both modes (a), a second lock taken exclusively (b),
+// a semaphore of limit 2 (s) and an election (e); exAlphabet lists them. A command is a
+// function of the reference model's state only where the real client would read the
+// state first: a release carries the
 // releasing lease's current token (or a stale one), a tick is stamped at the next pending
 // deadline (or one millisecond before it). Every other command is stamped at the current
 // cluster time, except a late tick (stamped one millisecond in the past) and a leap (a lease
@@ -34,11 +36,14 @@ import (
 // the histories are indexes too, so a normalised key would have to renumber them all; we
 // keep it exact and bound the depth instead.
 //
-// Each state is expanded from a state machine restored from its key, so every transition
-// is applied by a restored state machine, and the check that replays the state's path on
-// a state machine that never restored (below) makes restore-then-apply and apply agree.
+// A state is kept as the SHA-256 of those bytes and the first path found to it. To expand
+// it, its path is replayed on a fresh state machine that never restores (which rebuilds
+// the bytes and must hash to the key: determinism), and every letter is applied to its own
+// fresh state machine restored from those bytes: so every transition is applied by a
+// restored state machine, and the replay makes restore-then-apply and apply agree.
 //
-// At every new state, after the entry that made it:
+// At every transition, duplicates included (two paths to the same bytes must both agree
+// with the model):
 //   - status, quota and token agree with the reference model (pmodel, prims_model_test.go),
 //     and so do cluster time, every lock's mode, holders, owners and queue, every
 //     semaphore's limit, permits and queue, every election's leader, token, value and
@@ -51,7 +56,9 @@ import (
 //     state either was there before the entry with the same token or carries the entry's
 //     index (so tokens strictly increase per primitive along every path, the index being
 //     above every earlier index);
-//   - §0: cluster time never goes back;
+//   - §0: cluster time never goes back.
+//
+// At every distinct state, the last level's included:
 //   - §6: restore(encode) re-encodes to the same bytes; replaying the state's path on a
 //     fresh state machine gives the same bytes (determinism); and the snapshot action:
 //     Snapshot at the path's middle and end, Persist each through the shadow, each equal
@@ -242,7 +249,9 @@ func exBounds(t *testing.T) (depth int, budget time.Duration) {
 	return depth, budget
 }
 
-// exDefaultDepth is the bound of `go test ./fsm` (make test, under -race).
+// exDefaultDepth is the bound of `go test ./fsm` (make test, under -race): depth 4 is
+// 59,420 states and 163,631 transitions, about 15 s, 45 s under -race on two shared cores,
+// and every mutant of the state machine dies by depth 4. make verify runs depth 5.
 const exDefaultDepth = 4
 
 // exSearch is the state of one search.
