@@ -43,6 +43,7 @@ fuzz:
 verify: build
 	$(GO) test -tags verify -count=1 -timeout 30m -run TestCampaign -v ./test/verify/
 	$(GO) test -tags verify -count=1 -timeout 60m -run '^TestBankCampaign$$' -v ./test/verify/
+	RAFTLOCK_EXHAUSTIVE_DEPTH=5 $(GO) test -count=1 -timeout 60m -run '^TestFSM_ExhaustiveSmallBounds$$' -v ./fsm
 	scripts/mutants.sh
 	scripts/gc-pause-demo.sh
 
