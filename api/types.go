@@ -187,6 +187,11 @@ type AddNodeRequest struct {
 	// rebuilt on another host). Without it such a request is refused with 409 conflict,
 	// so that nobody can silently take over a member's replication stream.
 	Replace bool `json:"replace,omitempty"`
+	// Registration marks a node re-registering its own HTTP address (its registration
+	// loop): it never adds a member, so a node removed while its registration was on its
+	// way does not put itself back. Such a request for an ID that is not a member answers
+	// 404 not_found.
+	Registration bool `json:"registration,omitempty"`
 }
 
 // TransferLeaderRequest is the body of POST /v1/cluster/transfer-leader.

@@ -50,6 +50,13 @@ func (h memberRoutes) add(w http.ResponseWriter, r *http.Request) (call, error) 
 		return call{}, err
 	}
 	return call{body: body, do: func(ctx context.Context) (any, error) {
+		if req.Registration && !h.members.Has(req.ID) {
+			// Checked where the request is served: only the leader's membership decides.
+			if !h.routing.IsLeader() {
+				return nil, cluster.ErrNotLeader
+			}
+			return nil, cluster.ErrNotMember
+		}
 		err := h.members.Add(ctx, cluster.NodeInfo{ID: req.ID, RaftAddr: req.RaftAddr, HTTPAddr: req.HTTPAddr}, req.Replace)
 		return api.Node{ID: req.ID, RaftAddr: req.RaftAddr, HTTPAddr: req.HTTPAddr, Voter: true}, err
 	}}, nil

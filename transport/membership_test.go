@@ -188,3 +188,20 @@ func TestAPI_TransferLeaderAndRemoveLeader(t *testing.T) {
 		t.Fatalf("leader index %d after the removal settled, want n%d", i, nl+1)
 	}
 }
+
+// A registration (what a node's own loop sends) never adds a member: for an ID that is
+// not one, as a node removed while its registration was on its way, it answers 404 and
+// the membership does not change.
+func TestAPI_RegistrationNeverAddsAMember(t *testing.T) {
+	c := testcluster.StartInProcess(t, 3, nil)
+	f := c.URL(c.Follower())
+	body := `{"id":"n9","raft_addr":"127.0.0.1:1","http_addr":"127.0.0.1:2","registration":true}`
+	if st, code := call(t, "POST", f+"/v1/cluster/nodes", body, nil); st != 404 || code != api.CodeNotFound {
+		t.Fatalf("registration of a non-member: %d %s, want 404 not_found", st, code)
+	}
+	for _, n := range c.Nodes {
+		if n.Members().Has("n9") {
+			t.Fatalf("%s: a registration added n9", n.ID())
+		}
+	}
+}

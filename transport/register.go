@@ -52,7 +52,7 @@ func (s *Server) registerLoop(ctx context.Context) {
 		if members.NeedsRegistration() && !routing.IsLeader() {
 			pending = true
 			if !asLeader {
-				err := postNode(ctx, s.fwd, s.cfg.NodeToken, s.scheme()+leader, api.AddNodeRequest{ID: self.ID, RaftAddr: self.RaftAddr, HTTPAddr: self.HTTPAddr})
+				err := postNode(ctx, s.fwd, s.cfg.NodeToken, s.scheme()+leader, api.AddNodeRequest{ID: self.ID, RaftAddr: self.RaftAddr, HTTPAddr: self.HTTPAddr, Registration: true})
 				if err != nil {
 					s.log.Debug("registering with the leader failed; will retry", "leader", leader, "error", err)
 				} else {
