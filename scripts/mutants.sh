@@ -35,7 +35,8 @@ while (($#)); do
 done
 
 table=test/mutants/kills.txt
-mapfile -t lines < <(grep -v '^#' "$table" | grep -v '^[[:space:]]*$')
+# Each line's "# step | what it breaks" tail is for docs/SAFETY.md's table, not for the run.
+mapfile -t lines < <(grep -v '^#' "$table" | grep -v '^[[:space:]]*$' | sed 's/[[:space:]]*#.*$//')
 selected=()
 for l in "${lines[@]}"; do
 	read -r name mode _ <<<"$l"
