@@ -151,7 +151,8 @@ func openStores(cfg Config, h *storageHealth, cl *closers) (stores, error) {
 	if err != nil {
 		return stores{}, err
 	}
-	cl.add(store.Close)
+	gate := &closeGate{}
+	cl.add(func() error { gate.close(); return store.Close() })
 	logs, err := raft.NewLogCache(512, watchedLogs{LogStore: store, h: h, budget: cfg.Budget, node: cfg.ID})
 	if err != nil {
 		return stores{}, fmt.Errorf("cluster: log cache: %w", err)
@@ -164,7 +165,7 @@ func openStores(cfg Config, h *storageHealth, cl *closers) (stores, error) {
 	if err := restrictTree(snaps.dir); err != nil { // also snapshots written by older versions
 		return stores{}, fmt.Errorf("cluster: making snapshots private: %w", err)
 	}
-	return stores{log: store, logs: logs, stable: watchedStable{StableStore: store, h: h}, snaps: snaps}, nil
+	return stores{log: store, logs: logs, stable: watchedStable{StableStore: store, h: h, gate: gate}, snaps: snaps}, nil
 }
 
 // openRaftTransport listens on cfg.RaftBind, with TLS when cfg.TLS is set (and then

@@ -3,6 +3,7 @@ package cluster
 import (
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -86,13 +87,47 @@ func (w watchedLogs) IsMonotonic() bool {
 // watchedStable is the node's stable store (term, vote) with every write's outcome recorded.
 type watchedStable struct {
 	raft.StableStore
-	h *storageHealth
+	h    *storageHealth
+	gate *closeGate
 }
 
-func (w watchedStable) Set(k, v []byte) error { return w.h.record(w.StableStore.Set(k, v)) }
+func (w watchedStable) Set(k, v []byte) error {
+	defer w.gate.enter()()
+	return w.h.record(w.StableStore.Set(k, v))
+}
 
 func (w watchedStable) SetUint64(k []byte, v uint64) error {
+	defer w.gate.enter()()
 	return w.h.record(w.StableStore.SetUint64(k, v))
+}
+
+// closeGate orders the stable store's writes before its close. raft answers heartbeats on
+// its network transport's connection goroutines, which its Shutdown does not wait for: a
+// heartbeat that passed raft's shutdown check just before it may still save a new term
+// after the node closed its stores, and raft panics when that save fails. The gate makes
+// the close wait for a write in progress, and a write that comes after the close wait for
+// the process to end instead: it must neither panic the process nor let raft acknowledge a
+// term it did not persist.
+type closeGate struct {
+	mu     sync.RWMutex
+	closed bool
+}
+
+// enter admits one write and returns its exit; after close it never returns.
+func (g *closeGate) enter() func() {
+	g.mu.RLock()
+	if g.closed {
+		g.mu.RUnlock()
+		select {} // the node has shut down; see closeGate
+	}
+	return g.mu.RUnlock
+}
+
+// close waits for the writes in progress and admits no more.
+func (g *closeGate) close() {
+	g.mu.Lock()
+	g.closed = true
+	g.mu.Unlock()
 }
 
 // StorageErr returns why this node cannot write its data directory, or nil.

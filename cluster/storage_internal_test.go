@@ -1,0 +1,34 @@
+package cluster
+
+import (
+	"testing"
+	"time"
+)
+
+// The gate makes the stable store's close wait for a write in progress, and holds a write
+// that comes after the close instead of letting it fail (raft panics on a failed term
+// save, which its heartbeat goroutines can attempt after Shutdown).
+func TestCloseGate_OrdersWritesBeforeClose(t *testing.T) {
+	var g closeGate
+	exit := g.enter()
+	closed := make(chan struct{})
+	go func() { g.close(); close(closed) }()
+	select {
+	case <-closed:
+		t.Fatal("close returned while a write was in progress")
+	case <-time.After(50 * time.Millisecond):
+	}
+	exit()
+	select {
+	case <-closed:
+	case <-time.After(5 * time.Second):
+		t.Fatal("close did not return once the write ended")
+	}
+	late := make(chan struct{})
+	go func() { g.enter(); close(late) }()
+	select {
+	case <-late:
+		t.Fatal("a write after the close was let through")
+	case <-time.After(50 * time.Millisecond):
+	}
+}
