@@ -1,6 +1,7 @@
 package blackbox_test
 
 import (
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -63,8 +64,10 @@ func TestBlackbox_FreshClusterWithAnOlderMember(t *testing.T) {
 	}
 	p.StartAll()
 	waitAllReady(t, p, n)
+	// The refusal names the members that have not registered version 2: n3 always (a
+	// leader at version 1, n3 itself, skips the others' registrations and names them too).
 	a := do("PUT", p.URL(0)+"/v1/locks/old/x", `{"mode":"shared","ttl_ms":10000}`)
-	if a.Status != 503 || a.Code() != "no_leader" || !strings.Contains(string(a.Raw), "node n3 has not registered it") {
+	if a.Status != 503 || a.Code() != "no_leader" || !regexp.MustCompile(`nodes? [^;]*n3[^;]* not registered it`).Match(a.Raw) {
 		t.Fatalf("shared lock with n3 at protocol version 1: %v, want 503 naming n3", a)
 	}
 	if a := do("PUT", p.URL(2)+"/v1/locks/old/y", `{"ttl_ms":10000}`); a.Status != 200 {
