@@ -10,8 +10,8 @@
 // leader forwarding) is always mutual and accepts only node certificates, so a
 // client certificate from the same CA cannot take part in consensus. The HTTPS
 // API verifies client certificates as --tls-client-auth asks (none: not needed, but verified
-// when offered, so nodes can identify themselves; request; or
-// require).
+// when offered, so nodes can identify themselves; or require). Every port speaks TLS 1.3
+// at least.
 //
 // Reload. A Reloader reads the certificate, key and CA files once and again on
 // every Reload (callers call it on SIGHUP). The configs it hands out look up the
