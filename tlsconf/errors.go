@@ -51,6 +51,11 @@ var (
 	// a certificate proves who a node is, not that it still belongs.
 	ErrNotMember = errors.New("tlsconf: the peer's node is not a member of the cluster")
 
+	// ErrNodeIDChanged means a Reload found a certificate for another node ID
+	// than the one the node started with (its --id): a reload rotates a node's
+	// certificate, it never changes which node it is.
+	ErrNodeIDChanged = errors.New("tlsconf: the certificate names another node")
+
 	// ErrFileExists means WriteFiles would overwrite an existing file.
 	ErrFileExists = errors.New("tlsconf: file exists")
 )

@@ -6,15 +6,20 @@ import (
 )
 
 // Client-certificate policies of the HTTPS API, the values of
-// --tls-client-auth.
+// --tls-client-auth. There are two: a third, "request", was once accepted and
+// did exactly what none does, so it is refused now with a flag error saying so
+// (an operator who chose it expected something none does not do).
 const (
-	// ClientAuthNone asks clients for no certificate.
+	// ClientAuthNone needs no client certificate, but verifies one that is
+	// offered against the CA and refuses the handshake if it does not verify:
+	// nodes present theirs on the API port to prove which node they are, and a
+	// step towards require can be taken one client at a time.
 	ClientAuthNone = "none"
-	// ClientAuthRequest verifies a client certificate when one is sent but
-	// lets clients without one in (a migration step towards require).
-	ClientAuthRequest = "request"
 	// ClientAuthRequire refuses clients without a certificate of the CA.
 	ClientAuthRequire = "require"
+
+	// clientAuthRequest is the retired value; see above.
+	clientAuthRequest = "request"
 )
 
 // Files names a node's TLS files, as given by the flags --tls-cert, --tls-key,
@@ -29,8 +34,8 @@ type Files struct {
 	// against. It is required whenever Cert is set, because node-to-node
 	// traffic is always mutually verified.
 	CA string
-	// ClientAuth is the HTTPS API's client-certificate policy: ClientAuthNone,
-	// ClientAuthRequest or ClientAuthRequire. Empty means ClientAuthNone.
+	// ClientAuth is the HTTPS API's client-certificate policy: ClientAuthNone
+	// or ClientAuthRequire. Empty means ClientAuthNone.
 	// The node-to-node port ignores it: it always requires a node certificate.
 	ClientAuth string
 }
@@ -81,13 +86,13 @@ func (f Files) validateClient() error {
 func clientAuthType(s string) (tls.ClientAuthType, error) {
 	switch s {
 	case "", ClientAuthNone:
-		return tls.NoClientCert, nil
-	case ClientAuthRequest:
 		return tls.VerifyClientCertIfGiven, nil
 	case ClientAuthRequire:
 		return tls.RequireAndVerifyClientCert, nil
+	case clientAuthRequest:
+		return 0, invalidf("--tls-client-auth=request is no longer accepted: it did what none does (no certificate needed, one offered is verified); use none, or require to refuse clients without a certificate of the CA")
 	}
-	return 0, invalidf("--tls-client-auth must be none, request or require, not %q", s)
+	return 0, invalidf("--tls-client-auth must be none or require, not %q", s)
 }
 
 // filesError carries a flag-level message and matches ErrInvalidFiles, so the

@@ -15,7 +15,8 @@ func TestFiles_Validate(t *testing.T) {
 		{"off", Files{}, ""},
 		{"all three", Files{Cert: "c", Key: "k", CA: "a"}, ""},
 		{"all three require", Files{Cert: "c", Key: "k", CA: "a", ClientAuth: "require"}, ""},
-		{"all three request", Files{Cert: "c", Key: "k", CA: "a", ClientAuth: "request"}, ""},
+		// request did what none does; an operator who picks it is told so, not given none silently.
+		{"request is refused", Files{Cert: "c", Key: "k", CA: "a", ClientAuth: "request"}, "--tls-client-auth=request is no longer accepted: it did what none does"},
 		{"all three none", Files{Cert: "c", Key: "k", CA: "a", ClientAuth: "none"}, ""},
 		{"cert only", Files{Cert: "c"}, "--tls-cert is set but --tls-key is not: give both, or neither to run without TLS"},
 		{"cert and CA", Files{Cert: "c", CA: "a"}, "--tls-cert is set but --tls-key is not"},
@@ -24,9 +25,9 @@ func TestFiles_Validate(t *testing.T) {
 		{"cert and key", Files{Cert: "c", Key: "k"}, "--tls-cert and --tls-key are set but --tls-ca is not"},
 		{"CA only", Files{CA: "a"}, "--tls-ca is set but --tls-cert and --tls-key are not"},
 		{"client auth without TLS", Files{ClientAuth: "require"}, "--tls-client-auth=require needs --tls-ca"},
-		{"client auth without CA", Files{Cert: "c", Key: "k", ClientAuth: "request"}, "--tls-ca is not"},
+		{"client auth without CA", Files{Cert: "c", Key: "k", ClientAuth: "require"}, "--tls-ca is not"},
 		{"none without TLS", Files{ClientAuth: "none"}, ""},
-		{"unknown client auth", Files{Cert: "c", Key: "k", CA: "a", ClientAuth: "always"}, `--tls-client-auth must be none, request or require, not "always"`},
+		{"unknown client auth", Files{Cert: "c", Key: "k", CA: "a", ClientAuth: "always"}, `--tls-client-auth must be none or require, not "always"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.f.Validate()

@@ -65,22 +65,40 @@ func NewReloader(files Files, logger hclog.Logger) (*Reloader, error) {
 }
 
 // Reload re-reads the certificate, key and CA files and, only if all three
-// pass the same checks as NewReloader, makes them current for new
-// connections. On failure the previous files stay in use and the error is
-// returned (and logged), so a botched rotation does not take the node off the
-// network. Callers call it on SIGHUP.
+// pass the same checks as NewReloader and the certificate names the same node
+// ID as the one loaded at start (the node's --id, which the cluster checked),
+// makes them current for new connections. On failure the previous files stay
+// in use, and the error is returned and logged at Error with what to do, so a
+// botched rotation does not take the node off the network or hand it another
+// node's identity. Callers call it on SIGHUP.
 func (r *Reloader) Reload() error {
 	r.reloadMu.Lock()
 	defer r.reloadMu.Unlock()
+	old := r.cur.Load().cert.Leaf
 	b, err := load(r.files, true)
+	if err == nil {
+		err = sameNode(r.files.Cert, old, b.cert.Leaf)
+	}
 	if err != nil {
-		old := r.cur.Load().cert.Leaf
-		r.logger.Warn("TLS reload failed; keeping the previous certificate",
+		r.logger.Error("TLS reload failed; keeping the previous certificate: fix the files named in the error and send SIGHUP again",
 			"error", err, "serial", old.SerialNumber.Text(16), "not_after", old.NotAfter.UTC())
 		return err
 	}
 	r.cur.Store(b)
 	r.logLoaded("reloaded TLS certificate", b)
+	return nil
+}
+
+// sameNode refuses a reloaded certificate whose node ID is not the one in use: peers
+// and the API's node routes take a node certificate's ID as who is speaking, so a node
+// that picked up another node's certificate would speak as that node.
+func sameNode(file string, old, next *x509.Certificate) error {
+	was, _ := NodeIDFromCert(old)
+	now, _ := NodeIDFromCert(next)
+	if now != was {
+		return fmt.Errorf("%w: --tls-cert %s is node %q's certificate, but this node is %q: a reload cannot change a node's ID; issue one with `raftlock tls cert --node %s`, put it there and reload again",
+			ErrNodeIDChanged, file, now, was, was)
+	}
 	return nil
 }
 
@@ -101,25 +119,23 @@ func (r *Reloader) NodeID() string {
 // current certificate and CA (through GetConfigForClient), so a Reload
 // applies to new connections without restarting the listener. Client
 // certificates are asked for and verified against the CA as Files.ClientAuth
-// says. HTTP/2 and HTTP/1.1 are offered; a caller that wants other ALPN
-// protocols sets NextProtos on the returned config before serving.
+// says. TLS 1.3 is the minimum, as on the node-to-node port, so an operator has
+// one rule for every port (every client raftlock ships, Go's crypto/tls and
+// current browsers speak it). HTTP/2 and HTTP/1.1 are offered; a caller that
+// wants other ALPN protocols sets NextProtos on the returned config before
+// serving.
 func (r *Reloader) ServerConfig() *tls.Config {
-	base := &tls.Config{MinVersion: tls.VersionTLS12, NextProtos: []string{"h2", "http/1.1"}}
+	base := &tls.Config{MinVersion: tls.VersionTLS13, NextProtos: []string{"h2", "http/1.1"}}
 	base.GetConfigForClient = func(*tls.ClientHelloInfo) (*tls.Config, error) {
 		b := r.cur.Load()
-		auth := r.clientAuth
-		if auth == tls.NoClientCert {
-			// "none" means clients need no certificate. A certificate offered is still
-			// verified, because nodes present theirs on the API port to prove which node
-			// they are (a node registers only its own HTTP address).
-			auth = tls.VerifyClientCertIfGiven
-		}
 		return &tls.Config{
-			MinVersion:   tls.VersionTLS12,
+			MinVersion:   tls.VersionTLS13,
 			Certificates: []tls.Certificate{b.cert},
-			ClientAuth:   auth,
-			ClientCAs:    b.pool,
-			NextProtos:   base.NextProtos,
+			// With none, a certificate offered is still verified (VerifyClientCertIfGiven):
+			// nodes present theirs on the API port to prove which node they are.
+			ClientAuth: r.clientAuth,
+			ClientCAs:  b.pool,
+			NextProtos: base.NextProtos,
 		}, nil
 	}
 	return base
@@ -197,7 +213,7 @@ func (r *Reloader) PeerClientConfig() *tls.Config {
 // CA. The CLI and the Go client, which have no Reloader, use LoadClientConfig.
 func (r *Reloader) ClientConfig() *tls.Config {
 	return &tls.Config{
-		MinVersion: tls.VersionTLS12,
+		MinVersion: tls.VersionTLS13,
 		RootCAs:    r.cur.Load().pool,
 		GetClientCertificate: func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
 			return &r.cur.Load().cert, nil
@@ -217,7 +233,7 @@ func LoadClientConfig(f Files) (*tls.Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg := &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: b.pool}
+	cfg := &tls.Config{MinVersion: tls.VersionTLS13, RootCAs: b.pool}
 	if f.Cert != "" {
 		cfg.Certificates = []tls.Certificate{b.cert}
 	}

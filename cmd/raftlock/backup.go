@@ -46,8 +46,9 @@ func backupSaveCommand() *cli.Command {
 		Usage:     "download a backup of the cluster's state into FILE",
 		ArgsUsage: "FILE",
 		Description: `Asks the cluster for a backup (GET /v1/backup; the leader reads its state at a
-linearizable point) and writes it to FILE.tmp (mode 0600), verifies the checksum of what
-is on disk, fsyncs it and renames it to FILE. Progress goes to stderr for large backups.`,
+linearizable point) and writes it to a new temporary file beside FILE (created
+exclusively, mode 0600), fsyncs it, verifies the checksum of what is on disk, renames it
+over FILE and fsyncs the directory. Progress goes to stderr for large backups.`,
 		Flags: clientFlags(
 			&cli.DurationFlag{Name: "transfer-timeout", Usage: "how long the download itself may take, on top of --timeout", Value: 10 * time.Minute},
 		),
@@ -66,11 +67,15 @@ func runBackupSave(c *cli.Context, a parsedArgs) error {
 	ctx, cancel := callContext(c, c.Duration("transfer-timeout"))
 	defer cancel()
 
-	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, backupFileMode)
+	// The temporary file is created exclusively under a random name beside FILE (so the
+	// rename stays in one file system): a file or symlink someone planted at a guessable
+	// name like FILE.tmp is never opened, truncated or followed, and the file is private
+	// (0600) from its first byte.
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
 	if err != nil {
 		return cli.Exit(fmt.Sprintf("raftlock: backup save: %v", err), 1)
 	}
+	tmp := f.Name()
 	ok := false
 	defer func() {
 		if !ok {
@@ -78,7 +83,7 @@ func runBackupSave(c *cli.Context, a parsedArgs) error {
 			os.Remove(tmp)
 		}
 	}()
-	if err := f.Chmod(backupFileMode); err != nil { // a leftover .tmp may have another mode
+	if err := f.Chmod(backupFileMode); err != nil { // CreateTemp makes 0600 already; say so whatever the platform
 		return cli.Exit(fmt.Sprintf("raftlock: backup save: %v", err), 1)
 	}
 	bw := bufio.NewWriterSize(f, 1<<20)

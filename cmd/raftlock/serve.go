@@ -66,7 +66,7 @@ func serveFlags() []cli.Flag {
 		str("tls-ca", "the cluster CA certificate (PEM) that every node and client certificate is checked against", ""),
 		altsrc.NewBoolFlag(&cli.BoolFlag{Name: "acl", Usage: "enforce ACL tokens: every API request needs a bearer token whose policies grant it (bootstrap the first with `raftlock acl bootstrap`)", EnvVars: env("acl")}),
 		str("acl-node-token-file", "file holding the ACL token this node uses to register itself with the leader when ACLs are on and TLS is off (with TLS the node certificate is used); also RAFTLOCK_ACL_NODE_TOKEN", ""),
-		str("tls-client-auth", "client certificates on the HTTPS API: none (not needed; verified when offered), request, or require", "none"),
+		str("tls-client-auth", "client certificates on the HTTPS API: none (not needed; verified when offered) or require", "none"),
 		altsrc.NewIntFlag(&cli.IntFlag{Name: "max-held-requests", Usage: "waiting acquires, blocking queries and requests held for a leader that this node holds open at once", Value: 10_000, EnvVars: env("max-held-requests")}),
 		&cli.Uint64Flag{Name: "max-protocol-version", Hidden: true, Usage: "for upgrade tests: speak at most this protocol version, as a node of an older release would (0: this release's)", EnvVars: env("max-protocol-version")},
 		altsrc.NewDurationFlag(&cli.DurationFlag{Name: "hold-timeout", Usage: "how long a request that finds no leader is held, waiting for one, before it answers 503 (0 answers at once)", Value: transport.DefaultHoldTimeout, EnvVars: env("hold-timeout")}),
