@@ -108,7 +108,13 @@ func (h memberRoutes) version(w http.ResponseWriter, r *http.Request) (call, err
 	// member registered at version 2 first, so the claim is taken from anyone: the worst a
 	// forged one does is halt an old member (loudly) once the version is raised, which is
 	// why SECURITY.md says to run ACLs with TLS.
+	//
+	// With TLS on and ACLs off there is no admin to be: anyone with a client certificate
+	// would pass accessAdmin, so the claim is refused unless it is the node's own.
 	if h.tls && callerNode(r, h.members) != id {
+		if !h.auth.on {
+			return call{}, api.Errorf(api.CodePermissionDenied, "with TLS on and ACLs off, only node %q itself (its node certificate) may register the protocol version it speaks", id)
+		}
 		c.need = accessAdmin
 	}
 	return c, nil

@@ -86,6 +86,16 @@ func TestBlackbox_TLSHappyPath(t *testing.T) {
 		t.Fatal("an HTTPS request without a client certificate was served")
 	}
 
+	// With ACLs off, a version claim for n1 is n1's alone: a client certificate or
+	// another node's certificate is refused (before, both were answered 200).
+	for name, kp := range map[string]tls.Certificate{"a client certificate": k.worker, "n2's node certificate": k.NodeKeyPair(t, "n2")} {
+		c := &http.Client{Timeout: 20 * time.Second, Transport: &http.Transport{TLSClientConfig: k.ClientConfig(&kp)}}
+		a := rawhttp.Client{HTTP: c}.Do("PUT", p.URL(leader)+"/v1/cluster/nodes/n1/version", `{"max_version":1}`)
+		if a.Status != http.StatusForbidden || a.Code() != "permission_denied" {
+			t.Fatalf("version claim for n1 with %s: %v, want 403 permission_denied", name, a)
+		}
+	}
+
 	p.Kill(leader)
 	testkit.WaitFor(t, 20*time.Second, "a new leader over mutual TLS", func() bool {
 		l := p.LeaderIndex()
