@@ -49,11 +49,20 @@ func newRegistry() *registry {
 	return &registry{waiters: map[waitKey][]chan fsm.Event{}, watches: map[spaceName][]*watcher{}, free: map[fsm.Space][]*watcher{}}
 }
 
+// waitBuffer is how many outcome events one registered wait keeps: the newest ones, in
+// index order. Several arrive when the log applied after the registration holds earlier
+// grants and wait endings of the same lease and name (a node replaying its log after a
+// restart): the wait skips those by index, so the one it awaits must not be dropped for
+// them.
+const waitBuffer = 8
+
 // waitFor registers interest in the outcome of lease's wait for name in namespace space.
-// The returned channel receives the first EventGranted or EventWaitEnded; cancel
+// The returned channel receives the EventGranted and EventWaitEnded events applied from
+// now on, in index order; when the reader falls behind, the oldest are dropped. Events of
+// entries before the wait's own proposal are stale (see queuedWait.awaitOutcome). cancel
 // unregisters.
 func (r *registry) waitFor(space fsm.Space, name string, lease fsm.LeaseID) (<-chan fsm.Event, func()) {
-	ch := make(chan fsm.Event, 1)
+	ch := make(chan fsm.Event, waitBuffer)
 	k := waitKey{space, name, lease}
 	r.mu.Lock()
 	r.waiters[k] = append(r.waiters[k], ch)
@@ -128,7 +137,12 @@ func (r *registry) deliver(e fsm.Event) {
 		for _, ch := range r.waiters[k] {
 			select {
 			case ch <- e:
-			default:
+			default: // full: drop the oldest (deliver is the only sender, under r.mu)
+				select {
+				case <-ch:
+				default:
+				}
+				ch <- e
 			}
 		}
 	case fsm.EventLockChanged:

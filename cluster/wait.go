@@ -51,7 +51,7 @@ func acquire[G any](ctx context.Context, w *queuedWait, c *fsm.Command, propose 
 	case fsm.StatusOK:
 		return grant(r), nil
 	case fsm.StatusQueued:
-		e, err := w.await(ctx)
+		e, err := w.await(ctx, r.Index)
 		if err != nil {
 			return none, err
 		}
@@ -82,15 +82,21 @@ func (w *queuedWait) done() {
 //
 // Its errors are ErrWaitTimeout (the lease has left the queue), or what ended the wait
 // after the proposal, as afterProposal maps it.
-func (w *queuedWait) await(ctx context.Context) (fsm.Event, error) {
-	e, err := w.awaitOutcome(ctx)
+func (w *queuedWait) await(ctx context.Context, queued uint64) (fsm.Event, error) {
+	e, err := w.awaitOutcome(ctx, queued)
 	if err != nil && !errors.Is(err, ErrWaitTimeout) {
 		err = afterProposal(err)
 	}
 	return e, err
 }
 
-func (w *queuedWait) awaitOutcome(ctx context.Context) (fsm.Event, error) {
+// queued is the log index of the entry that queued the request. The wait registered
+// before proposing, so events of entries applied between the registration and that entry
+// may reach it: they are about an earlier wait or grant of the same lease and name (after
+// a restart, a node replays its log, and a worker that took and released this lock with
+// this lease before appears granted again), and answering with one would hand the caller
+// a grant it already released. Only an event after the queueing entry is this wait's.
+func (w *queuedWait) awaitOutcome(ctx context.Context, queued uint64) (fsm.Event, error) {
 	n := w.n
 	backstop := time.NewTimer(w.wait + 2*n.cfg.ElectionTimeout + n.cfg.TickInterval)
 	defer backstop.Stop()
@@ -103,6 +109,9 @@ func (w *queuedWait) awaitOutcome(ctx context.Context) (fsm.Event, error) {
 	for {
 		select {
 		case e := <-w.events:
+			if e.Index <= queued {
+				continue
+			}
 			if e.Kind == fsm.EventGranted {
 				return e, nil
 			}
