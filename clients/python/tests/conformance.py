@@ -49,6 +49,7 @@ class ProxyState:
     def __init__(self) -> None:
         self.mu = threading.Lock()
         self.log: list[tuple[str, str, str | None]] = []  # method, path, request_id
+        self.bodies: list[Any] = []  # each request's decoded JSON body (None when none), as log
         self.faults: list[dict[str, Any]] = []
 
     def take_fault(self, method: str, path: str) -> str | None:
@@ -76,15 +77,17 @@ class FaultProxy:
                 n = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(n) if n else b""
                 path = self.path.split("?", 1)[0]
-                rid = None
+                rid, decoded = None, None
                 if body:
                     try:
-                        v = json.loads(body).get("request_id")
+                        decoded = json.loads(body)
+                        v = decoded.get("request_id")
                         rid = v if isinstance(v, str) and v else None
                     except (ValueError, AttributeError):
                         pass
                 with state.mu:
                     state.log.append((self.command, path, rid))
+                    state.bodies.append(decoded)
                 fault = state.take_fault(self.command, path)
                 hdrs = {k: v for k, v in self.headers.items() if k.lower() not in ("host", "connection", "content-length")}
                 try:
