@@ -3,6 +3,7 @@ whose leases are kept alive in the background."""
 
 from __future__ import annotations
 
+import logging
 import secrets
 import ssl
 import threading
@@ -22,6 +23,8 @@ from .errors import (
     WaitTimeout,
 )
 from .lease import Keepaliver, Lease
+
+log = logging.getLogger("raftlock")
 
 LOCKS = "/v1/locks/"
 SEMAPHORES = "/v1/semaphores/"
@@ -277,6 +280,8 @@ class Client:
         else:
             ctx = tls
         eps = parse_endpoints(endpoints, ctx is not None)
+        if token and any(e.scheme == "http" for e in eps):
+            log.warning("an ACL token is sent over plain HTTP, where anyone on the path can read it; use https endpoints and TLS")
         self.timeout = timeout
         self.call_timeout = call_timeout
         self._t = Transport(eps, tls=ctx, token=token, timeout=timeout, min_backoff=min_backoff, max_backoff=max_backoff)

@@ -16,6 +16,7 @@ watchdog: it sets ``lost`` when safe-until passes.
 
 from __future__ import annotations
 
+import logging
 import random
 import threading
 import time
@@ -25,6 +26,8 @@ from .errors import LeaseLost, LeaseNotFound, RaftlockError, ServerError
 
 if TYPE_CHECKING:
     from .client import Client
+
+log = logging.getLogger("raftlock")
 
 #: The smallest default drift margin, in seconds.
 MIN_DRIFT_MARGIN = 0.1
@@ -246,6 +249,8 @@ class Keepaliver:
                 elif not expired:
                     self._cond.wait(max(wake - now, 0.0))
             for lease in expired:
+                if not lease.lost.is_set():
+                    log.warning("lease lost: no keepalive answered before its safe time passed")
                 lease._lose(LeaseLost("its safe time passed without an answered keepalive"))
             while batch:
                 part, batch = batch[:MAX_KEEPALIVE_BATCH], batch[MAX_KEEPALIVE_BATCH:]
@@ -291,6 +296,7 @@ class Keepaliver:
                 return
             self._reschedule(lease, sent + _jittered(lease.interval))
         elif isinstance(err, LeaseNotFound):
+            log.warning("lease lost: the cluster no longer knows it")
             lease._lose(LeaseLost("the cluster no longer knows the lease (it expired or was revoked)"))
             self.remove(lease)
         elif lease.lost.is_set():

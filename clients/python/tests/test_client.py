@@ -268,6 +268,15 @@ class ClientTest(unittest.TestCase):
         got["b"].resign()
         self.assertFalse(self.c.election_status("py/elect").elected)
 
+    def test_lease_ids_stay_out_of_errors(self) -> None:
+        secret = "f" * 32
+        with self.assertRaises((raftlock.NotHolder, raftlock.LeaseNotFound)) as cm:
+            self.c.release("py/secret", secret, 5)
+        self.assertNotIn(secret, str(cm.exception))
+        with self.assertRaises(raftlock.LeaseNotFound) as cm2:
+            self.c.keepalive(secret)
+        self.assertNotIn(secret, str(cm2.exception))
+
     def test_errors_per_code(self) -> None:
         with self.assertRaises(raftlock.InvalidRequest):
             self.c.lock("py/ttl", ttl=0.1)
