@@ -117,6 +117,13 @@ class Cluster:
         p.wait(timeout=10)
         self.procs[i] = None
 
+    def pause(self, i: int) -> None:
+        """SIGSTOP node i (cont_all or restore continues it)."""
+        p = self.procs[i]
+        if p is not None and p.poll() is None:
+            p.send_signal(signal.SIGSTOP)
+            self.stopped.add(i)
+
     def stop_all(self) -> None:
         """SIGSTOP every running node: each hangs, connections are accepted by the kernel."""
         for i, p in enumerate(self.procs):

@@ -187,6 +187,21 @@ class ClientTest(unittest.TestCase):
         with c.lock("py/failover", ttl=2) as h:
             self.assertGreater(h.token, 0)
 
+    def test_failover_past_a_hung_node(self) -> None:
+        """A node that accepts connections and never answers (SIGSTOP) costs one attempt
+        timeout; the call is then served by the next endpoint."""
+        cl = cluster()
+        self.addCleanup(cl.restore)
+        leader = cl.wait_leader()
+        hung = (leader + 1) % 3  # a follower: the other two keep a majority and a leader
+        cl.pause(hung)
+        eps = cl.endpoints
+        c = raftlock.Client([eps[hung]] + [e for i, e in enumerate(eps) if i != hung], timeout=0.5)
+        self.addCleanup(c.close)
+        with c.lock("py/hung", ttl=3) as h:
+            self.assertGreater(h.token, 0)
+        self.assertNotEqual(c._t.preferred(), 0)
+
     def test_leader_kill_keeps_the_lock(self) -> None:
         self.addCleanup(cluster().restore)
         with self.c.lock("py/leaderkill", ttl=3) as h:
