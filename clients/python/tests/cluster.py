@@ -10,6 +10,7 @@ import os
 import shutil
 import signal
 import socket
+import ssl
 import subprocess
 import tempfile
 import time
@@ -38,10 +39,14 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _get(port: int, path: str, timeout: float = 1.0) -> tuple[int, dict]:
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+def _get(port: int, path: str, timeout: float = 1.0, ctx: ssl.SSLContext | None = None, token: str | None = None, method: str = "GET") -> tuple[int, dict]:
+    conn: http.client.HTTPConnection
+    if ctx is not None:
+        conn = http.client.HTTPSConnection("127.0.0.1", port, timeout=timeout, context=ctx)
+    else:
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
     try:
-        conn.request("GET", path)
+        conn.request(method, path, headers={"Authorization": f"Bearer {token}"} if token else {})
         r = conn.getresponse()
         data = r.read()
         try:
@@ -56,9 +61,21 @@ class Cluster:
     """Three `raftlock serve` processes n1..n3. Always call stop() (use it as a context
     manager): it kills every node and removes the temporary directory."""
 
-    def __init__(self, n: int = 3, extra: list[str] | None = None) -> None:
+    def __init__(self, n: int = 3, extra: list[str] | None = None, tls: bool = False, acl: bool = False) -> None:
         self.bin = binary()
         self.dir = tempfile.mkdtemp(prefix="raftlock-py-")
+        self.tls, self.acl = tls, acl
+        self.token: str | None = None  # the ACL management token, once bootstrapped
+        self.ctx: ssl.SSLContext | None = None
+        if tls:
+            t = os.path.join(self.dir, "tls")
+            subprocess.run([self.bin, "tls", "ca", "--dir", t], check=True, capture_output=True)
+            for i in range(n):
+                subprocess.run([self.bin, "tls", "cert", "--node", f"n{i + 1}", "--dir", t], check=True, capture_output=True)
+            subprocess.run([self.bin, "tls", "cert", "--client", "local", "--dir", t], check=True, capture_output=True)
+            self.tls_dir = t
+            self.ctx = ssl.create_default_context(cafile=os.path.join(t, "ca.pem"))
+            self.ctx.load_cert_chain(os.path.join(t, "local.pem"), os.path.join(t, "local-key.pem"))
         self.ids = [f"n{i + 1}" for i in range(n)]
         self.http = [free_port() for _ in self.ids]
         self.raft = [free_port() for _ in self.ids]
@@ -78,7 +95,8 @@ class Cluster:
     @property
     def endpoints(self) -> list[str]:
         """Every node's base URL, in node order."""
-        return [f"http://127.0.0.1:{p}" for p in self.http]
+        scheme = "https" if self.tls else "http"
+        return [f"{scheme}://127.0.0.1:{p}" for p in self.http]
 
     def start(self, i: int) -> None:
         """Start node i (with its data directory) if it is not running."""
@@ -92,6 +110,11 @@ class Cluster:
             "--http-addr", f"127.0.0.1:{self.http[i]}", "--raft-addr", f"127.0.0.1:{self.raft[i]}",
             "--data-dir", d, "--bootstrap", self.boot, *self.extra,
         ]
+        if self.tls:
+            t, id_ = self.tls_dir, self.ids[i]
+            argv += ["--tls-cert", f"{t}/{id_}.pem", "--tls-key", f"{t}/{id_}-key.pem", "--tls-ca", f"{t}/ca.pem", "--tls-client-auth", "require"]
+        if self.acl:
+            argv += ["--acl"]
         self.procs[i] = subprocess.Popen(argv, stdout=log, stderr=log, start_new_session=True)
         log.close()
 
@@ -152,10 +175,19 @@ class Cluster:
             if not self.running(i) or i in self.stopped:
                 continue
             try:
-                st, info = _get(self.http[i], "/v1/cluster")
+                if self.acl and self.token is None:
+                    # Before the bootstrap nothing reads; bootstrap on the first ready node.
+                    st, _ = _get(self.http[i], "/readyz", ctx=self.ctx)
+                    if st != 200:
+                        continue
+                    st, tok = _get(self.http[i], "/v1/acl/bootstrap", ctx=self.ctx, method="POST", timeout=5)
+                    if st == 200 and tok.get("secret_id"):
+                        self.token = tok["secret_id"]
+                    continue
+                st, info = _get(self.http[i], "/v1/cluster", ctx=self.ctx, token=self.token)
                 if st != 200 or info.get("leader_id") != self.ids[i]:
                     continue
-                st, _ = _get(self.http[i], "/v1/locks?prefix=%00")
+                st, _ = _get(self.http[i], "/v1/locks?prefix=%00", ctx=self.ctx, token=self.token)
                 if st == 200:
                     return i
             except OSError:

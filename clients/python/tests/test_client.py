@@ -336,6 +336,38 @@ def _busy(c: raftlock.Client, idx: int) -> bool:
     return False
 
 
+class TLSAndACLTest(unittest.TestCase):
+    """A cluster with HTTPS, client certificates required, and ACLs on."""
+
+    def test_tls_client_certificate_and_token(self) -> None:
+        with Cluster(tls=True, acl=True) as tc:
+            t = tc.tls_dir
+            ctx = raftlock.tls_context(ca=f"{t}/ca.pem", cert=f"{t}/local.pem", key=f"{t}/local-key.pem")
+            c = raftlock.Client(tc.endpoints, token=tc.token, tls=ctx)
+            self.addCleanup(c.close)
+            with c.lock("py/tls", ttl=2) as h:
+                self.assertGreater(h.token, 0)
+            no_token = raftlock.Client(tc.endpoints, tls=ctx)
+            self.addCleanup(no_token.close)
+            with self.assertRaises(raftlock.Unauthenticated):
+                no_token.status("py/tls")
+            bad = raftlock.Client(tc.endpoints, token="x" * 36, tls=ctx)
+            self.addCleanup(bad.close)
+            with self.assertRaises(raftlock.Unauthenticated) as cm:
+                bad.status("py/tls")
+            self.assertNotIn("x" * 36, str(cm.exception))
+            no_cert = raftlock.Client(tc.endpoints, token=tc.token, tls=raftlock.tls_context(ca=f"{t}/ca.pem"), call_timeout=3)
+            self.addCleanup(no_cert.close)
+            with self.assertRaises((raftlock.TLSError, raftlock.Unavailable)):
+                no_cert.status("py/tls")
+            untrusted = raftlock.Client(tc.endpoints, token=tc.token, tls=True, call_timeout=3)
+            self.addCleanup(untrusted.close)
+            with self.assertRaises(raftlock.TLSError):
+                untrusted.status("py/tls")
+            with self.assertRaises(ValueError):
+                raftlock.Client(["http://127.0.0.1:1"], tls=ctx)
+
+
 class FencingTest(unittest.TestCase):
     def setUp(self) -> None:
         d = tempfile.mkdtemp(prefix="raftlock-fence-")
