@@ -30,7 +30,7 @@ test:
 	scripts/mutants.sh
 
 ## test-clients: the conformance runners (clients/conformance) and the clients' own tests,
-## against real `raftlock serve` processes (about 1 min; needs python3 >= 3.11)
+## against real `raftlock serve` processes (1-2 min; needs python3 >= 3.11)
 test-clients: build
 	$(GO) test -count=1 ./clients/conformance/gorunner/
 	@python3 -c 'import sys; sys.exit(sys.version_info < (3, 11))' || { echo "test-clients: python3 >= 3.11 is required (apt-get install python3)" >&2; exit 1; }
