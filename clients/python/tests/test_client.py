@@ -111,6 +111,54 @@ class ClientTest(unittest.TestCase):
         with self.assertRaises(raftlock.NotLocked):
             b.release()
 
+    def test_contending_threads_hold_one_at_a_time_with_rising_tokens(self) -> None:
+        """Four clients take one lock five times each, waiting in the queue, and make a
+        fenced read-modify-write under it: no two holds overlap, every token is above the
+        one before, no write is refused, and the counter counts every hold."""
+        path = os.path.join(tempfile.mkdtemp(prefix="raftlock-contend-"), "c.db")
+        setup = sqlite3.connect(path)
+        FencedDB(setup).create_table()
+        setup.execute("CREATE TABLE n (k TEXT PRIMARY KEY, v INTEGER)")
+        setup.execute("INSERT INTO n VALUES ('n', 0)")
+        setup.commit()
+        setup.close()
+        holds: list[tuple[float, float, int]] = []
+        mu = threading.Lock()
+        errors: list[BaseException] = []
+
+        def work(i: int) -> None:
+            c = raftlock.Client(cluster().endpoints)
+            db = FencedDB(sqlite3.connect(path, timeout=10))
+            try:
+                for _ in range(5):
+                    with c.lock("py/contend", ttl=3, wait=30, owner=f"w{i}") as h:
+                        t0 = time.monotonic()
+                        with db.write("py/contend", h.token) as cur:
+                            v = cur.execute("SELECT v FROM n WHERE k = 'n'").fetchone()[0]
+                            cur.execute("UPDATE n SET v = ? WHERE k = 'n'", (v + 1,))
+                        with mu:
+                            holds.append((t0, time.monotonic(), h.token))
+            except BaseException as e:  # noqa: BLE001 - reported below
+                errors.append(e)
+            finally:
+                db.conn.close()
+                c.close()
+
+        ts = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join(120)
+        self.assertEqual(errors, [])
+        holds.sort()
+        self.assertEqual(len(holds), 20)
+        for (s1, e1, t1), (s2, _, t2) in zip(holds, holds[1:]):
+            self.assertLessEqual(e1, s2, "two holds overlapped")
+            self.assertGreater(t2, t1, "a later hold has a lower token")
+        conn = sqlite3.connect(path)
+        self.assertEqual(conn.execute("SELECT v FROM n").fetchone()[0], 20)
+        conn.close()
+
     def test_wait_timeout(self) -> None:
         with self.c.lock("py/waittimeout", ttl=5):
             with self.assertRaises(raftlock.WaitTimeout):
