@@ -25,7 +25,7 @@ sys.path.insert(0, str(HERE))
 
 import raftlock  # noqa: E402
 from cluster import Cluster, free_port  # noqa: E402
-from conformance import FaultProxy, ProxyState  # noqa: E402
+from conformance import FaultProxy, ProxyState, Scenario, StepFailure  # noqa: E402
 from raftlock.fencing import FencedDB, StaleToken  # noqa: E402
 
 CLUSTER: Cluster | None = None
@@ -349,6 +349,34 @@ class ClientTest(unittest.TestCase):
         self.assertIsInstance(e, raftlock.NoLeader)
         self.assertEqual(e.retry_after, 2.0)
         self.assertIsInstance(raftlock.errors.error_for("something_new", "x"), raftlock.ServerError)
+
+
+class RunnerTest(unittest.TestCase):
+    """The conformance runner fails a scenario whose expectations are wrong: it cannot pass
+    every file vacuously."""
+
+    def run_steps(self, steps: list[dict]) -> None:
+        sc = Scenario({"name": "self-test", "steps": steps}, cluster(), tempfile.mkdtemp(prefix="raftlock-runner-"))
+        try:
+            sc.run()
+        finally:
+            sc.cleanup()
+
+    def test_wrong_expectations_fail(self) -> None:
+        lock = {"op": "lock", "name": "py/runner/l", "ttl_ms": 3000, "as": "h1"}
+        wrong = [
+            [{"op": "status", "name": "py/runner/free", "expect": {"result": {"held": True}}}],
+            [lock, {"op": "status", "client": "b", "name": "py/runner/l", "expect": {"result": {"token": {"gt": "$h1.token"}}}}],
+            [lock, {"op": "lock", "client": "b", "name": "py/runner/l", "ttl_ms": 3000}],
+            [{"op": "status", "name": "py/runner/free", "expect": {"error": "lock_held"}}],
+            [{"op": "status", "name": "py/runner/free", "expect": {"one_of": ["not_holder"]}}],
+            [lock, {"op": "wait_lost", "hold": "h1", "timeout_ms": 300}],
+            [{"op": "no_such_op"}],
+        ]
+        for steps in wrong:
+            with self.subTest(steps=steps[-1]), self.assertRaises(StepFailure):
+                self.run_steps(steps)
+        self.run_steps([lock, {"op": "status", "client": "b", "name": "py/runner/l", "expect": {"result": {"token": {"eq": "$h1.token"}, "held": True}}}])
 
 
 class RetryAfterTest(unittest.TestCase):
