@@ -27,6 +27,7 @@ from .client import (
 )
 from .errors import (
     Conflict,
+    Deadlock,
     ElectionHeld,
     InvalidRequest,
     LeaseLost,
@@ -57,6 +58,7 @@ __version__ = "0.1.0"
 __all__ = [
     "Client",
     "Conflict",
+    "Deadlock",
     "ElectionHeld",
     "ElectionStatus",
     "FencedDB",

@@ -85,6 +85,12 @@ class ElectionHeld(RaftlockError):
     code = "election_held"
 
 
+class Deadlock(RaftlockError):
+    """409 deadlock: the waiting acquire would close a cycle of waiting leases; nothing was queued."""
+
+    code = "deadlock"
+
+
 class Conflict(RaftlockError):
     """409 conflict: the request contradicts the cluster's state (ACLs bootstrapped already...)."""
 
@@ -167,6 +173,7 @@ _BY_CODE: dict[str, type[RaftlockError]] = {
     "limit_conflict": LimitConflict,
     "election_held": ElectionHeld,
     "conflict": Conflict,
+    "deadlock": Deadlock,
     "quota_exceeded": QuotaExceeded,
     "too_many_requests": TooManyRequests,
     "no_leader": NoLeader,

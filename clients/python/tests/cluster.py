@@ -4,6 +4,7 @@ runner": the same flags as scripts/cluster.sh, on free ports)."""
 
 from __future__ import annotations
 
+import ctypes
 import http.client
 import json
 import os
@@ -30,6 +31,15 @@ def binary() -> str:
     if not os.path.exists(b):
         subprocess.run(["go", "build", "-o", b, "./cmd/raftlock"], cwd=REPO, check=True)
     return b
+
+
+def _die_with_parent() -> None:
+    """In the child before exec: SIGKILL it when the test process dies (Linux
+    PR_SET_PDEATHSIG), so that a killed test never leaves servers running."""
+    try:
+        ctypes.CDLL(None).prctl(1, signal.SIGKILL)
+    except (OSError, AttributeError):
+        pass
 
 
 def free_port() -> int:
@@ -115,7 +125,8 @@ class Cluster:
             argv += ["--tls-cert", f"{t}/{id_}.pem", "--tls-key", f"{t}/{id_}-key.pem", "--tls-ca", f"{t}/ca.pem", "--tls-client-auth", "require"]
         if self.acl:
             argv += ["--acl"]
-        self.procs[i] = subprocess.Popen(argv, stdout=log, stderr=log, start_new_session=True)
+        # Started from the main thread only: the death signal follows the thread that forks.
+        self.procs[i] = subprocess.Popen(argv, stdout=log, stderr=log, start_new_session=True, preexec_fn=_die_with_parent)
         log.close()
 
     def start_all(self) -> None:
