@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from .errors import (
-    InvalidRequest,
     LeaseLost,
     NoLeader,
     PermissionDenied,
@@ -449,7 +448,6 @@ def ms(seconds: float) -> int:
 __all__ = [
     "Cancel",
     "Endpoint",
-    "InvalidRequest",
     "Request",
     "Result",
     "Transport",

@@ -179,8 +179,7 @@ class Held:
                 raise NotLocked(f"release {self.name!r}: nothing is held")
         err: RaftlockError | None = None
         try:
-            res = self._client._release_at(self._route, self.name, self.lease.id, self.token, timeout=timeout)
-            del res
+            self._client._release_at(self._route, self.name, self.lease.id, self.token, timeout=timeout)
         except NotHolder as e:
             attempts = getattr(getattr(e, "result", None), "attempts", 1)
             if not (attempts > 1 and not self.lease.lost.is_set()):

@@ -65,8 +65,6 @@ class FaultProxy:
     """An HTTP/1.1 server on a free loopback port forwarding to one node (FORMAT.md)."""
 
     def __init__(self, state: ProxyState, target_port: int) -> None:
-        proxy = self
-
         class Handler(http.server.BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
 
@@ -126,7 +124,6 @@ class FaultProxy:
         self.port = self.server.server_address[1]
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
         self.thread.start()
-        del proxy
 
     def close(self) -> None:
         self.server.shutdown()
