@@ -296,7 +296,8 @@ class Keepaliver:
                 return
             self._reschedule(lease, sent + _jittered(lease.interval))
         elif isinstance(err, LeaseNotFound):
-            log.warning("lease lost: the cluster no longer knows it")
+            if not lease.lost.is_set():  # not a lease closed while its keepalive was on its way
+                log.warning("lease lost: the cluster no longer knows it")
             lease._lose(LeaseLost("the cluster no longer knows the lease (it expired or was revoked)"))
             self.remove(lease)
         elif lease.lost.is_set():
