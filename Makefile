@@ -5,7 +5,7 @@ BIN      := bin/raftlock
 PKGS     := ./...
 FUZZTIME ?= 5s
 
-.PHONY: all build run test test-short fuzz verify mutants bench budget demo clean fmt vet
+.PHONY: all build run test test-short test-clients fuzz verify mutants bench budget demo clean fmt vet
 
 all: build
 
@@ -26,7 +26,18 @@ test:
 	$(GO) test -run='^$$' -bench=. -benchtime=1x ./fsm ./api
 	cd bench/etcd && $(GO) vet -mod=mod ./...
 	$(MAKE) --no-print-directory fuzz
+	$(MAKE) --no-print-directory test-clients CONFORMANCE_GO=0 # the Go runner ran above, in ./...
 	scripts/mutants.sh
+
+## test-clients: the conformance runners (clients/conformance) and the clients' own tests,
+## against real `raftlock serve` processes (1-2 min; needs python3 >= 3.11). CONFORMANCE_GO=0
+## leaves out the Go runner (a package of the module: `go test ./...` runs it too).
+CONFORMANCE_GO ?= 1
+test-clients: build
+	if [ "$(CONFORMANCE_GO)" != 0 ]; then $(GO) test -count=1 ./clients/conformance/gorunner/; fi
+	@python3 -c 'import sys; sys.exit(sys.version_info < (3, 11))' || { echo "test-clients: python3 >= 3.11 is required (apt-get install python3)" >&2; exit 1; }
+	cd clients/python && python3 -m unittest discover -s tests
+	python3 clients/python/tests/conformance.py
 
 fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzDecodeCommand$$' -fuzztime=$(FUZZTIME) ./fsm

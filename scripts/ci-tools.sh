@@ -12,6 +12,7 @@ missing=()
 command -v ip >/dev/null || missing+=(iproute2)
 command -v systemd-analyze >/dev/null || missing+=(systemd)
 command -v mount >/dev/null || missing+=(util-linux)
+command -v python3 >/dev/null || missing+=(python3) # the Python client's tests (make test-clients)
 if ((${#missing[@]} == 0)); then
 	log "ip, systemd-analyze and mount are installed"
 	exit 0

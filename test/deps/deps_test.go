@@ -59,6 +59,8 @@ var allowed = map[string][]string{
 	"test/verify/workload":   {"api", "client", "fencing"},
 	"test/verify/harness":    {"api", "client", "fencing", "ledger", "test/rawhttp", "test/testcluster", "test/testkit"},
 	"test/verify/bankworker": {"test/verify/workload"},
+	// the conformance suite's Go runner: its test drives the client against test/testcluster.
+	"clients/conformance/gorunner": {},
 }
 
 func TestImportGraphFollowsDesign(t *testing.T) {

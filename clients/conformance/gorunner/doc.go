@@ -1,0 +1,9 @@
+// Package gorunner is the Go runner of the language-neutral conformance suite
+// (clients/conformance/FORMAT.md): its test starts one real three-node cluster of
+// `raftlock serve` processes and runs every scenario file against it with the Go client
+// (package client) and the Go fencing guard. Run it with
+//
+//	go test -count=1 ./clients/conformance/gorunner/
+//
+// RAFTLOCK_CONFORMANCE_ONLY=name1,name2 runs only those scenarios.
+package gorunner

@@ -1,0 +1,890 @@
+package gorunner_test
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/raftlock/raftlock/api"
+	"github.com/raftlock/raftlock/client"
+	"github.com/raftlock/raftlock/fencing"
+	"github.com/raftlock/raftlock/test/testcluster"
+	"github.com/raftlock/raftlock/test/testkit"
+)
+
+// scenario is one file of clients/conformance/scenarios.
+type scenario struct {
+	Name        string                    `json:"name"`
+	Description string                    `json:"description"`
+	Clients     map[string]map[string]any `json:"clients"`
+	Skip        []string                  `json:"skip"`
+	Steps       []map[string]any          `json:"steps"`
+}
+
+func loadScenarios(t *testing.T) []scenario {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join("..", "scenarios", "*.json"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no scenario files (%v)", err)
+	}
+	sort.Strings(files)
+	only := map[string]bool{}
+	for _, n := range strings.Split(os.Getenv("RAFTLOCK_CONFORMANCE_ONLY"), ",") {
+		if n = strings.TrimSpace(n); n != "" {
+			only[n] = true
+		}
+	}
+	var out []scenario
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var s scenario
+		if err := json.Unmarshal(b, &s); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		if len(only) > 0 && !only[s.Name] {
+			continue
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// TestConformance runs every scenario, in file order, against one cluster that is
+// restored (nodes continued, restarted, a leader waited for) after each.
+func TestConformance(t *testing.T) {
+	scenarios := loadScenarios(t)
+	p := testcluster.StartProcesses(t, 3)
+	for _, sc := range scenarios {
+		t.Run(sc.Name, func(t *testing.T) {
+			for _, s := range sc.Skip {
+				if s == "go" {
+					if testkit.InCI() {
+						t.Fatalf("scenario %s skips the go runner, and nothing may skip under CI=true", sc.Name)
+					}
+					t.Skip("the scenario file skips the go runner")
+				}
+			}
+			r := newRun(t, p, sc)
+			defer r.cleanup()
+			for i, st := range sc.Steps {
+				if err := r.step(st); err != nil {
+					p.DumpLogs()
+					t.Fatalf("step %d (%v): %v", i+1, st["op"], err)
+				}
+			}
+		})
+		restore(t, p)
+	}
+}
+
+func restore(t *testing.T, p *testcluster.Processes) {
+	t.Helper()
+	for i := 0; i < p.N(); i++ {
+		if p.Paused(i) {
+			if err := p.Signal(i, syscall.SIGCONT); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if !p.Running(i) {
+			if err := p.TryStart(i); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	p.WaitLeader(20 * time.Second)
+}
+
+// outcome is a step's result: fields on success, or an error code.
+type outcome struct {
+	res  map[string]any
+	code string
+}
+
+// hold is what an acquire-like step leaves behind.
+type hold struct {
+	c        *client.Client
+	name     string
+	token    uint64
+	lost     func() <-chan struct{}
+	safe     func() time.Time
+	leaseID  func() string
+	release  func(ctx context.Context) error
+	proclaim func(ctx context.Context, value string) error
+}
+
+type run struct {
+	t       *testing.T
+	p       *testcluster.Processes
+	sc      scenario
+	clients map[string]*client.Client
+	proxies map[string]*proxyState
+	servers []*http.Server
+	mu      sync.Mutex
+	results map[string]map[string]any
+	holds   map[string]*hold
+	stores  map[string]*store
+	bg      map[string]chan outcome
+	dir     string
+}
+
+func newRun(t *testing.T, p *testcluster.Processes, sc scenario) *run {
+	r := &run{t: t, p: p, sc: sc, clients: map[string]*client.Client{}, proxies: map[string]*proxyState{},
+		results: map[string]map[string]any{}, holds: map[string]*hold{}, stores: map[string]*store{},
+		bg: map[string]chan outcome{}, dir: t.TempDir()}
+	specs := sc.Clients
+	if specs == nil {
+		specs = map[string]map[string]any{"a": {}, "b": {}, "c": {}}
+	}
+	for label, o := range specs {
+		eps := p.Endpoints()
+		if o["proxy"] == true {
+			ps := &proxyState{}
+			r.proxies[label] = ps
+			eps = nil
+			for i := 0; i < p.N(); i++ {
+				eps = append(eps, r.startProxy(ps, p.URL(i)))
+			}
+		}
+		c, err := client.New(eps)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.clients[label] = c
+	}
+	return r
+}
+
+func (r *run) cleanup() {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	r.mu.Lock()
+	holds := r.holds
+	r.mu.Unlock()
+	for _, h := range holds {
+		_ = h.release(ctx)
+	}
+	for _, s := range r.servers {
+		_ = s.Close()
+	}
+	for _, s := range r.stores {
+		_ = s.db.Close()
+	}
+}
+
+// --- references and matchers ---------------------------------------------------------------
+
+func (r *run) ref(v any) (any, error) {
+	s, ok := v.(string)
+	if !ok || !strings.HasPrefix(s, "$") {
+		return v, nil
+	}
+	label, field, _ := strings.Cut(s[1:], ".")
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	res, ok := r.results[label]
+	if !ok {
+		return nil, fmt.Errorf("reference %s: no such result", s)
+	}
+	f, ok := res[field]
+	if !ok {
+		return nil, fmt.Errorf("reference %s: no such field", s)
+	}
+	return f, nil
+}
+
+func num(v any) (float64, bool) {
+	switch x := v.(type) {
+	case float64:
+		return x, true
+	case int:
+		return float64(x), true
+	case int64:
+		return float64(x), true
+	case uint64:
+		return float64(x), true
+	}
+	return 0, false
+}
+
+func equal(a, b any) bool {
+	if x, ok := num(a); ok {
+		y, ok := num(b)
+		return ok && x == y
+	}
+	return a == b
+}
+
+func (r *run) match(res, want map[string]any) error {
+	for k, w := range want {
+		got, ok := res[k]
+		if !ok {
+			return fmt.Errorf("result has no field %q (%v)", k, res)
+		}
+		if m, ok := w.(map[string]any); ok {
+			if len(m) != 1 {
+				return fmt.Errorf("matcher %v must have one key", m)
+			}
+			for op, rv := range m {
+				v, err := r.ref(rv)
+				if err != nil {
+					return err
+				}
+				g, ok1 := num(got)
+				x, ok2 := num(v)
+				if !ok1 || !ok2 {
+					return fmt.Errorf("%s: matcher %s needs numbers, have %v and %v", k, op, got, v)
+				}
+				var pass bool
+				switch op {
+				case "eq":
+					pass = g == x
+				case "ne":
+					pass = g != x
+				case "gt":
+					pass = g > x
+				case "ge":
+					pass = g >= x
+				case "lt":
+					pass = g < x
+				case "le":
+					pass = g <= x
+				default:
+					return fmt.Errorf("unknown matcher %q", op)
+				}
+				if !pass {
+					return fmt.Errorf("%s = %v, want %s %v", k, got, op, v)
+				}
+			}
+			continue
+		}
+		v, err := r.ref(w)
+		if err != nil {
+			return err
+		}
+		if !equal(got, v) {
+			return fmt.Errorf("%s = %v, want %v", k, got, v)
+		}
+	}
+	return nil
+}
+
+func (r *run) check(st map[string]any, o outcome) error {
+	exp, _ := st["expect"].(map[string]any)
+	if exp == nil {
+		exp = map[string]any{"ok": true}
+	}
+	if one, ok := exp["one_of"].([]any); ok {
+		got := o.code
+		if got == "" {
+			got = "ok"
+		}
+		for _, x := range one {
+			if x == got {
+				return nil
+			}
+		}
+		return fmt.Errorf("outcome %q, want one of %v", got, one)
+	}
+	if e, ok := exp["error"].(string); ok {
+		if o.code == "" {
+			return fmt.Errorf("succeeded with %v, want error %q", o.res, e)
+		}
+		if o.code != e {
+			return fmt.Errorf("error %q, want %q", o.code, e)
+		}
+		return nil
+	}
+	if o.code != "" {
+		return fmt.Errorf("error %q, want success", o.code)
+	}
+	want, _ := exp["result"].(map[string]any)
+	return r.match(o.res, want)
+}
+
+// --- steps -------------------------------------------------------------------------------
+
+// failure is a step that failed as a step (a wait that ran out), not with an API code.
+type failure struct{ error }
+
+func (r *run) step(st map[string]any) error {
+	if st["background"] == true {
+		label, _ := st["as"].(string)
+		ch := make(chan outcome, 1)
+		r.bg[label] = ch
+		go func() {
+			o, err := r.outcome(st)
+			if err != nil {
+				o = outcome{code: "runner-failure: " + err.Error()}
+			}
+			ch <- o
+		}()
+		return nil
+	}
+	if st["op"] == "await" {
+		label, _ := st["step"].(string)
+		ch, ok := r.bg[label]
+		if !ok {
+			return fmt.Errorf("no background step %q", label)
+		}
+		select {
+		case o := <-ch:
+			if err := r.check(st, o); err != nil {
+				return err
+			}
+			if o.code == "" {
+				r.setResult(label, o.res)
+			}
+			return nil
+		case <-time.After(msOf(st, "timeout_ms", 30000)):
+			return fmt.Errorf("background step %q did not end in time", label)
+		}
+	}
+	o, err := r.outcome(st)
+	if err != nil {
+		return err
+	}
+	if err := r.check(st, o); err != nil {
+		return err
+	}
+	if label, ok := st["as"].(string); ok && o.code == "" {
+		r.setResult(label, o.res)
+	}
+	return nil
+}
+
+func (r *run) setResult(label string, res map[string]any) {
+	r.mu.Lock()
+	r.results[label] = res
+	r.mu.Unlock()
+}
+
+func msOf(st map[string]any, k string, def float64) time.Duration {
+	v, ok := st[k].(float64)
+	if !ok {
+		v = def
+	}
+	return time.Duration(v * float64(time.Millisecond))
+}
+
+func str(st map[string]any, k string) string { s, _ := st[k].(string); return s }
+
+// code is the outcome code of err: the API's code, or what the Go client says instead.
+func code(err error) string {
+	var ae *api.Error
+	switch {
+	case errors.Is(err, fencing.ErrStaleToken):
+		return "stale_token"
+	case errors.As(err, &ae):
+		return ae.Code
+	case errors.Is(err, context.DeadlineExceeded):
+		return api.CodeWaitTimeout // a waiting Lock whose context ended
+	case errors.Is(err, client.ErrLeaseLost):
+		return "lease_lost"
+	case errors.Is(err, client.ErrNotLocked):
+		return "not_locked"
+	}
+	return "client-error: " + err.Error()
+}
+
+// outcome runs st; an error return is a failure of the step itself.
+func (r *run) outcome(st map[string]any) (outcome, error) {
+	res, err := r.op(st)
+	if err != nil {
+		var f failure
+		if errors.As(err, &f) {
+			return outcome{}, f.error
+		}
+		return outcome{code: code(err)}, nil
+	}
+	if res == nil {
+		res = map[string]any{}
+	}
+	return outcome{res: res}, nil
+}
+
+func (r *run) cl(st map[string]any) *client.Client {
+	l := str(st, "client")
+	if l == "" {
+		l = "a"
+	}
+	return r.clients[l]
+}
+
+func (r *run) hold(st map[string]any) (*hold, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	h, ok := r.holds[str(st, "hold")]
+	if !ok {
+		return nil, failure{fmt.Errorf("no hold %q", str(st, "hold"))}
+	}
+	return h, nil
+}
+
+func (r *run) setHold(st map[string]any, h *hold) {
+	if label := str(st, "as"); label != "" {
+		r.mu.Lock()
+		r.holds[label] = h
+		r.mu.Unlock()
+	}
+}
+
+func ctxFor(d time.Duration) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), d)
+}
+
+func (r *run) op(st map[string]any) (map[string]any, error) {
+	c := r.cl(st)
+	name := str(st, "name")
+	ttl := msOf(st, "ttl_ms", 10000)
+	wait := msOf(st, "wait_ms", 0)
+	opts := []client.MutexOption{client.WithLeaseTTL(ttl), client.WithOwner(str(st, "owner"))}
+	// A waiting take is bounded by its wait; one that does not wait by the client's retries.
+	takeCtx := func() (context.Context, context.CancelFunc) {
+		if wait > 0 {
+			return ctxFor(wait)
+		}
+		return ctxFor(30 * time.Second)
+	}
+	switch op := str(st, "op"); op {
+	case "lock":
+		ctx, cancel := takeCtx()
+		defer cancel()
+		m := c.NewRWMutex(name, opts...)
+		var err error
+		switch {
+		case str(st, "mode") == "shared" && wait > 0:
+			err = m.RLock(ctx)
+		case str(st, "mode") == "shared":
+			err = m.TryRLock(ctx)
+		case wait > 0:
+			err = m.Lock(ctx)
+		default:
+			err = m.TryLock(ctx)
+		}
+		if err != nil {
+			return nil, err
+		}
+		h := &hold{c: c, name: name, token: m.Token(), lost: m.Lost, safe: m.SafeUntil,
+			leaseID: func() string { return m.Lease().ID() }, release: m.Unlock}
+		r.setHold(st, h)
+		return map[string]any{"token": h.token}, nil
+	case "semaphore":
+		ctx, cancel := takeCtx()
+		defer cancel()
+		limit, _ := st["limit"].(float64)
+		s := c.NewSemaphore(name, int(limit), opts...)
+		var err error
+		if wait > 0 {
+			err = s.Acquire(ctx)
+		} else {
+			err = s.TryAcquire(ctx)
+		}
+		if err != nil {
+			return nil, err
+		}
+		h := &hold{c: c, name: name, token: s.Token(), lost: s.Lost, safe: s.SafeUntil,
+			leaseID: func() string { return s.Lease().ID() }, release: s.Release}
+		r.setHold(st, h)
+		return map[string]any{"token": h.token}, nil
+	case "campaign":
+		ctx, cancel := takeCtx()
+		defer cancel()
+		e := c.NewElection(name, opts...)
+		var err error
+		if wait > 0 {
+			err = e.Campaign(ctx, str(st, "value"))
+		} else {
+			err = e.TryCampaign(ctx, str(st, "value"))
+		}
+		if err != nil {
+			return nil, err
+		}
+		h := &hold{c: c, name: name, token: e.Token(), lost: e.Lost, safe: e.SafeUntil,
+			leaseID: func() string { return e.Lease().ID() }, release: e.Resign, proclaim: e.Proclaim}
+		r.setHold(st, h)
+		return map[string]any{"token": h.token}, nil
+	case "acquire":
+		ctx, cancel := ctxFor(30 * time.Second)
+		defer cancel()
+		g, err := c.Acquire(ctx, name, client.AcquireOptions{TTL: ttl, Owner: str(st, "owner")})
+		if err != nil {
+			return nil, err
+		}
+		never := make(chan struct{})
+		r.setHold(st, &hold{c: c, name: name, token: g.Token, lost: func() <-chan struct{} { return never },
+			safe: func() time.Time { return time.Time{} }, leaseID: func() string { return g.LeaseID },
+			release: func(ctx context.Context) error { return c.Release(ctx, name, g.LeaseID, g.Token) }})
+		return map[string]any{"token": g.Token}, nil
+	case "release":
+		h, err := r.hold(st)
+		if err != nil {
+			return nil, err
+		}
+		ctx, cancel := ctxFor(30 * time.Second)
+		defer cancel()
+		return nil, h.release(ctx)
+	case "release_token":
+		h, err := r.hold(st)
+		if err != nil {
+			return nil, err
+		}
+		tok, err := r.ref(st["token"])
+		if err != nil {
+			return nil, failure{err}
+		}
+		t, _ := num(tok)
+		ctx, cancel := ctxFor(30 * time.Second)
+		defer cancel()
+		return nil, c.Release(ctx, name, h.leaseID(), uint64(t))
+	case "proclaim":
+		h, err := r.hold(st)
+		if err != nil {
+			return nil, err
+		}
+		if h.proclaim == nil {
+			return nil, failure{errors.New("proclaim on a hold that is not an election")}
+		}
+		ctx, cancel := ctxFor(30 * time.Second)
+		defer cancel()
+		if err := h.proclaim(ctx, str(st, "value")); err != nil {
+			return nil, err
+		}
+		return map[string]any{"token": h.token}, nil
+	case "check_hold":
+		h, err := r.hold(st)
+		if err != nil {
+			return nil, err
+		}
+		lost := false
+		select {
+		case <-h.lost():
+			lost = true
+		default:
+		}
+		return map[string]any{"lost": lost, "token": h.token, "safe_ms": safeMs(h)}, nil
+	case "wait_lost":
+		h, err := r.hold(st)
+		if err != nil {
+			return nil, err
+		}
+		timeout := msOf(st, "timeout_ms", 0)
+		select {
+		case <-h.lost():
+			return map[string]any{"lost": true, "safe_ms": safeMs(h)}, nil
+		case <-time.After(timeout):
+			return nil, failure{fmt.Errorf("the loss signal was not set within %v (safe-until in %d ms)", timeout, safeMs(h))}
+		}
+	case "status", "wait_status":
+		ctx, cancel := ctxFor(30 * time.Second)
+		defer cancel()
+		if op == "status" {
+			return lockStatus(ctx, c, name)
+		}
+		until, _ := st["until"].(map[string]any)
+		deadline := time.Now().Add(msOf(st, "timeout_ms", 10000))
+		for {
+			res, err := lockStatus(ctx, c, name)
+			if err != nil {
+				return nil, err
+			}
+			if r.match(res, until) == nil {
+				return res, nil
+			}
+			if time.Now().After(deadline) {
+				return nil, failure{fmt.Errorf("status never matched %v; last %v", until, res)}
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	case "semaphore_status":
+		ctx, cancel := ctxFor(30 * time.Second)
+		defer cancel()
+		s, err := c.SemaphoreStatus(ctx, name, client.StatusOptions{})
+		if err != nil {
+			return nil, err
+		}
+		return map[string]any{"limit": s.Limit, "permits": len(s.Permits), "waiters": s.Waiters}, nil
+	case "election_status":
+		ctx, cancel := ctxFor(30 * time.Second)
+		defer cancel()
+		e, err := c.ElectionStatus(ctx, name, client.StatusOptions{})
+		if err != nil {
+			return nil, err
+		}
+		return map[string]any{"elected": e.Elected, "owner": e.Owner, "value": e.Value, "token": e.Token, "candidates": e.Candidates}, nil
+	case "history":
+		ctx, cancel := ctxFor(30 * time.Second)
+		defer cancel()
+		hist, err := c.History(ctx, name, false)
+		if err != nil {
+			return nil, err
+		}
+		grants, last := 0, ""
+		for _, e := range hist.Events {
+			if e.Kind == "granted" {
+				grants++
+			}
+			last = e.Kind
+		}
+		return map[string]any{"grants": grants, "events": len(hist.Events), "last_kind": last}, nil
+	case "fenced_write":
+		s, err := r.store(str(st, "store"))
+		if err != nil {
+			return nil, failure{err}
+		}
+		tok, err := r.ref(st["token"])
+		if err != nil {
+			return nil, failure{err}
+		}
+		t, _ := num(tok)
+		ctx, cancel := ctxFor(30 * time.Second)
+		defer cancel()
+		return nil, s.g.Do(ctx, str(st, "resource"), fencing.Token(uint64(t)), func(tx *sql.Tx) error {
+			_, err := tx.ExecContext(ctx, `INSERT INTO kv (resource, value) VALUES (?, ?) ON CONFLICT (resource) DO UPDATE SET value = excluded.value`,
+				str(st, "resource"), str(st, "value"))
+			return err
+		})
+	case "read_store":
+		s, err := r.store(str(st, "store"))
+		if err != nil {
+			return nil, failure{err}
+		}
+		var v string
+		err = s.db.QueryRow(`SELECT value FROM kv WHERE resource = ?`, str(st, "resource")).Scan(&v)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return nil, failure{err}
+		}
+		return map[string]any{"value": v}, nil
+	case "fault":
+		ps := r.proxies[str(st, "client")]
+		if ps == nil {
+			return nil, failure{fmt.Errorf("client %q has no proxy", str(st, "client"))}
+		}
+		count := 1
+		if n, ok := st["count"].(float64); ok {
+			count = int(n)
+		}
+		ps.mu.Lock()
+		ps.faults = append(ps.faults, &fault{kind: str(st, "kind"), method: str(st, "method"), prefix: str(st, "path_prefix"), count: count})
+		ps.mu.Unlock()
+		return nil, nil
+	case "proxy_log":
+		ps := r.proxies[str(st, "client")]
+		if ps == nil {
+			return nil, failure{fmt.Errorf("client %q has no proxy", str(st, "client"))}
+		}
+		ps.mu.Lock()
+		defer ps.mu.Unlock()
+		n, without := 0, 0
+		ids := map[string]bool{}
+		for _, e := range ps.log {
+			if e.method != str(st, "method") || !strings.HasPrefix(e.path, str(st, "path_prefix")) {
+				continue
+			}
+			n++
+			if e.requestID == "" {
+				without++
+			} else {
+				ids[e.requestID] = true
+			}
+		}
+		return map[string]any{"requests": n, "distinct_request_ids": len(ids), "without_request_id": without}, nil
+	case "stop_all":
+		for i := 0; i < r.p.N(); i++ {
+			if r.p.Running(i) && !r.p.Paused(i) {
+				if err := r.p.Signal(i, syscall.SIGSTOP); err != nil {
+					return nil, failure{err}
+				}
+			}
+		}
+		return nil, nil
+	case "cont_all":
+		for i := 0; i < r.p.N(); i++ {
+			if r.p.Paused(i) {
+				if err := r.p.Signal(i, syscall.SIGCONT); err != nil {
+					return nil, failure{err}
+				}
+			}
+		}
+		return nil, nil
+	case "kill_leader":
+		i := r.p.WaitLeader(20 * time.Second)
+		r.p.Kill(i)
+		return map[string]any{"node": r.p.ID(i)}, nil
+	case "restart":
+		for i := 0; i < r.p.N(); i++ {
+			if !r.p.Running(i) {
+				if err := r.p.TryStart(i); err != nil {
+					return nil, failure{err}
+				}
+			}
+		}
+		return nil, nil
+	case "wait_leader":
+		r.p.WaitLeader(msOf(st, "timeout_ms", 20000))
+		return nil, nil
+	case "pause":
+		time.Sleep(msOf(st, "ms", 0))
+		return nil, nil
+	default:
+		return nil, failure{fmt.Errorf("unknown op %q (this runner is out of date with FORMAT.md)", op)}
+	}
+}
+
+func safeMs(h *hold) int64 {
+	return int64(math.Floor(float64(time.Until(h.safe())) / float64(time.Millisecond)))
+}
+
+func lockStatus(ctx context.Context, c *client.Client, name string) (map[string]any, error) {
+	s, err := c.Status(ctx, name, client.StatusOptions{})
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"held": s.Held, "token": s.Token, "holder_count": s.HolderCount, "waiters": s.Waiters, "owner": s.Owner, "mode": s.Mode}, nil
+}
+
+// --- fencing store ----------------------------------------------------------------------
+
+type store struct {
+	db *sql.DB
+	g  *fencing.SQLGuard
+}
+
+func (r *run) store(label string) (*store, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if s, ok := r.stores[label]; ok {
+		return s, nil
+	}
+	db, err := fencing.OpenSQLite(filepath.Join(r.dir, label+".db"))
+	if err != nil {
+		return nil, err
+	}
+	g, err := fencing.NewSQLGuard(db, fencing.SQLite)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := ctxFor(10 * time.Second)
+	defer cancel()
+	if err := g.CreateTable(ctx); err != nil {
+		return nil, err
+	}
+	if _, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS kv (resource TEXT PRIMARY KEY, value TEXT NOT NULL)`); err != nil {
+		return nil, err
+	}
+	s := &store{db: db, g: g}
+	r.stores[label] = s
+	return s, nil
+}
+
+// --- fault proxy ------------------------------------------------------------------------
+
+type logEntry struct{ method, path, requestID string }
+
+type fault struct {
+	kind, method, prefix string
+	count                int
+}
+
+// proxyState is the request log and the fault list of one client's proxies (FORMAT.md).
+type proxyState struct {
+	mu     sync.Mutex
+	log    []logEntry
+	faults []*fault
+}
+
+func (ps *proxyState) take(method, path string) string {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	for _, f := range ps.faults {
+		if f.count > 0 && f.method == method && strings.HasPrefix(path, f.prefix) {
+			f.count--
+			return f.kind
+		}
+	}
+	return ""
+}
+
+// startProxy serves a fault proxy in front of the node at target and returns its URL.
+func (r *run) startProxy(ps *proxyState, target string) string {
+	ln := testkit.Listen(r.t)
+	hc := &http.Client{Timeout: 60 * time.Second}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		body, _ := io.ReadAll(req.Body)
+		var b struct {
+			RequestID string `json:"request_id"`
+		}
+		_ = json.Unmarshal(body, &b)
+		ps.mu.Lock()
+		ps.log = append(ps.log, logEntry{req.Method, req.URL.Path, b.RequestID})
+		ps.mu.Unlock()
+		kind := ps.take(req.Method, req.URL.Path)
+		out, err := http.NewRequest(req.Method, target+req.URL.RequestURI(), bytes.NewReader(body))
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		out.Header = req.Header.Clone()
+		resp, err := hc.Do(out)
+		if err != nil {
+			abort(w)
+			return
+		}
+		data, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		switch kind {
+		case "drop":
+			abort(w)
+			return
+		case "unknown_outcome":
+			w.Header().Set("Content-Type", "application/json")
+			w.Header().Set("Retry-After", "0")
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = w.Write([]byte(`{"error":{"code":"unknown_outcome","message":"conformance fault: the answer was dropped"}}`))
+			return
+		}
+		for k, vs := range resp.Header {
+			for _, v := range vs {
+				w.Header().Add(k, v)
+			}
+		}
+		w.WriteHeader(resp.StatusCode)
+		_, _ = w.Write(data)
+	})}
+	go func() { _ = srv.Serve(ln) }()
+	r.servers = append(r.servers, srv)
+	return "http://" + ln.Addr().String()
+}
+
+// abort closes the client's connection without an answer.
+func abort(w http.ResponseWriter) {
+	hj, ok := w.(http.Hijacker)
+	if !ok {
+		panic(http.ErrAbortHandler)
+	}
+	conn, _, err := hj.Hijack()
+	if err != nil {
+		return
+	}
+	if tc, ok := conn.(*net.TCPConn); ok {
+		_ = tc.SetLinger(0)
+	}
+	_ = conn.Close()
+}

@@ -1,0 +1,95 @@
+"""raftlock: a client for the raftlock distributed lock manager (standard library only).
+
+    from raftlock import Client
+
+    client = Client(["http://127.0.0.1:7001", "http://127.0.0.1:7002", "http://127.0.0.1:7003"])
+    with client.lock("accounts/A", ttl=10, wait=30) as held:
+        if held.lost.is_set():
+            raise SystemExit("lock lost")
+        charge(token=held.token)   # the storage checks the token (raftlock.fencing)
+
+Every grant carries a fencing token; ``held.lost`` (a threading.Event) is set as soon as
+the client can no longer assume the lease is alive, before the cluster can have expired it
+(``held.safe_until()``, on time.monotonic()'s clock). See README.md.
+"""
+
+from .client import (
+    Client,
+    ElectionStatus,
+    Grant,
+    Held,
+    History,
+    Leadership,
+    LockStatus,
+    SemaphoreStatus,
+    new_request_id,
+    tls_context,
+)
+from .errors import (
+    Conflict,
+    Deadlock,
+    ElectionHeld,
+    InvalidRequest,
+    LeaseLost,
+    LeaseNotFound,
+    LimitConflict,
+    LockHeld,
+    ModeConflict,
+    NoLeader,
+    NotHolder,
+    NotLocked,
+    PermissionDenied,
+    QuotaExceeded,
+    RaftlockError,
+    SemaphoreFull,
+    ServerError,
+    TLSError,
+    TooManyRequests,
+    Unauthenticated,
+    Unavailable,
+    UnknownOutcome,
+    WaitTimeout,
+)
+from .fencing import FencedDB, StaleToken
+from .lease import Lease
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Client",
+    "Conflict",
+    "Deadlock",
+    "ElectionHeld",
+    "ElectionStatus",
+    "FencedDB",
+    "Grant",
+    "Held",
+    "History",
+    "InvalidRequest",
+    "Leadership",
+    "Lease",
+    "LeaseLost",
+    "LeaseNotFound",
+    "LimitConflict",
+    "LockHeld",
+    "LockStatus",
+    "ModeConflict",
+    "NoLeader",
+    "NotHolder",
+    "NotLocked",
+    "PermissionDenied",
+    "QuotaExceeded",
+    "RaftlockError",
+    "SemaphoreFull",
+    "SemaphoreStatus",
+    "ServerError",
+    "StaleToken",
+    "TLSError",
+    "TooManyRequests",
+    "Unauthenticated",
+    "Unavailable",
+    "UnknownOutcome",
+    "WaitTimeout",
+    "new_request_id",
+    "tls_context",
+]
