@@ -79,7 +79,7 @@ func New(cfg Config) (_ *Node, err error) {
 	if n.raft, err = startRaft(cfg, n.machine(), st, n.transport, n.leader.notifyCh, n.stagger); err != nil {
 		return nil, err
 	}
-	n.stagger.raft.Store(n.raft)
+	n.stagger.start(n.raft)
 	n.log.Info("snapshots staggered", "threshold", cfg.SnapshotThreshold, "phase", n.stagger.phase, "first_threshold", n.stagger.set.Load())
 	if peers != nil {
 		peers.SetAdmit(n.members.admitted)

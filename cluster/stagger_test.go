@@ -39,8 +39,9 @@ func TestSnapshotStagger_MembersHaveTheirOwnPhase(t *testing.T) {
 }
 
 // TestSnapshotStagger_ThreeNodes starts three nodes and checks that raft runs each with a
-// threshold of its own, and that after each node's snapshots its threshold points at its
-// next phase point: the three nodes do not snapshot at the same index.
+// threshold of its own, that after each node's snapshots its threshold points at its next
+// phase point (one threshold further on the leader, which defers its snapshots), and that
+// the deferral follows leadership when it moves.
 func TestSnapshotStagger_ThreeNodes(t *testing.T) {
 	const base = 60
 	c := clustertest.Start(t, 3, func(i int, cfg *cluster.Config) {
@@ -50,29 +51,56 @@ func TestSnapshotStagger_ThreeNodes(t *testing.T) {
 	})
 	seen := map[uint64]string{}
 	for i, n := range c.Nodes {
-		th, _ := cluster.SnapshotThresholdOf(n)
+		th, _, _ := cluster.SnapshotThresholdOf(n)
 		if other, dup := seen[th]; dup {
 			t.Fatalf("%s and %s start with the same snapshot threshold %d", c.Config(i).ID, other, th)
 		}
 		seen[th] = c.Config(i).ID
 	}
+	// atPhase waits until node i's threshold points at its next phase point, deferred by one
+	// threshold while it leads.
+	atPhase := func(i int) {
+		t.Helper()
+		cfg := c.Config(i)
+		phase := cfg.SnapshotPhase()
+		var th, last uint64
+		var leads bool
+		c.WaitFor(10*time.Second, fmt.Sprintf("%s's threshold to point at its phase", cfg.ID), func() bool {
+			th, last, leads = cluster.SnapshotThresholdOf(c.Nodes[i])
+			want := cluster.NextSnapshotThreshold(base, phase, last)
+			if leads {
+				want += base
+			}
+			return th == want
+		})
+		t.Logf("%s: phase %d, leader %v, last snapshot at %d, next due at %d", cfg.ID, phase, leads, last, last+th)
+	}
 	acquireMany(t, leaderNode(c), "stagger", 200)
 	c.WaitFor(30*time.Second, "a snapshot on every node", func() bool {
 		for _, n := range c.Nodes {
-			if _, last := cluster.SnapshotThresholdOf(n); last == 0 {
+			if _, last, _ := cluster.SnapshotThresholdOf(n); last == 0 {
 				return false
 			}
 		}
 		return true
 	})
-	for i, n := range c.Nodes {
-		cfg := c.Config(i)
-		phase := cfg.SnapshotPhase()
-		c.WaitFor(10*time.Second, fmt.Sprintf("%s's threshold to point at its phase", cfg.ID), func() bool {
-			th, last := cluster.SnapshotThresholdOf(n)
-			return th == cluster.NextSnapshotThreshold(base, phase, last)
-		})
-		th, last := cluster.SnapshotThresholdOf(n)
-		t.Logf("%s: phase %d, last snapshot at %d, next due at %d", cfg.ID, phase, last, last+th)
+	for i := range c.Nodes {
+		atPhase(i)
+	}
+
+	// Leadership moves: the new leader defers, the old one no longer does.
+	old := c.LeaderIndex()
+	to := c.Follower()
+	if _, err := c.Nodes[old].Members().TransferLeadership(clustertest.Ctx(t, 20*time.Second), c.Config(to).ID); err != nil {
+		t.Fatal(err)
+	}
+	c.WaitFor(10*time.Second, "the new leader", func() bool {
+		_, _, leads := cluster.SnapshotThresholdOf(c.Nodes[to])
+		return leads
+	})
+	atPhase(old)
+	atPhase(to)
+	if th, _, _ := cluster.SnapshotThresholdOf(c.Nodes[to]); th < base+base/2 {
+		t.Fatalf("the new leader's threshold %d is not deferred", th)
 	}
 }
