@@ -96,3 +96,28 @@ func BenchmarkCycleInProcess(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkRouterCycle is BenchmarkClientCycle through a Router of two clusters (four
+// prefixes): what routing adds to a cycle.
+func BenchmarkRouterCycle(b *testing.B) {
+	hc := client.WithHTTPClient(&http.Client{Transport: cannedCluster{}})
+	r, err := client.NewRouter([]client.Route{
+		{Name: "A", Prefixes: []string{"accounts/", "billing/"}, Endpoints: []string{"http://127.0.0.1:1"}},
+		{Name: "B", Prefixes: []string{"jobs/", ""}, Endpoints: []string{"http://127.0.0.1:2"}},
+	}, hc)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := b.Context()
+	opts := client.AcquireOptions{LeaseID: "0123456789abcdef0123456789abcdef"}
+	b.ReportAllocs()
+	for b.Loop() {
+		g, err := r.Acquire(ctx, "accounts/A", opts)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := r.Release(ctx, "accounts/A", opts.LeaseID, g.Token); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

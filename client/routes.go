@@ -115,19 +115,20 @@ func NewRouter(routes []Route, opts ...Option) (*Router, error) {
 	return r, nil
 }
 
-// route returns the index of the cluster owning name.
-func (r *Router) route(op, name string) (int, error) {
+// route returns the index of the cluster owning name, for the operation verb (its errors
+// say "verb \"name\"", built only when there is one).
+func (r *Router) route(verb, name string) (int, error) {
 	for _, p := range r.prefixes {
 		if strings.HasPrefix(name, p.prefix) {
 			return p.cluster, nil
 		}
 	}
-	return 0, wrap(ErrNoRoute, ErrInvalid, "%s: no route owns the name (no routed prefix matches it, and there is no default route \"\")", op)
+	return 0, wrap(ErrNoRoute, ErrInvalid, "%s %q: no route owns the name (no routed prefix matches it, and there is no default route \"\")", verb, name)
 }
 
 // ClientFor returns the Client of the cluster that owns name.
 func (r *Router) ClientFor(name string) (*Client, error) {
-	i, err := r.route(fmt.Sprintf("route %q", name), name)
+	i, err := r.route("route", name)
 	if err != nil {
 		return nil, err
 	}
@@ -136,7 +137,7 @@ func (r *Router) ClientFor(name string) (*Client, error) {
 
 // ClusterFor returns the label of the cluster that owns name (Route.Name).
 func (r *Router) ClusterFor(name string) (string, error) {
-	i, err := r.route(fmt.Sprintf("route %q", name), name)
+	i, err := r.route("route", name)
 	if err != nil {
 		return "", err
 	}
@@ -146,13 +147,12 @@ func (r *Router) ClusterFor(name string) (string, error) {
 // CheckLease returns nil when lease may hold name: when the cluster that owns name is the
 // one the lease lives on. Otherwise it returns ErrCrossCluster (or ErrNoRoute).
 func (r *Router) CheckLease(lease *Lease, name string) error {
-	op := fmt.Sprintf("lease %s for %q", redactID(lease.ID()), name)
-	i, err := r.route(op, name)
+	i, err := r.route("lease for", name)
 	if err != nil {
 		return err
 	}
 	if lease.c != r.clusters[i].c {
-		return wrap(ErrCrossCluster, ErrInvalid, "%s: the name is %s's, the lease another cluster's (%s); take a lease on %s", op, r.clusters[i].name, r.clusterOf(lease.c), r.clusters[i].name)
+		return wrap(ErrCrossCluster, ErrInvalid, "lease %s for %q: the name is %s's, the lease another cluster's (%s); take a lease on %s", redactID(lease.ID()), name, r.clusters[i].name, r.clusterOf(lease.c), r.clusters[i].name)
 	}
 	return nil
 }
@@ -167,9 +167,9 @@ func (r *Router) clusterOf(c *Client) string {
 	return "a client outside this router"
 }
 
-// checkLeaseID refuses leaseID for the name of cluster i when the Router knows the lease
-// lives on another cluster.
-func (r *Router) checkLeaseID(op string, i int, leaseID string) error {
+// checkLeaseID refuses leaseID for name, of cluster i, in the operation verb when the
+// Router knows the lease lives on another cluster.
+func (r *Router) checkLeaseID(verb, name string, i int, leaseID string) error {
 	r.mu.Lock()
 	home, ok := r.leases[leaseID]
 	if ok && !home.until.IsZero() && time.Now().After(home.until) {
@@ -178,7 +178,7 @@ func (r *Router) checkLeaseID(op string, i int, leaseID string) error {
 	}
 	r.mu.Unlock()
 	if ok && home.cluster != i {
-		return wrap(ErrCrossCluster, ErrInvalid, "%s: the name is %s's, lease %s is %s's; take a lease on %s", op, r.clusters[i].name, redactID(leaseID), r.clusters[home.cluster].name, r.clusters[i].name)
+		return wrap(ErrCrossCluster, ErrInvalid, "%s %q: the name is %s's, lease %s is %s's; take a lease on %s", verb, name, r.clusters[i].name, redactID(leaseID), r.clusters[home.cluster].name, r.clusters[i].name)
 	}
 	return nil
 }
@@ -209,7 +209,7 @@ func (r *Router) forget(leaseID string) {
 // NewLease creates a lease, kept alive in the background, on the cluster that owns name (a
 // lock name or a prefix: the lease may hold any name of that cluster). See Client.NewLease.
 func (r *Router) NewLease(ctx context.Context, name string, ttl time.Duration, opts ...LeaseOption) (*Lease, error) {
-	i, err := r.route(fmt.Sprintf("new lease for %q", name), name)
+	i, err := r.route("new lease for", name)
 	if err != nil {
 		return nil, err
 	}
@@ -229,13 +229,12 @@ func (r *Router) NewLease(ctx context.Context, name string, ttl time.Duration, o
 // opts.LeaseID set, a lease this Router knows to live on another cluster is refused with
 // ErrCrossCluster. A lease created with the grant is remembered as the owning cluster's.
 func (r *Router) Acquire(ctx context.Context, name string, opts AcquireOptions) (api.Grant, error) {
-	op := fmt.Sprintf("acquire %q", name)
-	i, err := r.route(op, name)
+	i, err := r.route("acquire", name)
 	if err != nil {
 		return api.Grant{}, err
 	}
 	if opts.LeaseID != "" {
-		if err := r.checkLeaseID(op, i, opts.LeaseID); err != nil {
+		if err := r.checkLeaseID("acquire", name, i, opts.LeaseID); err != nil {
 			return api.Grant{}, err
 		}
 	}
@@ -249,12 +248,11 @@ func (r *Router) Acquire(ctx context.Context, name string, opts AcquireOptions) 
 // Release releases lock name on the cluster that owns it (see Client.Release); a lease this
 // Router knows to live on another cluster is refused with ErrCrossCluster.
 func (r *Router) Release(ctx context.Context, name, leaseID string, token uint64) error {
-	op := fmt.Sprintf("release %q", name)
-	i, err := r.route(op, name)
+	i, err := r.route("release", name)
 	if err != nil {
 		return err
 	}
-	if err := r.checkLeaseID(op, i, leaseID); err != nil {
+	if err := r.checkLeaseID("release", name, i, leaseID); err != nil {
 		return err
 	}
 	return r.clusters[i].c.Release(ctx, name, leaseID, token)
