@@ -23,7 +23,7 @@ test:
 	@# The attack suite across network namespaces, verbose so its counts are in the output.
 	set -o pipefail; $(GO) test -race -count=1 -timeout 5m -v ./test/netns/ 2>&1 | \
 	  grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic)|attack cases|refused|lease IDs|skip|SKIP' 
-	$(GO) test -run='^$$' -bench=. -benchtime=1x ./fsm ./api
+	$(GO) test -run='^$$' -bench=. -benchtime=1x ./fsm ./api ./client
 	cd bench/etcd && $(GO) vet -mod=mod ./...
 	$(MAKE) --no-print-directory fuzz
 	$(MAKE) --no-print-directory test-clients CONFORMANCE_GO=0 # the Go runner ran above, in ./...

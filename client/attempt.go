@@ -44,9 +44,9 @@ func (c *Client) attempt(ctx context.Context, ep int, r *request, out any) (time
 		return time.Time{}, wrap(ErrInvalid, err, "%s: building the request", r.op)
 	}
 	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
+		req.Header["Content-Type"] = jsonHeader
 	}
-	req.Header.Set("Accept", "application/json")
+	req.Header["Accept"] = jsonHeader
 	c.authorize(req)
 	sent := time.Now()
 	resp, err := c.hc.Do(req)
@@ -58,7 +58,7 @@ func (c *Client) attempt(ctx context.Context, ep int, r *request, out any) (time
 		return sent, wrap(ErrUnavailable, err, "%s: %s: %s", r.op, base, c.redact(r, err.Error()))
 	}
 	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	data, err := readAnswer(resp)
 	if err != nil {
 		return sent, wrap(ErrUnavailable, err, "%s: reading the answer of %s: %s", r.op, base, c.redact(r, err.Error()))
 	}
@@ -93,10 +93,31 @@ func (c *Client) attempt(ctx context.Context, ep int, r *request, out any) (time
 	return sent, answerError(r.op, ae, resp)
 }
 
+// jsonHeader is the value of a request's Content-Type and Accept headers, one slice shared
+// by every request (an allocation less per header): net/http reads and copies a request's
+// header values but never writes them, and an Add to a full slice copies it first.
+var jsonHeader = []string{"application/json"}
+
+// maxAnswerBytes bounds the answer the client reads.
+const maxAnswerBytes = 16 << 20
+
+// readAnswer reads the answer's body, at most maxAnswerBytes. An answer that says its length
+// (the API's JSON answers do) is read into one buffer of that size.
+func readAnswer(resp *http.Response) ([]byte, error) {
+	if n := resp.ContentLength; n >= 0 && n <= maxAnswerBytes {
+		data := make([]byte, n)
+		if _, err := io.ReadFull(resp.Body, data); err != nil {
+			return nil, err
+		}
+		return data, nil
+	}
+	return io.ReadAll(io.LimitReader(resp.Body, maxAnswerBytes))
+}
+
 // authorize adds the client's token, when it has one, to req.
 func (c *Client) authorize(req *http.Request) {
 	if c.token != nil {
-		req.Header.Set(api.AuthorizationHeader, c.token.header())
+		req.Header[api.AuthorizationHeader] = c.token.header()
 	}
 }
 

@@ -13,7 +13,10 @@ const minSecretLen = 8
 // prints as an address: printing a Client with %v or %+v cannot show the token (fmt
 // prints unexported string fields as they are, Stringer or not). It prints as
 // "[redacted]" itself. A nil *secret means no token.
-type secret struct{ v string }
+type secret struct {
+	v   string
+	hdr []string // the Authorization header's value, built once
+}
 
 // newSecret returns nil for an empty token.
 func newSecret(s string) *secret {
@@ -21,7 +24,7 @@ func newSecret(s string) *secret {
 	if s == "" {
 		return nil
 	}
-	return &secret{v: s}
+	return &secret{v: s, hdr: []string{"Bearer " + s}}
 }
 
 // String implements fmt.Stringer.
@@ -30,8 +33,9 @@ func (*secret) String() string { return "[redacted]" }
 // GoString implements fmt.GoStringer, for %#v.
 func (*secret) GoString() string { return `"[redacted]"` }
 
-// header returns the Authorization header's value.
-func (s *secret) header() string { return "Bearer " + s.v }
+// header returns the Authorization header's value, one slice shared by every request (see
+// jsonHeader).
+func (s *secret) header() []string { return s.hdr }
 
 // check reports whether the secret can go in an HTTP header. The error does not show it.
 func (s *secret) check() error {

@@ -59,7 +59,10 @@ type Config struct {
 	// CommitTimeout is raft's commit timeout; zero means 20 ms.
 	CommitTimeout time.Duration
 
-	// SnapshotThreshold is how many new entries trigger a snapshot; zero means 8192.
+	// SnapshotThreshold is how many new entries trigger a snapshot; zero means 8192. Each
+	// node keeps its own phase within it (SnapshotPhase), so that the members do not all
+	// snapshot at the same index: a node snapshots every SnapshotThreshold entries on
+	// average, any two of its snapshots at least half of it apart.
 	SnapshotThreshold uint64
 	// SnapshotInterval is how often raft checks the threshold; zero means 10 s.
 	SnapshotInterval time.Duration

@@ -38,6 +38,9 @@ var ErrDataDirInUse = errors.New("cluster: data directory in use")
 type privateSnapshots struct {
 	raft.SnapshotStore
 	dir string // the store's snapshots directory
+	// written, when set, is told the index of each snapshot once it is complete (the
+	// snapshot stagger moves raft's threshold from there).
+	written func(index uint64)
 }
 
 func (p privateSnapshots) Create(version raft.SnapshotVersion, index, term uint64, configuration raft.Configuration, configurationIndex uint64, trans raft.Transport) (raft.SnapshotSink, error) {
@@ -45,18 +48,23 @@ func (p privateSnapshots) Create(version raft.SnapshotVersion, index, term uint6
 	if err != nil {
 		return nil, err
 	}
-	return privateSink{SnapshotSink: sink, dir: p.dir}, nil
+	return privateSink{SnapshotSink: sink, dir: p.dir, index: index, written: p.written}, nil
 }
 
 type privateSink struct {
 	raft.SnapshotSink
-	dir string
+	dir     string
+	index   uint64
+	written func(index uint64)
 }
 
 // Close finishes the snapshot, then restricts its directory and files.
 func (s privateSink) Close() error {
 	if err := s.SnapshotSink.Close(); err != nil {
 		return err
+	}
+	if s.written != nil {
+		s.written(s.index)
 	}
 	return restrictTree(filepath.Join(s.dir, s.ID()))
 }

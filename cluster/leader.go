@@ -55,6 +55,7 @@ func (l *leader) run() {
 		case <-l.n.stopping:
 			return
 		case isLeader := <-l.notifyCh:
+			l.n.stagger.lead(isLeader)
 			if isLeader {
 				l.start()
 			} else {

@@ -49,6 +49,8 @@ type Node struct {
 	members    *Members
 	acl        *ACL
 	events     *Events
+
+	stagger *snapStagger // keeps this node's snapshots at its own phase
 }
 
 // New opens (or creates) the node's stores under cfg.DataDir, starts raft, and
@@ -64,7 +66,7 @@ func New(cfg Config) (_ *Node, err error) {
 			n.closers.close()
 		}
 	}()
-	st, err := openStores(cfg, &n.storage, &n.closers)
+	st, err := openStores(cfg, &n.storage, &n.closers, n.stagger.snapshotted)
 	if err != nil {
 		return nil, err
 	}
@@ -74,9 +76,11 @@ func New(cfg Config) (_ *Node, err error) {
 		return nil, err
 	}
 	n.closers.add(n.transport.Close)
-	if n.raft, err = startRaft(cfg, n.machine(), st, n.transport, n.leader.notifyCh); err != nil {
+	if n.raft, err = startRaft(cfg, n.machine(), st, n.transport, n.leader.notifyCh, n.stagger); err != nil {
 		return nil, err
 	}
+	n.stagger.start(n.raft)
+	n.log.Info("snapshots staggered", "threshold", cfg.SnapshotThreshold, "phase", n.stagger.phase, "first_threshold", n.stagger.set.Load())
 	if peers != nil {
 		peers.SetAdmit(n.members.admitted)
 	}
@@ -101,6 +105,7 @@ func newNode(cfg Config) *Node {
 		halted:   make(chan struct{}),
 		watch:    leaderWatch{changed: make(chan struct{})},
 	}
+	n.stagger = newSnapStagger(cfg, n.log)
 	n.fsm = fsm.NewWithOptions(fsm.Options{Observe: n.observe, MaxVersion: cfg.MaxVersion})
 	n.leader = newLeader(n)
 	n.prop = &proposer{n: n}
@@ -141,7 +146,7 @@ type stores struct {
 
 // openStores takes the data directory's lock and opens the log, stable and snapshot
 // stores, adding each to cl.
-func openStores(cfg Config, h *storageHealth, cl *closers) (stores, error) {
+func openStores(cfg Config, h *storageHealth, cl *closers, written func(index uint64)) (stores, error) {
 	unlock, err := openDataDir(cfg.DataDir)
 	if err != nil {
 		return stores{}, err
@@ -161,7 +166,7 @@ func openStores(cfg Config, h *storageHealth, cl *closers) (stores, error) {
 	if err != nil {
 		return stores{}, fmt.Errorf("cluster: snapshot store: %w", err)
 	}
-	snaps := privateSnapshots{SnapshotStore: fileSnaps, dir: filepath.Join(cfg.DataDir, "snapshots")}
+	snaps := privateSnapshots{SnapshotStore: fileSnaps, dir: filepath.Join(cfg.DataDir, "snapshots"), written: written}
 	if err := restrictTree(snaps.dir); err != nil { // also snapshots written by older versions
 		return stores{}, fmt.Errorf("cluster: making snapshots private: %w", err)
 	}
@@ -193,14 +198,20 @@ func openRaftTransport(cfg Config) (*raft.NetworkTransport, *tlsconf.StreamLayer
 }
 
 // startRaft starts raft on the stores, reporting leadership changes on notify.
-func startRaft(cfg Config, machine raft.FSM, st stores, trans raft.Transport, notify chan bool) (*raft.Raft, error) {
+// Its snapshot threshold is the stagger's: the distance from the newest snapshot on disk to
+// this node's next phase point.
+func startRaft(cfg Config, machine raft.FSM, st stores, trans raft.Transport, notify chan bool, stagger *snapStagger) (*raft.Raft, error) {
+	var last uint64
+	if metas, err := st.snaps.List(); err == nil && len(metas) > 0 {
+		last = metas[0].Index // newest first
+	}
 	rc := raft.DefaultConfig()
 	rc.LocalID = raft.ServerID(cfg.ID)
 	rc.HeartbeatTimeout = cfg.HeartbeatTimeout
 	rc.ElectionTimeout = cfg.ElectionTimeout
 	rc.LeaderLeaseTimeout = cfg.LeaderLeaseTimeout
 	rc.CommitTimeout = cfg.CommitTimeout
-	rc.SnapshotThreshold = cfg.SnapshotThreshold
+	rc.SnapshotThreshold = stagger.initial(last)
 	rc.SnapshotInterval = cfg.SnapshotInterval
 	rc.TrailingLogs = cfg.TrailingLogs
 	rc.BatchApplyCh = true

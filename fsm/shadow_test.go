@@ -150,36 +150,84 @@ func TestShadow_OutOfOrderPersistRefused(t *testing.T) {
 	}
 }
 
-// TestSnapshot_CallIsConstant measures what Snapshot costs at 1,000 and at 200,000 locks
-// and fails if the call grows with the state (the old encode-under-lock took ~0.2 s at
-// 200,000 locks; the shadow's capture is a slice header). The bound is 1,000 times the
-// small state's cost plus 20 ms, far from both, so a busy machine does not flake it.
+// TestSnapshot_CallIsConstant bounds what Snapshot costs at 200,000 locks absolutely, by
+// three measures an O(n) call cannot meet (the old encode-under-lock took ~0.2 s and 60 MB
+// there; the shadow's capture is a slice header):
+//   - allocations: the same number per call at 1,000 and at 200,000 locks, at most 4;
+//   - bytes allocated per call: at most 512 (a copy of the state's lock names alone is
+//     over a megabyte, one pointer per lock 1.6 MB);
+//   - time: the fastest of 5 calls at most a twentieth of the fastest of 5 bare walks over
+//     the 200,000 locks (what any O(n) implementation must at least do), measured in the
+//     same process under the same load, so the bound moves with the machine.
 func TestSnapshot_CallIsConstant(t *testing.T) {
 	if testing.Short() {
 		t.Skip("fills 200,000 locks")
 	}
-	cost := func(locks int) time.Duration {
-		f := New(nil)
-		fill(f, locks)
+	type cost struct {
+		allocs float64
+		bytes  uint64
+		best   time.Duration
+	}
+	measure := func(f *FSM) cost {
+		var c cost
+		c.allocs = testing.AllocsPerRun(20, func() {
+			snap, err := f.Snapshot()
+			if err != nil {
+				t.Fatal(err)
+			}
+			snap.Release()
+		})
+		const calls = 100
+		var before, after runtime.MemStats
 		runtime.GC()
-		best := time.Hour
+		runtime.ReadMemStats(&before)
+		for i := 0; i < calls; i++ {
+			snap, _ := f.Snapshot()
+			snap.Release()
+		}
+		runtime.ReadMemStats(&after)
+		c.bytes = (after.TotalAlloc - before.TotalAlloc) / calls
+		c.best = time.Hour
 		for i := 0; i < 5; i++ {
 			start := time.Now()
 			snap, err := f.Snapshot()
-			if d := time.Since(start); d < best {
-				best = d
-			}
+			c.best = min(c.best, time.Since(start))
 			if err != nil {
 				t.Fatal(err)
 			}
 			snap.Release()
 		}
-		return best
+		return c
 	}
-	small, large := cost(1000), cost(200_000)
-	t.Logf("Snapshot: %v at 1,000 locks, %v at 200,000 locks", small, large)
-	if large > 1000*small+20*time.Millisecond {
-		t.Fatalf("Snapshot took %v at 200,000 locks against %v at 1,000: it grows with the state", large, small)
+	small := New(nil)
+	fill(small, 1000)
+	large := New(nil)
+	fill(large, 200_000)
+	s, l := measure(small), measure(large)
+	walk := time.Hour
+	for i := 0; i < 5; i++ {
+		start := time.Now()
+		n := 0
+		for _, lk := range large.s.locks {
+			if lk != nil {
+				n++
+			}
+		}
+		walk = min(walk, time.Since(start))
+		if n != 200_000 {
+			t.Fatalf("walked %d locks, want 200,000", n)
+		}
+	}
+	t.Logf("Snapshot at 1,000 locks: %.0f allocs, %d B, %v; at 200,000: %.0f allocs, %d B, %v; a bare walk of the 200,000 locks: %v",
+		s.allocs, s.bytes, s.best, l.allocs, l.bytes, l.best, walk)
+	if l.allocs != s.allocs || l.allocs > 4 {
+		t.Errorf("Snapshot makes %.0f allocations at 200,000 locks against %.0f at 1,000 (at most 4 either way): it grows with the state", l.allocs, s.allocs)
+	}
+	if l.bytes > 512 {
+		t.Errorf("Snapshot allocates %d bytes per call at 200,000 locks (at most 512): it copies the state", l.bytes)
+	}
+	if l.best > walk/20 {
+		t.Errorf("Snapshot takes %v at 200,000 locks, more than a twentieth of a bare walk over them (%v): it is O(n)", l.best, walk)
 	}
 }
 
