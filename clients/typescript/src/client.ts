@@ -391,12 +391,14 @@ export class Leadership extends Held {
     return this.currentValue;
   }
 
-  /** Publishes a new value under the same leadership (same token). */
-  async proclaim(value: string, opts: CallOptions = {}): Promise<void> {
+  /** Publishes a new value under the same leadership; resolves with the answer's token (the leadership's). */
+  async proclaim(value: string, opts: CallOptions = {}): Promise<number> {
     if (this.lost.aborted) throw new LeaseLostError("lease_lost", `proclaim ${JSON.stringify(this.name)}: the leadership is lost`, { cause: this.lost.reason });
+    if (typeof value !== "string" || Buffer.byteLength(value) > 4096) throw new InvalidError("invalid_argument", `proclaim: value must be a string of at most 4096 bytes`);
     const scope = this.client.scope(opts.signal, 0);
-    await this.client.campaignRequest(scope, this.name, value, { leaseId: this.lease.id, owner: undefined }, this.token);
+    const r = await this.client.campaignRequest(scope, this.name, value, { leaseId: this.lease.id, owner: undefined }, this.token);
     this.currentValue = value;
+    return r.out.token;
   }
 
   /** Resigns: the next candidate leads, in the same commit. */
@@ -470,17 +472,15 @@ export class Client implements LeaseHost {
   }
 
   /**
-   * Closes the client: stops keeping its leases alive (each is lost, and expires on the
-   * cluster a TTL after its last keepalive; release or close them first to free them at
-   * once) and closes idle connections.
+   * Closes the client: revokes every lease it keeps alive (which frees everything they hold
+   * at once, each grant to its next waiter), within one attempt timeout, and closes idle
+   * connections. A lease whose revoke fails expires on the cluster a TTL after its last
+   * keepalive; its lost signal aborts either way.
    */
-  close(): void {
-    for (const l of this.keepaliverLeases()) l.lose(new LeaseClosedError("lease_closed", `lease ${redactID(l.id)}: the client was closed`));
+  async close(): Promise<void> {
+    const leases = [...this.keepaliver.leases()];
+    await Promise.all(leases.map((l) => l.close().catch((err: unknown) => this.log("debug", `close: revoking lease ${redactID(l.id)} failed: ${(err as Error).message}`))));
     this.agents.destroy();
-  }
-
-  private keepaliverLeases(): Lease[] {
-    return [...(this.keepaliver as unknown as { leases: Map<Lease, unknown> }).leases.keys()];
   }
 
   // ------------------------------------------------------------------ the retry loop

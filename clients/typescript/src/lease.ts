@@ -247,7 +247,7 @@ interface KaState {
  */
 export class Keepaliver {
   private readonly host: () => LeaseHost;
-  private readonly leases = new Map<Lease, KaState>();
+  private readonly leaseStates = new Map<Lease, KaState>();
   private timer: ReturnType<typeof setTimeout> | undefined;
   private single = false;
   /** Batches sent so far (for tests and metrics). */
@@ -257,22 +257,27 @@ export class Keepaliver {
     this.host = host;
   }
 
+  /** The leases being kept alive. */
+  leases(): Lease[] {
+    return [...this.leaseStates.keys()];
+  }
+
   /** The number of leases being kept alive. */
   get size(): number {
-    return this.leases.size;
+    return this.leaseStates.size;
   }
 
   add(l: Lease, due: number): void {
-    this.leases.set(l, { due, inflight: false });
+    this.leaseStates.set(l, { due, inflight: false });
     this.plan();
   }
 
   remove(l: Lease): void {
-    if (this.leases.delete(l)) this.plan();
+    if (this.leaseStates.delete(l)) this.plan();
   }
 
   private reschedule(l: Lease, due: number): void {
-    const st = this.leases.get(l);
+    const st = this.leaseStates.get(l);
     if (st === undefined) return;
     st.due = due;
     st.inflight = false;
@@ -284,7 +289,7 @@ export class Keepaliver {
     if (this.timer !== undefined) clearTimeout(this.timer);
     this.timer = undefined;
     let earliest = Infinity;
-    for (const st of this.leases.values()) if (!st.inflight && st.due < earliest) earliest = st.due;
+    for (const st of this.leaseStates.values()) if (!st.inflight && st.due < earliest) earliest = st.due;
     if (earliest === Infinity) return; // nothing held, or everything in flight: a settled request re-plans
     this.timer = setTimeout(() => this.fire(), Math.max(0, earliest - now()));
   }
@@ -293,7 +298,7 @@ export class Keepaliver {
     this.timer = undefined;
     const t = now();
     const batch: Lease[] = [];
-    for (const [l, st] of this.leases) {
+    for (const [l, st] of this.leaseStates) {
       if (!st.inflight && st.due <= t + l.keepaliveIntervalMs / 2) {
         st.inflight = true;
         batch.push(l);

@@ -43,7 +43,7 @@ before(async () => {
 });
 
 afterEach(async () => {
-  for (const c of clients.splice(0)) c.close();
+  await Promise.all(clients.splice(0).map((c) => c.close()));
   for (const p of proxies.splice(0)) await p.close();
   await cluster.restore();
 });
