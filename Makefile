@@ -5,7 +5,7 @@ BIN      := bin/raftlock
 PKGS     := ./...
 FUZZTIME ?= 5s
 
-.PHONY: all build run test test-short fuzz verify mutants bench budget demo clean fmt vet
+.PHONY: all build run test test-short fuzz verify mutants bench budget demo clean fmt vet test-ts
 
 all: build
 
@@ -27,6 +27,14 @@ test:
 	cd bench/etcd && $(GO) vet -mod=mod ./...
 	$(MAKE) --no-print-directory fuzz
 	scripts/mutants.sh
+
+## test-ts: the TypeScript client (clients/typescript): npm ci (the pinned compiler), tsc, its
+## unit tests (node --test) and the conformance runner on clients/conformance, each against real
+## `raftlock serve` processes (about 45 s)
+test-ts: build
+	cd clients/typescript && npm ci --no-audit --no-fund --loglevel=error && npm run --silent build
+	cd clients/typescript && RAFTLOCK_BIN=$(CURDIR)/$(BIN) npm test --silent
+	cd clients/typescript && RAFTLOCK_BIN=$(CURDIR)/$(BIN) npm run --silent conformance
 
 fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzDecodeCommand$$' -fuzztime=$(FUZZTIME) ./fsm

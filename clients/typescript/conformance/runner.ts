@@ -352,6 +352,10 @@ class Run {
 async function main(): Promise<number> {
   const dir = scenarioDir();
   const only = (process.env.RAFTLOCK_CONFORMANCE_ONLY ?? "").split(",").map((s) => s.trim()).filter(Boolean);
+  if (!existsSync(dir)) {
+    console.error(`conformance: ${dir} does not exist (set RAFTLOCK_CONFORMANCE_DIR to the clients/conformance directory)`);
+    return 1;
+  }
   const files = readdirSync(dir).filter((f) => f.endsWith(".json")).sort();
   if (files.length === 0) {
     console.error(`conformance: no scenario files in ${dir}`);

@@ -4,7 +4,9 @@
  * scripts/cluster.sh, a fresh temporary directory, logs to DIR/nI.log. Used by the unit
  * tests and the conformance runner. Every wait has a deadline; close() kills every node.
  */
-import { spawn, ChildProcess } from "node:child_process";
+import { spawn, spawnSync, ChildProcess } from "node:child_process";
+import https from "node:https";
+import http from "node:http";
 import { mkdtempSync, rmSync, existsSync, readFileSync, openSync, closeSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
@@ -61,6 +63,9 @@ export class Cluster {
   readonly dir: string;
   readonly nodes: Node[] = [];
   private readonly bin: string;
+  /** With TLS: the directory of the development CA (ca.pem) and certificates (nI.pem, local.pem). */
+  tlsDir?: string;
+  private agent?: https.Agent;
 
   private constructor(dir: string, bin: string) {
     this.dir = dir;
@@ -68,11 +73,28 @@ export class Cluster {
   }
 
   /** Starts n1..n3 and waits for a ready leader. */
-  static async start(): Promise<Cluster> {
+  static async start(opts: { tls?: boolean } = {}): Promise<Cluster> {
     const bin = raftlockBin();
     if (!existsSync(bin)) throw new Error(`${bin} not found: build it with 'go build -o bin/raftlock ./cmd/raftlock' (or set RAFTLOCK_BIN)`);
     const c = new Cluster(mkdtempSync(join(tmpdir(), "raftlock-ts-")), bin);
     live.add(c);
+    if (opts.tls) {
+      // The development CA and certificates, as scripts/cluster.sh --tls makes them.
+      const dir = join(c.dir, "tls");
+      const run = (...args: string[]) => {
+        const r = spawnSync(bin, ["tls", ...args, "--dir", dir], { encoding: "utf8" });
+        if (r.status !== 0) throw new Error(`raftlock tls ${args.join(" ")}: ${r.stderr}`);
+      };
+      run("ca");
+      for (const id of ["n1", "n2", "n3"]) run("cert", "--node", id, "--ip", "127.0.0.1");
+      run("cert", "--client", "local");
+      c.tlsDir = dir;
+      c.agent = new https.Agent({
+        ca: readFileSync(join(dir, "ca.pem")),
+        cert: readFileSync(join(dir, "local.pem")),
+        key: readFileSync(join(dir, "local-key.pem")),
+      });
+    }
     const ports = await freePorts(6);
     for (let i = 0; i < 3; i++) c.nodes.push({ id: `n${i + 1}`, http: ports[2 * i], raft: ports[2 * i + 1], stopped: false });
     try {
@@ -87,15 +109,18 @@ export class Cluster {
 
   /** The nodes' HTTP endpoints, in node order. */
   endpoints(): string[] {
-    return this.nodes.map((n) => `http://127.0.0.1:${n.http}`);
+    return this.nodes.map((n) => `${this.tlsDir ? "https" : "http"}://127.0.0.1:${n.http}`);
   }
 
   private spawn(n: Node): void {
     const bootstrap = this.nodes.map((m) => `${m.id}=127.0.0.1:${m.raft}`).join(",");
+    const tlsFlags = this.tlsDir
+      ? ["--tls-cert", join(this.tlsDir, `${n.id}.pem`), "--tls-key", join(this.tlsDir, `${n.id}-key.pem`), "--tls-ca", join(this.tlsDir, "ca.pem"), "--tls-client-auth", "require"]
+      : [];
     const log = openSync(join(this.dir, `${n.id}.log`), "a");
     n.proc = spawn(
       this.bin,
-      ["serve", "--id", n.id, "--http-addr", `127.0.0.1:${n.http}`, "--raft-addr", `127.0.0.1:${n.raft}`, "--data-dir", join(this.dir, n.id), "--bootstrap", bootstrap],
+      ["serve", "--id", n.id, "--http-addr", `127.0.0.1:${n.http}`, "--raft-addr", `127.0.0.1:${n.raft}`, "--data-dir", join(this.dir, n.id), "--bootstrap", bootstrap, ...tlsFlags],
       { stdio: ["ignore", log, log] },
     );
     closeSync(log);
@@ -140,18 +165,34 @@ export class Cluster {
     for (const n of this.nodes) {
       if (!n.proc || n.stopped) continue;
       try {
-        const r = await fetch(`http://127.0.0.1:${n.http}/v1/cluster`, { signal: AbortSignal.timeout(1000) });
+        const base = `${this.tlsDir ? "https" : "http"}://127.0.0.1:${n.http}`;
+        const r = await this.get(`${base}/v1/cluster`, 1000);
         if (r.status !== 200) continue;
-        const body = (await r.json()) as { leader_id?: string };
+        const body = JSON.parse(r.body) as { leader_id?: string };
         if (body.leader_id !== n.id) continue;
-        const q = await fetch(`http://127.0.0.1:${n.http}/v1/locks?prefix=%00`, { signal: AbortSignal.timeout(2000) });
-        await q.arrayBuffer();
+        const q = await this.get(`${base}/v1/locks?prefix=%00`, 2000);
         if (q.status === 200) return n.id;
       } catch {
         // not answering: try the next node
       }
     }
     return undefined;
+  }
+
+  /** A GET with the cluster's client certificate when TLS is on. */
+  private get(url: string, timeoutMs: number): Promise<{ status: number; body: string }> {
+    return new Promise((res, rej) => {
+      const mod = url.startsWith("https:") ? https : http;
+      const req = mod.get(url, { agent: this.agent, timeout: timeoutMs }, (r) => {
+        let body = "";
+        r.setEncoding("utf8");
+        r.on("data", (c: string) => (body += c));
+        r.on("end", () => res({ status: r.statusCode ?? 0, body }));
+        r.on("error", rej);
+      });
+      req.on("timeout", () => req.destroy(new Error("timeout")));
+      req.on("error", rej);
+    });
   }
 
   /** Waits until a ready leader answers. */
@@ -208,6 +249,7 @@ export class Cluster {
   /** Kills every node and removes the directory. */
   close(): void {
     this.killAll();
+    this.agent?.destroy();
     live.delete(this);
     rmSync(this.dir, { recursive: true, force: true });
   }
