@@ -5,7 +5,7 @@ BIN      := bin/raftlock
 PKGS     := ./...
 FUZZTIME ?= 5s
 
-.PHONY: all build run test test-short fuzz verify mutants bench budget demo clean fmt vet test-ts
+.PHONY: all build run test test-short fuzz verify mutants bench budget demo clean fmt vet test-ts demo-ts
 
 all: build
 
@@ -35,6 +35,12 @@ test-ts: build
 	cd clients/typescript && npm ci --no-audit --no-fund --loglevel=error && npm run --silent build
 	cd clients/typescript && RAFTLOCK_BIN=$(CURDIR)/$(BIN) npm test --silent
 	cd clients/typescript && RAFTLOCK_BIN=$(CURDIR)/$(BIN) npm run --silent conformance
+
+## demo-ts: the GC-pause demo with Node worker processes (clients/typescript/examples; about 10 s)
+demo-ts: build
+	$(GO) build -o bin/ledger ./cmd/ledger
+	cd clients/typescript && npm ci --no-audit --no-fund --loglevel=error && npm run --silent build
+	cd clients/typescript && RAFTLOCK_BIN=$(CURDIR)/$(BIN) LEDGER_BIN=$(CURDIR)/bin/ledger node build/examples/gc-pause-demo.js
 
 fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzDecodeCommand$$' -fuzztime=$(FUZZTIME) ./fsm
