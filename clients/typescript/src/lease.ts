@@ -306,10 +306,16 @@ export class Keepaliver {
     }
     for (let i = 0; i < batch.length; i += MAX_KEEPALIVE_BATCH) {
       const part = batch.slice(i, i + MAX_KEEPALIVE_BATCH);
-      if (this.single) for (const l of part) void this.sendOne(l);
-      else void this.sendBatch(part);
+      if (this.single) for (const l of part) this.sendOne(l).catch((err: unknown) => this.failed(part, err));
+      else this.sendBatch(part).catch((err: unknown) => this.failed(part, err));
     }
     this.plan();
+  }
+
+  /** A send that threw (a bug, not a failed request): log it and retry those leases later. */
+  private failed(batch: Lease[], err: unknown): void {
+    this.host().log("warn", `keepalive: ${(err as Error)?.message ?? err}`);
+    for (const l of batch) if (!l.lost.aborted) this.reschedule(l, now() + jittered(l.timing().retryMs));
   }
 
   private async sendBatch(batch: Lease[]): Promise<void> {
@@ -339,7 +345,7 @@ export class Keepaliver {
       // was applied. Renew one lease per request from now on.
       host.log("debug", "the server does not take batch keepalives; renewing each lease on its own");
       this.single = true;
-      for (const ls of byID.values()) for (const l of ls) void this.sendOne(l);
+      for (const ls of byID.values()) for (const l of ls) this.sendOne(l).catch((err: unknown) => this.failed([l], err));
       return;
     }
     if (!r.ok) {
