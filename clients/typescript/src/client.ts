@@ -812,7 +812,7 @@ export class Client implements LeaseHost {
    * when the lock is held; with `wait` it creates a lease first and waits in the lock's FIFO
    * queue on the server (no polling), rejecting with WaitTimeoutError when the wait ends.
    */
-  lock(name: string, opts: LockOptions = {}): Promise<Held> {
+  async lock(name: string, opts: LockOptions = {}): Promise<Held> {
     const mode = opts.mode ?? "exclusive";
     if (mode !== "exclusive" && mode !== "shared") throw new InvalidError("invalid_argument", `lock: mode ${JSON.stringify(mode)} is neither "exclusive" nor "shared"`);
     const op = `lock ${JSON.stringify(name)}`;
@@ -837,7 +837,7 @@ export class Client implements LeaseHost {
   }
 
   /** Takes one permit of semaphore `name` (at most `limit` holders at once), like lock(). */
-  semaphore(name: string, limit: number, opts: HoldOptions = {}): Promise<Held> {
+  async semaphore(name: string, limit: number, opts: HoldOptions = {}): Promise<Held> {
     const op = `acquire a permit of ${JSON.stringify(name)}`;
     if (!Number.isInteger(limit) || limit < 1 || limit > 10000) throw new InvalidError("invalid_argument", `${op}: limit ${limit} is outside 1 to 10000`);
     return this.take(op, opts, async (scope, a) => {
@@ -850,7 +850,7 @@ export class Client implements LeaseHost {
    * Campaigns in election `name` with `value`: resolves once this client leads (waiting as a
    * candidate with `wait`), rejects with ElectionHeldError when another leads and it did not wait.
    */
-  campaign(name: string, value: string, opts: HoldOptions = {}): Promise<Leadership> {
+  async campaign(name: string, value: string, opts: HoldOptions = {}): Promise<Leadership> {
     const op = `campaign ${JSON.stringify(name)}`;
     if (typeof value !== "string" || Buffer.byteLength(value) > 4096) throw new InvalidError("invalid_argument", `${op}: value must be a string of at most 4096 bytes`);
     return this.take(op, opts, async (scope, a) => {
@@ -943,7 +943,7 @@ export class Client implements LeaseHost {
 
   // ------------------------------------------------------------------ reads
 
-  private statusAt<T>(op: string, route: string, name: string, opts: StatusOptions): Promise<T> {
+  private async statusAt<T>(op: string, route: string, name: string, opts: StatusOptions): Promise<T> {
     checkName(op, route.split("/")[2].replace(/s$/, ""), name);
     const wait = opts.wait ?? 0;
     checkWait(op, wait);
@@ -1001,7 +1001,7 @@ export class Client implements LeaseHost {
   }
 
   /** The lock's last events (grants, releases, expiries, revocations), oldest first. */
-  history(name: string, opts: CallOptions & { stale?: boolean } = {}): Promise<History> {
+  async history(name: string, opts: CallOptions & { stale?: boolean } = {}): Promise<History> {
     const op = `history ${JSON.stringify(name)}`;
     checkName(op, "lock", name);
     const q = new URLSearchParams();
