@@ -24,6 +24,7 @@ import {
   parseRetryAfter,
   MemoryGuard,
   StaleTokenError,
+  TooManyRequestsError,
 } from "../src/index.js";
 import { Cluster, waitFor } from "./cluster.js";
 import { FaultProxies } from "./proxy.js";
@@ -178,6 +179,25 @@ test("a dropped connection on release is retried; the release succeeds once", as
   await h.release();
   assert.equal(p.count("DELETE", "/v1/locks/" + name).requests, 2);
   assert.equal((await a.status(name)).held, false);
+});
+
+test("too_many_requests is retried after its Retry-After, or refused at once when the deadline is sooner", async () => {
+  const p = await FaultProxies.start(cluster.endpoints());
+  proxies.push(p);
+  const a = newClient(p.endpoints);
+  const name = uniq("throttled");
+  p.arm({ kind: "too_many_requests", method: "PUT", pathPrefix: "/v1/locks/", count: 1, retryAfter: 1 });
+  const t0 = performance.now();
+  const h = await a.lock(name, { ttl: 3000 });
+  const took = performance.now() - t0;
+  assert.ok(took >= 950, `retried after ${took.toFixed(0)} ms, before the Retry-After of 1 s`);
+  assert.equal(p.count("PUT", "/v1/locks/" + name).requests, 2);
+  await h.release();
+  const short = newClient(p.endpoints, { deadlineMs: 400 });
+  p.arm({ kind: "too_many_requests", method: "PUT", pathPrefix: "/v1/locks/", count: 1, retryAfter: 2 });
+  const t1 = performance.now();
+  await assert.rejects(short.lock(uniq("throttled2"), { ttl: 3000 }), TooManyRequestsError);
+  assert.ok(performance.now() - t1 < 300, "it slept toward a deadline that falls before the Retry-After");
 });
 
 test("failover: a dead first endpoint is skipped", async () => {

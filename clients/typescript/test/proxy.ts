@@ -17,7 +17,13 @@ export interface LoggedRequest {
 
 /** An armed fault. */
 export interface Fault {
-  kind: "unknown_outcome" | "drop";
+  /**
+   * unknown_outcome and drop as FORMAT.md says; too_many_requests (an extension for this
+   * package's own tests) answers 429 with Retry-After: retryAfter seconds WITHOUT forwarding, as
+   * a node at its limit of held requests does (nothing was proposed).
+   */
+  kind: "unknown_outcome" | "drop" | "too_many_requests";
+  retryAfter?: number;
   method: string;
   pathPrefix: string;
   count: number;
@@ -81,6 +87,12 @@ export class FaultProxies {
     this.log.push({ method, path, requestId });
     const fault = this.faults.find((f) => f.count > 0 && f.method === method && path.startsWith(f.pathPrefix));
     if (fault) fault.count--;
+    if (fault?.kind === "too_many_requests") {
+      const b = JSON.stringify({ error: { code: "too_many_requests", message: "test fault: this node holds its limit of requests" } });
+      res.writeHead(429, { "content-type": "application/json", "retry-after": String(fault.retryAfter ?? 1), "content-length": Buffer.byteLength(b) });
+      res.end(b);
+      return;
+    }
     const headers = { ...req.headers, host: target.host };
     const up = http.request(
       { host: target.hostname, port: target.port, method, path: req.url, headers, agent: this.agent },
