@@ -171,9 +171,6 @@ interface Scope {
 /** The outcome of a call: ok with the answer, or the error and how many attempts it took. */
 type Outcome<T> = { ok: true; out: T; sent: number; first: number; attempts: number } | { ok: false; err: RaftlockError; sent: number; first: number; attempts: number };
 
-/** @internal Marks an Unavailable error whose request cannot have been sent. */
-const notSentErrors = new WeakSet<RaftlockError>();
-
 /** Reads PEM files into the `tls` option of a Client (ca, and optionally cert and key). */
 export async function tlsFromFiles(ca?: string, cert?: string, key?: string): Promise<TLSOptions> {
   const { readFile } = await import("node:fs/promises");
@@ -266,12 +263,6 @@ function sleep(d: number, signal: AbortSignal): Promise<boolean> {
 
 function retryable(err: RaftlockError): boolean {
   return ["unavailable", "no_leader", "unknown_outcome", "too_many_requests", "tls"].includes(err.code);
-}
-
-/** Whether a retryable failure may hide an applied request (unknown_outcome, or a connection that failed after sending). */
-export function mayHaveApplied(err: RaftlockError): boolean {
-  if (err.code === "unknown_outcome") return true;
-  return err.code === "unavailable" && !notSentErrors.has(err);
 }
 
 /** A grant held with a lease: a lock (either mode), a semaphore permit, a leadership. */
@@ -584,11 +575,9 @@ export class Client implements LeaseHost {
       ans = await send(this.agents, url, r.method, headers, body, signal, tsig);
     } catch (e) {
       const f = e as TransportFailure;
-      const msg = `${r.op}: ${this.redact(r, f.message)}`;
+      const msg = `${r.op}: ${this.redact(r, f.message)}${f.notSent ? " (the request was not sent)" : ""}`;
       if (f.tls) return { sent, err: new TLSError("tls", msg, { cause: f }) };
-      const err = new UnavailableError("unavailable", msg, { cause: f });
-      if (f.notSent) notSentErrors.add(err);
-      return { sent, err };
+      return { sent, err: new UnavailableError("unavailable", msg, { cause: f }) };
     }
     const leader = ans.headers[leaderHeader];
     if (typeof leader === "string" && leader !== "") this.noteLeader(leader);

@@ -9,8 +9,9 @@
  * before it starts, and it has no client certificate. node:https takes `ca`, `cert` and
  * `key` per agent, so each Client has its own trust. One transport serves both schemes,
  * so that plain HTTP and TLS fail, time out and are retried the same way; and node:http
- * tells a connection that was never made (nothing can have been applied) from one that
- * failed after the request may have been sent, which fetch folds into one TypeError.
+ * tells a connection that was never made (nothing can have been applied; the error says so)
+ * from one that failed after the request may have been sent, which fetch folds into one
+ * TypeError.
  */
 import http from "node:http";
 import https from "node:https";
