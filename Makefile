@@ -5,7 +5,7 @@ BIN      := bin/raftlock
 PKGS     := ./...
 FUZZTIME ?= 5s
 
-.PHONY: all build run test test-short fuzz verify mutants bench budget demo clean fmt vet test-ts demo-ts
+.PHONY: all build run test test-short fuzz verify mutants bench budget demo clean fmt vet
 
 all: build
 
@@ -27,20 +27,6 @@ test:
 	cd bench/etcd && $(GO) vet -mod=mod ./...
 	$(MAKE) --no-print-directory fuzz
 	scripts/mutants.sh
-
-## test-ts: the TypeScript client (clients/typescript): npm ci (the pinned compiler), tsc, its
-## unit tests (node --test) and the conformance runner on clients/conformance, each against real
-## `raftlock serve` processes (about 45 s)
-test-ts: build
-	cd clients/typescript && npm ci --no-audit --no-fund --loglevel=error && npm run --silent build
-	cd clients/typescript && RAFTLOCK_BIN=$(CURDIR)/$(BIN) npm test --silent
-	cd clients/typescript && RAFTLOCK_BIN=$(CURDIR)/$(BIN) npm run --silent conformance
-
-## demo-ts: the GC-pause demo with Node worker processes (clients/typescript/examples; about 10 s)
-demo-ts: build
-	$(GO) build -o bin/ledger ./cmd/ledger
-	cd clients/typescript && npm ci --no-audit --no-fund --loglevel=error && npm run --silent build
-	cd clients/typescript && RAFTLOCK_BIN=$(CURDIR)/$(BIN) LEDGER_BIN=$(CURDIR)/bin/ledger node build/examples/gc-pause-demo.js
 
 fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzDecodeCommand$$' -fuzztime=$(FUZZTIME) ./fsm
@@ -78,6 +64,21 @@ budget:
 ## demo: the GC-pause double charge with a Redis lock, and its prevention with raftlock
 demo:
 	scripts/gc-pause-demo.sh
+
+## test-ts: the TypeScript client (clients/typescript): npm ci (the pinned compiler), tsc, its
+## unit tests (node --test) and the conformance runner on clients/conformance, each against real
+## `raftlock serve` processes (about 45 s)
+.PHONY: test-ts demo-ts
+test-ts: build
+	cd clients/typescript && npm ci --no-audit --no-fund --loglevel=error && npm run --silent build
+	cd clients/typescript && RAFTLOCK_BIN=$(CURDIR)/$(BIN) npm test --silent
+	cd clients/typescript && RAFTLOCK_BIN=$(CURDIR)/$(BIN) npm run --silent conformance
+
+## demo-ts: the GC-pause demo with Node worker processes (clients/typescript/examples; about 10 s)
+demo-ts: build
+	$(GO) build -o bin/ledger ./cmd/ledger
+	cd clients/typescript && npm ci --no-audit --no-fund --loglevel=error && npm run --silent build
+	cd clients/typescript && RAFTLOCK_BIN=$(CURDIR)/$(BIN) LEDGER_BIN=$(CURDIR)/bin/ledger node build/examples/gc-pause-demo.js
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')

@@ -68,6 +68,8 @@ export class SemaphoreFullError extends RaftlockError {}
 export class LimitConflictError extends RaftlockError {}
 /** 409 election_held: another lease leads and the campaign did not wait. */
 export class ElectionHeldError extends RaftlockError {}
+/** 409 deadlock: a waiting acquire would close a cycle of waiting leases; refused at once, nothing queued. */
+export class DeadlockError extends RaftlockError {}
 /**
  * The request is malformed and retrying cannot help: 400 invalid_json, invalid_name,
  * invalid_ttl, invalid_argument; 404 not_found; 405 method_not_allowed; 413 body_too_large;
@@ -109,6 +111,7 @@ const byCode: Record<string, ErrorClass> = {
   semaphore_full: SemaphoreFullError,
   limit_conflict: LimitConflictError,
   election_held: ElectionHeldError,
+  deadlock: DeadlockError,
   invalid_json: InvalidError,
   invalid_name: InvalidError,
   invalid_ttl: InvalidError,
