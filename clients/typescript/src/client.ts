@@ -298,10 +298,12 @@ export class Held {
     this.lease = lease;
     this.ownLease = ownLease;
     this.mode = mode;
-    const onLost = () => this.ctl.abort(lease.lost.reason);
-    if (lease.lost.aborted) onLost();
-    else lease.lost.addEventListener("abort", onLost, { once: true });
+    this.onLost = () => this.ctl.abort(lease.lost.reason);
+    if (lease.lost.aborted) this.onLost();
+    else lease.lost.addEventListener("abort", this.onLost, { once: true });
   }
+
+  private readonly onLost: () => void;
 
   /** The lease ID: a secret (it authorizes release and revoke). */
   get leaseId(): string {
@@ -358,6 +360,7 @@ export class Held {
       }
     }
     if (gone) {
+      this.lease.lost.removeEventListener("abort", this.onLost); // a shared lease outlives its holds
       this.releasedAt = now();
       this.ctl.abort(new LeaseClosedError("lease_closed", `${this.kind} ${JSON.stringify(this.name)} was released`));
     } else {

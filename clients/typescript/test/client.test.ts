@@ -203,6 +203,26 @@ test("too_many_requests is retried after its Retry-After, or refused at once whe
   assert.ok(performance.now() - t1 < 300, "it slept toward a deadline that falls before the Retry-After");
 });
 
+test("many grants on one given lease: releasing one keeps the others; closing the lease loses them", async () => {
+  const a = newClient();
+  const lease = await a.newLease(3000);
+  const n1 = uniq("shared-lease");
+  const n2 = uniq("shared-lease");
+  const h1 = await a.lock(n1, { lease });
+  const h2 = await a.lock(n2, { lease, wait: 1000 });
+  assert.equal(h1.leaseId, lease.id);
+  assert.equal(h2.leaseId, lease.id);
+  await h1.release();
+  assert.equal(h1.lost.aborted, true);
+  assert.equal(lease.lost.aborted, false, "releasing a grant closed the shared lease");
+  assert.equal(h2.lost.aborted, false);
+  assert.equal((await a.status(n1)).held, false);
+  assert.equal((await a.status(n2)).held, true);
+  await lease.close();
+  assert.equal(h2.lost.aborted, true, "closing the lease did not abort its grant's loss signal");
+  assert.equal((await a.status(n2)).held, false, "the revoke did not free the lease's lock");
+});
+
 test("failover: a dead first endpoint is skipped", async () => {
   const [dead] = await (await import("./cluster.js")).freePorts(1);
   const a = newClient([`http://127.0.0.1:${dead}`, ...cluster.endpoints()]);
