@@ -57,6 +57,13 @@ const live = new Set<Cluster>();
 process.on("exit", () => {
   for (const c of live) c.killAll();
 });
+// An interrupted run (Ctrl-C, a timeout's SIGTERM) must not leave nodes behind either.
+for (const sig of ["SIGINT", "SIGTERM", "SIGHUP"] as const) {
+  process.once(sig, () => {
+    for (const c of live) c.close();
+    process.exit(128 + (sig === "SIGINT" ? 2 : sig === "SIGTERM" ? 15 : 1));
+  });
+}
 
 /** A running three-node cluster. */
 export class Cluster {
