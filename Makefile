@@ -76,6 +76,21 @@ budget:
 demo:
 	scripts/gc-pause-demo.sh
 
+## test-ts: the TypeScript client (clients/typescript): npm ci (the pinned compiler), tsc, its
+## unit tests (node --test) and the conformance runner on clients/conformance, each against real
+## `raftlock serve` processes (about 45 s)
+.PHONY: test-ts demo-ts
+test-ts: build
+	cd clients/typescript && npm ci --no-audit --no-fund --prefer-offline --ignore-scripts --loglevel=error && npm run --silent build
+	cd clients/typescript && RAFTLOCK_BIN=$(CURDIR)/$(BIN) npm test --silent
+	cd clients/typescript && RAFTLOCK_BIN=$(CURDIR)/$(BIN) npm run --silent conformance
+
+## demo-ts: the GC-pause demo with Node worker processes (clients/typescript/examples; about 10 s)
+demo-ts: build
+	$(GO) build -o bin/ledger ./cmd/ledger
+	cd clients/typescript && npm ci --no-audit --no-fund --prefer-offline --ignore-scripts --loglevel=error && npm run --silent build
+	cd clients/typescript && RAFTLOCK_BIN=$(CURDIR)/$(BIN) LEDGER_BIN=$(CURDIR)/bin/ledger node build/examples/gc-pause-demo.js
+
 fmt:
 	gofmt -w $$(git ls-files '*.go')
 

@@ -1,0 +1,138 @@
+/**
+ * Errors of the raftlock client. Every error the client throws is a {@link RaftlockError}
+ * whose `code` is the API's error code (`lock_held`, `wait_timeout`, ...) when the server
+ * answered one, or one of the client's own codes (`unavailable`, `tls`, `lease_lost`,
+ * `aborted`, `not_locked`). Each code has its own class, so callers can match either way:
+ *
+ * ```ts
+ * if (err instanceof LockHeldError) ...
+ * if (err instanceof RaftlockError && err.code === "lock_held") ...
+ * ```
+ */
+
+/** Options common to every client error. */
+export interface ErrorOptions {
+  /** HTTP status of the answer, when the error comes from one. */
+  status?: number;
+  /** The answer's Retry-After delay in milliseconds, when it had one. */
+  retryAfterMs?: number;
+  /** The underlying error (a network error, the signal's reason). */
+  cause?: unknown;
+}
+
+/** The base class of every error the client throws. */
+export class RaftlockError extends Error {
+  /** The API error code, or the client's own code (see the module documentation). */
+  readonly code: string;
+  /** HTTP status of the answer the error comes from; undefined for client-side errors. */
+  readonly status?: number;
+  /** The Retry-After delay (ms) of the answer (429 and 503 answers carry one). */
+  readonly retryAfterMs?: number;
+
+  constructor(code: string, message: string, opts: ErrorOptions = {}) {
+    super(message, opts.cause === undefined ? undefined : { cause: opts.cause });
+    this.code = code;
+    this.status = opts.status;
+    this.retryAfterMs = opts.retryAfterMs;
+    this.name = new.target.name;
+  }
+}
+
+/** 409 lock_held: the lock is held by another lease and the request did not wait. */
+export class LockHeldError extends RaftlockError {}
+/** 409 wait_timeout: the wait ended before the grant; the lease has left the queue. */
+export class WaitTimeoutError extends RaftlockError {}
+/** 409 not_holder: the lease and token do not hold the grant (released, expired, granted again). */
+export class NotHolderError extends RaftlockError {}
+/** 404 lease_not_found: the lease expired, was revoked, or never existed. */
+export class LeaseNotFoundError extends RaftlockError {}
+/** 503 no_leader: no leader for the node's whole hold; nothing was applied. Retried until the call's deadline. */
+export class NoLeaderError extends RaftlockError {}
+/** 503 unknown_outcome: the request may or may not have been applied. Retried (with the same request_id). */
+export class UnknownOutcomeError extends RaftlockError {}
+/** 429 quota_exceeded: a cluster limit would be exceeded; nothing was applied. Not retried. */
+export class QuotaExceededError extends RaftlockError {}
+/** 429 too_many_requests: the node holds its limit of open requests. Retried after Retry-After. */
+export class TooManyRequestsError extends RaftlockError {}
+/** 401 unauthenticated: ACLs are on and the token is missing or unknown. */
+export class UnauthenticatedError extends RaftlockError {}
+/** 403 permission_denied: the token does not grant the right the request needs. */
+export class PermissionDeniedError extends RaftlockError {}
+/** 409 conflict: the request contradicts the cluster's state (ACL bootstrap done, member re-pointed). */
+export class ConflictError extends RaftlockError {}
+/** 409 mode_conflict: the lease holds or waits for the lock in the other mode; release first. */
+export class ModeConflictError extends RaftlockError {}
+/** 409 semaphore_full: every permit is held and the request did not wait. */
+export class SemaphoreFullError extends RaftlockError {}
+/** 409 limit_conflict: the semaphore is in use with another limit (the message says which). */
+export class LimitConflictError extends RaftlockError {}
+/** 409 election_held: another lease leads and the campaign did not wait. */
+export class ElectionHeldError extends RaftlockError {}
+/** 409 deadlock: a waiting acquire would close a cycle of waiting leases; refused at once, nothing queued. */
+export class DeadlockError extends RaftlockError {}
+/**
+ * The request is malformed and retrying cannot help: 400 invalid_json, invalid_name,
+ * invalid_ttl, invalid_argument; 404 not_found; 405 method_not_allowed; 413 body_too_large;
+ * and the same checks made by the client before sending. `code` says which.
+ */
+export class InvalidError extends RaftlockError {}
+/** The server failed (500) or answered something that is not the API. */
+export class ServerError extends RaftlockError {}
+/** code "unavailable": no endpoint could be reached or answered in time before the call's deadline. */
+export class UnavailableError extends RaftlockError {}
+/** code "tls": the TLS handshake failed in a way waiting cannot fix (untrusted certificate, refused client certificate). */
+export class TLSError extends RaftlockError {}
+/**
+ * code "lease_lost": the client can no longer assume the lease is alive (the cluster said it
+ * is gone, it was closed, or its safe time passed without an answered keepalive). Every grant
+ * held with it must be treated as lost. It is the reason of a lost signal.
+ */
+export class LeaseLostError extends RaftlockError {}
+/** code "aborted": the caller's signal ended the call, or the call's deadline passed. */
+export class AbortedError extends RaftlockError {}
+/** code "not_locked": release (resign, proclaim) of something that is not held. */
+export class NotLockedError extends RaftlockError {}
+
+type ErrorClass = new (code: string, message: string, opts?: ErrorOptions) => RaftlockError;
+
+const byCode: Record<string, ErrorClass> = {
+  lock_held: LockHeldError,
+  wait_timeout: WaitTimeoutError,
+  not_holder: NotHolderError,
+  lease_not_found: LeaseNotFoundError,
+  no_leader: NoLeaderError,
+  unknown_outcome: UnknownOutcomeError,
+  quota_exceeded: QuotaExceededError,
+  too_many_requests: TooManyRequestsError,
+  unauthenticated: UnauthenticatedError,
+  permission_denied: PermissionDeniedError,
+  conflict: ConflictError,
+  mode_conflict: ModeConflictError,
+  semaphore_full: SemaphoreFullError,
+  limit_conflict: LimitConflictError,
+  election_held: ElectionHeldError,
+  deadlock: DeadlockError,
+  invalid_json: InvalidError,
+  invalid_name: InvalidError,
+  invalid_ttl: InvalidError,
+  invalid_argument: InvalidError,
+  not_found: InvalidError,
+  method_not_allowed: InvalidError,
+  body_too_large: InvalidError,
+  unavailable: UnavailableError,
+  tls: TLSError,
+  lease_lost: LeaseLostError,
+  aborted: AbortedError,
+  not_locked: NotLockedError,
+};
+
+/** The error of class matching code (ServerError for a code the client does not know). */
+export function errorFor(code: string, message: string, opts: ErrorOptions = {}): RaftlockError {
+  const cls = byCode[code] ?? ServerError;
+  return new cls(code, message, opts);
+}
+
+/** Builds an InvalidError for a check the client makes before sending. */
+export function invalid(code: string, message: string): InvalidError {
+  return new InvalidError(code, message);
+}
