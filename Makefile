@@ -30,7 +30,7 @@ test:
 	scripts/mutants.sh
 
 ## test-clients: the conformance runners (clients/conformance) and the clients' own tests,
-## against real `raftlock serve` processes (1-2 min; needs python3 >= 3.11). CONFORMANCE_GO=0
+## against real `raftlock serve` processes (2-4 min; needs python3 >= 3.11 and node >= 20). CONFORMANCE_GO=0
 ## leaves out the Go runner (a package of the module: `go test ./...` runs it too).
 CONFORMANCE_GO ?= 1
 test-clients: build
@@ -38,6 +38,7 @@ test-clients: build
 	@python3 -c 'import sys; sys.exit(sys.version_info < (3, 11))' || { echo "test-clients: python3 >= 3.11 is required (apt-get install python3)" >&2; exit 1; }
 	cd clients/python && python3 -m unittest discover -s tests
 	python3 clients/python/tests/conformance.py
+	$(MAKE) --no-print-directory test-ts
 
 fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzDecodeCommand$$' -fuzztime=$(FUZZTIME) ./fsm
