@@ -41,8 +41,8 @@ fuzz:
 ## 8-15 min each), then the GC-pause demo with its outcome asserted. The short versions run in
 ## `make test`.
 verify: build
-	$(GO) test -tags verify -count=1 -timeout 30m -run TestCampaign -v ./test/verify/
-	$(GO) test -tags verify -count=1 -timeout 60m -run '^TestBankCampaign$$' -v ./test/verify/
+	$(GO) test -tags verify -count=1 -timeout 60m -run TestCampaign -v ./test/verify/
+	$(GO) test -tags verify -count=1 -timeout 75m -run '^TestBankCampaign$$' -v ./test/verify/
 	RAFTLOCK_EXHAUSTIVE_DEPTH=5 $(GO) test -count=1 -timeout 60m -run '^TestFSM_ExhaustiveSmallBounds$$' -v ./fsm
 	scripts/mutants.sh
 	scripts/gc-pause-demo.sh

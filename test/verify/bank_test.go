@@ -36,10 +36,12 @@ type bankConfig struct {
 	PauseEvery  int
 	PauseFactor float64
 	// Round is how long each round's workers run; rounds go on until Target bank
-	// competitions have been counted, or Budget is spent (then the run falls short).
+	// competitions have been counted (the goal); a run that reaches Max first has failed, and
+	// bankResult.Goal says at what rate it ran and what to change (Knobs).
 	Round  time.Duration
 	Target int
-	Budget time.Duration
+	Max    time.Duration
+	Knobs  string
 	// Fenced false switches the ledger's fence check off (the negative control).
 	Fenced bool
 	// DSN is a PostgreSQL URL for the ledger; empty means SQLite.
@@ -64,6 +66,9 @@ type bankResult struct {
 	Verdicts               map[string]*checker.Verdict
 	WorkerErrors           []string
 	LoadAvg                string
+	// Goal is why the run stopped short of its target (nil when it reached it, or a failed
+	// round stopped it).
+	Goal error
 }
 
 var bankCheckers = []string{"fencing", "tokens", "acknowledged", "timing"}
@@ -105,17 +110,16 @@ func runBank(t *testing.T, cfg bankConfig) *bankResult {
 	run := strconv.FormatInt(time.Now().UnixNano(), 36)
 	dir := t.TempDir()
 	start := time.Now()
-	for r := 0; res.Competitions < cfg.Target; r++ {
-		if cfg.Budget > 0 && time.Since(start) > cfg.Budget {
-			t.Logf("budget of %v spent after %d rounds", cfg.Budget, r)
-			break
-		}
+	g := goal{Name: "bank " + cfg.Name + " " + res.Backend, Target: cfg.Target, Max: cfg.Max, Knobs: cfg.Knobs}
+	if g.Knobs == "" {
+		g.Knobs = "RAFTLOCK_BANK_MAX"
+	}
+	p := drive(g, func() time.Duration { return time.Since(start) }, func() int { return res.Competitions }, func(r int) bool {
 		bankRound(t, cfg, res, r, run, dir, bin, cl.Endpoints(), led, clock, rng, pause)
 		res.Rounds++
-		if t.Failed() {
-			break
-		}
-	}
+		return !t.Failed()
+	})
+	res.Goal = p.Err
 	res.Elapsed = time.Since(start)
 	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
 		res.LoadAvg = strings.Join(strings.Fields(string(b))[:3], " ")
@@ -253,7 +257,7 @@ func (res *bankResult) table(cfg bankConfig) string {
 	fmt.Fprintf(&b, "| lease TTL, SIGSTOP pause (ratio) | %dms, %v (%.1fx TTL; the brief's 10 s lock would pause %.0f s) |\n",
 		cfg.TTLMs, time.Duration(cfg.PauseFactor*float64(cfg.TTLMs))*time.Millisecond, cfg.PauseFactor, 10*cfg.PauseFactor)
 	fmt.Fprintf(&b, "| operations | %d |\n| holds (grants) | %d |\n", res.Ops, res.Grants)
-	fmt.Fprintf(&b, "| **bank lock competitions** | **%d** (%.0f/s) |\n", res.Competitions, float64(res.Competitions)/res.Elapsed.Seconds())
+	fmt.Fprintf(&b, "| **bank lock competitions** | **%d** (%.0f/s, %.0f per minute) |\n", res.Competitions, float64(res.Competitions)/res.Elapsed.Seconds(), perMinute(res.Competitions, res.Elapsed))
 	fmt.Fprintf(&b, "| SIGSTOP pauses (of holds) | %d (%.2f%%), recorded by the workers: %d |\n", res.SIGSTOPs, pct, res.Pauses)
 	fmt.Fprintf(&b, "| pauses longer than TTL | %d of %d (stopped %v to %v) |\n", res.StopsOverTTL, res.SIGSTOPs, res.MinStop.Round(time.Millisecond), res.MaxStop.Round(time.Millisecond))
 	fmt.Fprintf(&b, "| charges applied | %d |\n| stale writes refused | %d |\n", res.Fencing.Applied, res.Fencing.RefusedStale)
@@ -280,7 +284,9 @@ func checkBank(t *testing.T, cfg bankConfig, res *bankResult) {
 			t.Errorf("%s (replay with RAFTLOCK_VERIFY_SEED=%d)", v, cfg.Seed)
 		}
 	}
-	if res.Competitions < cfg.Target {
+	if res.Goal != nil {
+		t.Error(res.Goal)
+	} else if res.Competitions < cfg.Target {
 		t.Errorf("the bank workload made %d lock competitions, want at least %d", res.Competitions, cfg.Target)
 	}
 	if res.SIGSTOPs*100 < res.Grants {
@@ -305,7 +311,7 @@ func shortBankConfig(t *testing.T, name string) bankConfig {
 		Name: name, Seed: envSeed(t), Nodes: 3,
 		Workers: envInt(t, "RAFTLOCK_BANK_WORKERS", 24), Locks: envInt(t, "RAFTLOCK_BANK_LOCKS", 6),
 		TTLMs: 1000, WaitMs: 2000, PauseEvery: 40, PauseFactor: 1.5,
-		Round: 8 * time.Second, Target: envInt(t, "RAFTLOCK_BANK_TARGET", 2000), Budget: 100 * time.Second, Fenced: true,
+		Round: 8 * time.Second, Target: envInt(t, "RAFTLOCK_BANK_TARGET", 2000), Max: envDuration(t, "RAFTLOCK_BANK_MAX", 100*time.Second), Fenced: true,
 	}
 }
 
