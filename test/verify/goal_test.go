@@ -128,12 +128,12 @@ func withinDeadline(t testing.TB, max time.Duration) time.Duration {
 	if !ok {
 		return max
 	}
-	left := time.Until(deadline) - deadlineMargin
+	left := (time.Until(deadline) - deadlineMargin).Round(time.Second)
 	if left < time.Minute {
 		left = time.Minute
 	}
 	if left < max {
-		t.Logf("maximum %v shortened to %v: go test's -timeout ends in %v", max, left.Round(time.Second), time.Until(deadline).Round(time.Second))
+		t.Logf("maximum %v shortened to %v: go test's -timeout ends in %v", max, left, time.Until(deadline).Round(time.Second))
 		return left
 	}
 	return max
