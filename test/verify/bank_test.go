@@ -46,6 +46,9 @@ type bankConfig struct {
 	Fenced bool
 	// DSN is a PostgreSQL URL for the ledger; empty means SQLite.
 	DSN string
+	// Artifacts is where a round with an anomaly leaves its merged history and accounts;
+	// empty: $TMPDIR/raftlock-bank-<name>-<backend>-<seed>.
+	Artifacts string
 }
 
 // bankResult is what a bank run measured and found.
@@ -216,6 +219,9 @@ func bankRound(t *testing.T, cfg bankConfig, res *bankResult, r int, run, dir, b
 		res.Verdicts[v.Checker].Merge(v)
 		anomalies += v.Anomalies
 	}
+	if anomalies > 0 {
+		saveBankRound(t, cfg, res.Backend, r, ops, accts)
+	}
 	res.Fencing.Applied += fst.Applied
 	res.Fencing.RefusedStale += fst.RefusedStale
 	res.Fencing.StaleAccepted += fst.StaleAccepted
@@ -242,6 +248,30 @@ func bankRound(t *testing.T, cfg bankConfig, res *bankResult, r int, run, dir, b
 	t.Logf("round %d: %v, %d ops, %d grants, %d competitions (%.0f/s), %d SIGSTOP pauses, %d stale writes refused, %d accepted, %d jobs applied twice, checked in %v, anomalies %d",
 		r, ran.Round(time.Millisecond), len(ops), st.grants, st.bankCompetitions, float64(st.bankCompetitions)/ran.Seconds(), len(stops),
 		fst.RefusedStale, fst.StaleAccepted, fst.DoubleJobs, time.Since(checkStart).Round(time.Millisecond), anomalies)
+}
+
+// saveBankRound keeps the merged history and the accounts of round r, which had an anomaly:
+// the workers' own files are in the test's temporary directory, removed when it ends.
+func saveBankRound(t *testing.T, cfg bankConfig, backend string, r int, ops []checker.Op, accts []checker.Account) {
+	dir := cfg.Artifacts
+	if dir == "" {
+		dir = filepath.Join(os.TempDir(), fmt.Sprintf("raftlock-bank-%s-%s-%d", cfg.Name, backend, cfg.Seed))
+	}
+	dir = filepath.Join(dir, fmt.Sprintf("round-%03d", r))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Logf("artifacts: %v", err)
+		return
+	}
+	for name, v := range map[string]any{"history.json": ops, "accounts.json": accts} {
+		b, err := json.MarshalIndent(v, "", " ")
+		if err == nil {
+			err = os.WriteFile(filepath.Join(dir, name), b, 0o644)
+		}
+		if err != nil {
+			t.Logf("artifacts: %v", err)
+		}
+	}
+	t.Logf("round %d: history and accounts of the round with an anomaly are in %s", r, dir)
 }
 
 // table renders a bank run's figures.
@@ -353,6 +383,7 @@ func TestBankNegativeControlFencingOff(t *testing.T) {
 	negative := func(t *testing.T, dsn string) {
 		cfg := shortBankConfig(t, "nofence")
 		cfg.Fenced, cfg.DSN = false, dsn
+		cfg.Artifacts = t.TempDir() // this run fails on purpose; keep nothing
 		cfg.PauseEvery, cfg.Round, cfg.Target = 10, 6*time.Second, 1
 		res := runBank(t, cfg)
 		t.Logf("\n%s", res.table(cfg))
