@@ -39,7 +39,8 @@ fuzz:
 ## the bank campaign (>= 100,000 competitions of the fenced-ledger workload alone, SIGSTOPped
 ## worker processes, SQLite then PostgreSQL when RAFTLOCK_TEST_POSTGRES_DSN is set; about
 ## 8-15 min each), then the GC-pause demo with its outcome asserted. The short versions run in
-## `make test`.
+## `make test`. Both campaigns run until their target, failing with their rate at a maximum
+## (RAFTLOCK_VERIFY_MAX 45m, RAFTLOCK_BANK_MAX 30m per ledger; docs/VERIFICATION.md).
 verify: build
 	$(GO) test -tags verify -count=1 -timeout 60m -run TestCampaign -v ./test/verify/
 	$(GO) test -tags verify -count=1 -timeout 75m -run '^TestBankCampaign$$' -v ./test/verify/
