@@ -36,14 +36,19 @@ type bankConfig struct {
 	PauseEvery  int
 	PauseFactor float64
 	// Round is how long each round's workers run; rounds go on until Target bank
-	// competitions have been counted, or Budget is spent (then the run falls short).
+	// competitions have been counted (the goal); a run that reaches Max first has failed, and
+	// bankResult.Goal says at what rate it ran and what to change (Knobs).
 	Round  time.Duration
 	Target int
-	Budget time.Duration
+	Max    time.Duration
+	Knobs  string
 	// Fenced false switches the ledger's fence check off (the negative control).
 	Fenced bool
 	// DSN is a PostgreSQL URL for the ledger; empty means SQLite.
 	DSN string
+	// Artifacts is where a round with an anomaly leaves its merged history and accounts;
+	// empty: $TMPDIR/raftlock-bank-<name>-<backend>-<seed>.
+	Artifacts string
 }
 
 // bankResult is what a bank run measured and found.
@@ -64,6 +69,9 @@ type bankResult struct {
 	Verdicts               map[string]*checker.Verdict
 	WorkerErrors           []string
 	LoadAvg                string
+	// Goal is why the run stopped short of its target (nil when it reached it, or a failed
+	// round stopped it).
+	Goal error
 }
 
 var bankCheckers = []string{"fencing", "tokens", "acknowledged", "timing"}
@@ -105,17 +113,16 @@ func runBank(t *testing.T, cfg bankConfig) *bankResult {
 	run := strconv.FormatInt(time.Now().UnixNano(), 36)
 	dir := t.TempDir()
 	start := time.Now()
-	for r := 0; res.Competitions < cfg.Target; r++ {
-		if cfg.Budget > 0 && time.Since(start) > cfg.Budget {
-			t.Logf("budget of %v spent after %d rounds", cfg.Budget, r)
-			break
-		}
+	g := goal{Name: "bank " + cfg.Name + " " + res.Backend, Target: cfg.Target, Max: cfg.Max, Knobs: cfg.Knobs}
+	if g.Knobs == "" {
+		g.Knobs = "RAFTLOCK_BANK_MAX"
+	}
+	p := drive(g, func() time.Duration { return time.Since(start) }, func() int { return res.Competitions }, func(r int) bool {
 		bankRound(t, cfg, res, r, run, dir, bin, cl.Endpoints(), led, clock, rng, pause)
 		res.Rounds++
-		if t.Failed() {
-			break
-		}
-	}
+		return !t.Failed()
+	})
+	res.Goal = p.Err
 	res.Elapsed = time.Since(start)
 	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
 		res.LoadAvg = strings.Join(strings.Fields(string(b))[:3], " ")
@@ -212,6 +219,9 @@ func bankRound(t *testing.T, cfg bankConfig, res *bankResult, r int, run, dir, b
 		res.Verdicts[v.Checker].Merge(v)
 		anomalies += v.Anomalies
 	}
+	if anomalies > 0 {
+		saveBankRound(t, cfg, res.Backend, r, ops, accts)
+	}
 	res.Fencing.Applied += fst.Applied
 	res.Fencing.RefusedStale += fst.RefusedStale
 	res.Fencing.StaleAccepted += fst.StaleAccepted
@@ -240,6 +250,30 @@ func bankRound(t *testing.T, cfg bankConfig, res *bankResult, r int, run, dir, b
 		fst.RefusedStale, fst.StaleAccepted, fst.DoubleJobs, time.Since(checkStart).Round(time.Millisecond), anomalies)
 }
 
+// saveBankRound keeps the merged history and the accounts of round r, which had an anomaly:
+// the workers' own files are in the test's temporary directory, removed when it ends.
+func saveBankRound(t *testing.T, cfg bankConfig, backend string, r int, ops []checker.Op, accts []checker.Account) {
+	dir := cfg.Artifacts
+	if dir == "" {
+		dir = filepath.Join(os.TempDir(), fmt.Sprintf("raftlock-bank-%s-%s-%d", cfg.Name, backend, cfg.Seed))
+	}
+	dir = filepath.Join(dir, fmt.Sprintf("round-%03d", r))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Logf("artifacts: %v", err)
+		return
+	}
+	for name, v := range map[string]any{"history.json": ops, "accounts.json": accts} {
+		b, err := json.MarshalIndent(v, "", " ")
+		if err == nil {
+			err = os.WriteFile(filepath.Join(dir, name), b, 0o644)
+		}
+		if err != nil {
+			t.Logf("artifacts: %v", err)
+		}
+	}
+	t.Logf("round %d: history and accounts of the round with an anomaly are in %s", r, dir)
+}
+
 // table renders a bank run's figures.
 func (res *bankResult) table(cfg bankConfig) string {
 	var b strings.Builder
@@ -253,7 +287,7 @@ func (res *bankResult) table(cfg bankConfig) string {
 	fmt.Fprintf(&b, "| lease TTL, SIGSTOP pause (ratio) | %dms, %v (%.1fx TTL; the brief's 10 s lock would pause %.0f s) |\n",
 		cfg.TTLMs, time.Duration(cfg.PauseFactor*float64(cfg.TTLMs))*time.Millisecond, cfg.PauseFactor, 10*cfg.PauseFactor)
 	fmt.Fprintf(&b, "| operations | %d |\n| holds (grants) | %d |\n", res.Ops, res.Grants)
-	fmt.Fprintf(&b, "| **bank lock competitions** | **%d** (%.0f/s) |\n", res.Competitions, float64(res.Competitions)/res.Elapsed.Seconds())
+	fmt.Fprintf(&b, "| **bank lock competitions** | **%d** (%.0f/s, %.0f per minute) |\n", res.Competitions, float64(res.Competitions)/res.Elapsed.Seconds(), perMinute(res.Competitions, res.Elapsed))
 	fmt.Fprintf(&b, "| SIGSTOP pauses (of holds) | %d (%.2f%%), recorded by the workers: %d |\n", res.SIGSTOPs, pct, res.Pauses)
 	fmt.Fprintf(&b, "| pauses longer than TTL | %d of %d (stopped %v to %v) |\n", res.StopsOverTTL, res.SIGSTOPs, res.MinStop.Round(time.Millisecond), res.MaxStop.Round(time.Millisecond))
 	fmt.Fprintf(&b, "| charges applied | %d |\n| stale writes refused | %d |\n", res.Fencing.Applied, res.Fencing.RefusedStale)
@@ -280,7 +314,9 @@ func checkBank(t *testing.T, cfg bankConfig, res *bankResult) {
 			t.Errorf("%s (replay with RAFTLOCK_VERIFY_SEED=%d)", v, cfg.Seed)
 		}
 	}
-	if res.Competitions < cfg.Target {
+	if res.Goal != nil {
+		t.Error(res.Goal)
+	} else if res.Competitions < cfg.Target {
 		t.Errorf("the bank workload made %d lock competitions, want at least %d", res.Competitions, cfg.Target)
 	}
 	if res.SIGSTOPs*100 < res.Grants {
@@ -305,7 +341,7 @@ func shortBankConfig(t *testing.T, name string) bankConfig {
 		Name: name, Seed: envSeed(t), Nodes: 3,
 		Workers: envInt(t, "RAFTLOCK_BANK_WORKERS", 24), Locks: envInt(t, "RAFTLOCK_BANK_LOCKS", 6),
 		TTLMs: 1000, WaitMs: 2000, PauseEvery: 40, PauseFactor: 1.5,
-		Round: 8 * time.Second, Target: envInt(t, "RAFTLOCK_BANK_TARGET", 2000), Budget: 100 * time.Second, Fenced: true,
+		Round: 8 * time.Second, Target: envInt(t, "RAFTLOCK_BANK_TARGET", 2000), Max: envDuration(t, "RAFTLOCK_BANK_MAX", 100*time.Second), Fenced: true,
 	}
 }
 
@@ -347,6 +383,7 @@ func TestBankNegativeControlFencingOff(t *testing.T) {
 	negative := func(t *testing.T, dsn string) {
 		cfg := shortBankConfig(t, "nofence")
 		cfg.Fenced, cfg.DSN = false, dsn
+		cfg.Artifacts = t.TempDir() // this run fails on purpose; keep nothing
 		cfg.PauseEvery, cfg.Round, cfg.Target = 10, 6*time.Second, 1
 		res := runBank(t, cfg)
 		t.Logf("\n%s", res.table(cfg))

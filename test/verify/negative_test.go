@@ -11,7 +11,7 @@ import (
 // negativeConfig is a small campaign for the negative controls: the checkers must fail it.
 func negativeConfig(t *testing.T, name string) campaignConfig {
 	return campaignConfig{
-		Name: name, Seed: envSeed(t), Nodes: 3, Rounds: 3, Budget: 40 * time.Second,
+		Name: name, Seed: envSeed(t), Nodes: 3, Rounds: 3, Max: 40 * time.Second,
 		Kinds:   []nemesis.Kind{nemesis.Calm},
 		MinHold: 3 * time.Second, MaxHold: 4 * time.Second,
 		Warmup: 500 * time.Millisecond, After: 500 * time.Millisecond,

@@ -26,11 +26,13 @@ type campaignConfig struct {
 	Name  string
 	Seed  int64
 	Nodes int
-	// Rounds is the most rounds to run; Budget stops starting new rounds once spent;
-	// Target stops once that many competitions have been counted (0: no target).
+	// The stop rule (goal): rounds go on until Target competitions have been counted (0: run
+	// all Rounds rounds); a run that reaches its Rounds or Max first has failed and says so
+	// in campaignResult.Goal. Knobs names what to change then (for the message).
 	Rounds int
-	Budget time.Duration
+	Max    time.Duration
 	Target int
+	Knobs  string
 	Kinds  []nemesis.Kind
 	// Fault hold times.
 	MinHold, MaxHold, SnapshotHold time.Duration
@@ -62,6 +64,7 @@ type campaignConfig struct {
 
 // campaignResult is what a campaign measured and found.
 type campaignResult struct {
+	Name         string // the campaign's name: "three", "five", "short"
 	Seed         int64
 	Rounds       int
 	Asked        []nemesis.Kind // the fault kinds the campaign was configured with
@@ -83,7 +86,13 @@ type campaignResult struct {
 	Net           nemesis.NetStats
 	Snapshots     int
 	Artifacts     string
+	// Goal is why the campaign stopped short of its target (or its rounds): its rate and
+	// what to change. nil when the goal was met or an anomaly stopped it (StopOnAnomaly).
+	Goal error
 }
+
+// PerMinute is the campaign's rate in lock competitions per minute of its rounds.
+func (res *campaignResult) PerMinute() float64 { return perMinute(res.Competitions, res.Elapsed) }
 
 var checkerOrder = []string{"linearizable", "fencing", "tokens", "acknowledged", "timing", "liveness", "shared-locks", "semaphores", "elections"}
 
@@ -140,7 +149,7 @@ func runCampaign(t *testing.T, cfg campaignConfig) *campaignResult {
 	}
 	t.Logf("campaign %s: seed %d (replay: RAFTLOCK_VERIFY_SEED=%d), %d nodes, faults %v", cfg.Name, cfg.Seed, cfg.Seed, cfg.Nodes, cfg.Kinds)
 	c := &campaign{t: t, cfg: cfg, clock: workload.NewClock(), res: &campaignResult{
-		Seed: cfg.Seed, Asked: cfg.Kinds, Faults: map[nemesis.Kind]int{}, Verdicts: map[string]*checker.Verdict{}, Artifacts: cfg.Artifacts,
+		Name: cfg.Name, Seed: cfg.Seed, Asked: cfg.Kinds, Faults: map[nemesis.Kind]int{}, Verdicts: map[string]*checker.Verdict{}, Artifacts: cfg.Artifacts,
 		Prims:         map[string]*primStats{"rw": {}, "sem": {}, "elect": {}},
 		LivenessBound: time.Duration(cfg.BankTTLMs)*time.Millisecond + 2*cfg.ElectionTimeout + cfg.LivenessSlack,
 	}}
@@ -178,20 +187,16 @@ func runCampaign(t *testing.T, cfg campaignConfig) *campaignResult {
 	}
 	plan := nemesis.Plan(cfg.Seed, cfg.Rounds, cfg.Kinds, cfg.MinHold, cfg.MaxHold, cfg.SnapshotHold)
 	start := time.Now()
-	for r, f := range plan {
-		if cfg.Budget > 0 && time.Since(start) > cfg.Budget {
-			t.Logf("budget of %v spent after %d rounds", cfg.Budget, r)
-			break
-		}
-		if cfg.Target > 0 && c.res.Competitions >= cfg.Target {
-			break
-		}
-		anomalies := c.round(r, f)
-		c.res.Rounds++
-		if anomalies > 0 && cfg.StopOnAnomaly {
-			break
-		}
+	g := goal{Name: "campaign " + cfg.Name, Target: cfg.Target, Rounds: len(plan), Max: cfg.Max, Knobs: cfg.Knobs}
+	if g.Knobs == "" {
+		g.Knobs = "the campaign's Max"
 	}
+	p := drive(g, func() time.Duration { return time.Since(start) }, func() int { return c.res.Competitions }, func(r int) bool {
+		anomalies := c.round(r, plan[r])
+		c.res.Rounds++
+		return anomalies == 0 || !cfg.StopOnAnomaly
+	})
+	c.res.Goal = p.Err
 	c.res.Elapsed = time.Since(start)
 	c.res.Net = c.net.Stats()
 	for i := 0; i < cfg.Nodes; i++ {
@@ -477,7 +482,7 @@ func stats(ops []checker.Op) roundStats {
 // table renders the campaign's figures.
 func (res *campaignResult) table() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "seed %d: %d rounds in %v\n", res.Seed, res.Rounds, res.Elapsed.Round(time.Second))
+	fmt.Fprintf(&b, "seed %d: %d rounds in %v, %d lock competitions (%.0f per minute)\n", res.Seed, res.Rounds, res.Elapsed.Round(time.Second), res.Competitions, res.PerMinute())
 	fmt.Fprintf(&b, "| fault | injected |\n|---|---|\n")
 	for _, k := range nemesis.AllKinds() {
 		if n := res.Faults[k]; n > 0 || asked(res.Asked, k) {

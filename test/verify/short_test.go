@@ -25,7 +25,7 @@ func shortConfig(t *testing.T) campaignConfig {
 		}
 	}
 	return campaignConfig{
-		Name: "short", Seed: envSeed(t), Nodes: envInt(t, "RAFTLOCK_VERIFY_NODES", 3), Rounds: len(kinds), Budget: 100 * time.Second, Kinds: kinds,
+		Name: "short", Seed: envSeed(t), Nodes: envInt(t, "RAFTLOCK_VERIFY_NODES", 3), Rounds: len(kinds), Max: 100 * time.Second, Kinds: kinds,
 		MinHold: 1500 * time.Millisecond, MaxHold: 2500 * time.Millisecond, SnapshotHold: 25 * time.Second,
 		Warmup: time.Second, After: 500 * time.Millisecond,
 		LinWorkers: 4, LinLocks: 2, BankWorkers: 4, BankLocks: 2,
@@ -50,6 +50,9 @@ func TestShortCampaign(t *testing.T) {
 	}
 	if res.Grants == 0 || res.Competitions == 0 || res.Pauses == 0 {
 		t.Errorf("the workload did too little: %d grants, %d competitions, %d pauses", res.Grants, res.Competitions, res.Pauses)
+	}
+	if res.Goal != nil {
+		t.Error(res.Goal)
 	}
 	checkPrims(t, res)
 	checkFaults(t, res)
