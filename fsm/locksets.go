@@ -138,7 +138,7 @@ func (s *state) lockSetAcquire(index uint64, c *Command, r *Result) {
 			waitingSet.waiters[i].deadline = deadline
 			s.waitExp.Set(waitKey(name, l.id), deadline)
 		}
-		r.Status = StatusQueued
+		r.Status, r.Tokens = StatusQueued, s.setTokens(c.Names, l.id)
 	default:
 		set := &lockSet{lease: l.id, names: need, shared: c.Shared, maxHold: c.MaxHold, delay: c.LockDelay}
 		for _, name := range need {
@@ -154,7 +154,8 @@ func (s *state) lockSetAcquire(index uint64, c *Command, r *Result) {
 			lk.modify = index
 			s.notify(Event{Kind: EventLockChanged, Name: name, Index: index})
 		}
-		r.Status = StatusQueued
+		// The tokens of the locks the lease holds already; 0 for those it waits for.
+		r.Status, r.Tokens = StatusQueued, s.setTokens(c.Names, l.id)
 	}
 }
 
