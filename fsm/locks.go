@@ -381,6 +381,9 @@ type LockView struct {
 	// latest (0: no maximum hold).
 	DelayedUntil int64
 	MaxHoldUntil int64
+	// DelayRemaining and MaxHoldRemaining are the same as durations from the cluster time
+	// of the read, in ms (0: none).
+	DelayRemaining, MaxHoldRemaining int64
 }
 
 func (s *state) view(name string) LockView {
@@ -397,6 +400,12 @@ func (s *state) view(name string) LockView {
 	default:
 		v.Holders = []Holding{{Lease: lk.holder, Token: lk.token, Owner: lk.owner}}
 		v.MaxHoldUntil, _ = s.holdExp.Deadline(waitKey(name, lk.holder))
+	}
+	if v.DelayedUntil > 0 {
+		v.DelayRemaining = max(v.DelayedUntil-s.time, 1)
+	}
+	if v.MaxHoldUntil > 0 {
+		v.MaxHoldRemaining = max(v.MaxHoldUntil-s.time, 1)
 	}
 	for w := lk.queue.head; w != nil; w = w.next {
 		v.Waiters = append(v.Waiters, w.lease)
