@@ -155,17 +155,30 @@ func (c *Client) ReleaseSet(ctx context.Context, leaseID string, locks []api.Loc
 
 // LockSet is several exclusive locks held together by one lease, taken in one commit:
 // two workers taking {a, b} in different orders cannot deadlock, and a crash midway
-// leaves nothing taken. Each lock has its own fencing token.
+// leaves nothing taken. Each lock has its own fencing token. It is safe for concurrent
+// use; its calls are serialized.
 type LockSet struct {
-	c      *Client
-	names  []string
-	o      holdOptions
-	lease  *Lease
-	grant  api.LockSetGrant
-	end    chan struct{}
-	stop   func()
-	mu     sync.Mutex
-	closed bool
+	c     *Client
+	names []string
+	o     holdOptions
+	given *Lease // nil: Client.LockSet's own lease, revoked by Unlock
+
+	mu    sync.Mutex
+	lease *Lease
+	grant api.LockSetGrant
+	held  bool
+	end   chan struct{}
+	stop  func()
+}
+
+// NewLockSet returns a LockSet of the locks names held with lease (WithOwner,
+// WithMaxHold, WithLockDelay and WithWaitChunk apply).
+func NewLockSet(lease *Lease, names []string, opts ...MutexOption) *LockSet {
+	s := &LockSet{c: lease.c, names: slices.Clone(names), given: lease, o: holdOptions{chunk: DefaultWaitChunk, ttl: DefaultMutexTTL}}
+	for _, o := range opts {
+		o(&s.o)
+	}
+	return s
 }
 
 // LockSet takes every lock of names at once with a lease of its own (WithLeaseTTL, kept
@@ -182,42 +195,77 @@ func (c *Client) LockSet(ctx context.Context, names []string, opts ...MutexOptio
 	if err != nil {
 		return nil, err
 	}
+	if err := s.take(ctx, lease, true); err != nil {
+		cctx, cancel := c.cleanupContext(ctx)
+		_ = lease.Close(cctx)
+		cancel()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Lock takes every lock of the set, waiting as ctx allows (see Client.LockSet).
+func (s *LockSet) Lock(ctx context.Context) error { return s.take(ctx, s.given, true) }
+
+// TryLock takes every lock of the set if all are free, and fails with ErrLockHeld (none
+// taken) otherwise.
+func (s *LockSet) TryLock(ctx context.Context) error { return s.take(ctx, s.given, false) }
+
+func (s *LockSet) take(ctx context.Context, lease *Lease, wait bool) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.held && lease.lost() == nil {
+		return nil
+	}
 	for {
-		w := s.o.chunk
-		if dl, ok := ctx.Deadline(); ok {
-			w = min(w, max(time.Until(dl), time.Millisecond))
+		if err := lease.lost(); err != nil {
+			return wrap(ErrLeaseLost, err, "lockset: the lease is lost")
+		}
+		var w time.Duration
+		if wait {
+			w = s.o.chunk
+			if dl, ok := ctx.Deadline(); ok {
+				w = min(w, max(time.Until(dl), time.Millisecond))
+			}
 		}
 		rctx, cancel := context.WithCancel(ctx)
 		stop := context.AfterFunc(lease.ctx, cancel)
-		g, err := c.AcquireSet(rctx, s.names, AcquireOptions{LeaseID: lease.ID(), Wait: w, Owner: s.o.owner, MaxHold: s.o.maxHold, LockDelay: s.o.lockDelay})
+		sent := time.Now()
+		g, err := s.c.AcquireSet(rctx, s.names, AcquireOptions{LeaseID: lease.ID(), Wait: w, Owner: s.o.owner, MaxHold: s.o.maxHold, LockDelay: s.o.lockDelay})
 		stop()
 		cancel()
 		if err == nil {
-			s.lease, s.grant = lease, g
+			s.lease, s.grant, s.held = lease, g, true
 			if s.o.maxHold > 0 {
-				s.end, s.stop = endChannel(lease, s.o.maxHold)
+				from := sent
+				if wait {
+					from = time.Now()
+				}
+				s.end, s.stop = endChannel(lease, time.Until(from.Add(s.o.maxHold)))
 			}
-			return s, nil
+			return nil
 		}
-		if errors.Is(err, ErrWaitTimeout) && ctx.Err() == nil {
+		if lerr := lease.lost(); lerr != nil {
+			return wrap(ErrLeaseLost, lerr, "lockset: the lease was lost while waiting")
+		}
+		if wait && errors.Is(err, ErrWaitTimeout) && ctx.Err() == nil {
 			continue
 		}
-		cctx, ccancel := c.cleanupContext(ctx)
-		_ = lease.Close(cctx)
-		ccancel()
-		if lerr := lease.lost(); lerr != nil && !errors.Is(err, ErrDeadlock) {
-			return nil, wrap(ErrLeaseLost, lerr, "lockset: the lease was lost while waiting")
-		}
-		return nil, err
+		return err
 	}
 }
 
-// Tokens returns every lock of the set with its fencing token, in name order.
-func (s *LockSet) Tokens() []api.LockToken { return slices.Clone(s.grant.Locks) }
+// Tokens returns every lock of the set with its fencing token, in name order (nil when
+// the set is not held).
+func (s *LockSet) Tokens() []api.LockToken {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.grant.Locks)
+}
 
-// Token returns the fencing token of lock name in the set (0 when it is not in it).
+// Token returns the fencing token of lock name in the set (0 when not held).
 func (s *LockSet) Token(name string) uint64 {
-	for _, lt := range s.grant.Locks {
+	for _, lt := range s.Tokens() {
 		if lt.Name == name {
 			return lt.Token
 		}
@@ -226,33 +274,48 @@ func (s *LockSet) Token(name string) uint64 {
 }
 
 // Lease returns the set's lease.
-func (s *LockSet) Lease() *Lease { return s.lease }
+func (s *LockSet) Lease() *Lease {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.lease == nil {
+		return s.given
+	}
+	return s.lease
+}
 
 // Lost returns a channel closed when the set is lost: its lease was lost, or the maximum
-// hold (WithMaxHold) ended its grants.
+// hold (WithMaxHold) ended its grants. It is closed already when the set is not held.
 func (s *LockSet) Lost() <-chan struct{} {
-	if s.end != nil {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case !s.held:
+		return closedChan
+	case s.end != nil:
 		return s.end
 	}
 	return s.lease.Done()
 }
 
-// Unlock releases every lock of the set in one commit and revokes its lease.
+// Unlock releases every lock of the set in one commit; a set made by Client.LockSet then
+// revokes its lease. ErrNotLocked when the set is not held.
 func (s *LockSet) Unlock(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closed {
+	if !s.held {
 		return wrap(ErrNotLocked, nil, "unlock lockset")
 	}
 	err := s.c.ReleaseSet(ctx, s.lease.ID(), s.grant.Locks)
-	if cerr := s.lease.Close(ctx); cerr == nil {
-		err = nil // the revoke releases whatever the release did not
-	} else if err == nil {
-		err = cerr
+	if s.given == nil {
+		if cerr := s.lease.Close(ctx); cerr == nil {
+			err = nil // the revoke releases whatever the release did not
+		} else if err == nil {
+			err = cerr
+		}
 	}
 	if s.stop != nil {
 		s.stop()
 	}
-	s.closed = true
+	s.held, s.grant, s.end, s.stop = false, api.LockSetGrant{}, nil, nil
 	return err
 }
