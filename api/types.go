@@ -115,7 +115,9 @@ type LockStatus struct {
 	ModifyIndex uint64 `json:"modify_index"`
 	// LockDelayRemainingMs is how long, in cluster time, a lock delay still keeps the lock
 	// from every waiter (omitted when none runs); MaxHoldRemainingMs how long the exclusive
-	// grant may still last (omitted without a maximum hold). Protocol version 3.
+	// grant may still last (omitted without a maximum hold). Protocol version 3. Both count
+	// from the cluster time of the last applied entry, which lags real time by up to the
+	// leader's tick interval (1 s): they may overstate what remains by that much.
 	LockDelayRemainingMs int64 `json:"lock_delay_remaining_ms,omitempty"`
 	MaxHoldRemainingMs   int64 `json:"max_hold_remaining_ms,omitempty"`
 }

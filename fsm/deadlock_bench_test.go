@@ -74,3 +74,56 @@ func BenchmarkAcquireWait10kWaiters(b *testing.B) {
 		f.ApplyCommand(index, &Command{Type: TypeDequeue, Now: 1, Lease: req.id, Name: "hot"})
 	}
 }
+
+// benchSets applies, per iteration, a grant and a release of the locks names by one
+// lease: as one lockset (set) or as one acquire and release per lock.
+func benchSets(b *testing.B, n int, set bool) {
+	f := atVersion3(b)
+	index := uint64(1)
+	id := LeaseID{1}
+	index++
+	f.ApplyCommand(index, &Command{Type: TypeCreateLease, Now: 1, Lease: id, TTL: 3_600_000})
+	names := make([]string, n)
+	for i := range names {
+		names[i] = "jobs/" + string(rune('a'+i))
+	}
+	b.ResetTimer()
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		if set {
+			index++
+			r := f.ApplyCommand(index, &Command{Type: TypeLockSet, Now: 1, Lease: id, Names: names})
+			if r.Status != StatusOK {
+				b.Fatal(r.Status)
+			}
+			index++
+			if r := f.ApplyCommand(index, &Command{Type: TypeLockSetRelease, Now: 1, Lease: id, Names: names, Tokens: r.Tokens}); r.Status != StatusOK {
+				b.Fatal(r.Status)
+			}
+			continue
+		}
+		for _, name := range names {
+			index++
+			r := f.ApplyCommand(index, &Command{Type: TypeAcquire, Now: 1, Lease: id, Name: name})
+			if r.Status != StatusOK {
+				b.Fatal(r.Status)
+			}
+			index++
+			if r := f.ApplyCommand(index, &Command{Type: TypeRelease, Now: 1, Lease: id, Name: name, Token: r.Token}); r.Status != StatusOK {
+				b.Fatal(r.Status)
+			}
+		}
+	}
+}
+
+// BenchmarkLockSet3 is a lockset of three locks granted and released (two entries).
+func BenchmarkLockSet3(b *testing.B) { benchSets(b, 3, true) }
+
+// BenchmarkSingles3 is the same three locks acquired and released one by one (six entries).
+func BenchmarkSingles3(b *testing.B) { benchSets(b, 3, false) }
+
+// BenchmarkLockSet1 is a lockset of one lock, beside BenchmarkSingles1.
+func BenchmarkLockSet1(b *testing.B) { benchSets(b, 1, true) }
+
+// BenchmarkSingles1 is one lock acquired and released.
+func BenchmarkSingles1(b *testing.B) { benchSets(b, 1, false) }
