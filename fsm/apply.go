@@ -136,6 +136,7 @@ var commands = [...]command{
 	TypeAcquireEx:      {name: "acquire_ex", since: 3, apply: (*state).acquire, exact: true},
 	TypeLockSet:        {name: "lockset", since: 3, apply: (*state).lockSetAcquire, exact: true},
 	TypeLockSetRelease: {name: "lockset_release", since: 3, apply: (*state).lockSetRelease, exact: true},
+	TypeSemAcquireEx:   {name: "sem_acquire_ex", since: 3, apply: (*state).semAcquire, exact: true},
 }
 
 // commandOf returns the registry row of type t (without its flag); the zero row, with no

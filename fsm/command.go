@@ -76,6 +76,9 @@ const (
 	TypeLockSet Type = 26
 	// TypeLockSetRelease releases every lock of Names, each with its token of Tokens.
 	TypeLockSetRelease Type = 27
+	// TypeSemAcquireEx asks for a semaphore permit with a maximum hold (MaxHold); its body
+	// is TypeSemAcquire's followed by MaxHold.
+	TypeSemAcquireEx Type = 28
 
 	// FlagSkippable, set in the type byte, lets a node that does not know the type skip
 	// the command (it still advances time) instead of refusing it.
@@ -219,6 +222,10 @@ func (c *Command) Encode(buf []byte) []byte {
 	case TypeAcquireEx:
 		buf = c.appendAcquire(buf)
 		buf = c.appendOptions(buf)
+	case TypeSemAcquireEx:
+		buf = c.appendAcquire(buf)
+		buf = binary.AppendUvarint(buf, c.Limit)
+		buf = binary.AppendUvarint(buf, uint64(c.MaxHold))
 	case TypeLockSet:
 		buf = c.appendAcquire(buf)
 		buf = appendStrings(buf, c.Names)
@@ -315,6 +322,10 @@ func decodeCommand(b []byte, max uint64) (Command, error) {
 	case TypeAcquireEx:
 		c.decodeAcquire(&d)
 		c.decodeOptions(&d)
+	case TypeSemAcquireEx:
+		c.decodeAcquire(&d)
+		c.Limit = d.uvarint()
+		c.MaxHold = d.int64()
 	case TypeLockSet:
 		c.decodeAcquire(&d)
 		c.Names = d.strings()

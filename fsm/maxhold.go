@@ -21,6 +21,8 @@ import (
 // v3State is the replicated state of maximum holds and lock delays.
 type v3State struct {
 	holdExp  leases.Table // grants with a maximum hold, keyed by waitKey(name, lease)
+	// semHoldExp are the semaphore permits with a maximum hold, keyed the same way.
+	semHoldExp leases.Table
 	delayExp leases.Table // locks in a lock delay, keyed by name
 	// noCycleCheck turns deadlock detection off. Only the reference of TestDeadlock_Model
 	// sets it, on a copy of a state, to see what a refused request would have led to.
@@ -106,5 +108,26 @@ func (s *state) expireDelays(index uint64) {
 		s.record(name, HistoryEvent{Kind: HistoryLockDelayEnded})
 		s.admit = append(s.admit, name)
 		s.notify(Event{Kind: EventLockChanged, Name: name, Index: index})
+	}
+}
+
+// startSemHold records the maximum hold of lease id's new permit of semaphore name.
+func (s *state) startSemHold(name string, id LeaseID, maxHold int64) {
+	if maxHold > 0 {
+		s.semHoldExp.Set(waitKey(name, id), satAdd(s.stamp, maxHold))
+	}
+}
+
+// expireSemHolds ends every semaphore permit whose maximum hold has passed at the current
+// time, in (deadline, name, lease) order, handing each permit to the head waiter.
+func (s *state) expireSemHolds(index uint64) {
+	if s.semHoldExp.Len() == 0 || mutant.Is("max-hold-ignored") {
+		return
+	}
+	for _, k := range s.semHoldExp.PopExpired(s.time) {
+		name, id := splitWaitKey(k)
+		if sm := s.sems[name]; sm != nil && sm.permits.get(id) != nil {
+			s.dropPermit(index, name, sm, id)
+		}
 	}
 }

@@ -56,6 +56,7 @@ func (s *state) advance(index uint64, now int64) {
 	s.expireWaits(index, &s.elecWaitExp, (*state).leaveCampaign)
 	s.expireLeases(index)
 	s.expireHolds(index)
+	s.expireSemHolds(index)
 	s.expireDelays(index)
 	s.settle(index)
 }
@@ -121,7 +122,7 @@ func (f *FSM) NextDeadline() (int64, bool) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	next, ok := int64(0), false
-	for _, t := range []*leases.Table{&f.s.leaseExp, &f.s.waitExp, &f.s.semWaitExp, &f.s.elecWaitExp, &f.s.holdExp, &f.s.delayExp} {
+	for _, t := range []*leases.Table{&f.s.leaseExp, &f.s.waitExp, &f.s.semWaitExp, &f.s.elecWaitExp, &f.s.holdExp, &f.s.delayExp, &f.s.semHoldExp} {
 		if _, d, has := t.Next(); has && (!ok || d < next) {
 			next, ok = d, true
 		}

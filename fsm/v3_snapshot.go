@@ -16,6 +16,9 @@ import (
 //	                mode byte, maximum hold, lock delay, names
 //	wait options:   count, then per lock in name order, per single wait in queue order
 //	                with options: name, position in the queue, maximum hold, lock delay
+//	semaphore holds: as maximum holds, for semaphore permits
+//	semaphore waits: count, then per semaphore in name order, per wait in queue order with
+//	                a maximum hold: name, position, maximum hold
 
 // appendV3 appends the version 3 part (version 3 only).
 func (s *state) appendV3(buf []byte) []byte {
@@ -83,6 +86,31 @@ func (s *state) appendV3(buf []byte) []byte {
 		buf = binary.AppendUvarint(buf, o.pos)
 		buf = binary.AppendUvarint(buf, uint64(o.hold))
 		buf = binary.AppendUvarint(buf, uint64(o.dl))
+	}
+
+	buf = binary.AppendUvarint(buf, uint64(s.semHoldExp.Len()))
+	s.semHoldExp.Ascend(func(key string, deadline int64) bool {
+		name, id := splitWaitKey(key)
+		buf = appendString(buf, name)
+		buf = append(buf, id[:]...)
+		buf = binary.AppendUvarint(buf, uint64(deadline))
+		return true
+	})
+	wopts = wopts[:0]
+	for _, n := range sortedNames(s.sems) {
+		pos := uint64(0)
+		for w := s.sems[n].queue.head; w != nil; w = w.next {
+			if w.maxHold != 0 {
+				wopts = append(wopts, waitOpt{n, pos, w.maxHold, 0})
+			}
+			pos++
+		}
+	}
+	buf = binary.AppendUvarint(buf, uint64(len(wopts)))
+	for _, o := range wopts {
+		buf = appendString(buf, o.name)
+		buf = binary.AppendUvarint(buf, o.pos)
+		buf = binary.AppendUvarint(buf, uint64(o.hold))
 	}
 	return buf
 }
@@ -169,6 +197,34 @@ func (s *state) decodeV3(d *decoder) error {
 			return badSnapshot("wait options of lock %q: bad position %d", name, pos)
 		}
 		w.maxHold, w.lockDelay = hold, delay
+	}
+	for i, n := 0, d.count(1); i < n && d.err == nil; i++ {
+		name, id, deadline := d.string(), d.leaseID(), d.int64()
+		if d.err != nil {
+			break
+		}
+		if sm := s.sems[name]; sm == nil || sm.permits.get(id) == nil {
+			return badSnapshot("maximum hold of semaphore %q: not a permit holder", name)
+		}
+		s.semHoldExp.Set(waitKey(name, id), deadline)
+	}
+	for i, n := 0, d.count(1); i < n && d.err == nil; i++ {
+		name, pos, hold := d.string(), d.uvarint(), d.int64()
+		sm := s.sems[name]
+		if d.err != nil {
+			break
+		}
+		if sm == nil {
+			return badSnapshot("wait options of semaphore %q: no such semaphore", name)
+		}
+		w := sm.queue.head
+		for j := uint64(0); j < pos && w != nil; j++ {
+			w = w.next
+		}
+		if w == nil || hold == 0 {
+			return badSnapshot("wait options of semaphore %q: bad position %d", name, pos)
+		}
+		w.maxHold = hold
 	}
 	for name, lk := range s.locks {
 		if lk.v3.vacant && lk.v3.delayUntil == 0 && (lk.queue.head == nil || lk.queue.head.set == nil) {

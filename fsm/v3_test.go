@@ -176,3 +176,28 @@ func TestLockDelay_AfterExpiryNotAfterRelease(t *testing.T) {
 	g := mustRestoreBytes(t, f)
 	_ = g
 }
+
+func TestMaxHold_SemaphorePermit(t *testing.T) {
+	f := atVersion3(t)
+	index := uint64(1)
+	a, b, c := LeaseID{1}, LeaseID{2}, LeaseID{3}
+	r := v3apply(t, f, &index, Command{Type: TypeSemAcquireEx, Now: 1000, Lease: a, NewLease: true, TTL: 60_000, Name: "pool", Limit: 1, MaxHold: 1000}, StatusOK)
+	first := r.Token
+	v3apply(t, f, &index, Command{Type: TypeSemAcquireEx, Now: 1000, Lease: b, NewLease: true, TTL: 60_000, Name: "pool", Limit: 1, Wait: 30_000, MaxHold: 500}, StatusQueued)
+	v3apply(t, f, &index, Command{Type: TypeSemAcquire, Now: 1000, Lease: c, NewLease: true, TTL: 60_000, Name: "pool", Limit: 1, Wait: 30_000}, StatusQueued)
+	mustRestoreBytes(t, f) // the waiter's maximum hold is in the snapshot
+	v3apply(t, f, &index, Command{Type: TypeTick, Now: 1999}, StatusOK)
+	if p := f.Semaphore("pool").Permits; len(p) != 1 || p[0].Lease != a {
+		t.Fatalf("before the maximum hold: %+v", p)
+	}
+	v3apply(t, f, &index, Command{Type: TypeTick, Now: 2000}, StatusOK)
+	if p := f.Semaphore("pool").Permits; len(p) != 1 || p[0].Lease != b || p[0].Token <= first {
+		t.Fatalf("after a's maximum hold: %+v", p)
+	}
+	g := mustRestoreBytes(t, f)
+	g.ApplyCommand(index+1, &Command{Type: TypeTick, Now: 2500})
+	if p := g.Semaphore("pool").Permits; len(p) != 1 || p[0].Lease != c {
+		t.Fatalf("after b's maximum hold (restored): %+v", p)
+	}
+	v3apply(t, f, &index, Command{Type: TypeSemRelease, Now: 2000, Lease: a, Name: "pool", Token: first}, StatusNotHolder)
+}

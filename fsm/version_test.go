@@ -214,7 +214,7 @@ func TestType_Since(t *testing.T) {
 			want = 1
 		case ty >= TypeSetVersion && ty <= TypeElectionDequeue:
 			want = 2
-		case ty >= TypeAcquireEx && ty <= TypeLockSetRelease:
+		case ty >= TypeAcquireEx && ty <= TypeSemAcquireEx:
 			want = 3
 		}
 		if ty.Since() != want || (ty|FlagSkippable).Since() != want {

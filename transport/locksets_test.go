@@ -27,6 +27,7 @@ func TestAPI_LockSetsWaitForVersion3(t *testing.T) {
 		{http.MethodPost, "/v1/locksets", `{"names":["v3/a","v3/b"]}`},
 		{http.MethodPut, "/v1/locks/v3/a", `{"max_hold_ms":1500}`},
 		{http.MethodPut, "/v1/locks/v3/a", `{"lock_delay_ms":1500}`},
+		{http.MethodPut, "/v1/semaphores/v3/s", `{"limit":2,"max_hold_ms":1500}`},
 	} {
 		a := hc.Do(req.method, url+req.path, req.body)
 		code, _ := a.Body["error"].(map[string]any)["code"].(string)
@@ -47,6 +48,9 @@ func TestAPI_LockSetsWaitForVersion3(t *testing.T) {
 	c.WaitFor(30*time.Second, "protocol version 3", func() bool { return c.Nodes[0].FSM().Version() == 3 })
 	if a := hc.Do(http.MethodPost, url+"/v1/locksets", `{"names":["v3/b","v3/c"],"max_hold_ms":60000}`); a.Status != 200 {
 		t.Fatalf("lockset at version 3: %d %s", a.Status, a.Raw)
+	}
+	if a := hc.Do(http.MethodPut, url+"/v1/semaphores/v3/s", `{"limit":2,"max_hold_ms":60000}`); a.Status != 200 {
+		t.Fatalf("semaphore with a maximum hold at version 3: %d %s", a.Status, a.Raw)
 	}
 	if a := hc.Do(http.MethodPost, url+"/v1/locksets", `{"names":[]}`); a.Status != 400 {
 		t.Fatalf("empty lockset: %d %s", a.Status, a.Raw)
