@@ -340,9 +340,16 @@ func (s *state) grantShared(index uint64, name string, lk *lock) {
 // the lock is held shared (s.admit), in name order. It runs once the entry's removals are
 // done, so that nothing is granted to a lease that ends in the same entry.
 func (s *state) settle(index uint64) {
-	if len(s.admit) == 0 {
-		return
+	// Granting a lockset may put shared waiters at the head of more queues (tryGrantSet
+	// adds them to s.admit): settle until none is left, so that nothing of an entry is
+	// left for the next one (a node restored from a snapshot has no s.admit).
+	for len(s.admit) > 0 {
+		s.settleOnce(index)
 	}
+}
+
+// settleOnce admits the waiters of the locks in s.admit as settle describes.
+func (s *state) settleOnce(index uint64) {
 	names := s.admit
 	s.admit = nil
 	sort.Strings(names)

@@ -103,9 +103,16 @@ func (s *state) lockSetAcquire(index uint64, c *Command, r *Result) {
 			blocked = append(blocked, name)
 		}
 	}
-	if waitingSet != nil && len(waitingSet.names) != len(need) {
-		r.Status = StatusModeConflict // a set that waits for other locks than these
-		return
+	if waitingSet != nil {
+		// Asked again only when the set waits for exactly these locks.
+		same := len(waitingSet.names) == len(need)
+		for _, name := range need {
+			same = same && l.waiting[name] != nil && l.waiting[name].set == waitingSet
+		}
+		if !same {
+			r.Status = StatusModeConflict // a set that waits for other locks than these
+			return
+		}
 	}
 	if len(blocked) > 0 && c.Wait <= 0 {
 		r.Status, r.Held = StatusLockHeld, blocked
@@ -185,7 +192,9 @@ func (s *state) grantNow(index uint64, name string, l *lease, c *Command) {
 func (s *state) setTokens(names []string, id LeaseID) []uint64 {
 	out := make([]uint64, len(names))
 	for i, name := range names {
-		out[i], _, _ = s.locks[name].grantOf(id)
+		if lk := s.locks[name]; lk != nil {
+			out[i], _, _ = lk.grantOf(id)
+		}
 	}
 	return out
 }

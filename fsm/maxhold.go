@@ -20,10 +20,10 @@ import (
 
 // v3State is the replicated state of maximum holds and lock delays.
 type v3State struct {
-	holdExp  leases.Table // grants with a maximum hold, keyed by waitKey(name, lease)
+	holdExp leases.Table // grants with a maximum hold, keyed by waitKey(name, lease)
 	// semHoldExp are the semaphore permits with a maximum hold, keyed the same way.
 	semHoldExp leases.Table
-	delayExp leases.Table // locks in a lock delay, keyed by name
+	delayExp   leases.Table // locks in a lock delay, keyed by name
 	// noCycleCheck turns deadlock detection off. Only the reference of TestDeadlock_Model
 	// sets it, on a copy of a state, to see what a refused request would have led to.
 	noCycleCheck bool

@@ -190,6 +190,12 @@ func checkV3(t *testing.T, f *FSM, step int) {
 		} else if _, _, ok := lk.grantOf(lk.holder); !ok || !func() bool { _, h := s.leases[lk.holder].held[name]; return h }() {
 			t.Fatalf("step %d: lock %q: holder does not hold it", step, name)
 		}
+		if h := lk.queue.head; h != nil && h.shared && h.set == nil && lk.isShared() {
+			t.Fatalf("step %d: lock %q held shared with a shared single request at its head", step, name)
+		}
+		if len(s.admit) != 0 {
+			t.Fatalf("step %d: locks to admit left after the entry: %v", step, s.admit)
+		}
 		if lk.v3.delayUntil != 0 && lk.v3.delayUntil <= s.time {
 			t.Fatalf("step %d: lock %q: lock delay until %d still runs at %d", step, name, lk.v3.delayUntil, s.time)
 		}
@@ -273,7 +279,7 @@ func TestDeadlock_Model(t *testing.T) {
 						tick := Command{Type: TypeTick, Now: c.Now}
 						pre.apply(index, &tick)
 						if !bytes.Equal(pre.encode(), f.SnapshotBytes()) {
-							t.Fatalf("step %d: refused lockset (%s) changed more than time does", step, r.Status)
+							t.Fatalf("step %d: refused lockset (%s) changed more than time does\nexpected:\n%s\ngot:\n%s\nexpected holds %d delays %d, got %d %d", step, r.Status, dumpLocks(pre), dumpLocks(copyState(t, f)), pre.holdExp.Len(), pre.delayExp.Len(), copyState(t, f).holdExp.Len(), copyState(t, f).delayExp.Len())
 						}
 					}
 				}
