@@ -116,11 +116,13 @@ func TestBlackbox_LockSetsDeadlockMaxHoldLockDelay(t *testing.T) {
 	// max_hold_ms 1500 kept alive every 300 ms: a waiter is granted about 1.5 s after the
 	// grant, with a higher token.
 	holder := lease(0, 3000)
+	// Measured from before the grant was asked for: the grant's stamp is later, and cluster
+	// time runs no faster than this clock, so the waiter cannot come sooner than 1.5 s.
+	granted := time.Now()
 	g := do("PUT", url(0)+"/locks/mh", `{"lease_id":"`+holder+`","max_hold_ms":1500}`)
 	if g.Status != 200 {
 		t.Fatalf("max hold grant: %v", g)
 	}
-	granted := time.Now()
 	stop := make(chan struct{})
 	var kw sync.WaitGroup
 	kw.Add(1)
@@ -142,7 +144,7 @@ func TestBlackbox_LockSetsDeadlockMaxHoldLockDelay(t *testing.T) {
 	if w.Status != 200 || num(w, "token") <= num(g, "token") {
 		t.Fatalf("waiter after the maximum hold: %v (first token %d)", w, num(g, "token"))
 	}
-	if after < 1400*time.Millisecond {
+	if after < 1500*time.Millisecond-10*time.Millisecond { // 10 ms: the clocks' granularity
 		t.Fatalf("waiter granted %v after the grant, before the maximum hold", after)
 	}
 	t.Logf("max hold: waiter granted %v after the grant, token %d > %d", after, num(w, "token"), num(g, "token"))
@@ -151,18 +153,19 @@ func TestBlackbox_LockSetsDeadlockMaxHoldLockDelay(t *testing.T) {
 	}
 
 	// lock_delay_ms 2000 whose lease expires: no grant for 2 s after the expiry.
-	short := lease(0, 1000)
-	if a := do("PUT", url(0)+"/locks/ld", `{"lease_id":"`+short+`","lock_delay_ms":2000}`); a.Status != 200 {
+	// The lease is created with the grant (one entry), so it cannot expire before the grant
+	// under a slow machine; measured from before the request, as above.
+	start := time.Now()
+	if a := do("PUT", url(0)+"/locks/ld", `{"ttl_ms":1000,"lock_delay_ms":2000}`); a.Status != 200 {
 		t.Fatalf("lock delay grant: %v", a)
 	}
-	start := time.Now() // the lease expires at about start + 1 s
 	ld := do("PUT", url(1)+"/locks/ld", `{"ttl_ms":10000,"wait_ms":20000}`)
 	waited := time.Since(start)
 	if ld.Status != 200 {
 		t.Fatalf("waiter after the lock delay: %v", ld)
 	}
-	if waited < 2900*time.Millisecond {
-		t.Fatalf("granted %v after the holder's last keepalive: before expiry (1 s) + delay (2 s)", waited)
+	if waited < 3000*time.Millisecond-10*time.Millisecond {
+		t.Fatalf("granted %v after the grant was asked for: before its expiry (1 s) + the delay (2 s)", waited)
 	}
 	t.Logf("lock delay: waiter granted %v after the grant of a 1 s lease with a 2 s delay", waited)
 	hist := do("GET", url(2)+"/history/ld", "")
