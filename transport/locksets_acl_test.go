@@ -42,4 +42,3 @@ func TestACL_LockSetNeedsLockRightsOnEveryName(t *testing.T) {
 		t.Fatalf("releasing a set with a name outside the rights: %d %s", st, code)
 	}
 }
-
