@@ -340,3 +340,36 @@ func dumpLocks(s *state) string {
 	}
 	return b.String()
 }
+
+// newV3Gen returns the generator of TestDeadlock_Model with six leases and five locks.
+func newV3Gen(seed int64) *v3gen {
+	g := &v3gen{rng: rand.New(rand.NewSource(seed)), now: 1000, names: []string{"a", "b", "c", "d", "e"}}
+	for i := 0; i < 6; i++ {
+		g.leases = append(g.leases, LeaseID{byte(i + 1)})
+	}
+	return g
+}
+
+// v3Sample returns a version 3 state after n random steps (the fuzzers' seed).
+func v3Sample(t testing.TB, n int) *FSM {
+	f := atVersion3(t)
+	g := newV3Gen(3)
+	for i := 0; i < n; i++ {
+		c := g.next(f)
+		f.ApplyCommand(uint64(i+2), &c)
+	}
+	return f
+}
+
+// v3Seeds returns n random version 3 commands, semaphore ones included.
+func v3Seeds(t testing.TB, n int) []Command {
+	f := atVersion3(t)
+	g := newV3Gen(4)
+	out := []Command{{Type: TypeSemAcquireEx, Lease: LeaseID{1}, NewLease: true, TTL: 1000, Name: "s", Limit: 2, MaxHold: 500, Wait: 100}}
+	for i := 0; i < n; i++ {
+		c := g.next(f)
+		f.ApplyCommand(uint64(i+2), &c)
+		out = append(out, c)
+	}
+	return out
+}
