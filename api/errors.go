@@ -65,7 +65,8 @@ func Status(code string) int {
 	case CodeMethodNotAllowed:
 		return http.StatusMethodNotAllowed
 	case CodeLockHeld, CodeWaitTimeout, CodeNotHolder, CodeConflict,
-		CodeModeConflict, CodeSemaphoreFull, CodeLimitConflict, CodeElectionHeld:
+		CodeModeConflict, CodeSemaphoreFull, CodeLimitConflict, CodeElectionHeld,
+		CodeDeadlock, CodeVersionInactive:
 		return http.StatusConflict
 	case CodeUnauthenticated:
 		return http.StatusUnauthorized

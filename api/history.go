@@ -28,6 +28,9 @@ type HistoryEvent struct {
 	DeadlineMs int64 `json:"deadline_ms,omitempty"`
 	// RenewedMs is the expired lease's last renewal (creation or keepalive).
 	RenewedMs int64 `json:"renewed_ms,omitempty"`
+	// Detail describes a refused request's wait-for cycle (deadlock_refused), by lock names
+	// and lease fingerprints.
+	Detail string `json:"detail,omitempty"`
 }
 
 // History is the answer to GET /v1/history/{name}: the lock's newest events, oldest

@@ -43,6 +43,9 @@ type SemaphoreAcquireRequest struct {
 	// WaitMs is how long to wait in the semaphore's FIFO queue when no permit is free;
 	// zero answers at once with semaphore_full. At most MaxWaitMs.
 	WaitMs int64 `json:"wait_ms,omitempty"`
+	// MaxHoldMs ends the permit at most this long after it, even while the lease is kept
+	// alive (protocol version 3); 0 for none.
+	MaxHoldMs int64 `json:"max_hold_ms,omitempty"`
 	// Owner is a label shown in the semaphore's status.
 	Owner string `json:"owner,omitempty"`
 	// RequestID makes a request without LeaseID idempotent, as for locks.

@@ -48,6 +48,11 @@ type AcquireRequest struct {
 	// Mode is ModeExclusive (also what "" means) or ModeShared: any number of shared
 	// holders may hold the lock together, and no exclusive holder beside them.
 	Mode string `json:"mode,omitempty"`
+	// MaxHoldMs ends the grant at most this long after it, however long the lease is kept
+	// alive; LockDelayMs keeps the lock from everyone this long after the lease expired or
+	// was revoked without a release (exclusive only). 0 for none; protocol version 3.
+	MaxHoldMs   int64 `json:"max_hold_ms,omitempty"`
+	LockDelayMs int64 `json:"lock_delay_ms,omitempty"`
 }
 
 // Grant is the answer to a successful acquire.
@@ -108,6 +113,13 @@ type LockStatus struct {
 	// ModifyIndex is the log index of the last change to the lock; it never goes backwards.
 	// Pass it as wait_index to block until the next change.
 	ModifyIndex uint64 `json:"modify_index"`
+	// LockDelayRemainingMs is how long, in cluster time, a lock delay still keeps the lock
+	// from every waiter (omitted when none runs); MaxHoldRemainingMs how long the exclusive
+	// grant may still last (omitted without a maximum hold). Protocol version 3. Both count
+	// from the cluster time of the last applied entry, which lags real time by up to the
+	// leader's tick interval (1 s): they may overstate what remains by that much.
+	LockDelayRemainingMs int64 `json:"lock_delay_remaining_ms,omitempty"`
+	MaxHoldRemainingMs   int64 `json:"max_hold_remaining_ms,omitempty"`
 }
 
 // LockList is the answer to GET /v1/locks?prefix=P: the held or awaited locks whose names

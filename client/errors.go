@@ -105,6 +105,10 @@ func codeSentinel(code string) error {
 	switch code {
 	case api.CodeLockHeld:
 		return ErrLockHeld
+	case api.CodeDeadlock:
+		return ErrDeadlock
+	case api.CodeVersionInactive:
+		return ErrVersionInactive
 	case api.CodeWaitTimeout:
 		return ErrWaitTimeout
 	case api.CodeNotHolder:

@@ -30,6 +30,8 @@ type holdOptions struct {
 	chunk     time.Duration
 	ttl       time.Duration
 	leaseOpts []LeaseOption
+	// maxHold and lockDelay are WithMaxHold's and WithLockDelay's (lockset.go).
+	maxHold, lockDelay time.Duration
 }
 
 // WithOwner sets the label shown in the lock's (semaphore's, election's) status: a host
@@ -92,6 +94,10 @@ type hold struct {
 	token uint64
 	mode  string // the variant held: a lock's mode; "" for the other primitives
 	held  bool
+	// end is closed when the current hold's maximum hold ends it (or the lease is lost);
+	// nil without a maximum hold. stopEnd disarms it.
+	end     chan struct{}
+	stopEnd func()
 }
 
 // held is a primitive built on a hold: *Mutex, *RWMutex, *Semaphore or *Election.
@@ -167,7 +173,7 @@ func (h *hold) take(ctx context.Context, op, mode string, wait bool, acq acquire
 			// One round trip: the server creates the lease in the entry that grants, and
 			// creates nothing when it refuses. Retries carry the request ID acquireAt draws,
 			// so they cannot create a second lease.
-			g, res, err := acq(ctx, AcquireOptions{TTL: h.o.ttl, Owner: h.o.owner})
+			g, res, err := acq(ctx, AcquireOptions{TTL: h.o.ttl, Owner: h.o.owner, MaxHold: h.o.maxHold, LockDelay: h.o.lockDelay})
 			if err != nil {
 				return err
 			}
@@ -179,6 +185,7 @@ func (h *hold) take(ctx context.Context, op, mode string, wait bool, acq acquire
 				return err
 			}
 			h.setHeld(l, g.token, mode)
+			h.armMaxHold(l, res.sent) // granted at once: no earlier than this send
 			return nil
 		}
 		var err error
@@ -217,7 +224,7 @@ func (h *hold) takeWith(ctx context.Context, op, mode string, lease *Lease, wait
 		// The request ends when the lease is lost: the server then drops the wait.
 		rctx, cancel := context.WithCancel(ctx)
 		stop := context.AfterFunc(lease.ctx, cancel)
-		g, res, err := acq(rctx, AcquireOptions{LeaseID: lease.ID(), Wait: w, Owner: h.o.owner})
+		g, res, err := acq(rctx, AcquireOptions{LeaseID: lease.ID(), Wait: w, Owner: h.o.owner, MaxHold: h.o.maxHold, LockDelay: h.o.lockDelay})
 		stop()
 		cancel()
 		if err == nil {
@@ -227,6 +234,11 @@ func (h *hold) takeWith(ctx context.Context, op, mode string, lease *Lease, wait
 				return wrap(ErrLeaseLost, lease.Err(), "%s: the lease was lost as it was granted", op)
 			}
 			h.setHeld(lease, g.token, mode)
+			from := res.sent
+			if wait {
+				from = time.Now() // a waited grant came after the send, by up to the wait
+			}
+			h.armMaxHold(lease, from)
 			return nil
 		}
 		if lerr := lease.lost(); lerr != nil {
@@ -279,6 +291,7 @@ func (h *hold) giveBack(ctx context.Context, op string) error {
 	if gone {
 		h.mu.Lock()
 		h.held, h.token, h.lease, h.mode = false, 0, nil, ""
+		h.disarmMaxHold()
 		h.mu.Unlock()
 	}
 	return err
@@ -304,13 +317,17 @@ func (h *hold) Token() uint64 {
 var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
 // Lost returns a channel closed when the current hold is lost: the lease was lost or
-// closed, or its SafeUntil passed without an answered keepalive. When nothing is held,
+// closed, its SafeUntil passed without an answered keepalive, or the maximum hold
+// (WithMaxHold) ended the grant. When nothing is held,
 // the channel is already closed.
 func (h *hold) Lost() <-chan struct{} {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if !h.held {
 		return closedChan
+	}
+	if h.end != nil {
+		return h.end
 	}
 	return h.lease.Done()
 }

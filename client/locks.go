@@ -41,6 +41,12 @@ type AcquireOptions struct {
 	// at a time), api.ModeShared for a shared one (any number of shared holders, and no
 	// exclusive holder beside them). Ignored by the other primitives.
 	Mode string
+	// MaxHold ends the grant at most this long after it, even while the lease is kept
+	// alive; LockDelay keeps the lock from everyone this long after the lease expired or
+	// was revoked without a release (exclusive locks only). Zero: none. Both need a
+	// cluster at protocol version 3 (ErrVersionInactive otherwise); ignored by semaphores
+	// and elections.
+	MaxHold, LockDelay time.Duration
 }
 
 // Acquire takes lock name and returns the grant with its fencing token. Acquire is
@@ -110,7 +116,8 @@ func (c *Client) acquireAt(ctx context.Context, op, route, name string, opts Acq
 	return c.do(ctx, &request{
 		op: op, method: http.MethodPut, path: namePath(route, name),
 		body: func() any {
-			return body(api.AcquireRequest{LeaseID: opts.LeaseID, TTLMs: ms(opts.TTL), WaitMs: ms(remaining()), Owner: opts.Owner, RequestID: reqID})
+			return body(api.AcquireRequest{LeaseID: opts.LeaseID, TTLMs: ms(opts.TTL), WaitMs: ms(remaining()), Owner: opts.Owner, RequestID: reqID,
+				MaxHoldMs: ms(opts.MaxHold), LockDelayMs: ms(opts.LockDelay)})
 		},
 		waitFn:  remaining,
 		secrets: []string{opts.LeaseID, reqID},

@@ -60,7 +60,7 @@ func (s *Semaphore) acquire(ctx context.Context, wait bool) error {
 	return s.take(ctx, op, "", wait, func(ctx context.Context, opts AcquireOptions) (grant, result, error) {
 		var out api.SemaphoreGrant
 		res, err := s.c.acquireAt(ctx, op, semaphoresRoute, s.name, opts, func(r api.AcquireRequest) any {
-			return api.SemaphoreAcquireRequest{Limit: int64(s.limit), LeaseID: r.LeaseID, TTLMs: r.TTLMs, WaitMs: r.WaitMs, Owner: r.Owner, RequestID: r.RequestID}
+			return api.SemaphoreAcquireRequest{Limit: int64(s.limit), LeaseID: r.LeaseID, TTLMs: r.TTLMs, WaitMs: r.WaitMs, Owner: r.Owner, RequestID: r.RequestID, MaxHoldMs: r.MaxHoldMs}
 		}, &out)
 		return grant{token: out.Token, leaseID: out.LeaseID, ttlMs: out.TTLMs}, res, err
 	})

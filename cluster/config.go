@@ -76,6 +76,10 @@ type Config struct {
 	// means 125 ms, so at most 8 Renew entries a second however many leases there are.
 	// Longer windows cost keepalive latency and save log entries.
 	RenewWindow time.Duration
+	// MaxHoldCeiling caps the maximum hold (max_hold_ms) that a request asks for, on the
+	// leader that proposes it; zero means no ceiling. Requests without a maximum hold are
+	// left without one. Every node should be given the same value.
+	MaxHoldCeiling time.Duration
 	// ApplyTimeout bounds how long a proposal may wait to enter raft's queue; zero means 5 s.
 	ApplyTimeout time.Duration
 	// DutyTimeout is how long a leader keeps retrying a clock entry (a tick) that fails to

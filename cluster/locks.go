@@ -36,6 +36,10 @@ type AcquireRequest struct {
 	Owner     string
 	// Shared asks for the lock in shared mode (protocol version 2).
 	Shared bool
+	// MaxHold ends the grant at most this long after it, however long the lease lives,
+	// and LockDelay keeps the lock from everyone this long after the lease ended without
+	// a release (exclusive only); zero for none (protocol version 3, locksets.go).
+	MaxHold, LockDelay time.Duration
 }
 
 // Acquire takes a lock. If it is held and req.Wait > 0, the lease waits in the lock's FIFO
@@ -52,12 +56,27 @@ func (l *Locks) Acquire(ctx context.Context, req AcquireRequest) (Grant, error) 
 			return Grant{}, err
 		}
 	}
+	if req.MaxHold > 0 || req.LockDelay > 0 {
+		typ = fsm.TypeAcquireEx
+		if err := n.prop.versionReady(ctx, typ); err != nil {
+			return Grant{}, v3Inactive(err)
+		}
+	}
 	if mutant.Is("grant-without-commit") && !n.IsLeader() && !n.fsm.Lock(req.Name).Held {
 		return Grant{Name: req.Name, Lease: req.Lease, TTL: req.TTL, Token: n.fsm.AppliedIndex() + 1, Owner: req.Owner}, nil
 	}
 	c := &fsm.Command{Type: typ, Name: req.Name, Lease: req.Lease, NewLease: req.NewLease, TTL: ms(req.TTL), Wait: waitMs(req.Wait), Owner: req.Owner}
+	if typ == fsm.TypeAcquireEx {
+		c.Shared, c.MaxHold, c.LockDelay = req.Shared, ms(n.capHold(req.MaxHold)), ms(req.LockDelay)
+	}
 	w := &queuedWait{n: n, space: fsm.SpaceLock, ttl: req.TTL, wait: req.Wait, dequeue: fsm.TypeDequeue, release: l.Release}
-	propose := func(c *fsm.Command) (*fsm.Result, error) { return n.prop.propose(ctx, c) }
+	propose := func(c *fsm.Command) (*fsm.Result, error) {
+		r, err := n.prop.propose(ctx, c)
+		if err == nil && r.Status == fsm.StatusDeadlock {
+			return nil, v3Outcome(r)
+		}
+		return r, err
+	}
 	return acquire(ctx, w, c, propose, func(r *fsm.Result) Grant {
 		return Grant{Name: req.Name, Lease: req.Lease, TTL: dur(r.TTL), Token: r.Token, Owner: r.Owner, Shared: req.Shared}
 	})

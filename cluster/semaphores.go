@@ -24,6 +24,9 @@ type SemaphoreRequest struct {
 	TTL       time.Duration // for NewLease
 	Wait      time.Duration
 	Owner     string
+	// MaxHold ends the permit at most this long after it, however long the lease lives;
+	// zero for none (protocol version 3).
+	MaxHold time.Duration
 }
 
 // SemaphoreGrant is a permit held by a lease.
@@ -47,6 +50,12 @@ func (s *Semaphores) Acquire(ctx context.Context, req SemaphoreRequest) (Semapho
 		return SemaphoreGrant{}, err
 	}
 	c := &fsm.Command{Type: fsm.TypeSemAcquire, Name: req.Name, Limit: req.Limit, Lease: req.Lease, NewLease: req.NewLease, TTL: ms(req.TTL), Wait: waitMs(req.Wait), Owner: req.Owner}
+	if req.MaxHold > 0 {
+		if err := n.prop.versionReady(ctx, fsm.TypeSemAcquireEx); err != nil {
+			return SemaphoreGrant{}, v3Inactive(err)
+		}
+		c.Type, c.MaxHold = fsm.TypeSemAcquireEx, ms(n.capHold(req.MaxHold))
+	}
 	w := &queuedWait{n: n, space: fsm.SpaceSemaphore, ttl: req.TTL, wait: req.Wait, dequeue: fsm.TypeSemDequeue, release: s.Release}
 	return acquire(ctx, w, c, n.prop.apply, func(r *fsm.Result) SemaphoreGrant {
 		return SemaphoreGrant{Name: req.Name, Lease: req.Lease, TTL: dur(r.TTL), Token: r.Token, Owner: r.Owner, Limit: req.Limit}

@@ -132,6 +132,11 @@ var commands = [...]command{
 	TypeCampaign:        {name: "campaign", since: 2, apply: (*state).campaign, exact: true},
 	TypeResign:          {name: "resign", since: 2, apply: (*state).resign, exact: true},
 	TypeElectionDequeue: {name: "election_dequeue", since: 2, apply: (*state).electionDequeue, exact: true},
+
+	TypeAcquireEx:      {name: "acquire_ex", since: 3, apply: (*state).acquire, exact: true},
+	TypeLockSet:        {name: "lockset", since: 3, apply: (*state).lockSetAcquire, exact: true},
+	TypeLockSetRelease: {name: "lockset_release", since: 3, apply: (*state).lockSetRelease, exact: true},
+	TypeSemAcquireEx:   {name: "sem_acquire_ex", since: 3, apply: (*state).semAcquire, exact: true},
 }
 
 // commandOf returns the registry row of type t (without its flag); the zero row, with no

@@ -66,6 +66,20 @@ const (
 	// TypeElectionDequeue takes a candidate out of an election's queue.
 	TypeElectionDequeue Type = 24
 
+	// The lock commands of protocol version 3 (fsm/locksets.go, fsm/maxhold.go). None is
+	// skippable.
+
+	// TypeAcquireEx asks for a lock in either mode (Shared) with a maximum hold (MaxHold)
+	// and a lock delay (LockDelay); its body is TypeAcquire's followed by those three.
+	TypeAcquireEx Type = 25
+	// TypeLockSet asks for every lock of Names at once, in one mode.
+	TypeLockSet Type = 26
+	// TypeLockSetRelease releases every lock of Names, each with its token of Tokens.
+	TypeLockSetRelease Type = 27
+	// TypeSemAcquireEx asks for a semaphore permit with a maximum hold (MaxHold); its body
+	// is TypeSemAcquire's followed by MaxHold.
+	TypeSemAcquireEx Type = 28
+
 	// FlagSkippable, set in the type byte, lets a node that does not know the type skip
 	// the command (it still advances time) instead of refusing it.
 	FlagSkippable Type = 0x80
@@ -144,6 +158,16 @@ type Command struct {
 	Limits Limits
 	// ACL holds the fields of the ACL commands.
 	ACL ACLCommand
+	// Names are a lockset's locks, sorted without duplicates (LockSet, LockSetRelease),
+	// and Tokens the grants a LockSetRelease releases, one per name.
+	Names  []string
+	Tokens []uint64
+	// Shared asks for shared mode (AcquireEx, LockSet).
+	Shared bool
+	// MaxHold is the longest the grant may last, in ms, however long its lease lives, and
+	// LockDelay how long the lock stays unavailable after its lease ended without a
+	// release, in ms; 0 for none (AcquireEx, LockSet).
+	MaxHold, LockDelay int64
 }
 
 // ACLCommand holds the fields of the ACL commands. Which matter depends on the type; the
@@ -195,6 +219,24 @@ func (c *Command) Encode(buf []byte) []byte {
 	case TypeSemAcquire:
 		buf = c.appendAcquire(buf)
 		buf = binary.AppendUvarint(buf, c.Limit)
+	case TypeAcquireEx:
+		buf = c.appendAcquire(buf)
+		buf = c.appendOptions(buf)
+	case TypeSemAcquireEx:
+		buf = c.appendAcquire(buf)
+		buf = binary.AppendUvarint(buf, c.Limit)
+		buf = binary.AppendUvarint(buf, uint64(c.MaxHold))
+	case TypeLockSet:
+		buf = c.appendAcquire(buf)
+		buf = appendStrings(buf, c.Names)
+		buf = c.appendOptions(buf)
+	case TypeLockSetRelease:
+		buf = append(buf, c.Lease[:]...)
+		buf = appendStrings(buf, c.Names)
+		buf = binary.AppendUvarint(buf, uint64(len(c.Tokens)))
+		for _, t := range c.Tokens {
+			buf = binary.AppendUvarint(buf, t)
+		}
 	case TypeCampaign:
 		buf = c.appendAcquire(buf)
 		buf = appendString(buf, c.Value)
@@ -277,6 +319,24 @@ func decodeCommand(b []byte, max uint64) (Command, error) {
 	case TypeSemAcquire:
 		c.decodeAcquire(&d)
 		c.Limit = d.uvarint()
+	case TypeAcquireEx:
+		c.decodeAcquire(&d)
+		c.decodeOptions(&d)
+	case TypeSemAcquireEx:
+		c.decodeAcquire(&d)
+		c.Limit = d.uvarint()
+		c.MaxHold = d.int64()
+	case TypeLockSet:
+		c.decodeAcquire(&d)
+		c.Names = d.strings()
+		c.decodeOptions(&d)
+	case TypeLockSetRelease:
+		c.Lease = d.leaseID()
+		c.Names = d.strings()
+		n := d.count(1)
+		for i := 0; i < n && d.err == nil; i++ {
+			c.Tokens = append(c.Tokens, d.uvarint())
+		}
 	case TypeCampaign:
 		c.decodeAcquire(&d)
 		c.Value = d.string()
@@ -360,6 +420,31 @@ func (c *Command) decodeAcquire(d *decoder) {
 	c.Name = d.string()
 	c.Wait = d.int64()
 	c.Owner = d.string()
+}
+
+// appendOptions appends what version 3 adds to a request for a lock: the mode byte, the
+// maximum hold and the lock delay.
+func (c *Command) appendOptions(buf []byte) []byte {
+	if c.Shared {
+		buf = append(buf, 1)
+	} else {
+		buf = append(buf, 0)
+	}
+	buf = binary.AppendUvarint(buf, uint64(c.MaxHold))
+	return binary.AppendUvarint(buf, uint64(c.LockDelay))
+}
+
+// decodeOptions reads what appendOptions wrote.
+func (c *Command) decodeOptions(d *decoder) {
+	switch d.byte() {
+	case 0:
+	case 1:
+		c.Shared = true
+	default:
+		d.fail(ErrCorruptCommand)
+	}
+	c.MaxHold = d.int64()
+	c.LockDelay = d.int64()
 }
 
 func appendString(buf []byte, s string) []byte {

@@ -291,6 +291,9 @@ func FuzzDecodeCommand(f *testing.F) {
 		c := pg.next()
 		f.Add(c.Encode(nil))
 	}
+	for _, c := range v3Seeds(f, 60) { // locksets, maximum holds, lock delays (version 3)
+		f.Add(c.Encode(nil))
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		c, err := DecodeCommand(data)
 		if err != nil {
@@ -315,6 +318,7 @@ func FuzzRestore(f *testing.F) {
 	}
 	f.Add(s.SnapshotBytes())                        // format 2, with limits, node versions and ACLs
 	f.Add(primsState(&testing.T{}).SnapshotBytes()) // format 2, with every primitive in use
+	f.Add(v3Sample(f, 600).SnapshotBytes())         // version 3: reserved and delayed locks, holds, waiting sets
 	f.Fuzz(func(t *testing.T, data []byte) {
 		g := New(nil)
 		if err := g.Restore(io.NopCloser(bytes.NewReader(data))); err != nil {

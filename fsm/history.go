@@ -37,6 +37,16 @@ const (
 	HistoryWaitTimedOut
 	// HistoryWaitLeaseEnded: a waiter's lease expired or was revoked while it waited.
 	HistoryWaitLeaseEnded
+	// HistoryDeadlock: a waiting request of lease Lease was refused because it would
+	// close a wait-for cycle, described in Detail (version 3).
+	HistoryDeadlock
+	// HistoryMaxHold: the grant Token was held for its maximum and ended (version 3).
+	HistoryMaxHold
+	// HistoryLockDelay: the lease of an ended grant with a lock delay ended without a
+	// release; nobody is granted the lock before Deadline (version 3).
+	HistoryLockDelay
+	// HistoryLockDelayEnded: the lock delay is over; the lock goes to its next waiter.
+	HistoryLockDelayEnded
 	historyKindEnd // one past the last kind
 )
 
@@ -57,6 +67,14 @@ func (k HistoryKind) String() string {
 		return "wait_timed_out"
 	case HistoryWaitLeaseEnded:
 		return "wait_lease_ended"
+	case HistoryDeadlock:
+		return "deadlock_refused"
+	case HistoryMaxHold:
+		return "max_hold_ended"
+	case HistoryLockDelay:
+		return "lock_delay"
+	case HistoryLockDelayEnded:
+		return "lock_delay_ended"
 	}
 	return "unknown"
 }
@@ -115,6 +133,9 @@ type HistoryEvent struct {
 	Deadline int64
 	// Renewed is the lease's last renewal (expired): its deadline minus its TTL.
 	Renewed int64
+	// Detail is the wait-for cycle of a refused request (deadlock_refused), written as
+	// DescribeCycle does.
+	Detail string
 }
 
 // lockHistory is the ring of one lock's newest events, linked into the history's
@@ -301,6 +322,9 @@ func (s *state) appendHistory(buf []byte) []byte {
 			buf = binary.AppendUvarint(buf, uint64(e.Waited))
 			buf = binary.AppendUvarint(buf, uint64(e.Deadline))
 			buf = binary.AppendUvarint(buf, uint64(e.Renewed))
+			if e.Kind == HistoryDeadlock { // a version 3 kind: version 2 bytes are unchanged
+				buf = appendString(buf, e.Detail)
+			}
 		}
 	}
 	return buf
@@ -338,6 +362,12 @@ func (s *state) decodeHistory(d *decoder, format uint64) error {
 			e.Index, e.Time, e.Token = d.uvarint(), d.int64(), d.uvarint()
 			e.Owner = d.string()
 			e.Waited, e.Deadline, e.Renewed = d.int64(), d.int64(), d.int64()
+			if e.Kind == HistoryDeadlock {
+				e.Detail = d.string()
+			}
+			if d.err == nil && e.Kind >= HistoryDeadlock && s.version < 3 {
+				return badSnapshot("history of lock %q: a version 3 event at version %d", name, s.version)
+			}
 			if d.err == nil && (e.Kind == 0 || e.Kind >= historyKindEnd || q > 1 || e.Index < last) {
 				return badSnapshot("history of lock %q: bad event", name)
 			}

@@ -123,9 +123,7 @@ func (s *state) removeLeases(index uint64, ls []*lease) []string {
 	for _, l := range ls {
 		names := sortedNames(l.held)
 		for _, name := range names {
-			lk := s.locks[name]
-			s.recordEnd(name, lk, l, s.hist.endCause)
-			s.releaseGrant(index, name, lk, l.id)
+			s.endGrantOfEndedLease(index, name, s.locks[name], l)
 		}
 		released = names
 	}

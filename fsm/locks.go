@@ -30,6 +30,10 @@ type lock struct {
 	// readers holds every holder while the lock is held shared, and is nil while it is
 	// held exclusive.
 	readers *grantSet
+	// v3 is what protocol version 3 adds (locksets.go, maxhold.go): a lock without a
+	// holder that is reserved for a waiting lockset or kept unavailable by a lock delay,
+	// and the current exclusive grant's lock delay.
+	v3 lockV3
 }
 
 // isShared reports whether the lock is held in shared mode.
@@ -37,6 +41,9 @@ func (lk *lock) isShared() bool { return lk.readers != nil }
 
 // grantOf returns lease id's grant of the lock, if it holds it in either mode.
 func (lk *lock) grantOf(id LeaseID) (token uint64, owner string, ok bool) {
+	if lk.v3.vacant {
+		return 0, "", false
+	}
 	if lk.readers != nil {
 		if g := lk.readers.get(id); g != nil {
 			return g.token, g.owner, true
@@ -60,7 +67,7 @@ func (lk *lock) syncHead() {
 // request joins the readers of a lock held shared while nobody waits; any other request
 // waits in the queue when it may (Wait), and is refused with StatusLockHeld when not.
 func (s *state) acquire(index uint64, c *Command, r *Result) {
-	shared := c.Type == TypeAcquireShared
+	shared := c.Type == TypeAcquireShared || c.Type == TypeAcquireEx && c.Shared
 	if !validName(c.Name) {
 		invalid(r, "bad lock name")
 		return
@@ -94,6 +101,9 @@ func (s *state) acquire(index uint64, c *Command, r *Result) {
 		r.Status = StatusLockHeld
 		return
 	}
+	if lk != nil && !mine && !join && s.refuseDeadlock(c, l, lk, shared, r) {
+		return
+	}
 	if s.acquireQuota(c, l, lk, r) {
 		return
 	}
@@ -109,6 +119,7 @@ func (s *state) acquire(index uint64, c *Command, r *Result) {
 		s.locks[c.Name] = lk
 		s.names.ReplaceOrInsert(c.Name)
 		addName(&l.held, c.Name)
+		s.startHold(c.Name, lk, l.id, c.MaxHold, c.LockDelay, shared)
 		s.notify(Event{Kind: EventLockChanged, Name: c.Name, Index: index})
 		s.record(c.Name, HistoryEvent{Kind: HistoryGranted, Lease: l.fingerprint(), Token: index, Owner: c.Owner})
 		r.Token, r.Owner = index, c.Owner
@@ -122,12 +133,14 @@ func (s *state) acquire(index uint64, c *Command, r *Result) {
 		lk.readers.add(&grant{lease: l.id, token: index, owner: c.Owner})
 		lk.modify = index
 		addName(&l.held, c.Name)
+		s.startHold(c.Name, lk, l.id, c.MaxHold, 0, true)
 		s.notify(Event{Kind: EventLockChanged, Name: c.Name, Index: index})
 		s.record(c.Name, HistoryEvent{Kind: HistoryGranted, Lease: l.fingerprint(), Token: index, Owner: c.Owner})
 		r.Token, r.Owner = index, c.Owner
 	default:
 		if w, added := s.enqueue(&lk.queue, &l.waiting, &s.waitExp, c.Name, l, c); added {
 			w.shared = shared
+			w.maxHold, w.lockDelay = c.MaxHold, c.LockDelay
 			lk.modify = index
 			s.notify(Event{Kind: EventLockChanged, Name: c.Name, Index: index})
 		}
@@ -177,12 +190,19 @@ func (s *state) dequeue(index uint64, c *Command, r *Result) {
 // leaveQueue takes lease l, which waits for lock name, out of that lock's queue.
 func (s *state) leaveQueue(index uint64, name string, l *lease) {
 	w := l.waiting[name]
+	if w == nil {
+		return // a lockset's wait, which left every queue with its first name
+	}
+	if w.set != nil {
+		s.leaveSet(index, l, w.set)
+		return
+	}
 	delete(l.waiting, name)
 	s.waitExp.Delete(waitKey(name, l.id))
 	lk := s.locks[name]
 	lk.queue.remove(w)
 	lk.modify = index
-	if lk.isShared() && lk.queue.head != nil && lk.queue.head.shared {
+	if lk.isShared() && lk.queue.head != nil && lk.queue.head.shared || lk.v3.vacant {
 		s.admit = append(s.admit, name) // granted by settle, once the entry's removals are done
 	}
 	s.recordWaitEnd(name, w, l)
@@ -193,7 +213,7 @@ func (s *state) leaveQueue(index uint64, name string, l *lease) {
 // lockWaitTimedOut takes lease l out of the queue of lock name because its wait deadline
 // passed (advance).
 func (s *state) lockWaitTimedOut(index uint64, name string, l *lease) {
-	if mutant.Is("expired-waiters-stay") {
+	if mutant.Is("expired-waiters-stay") || l.waiting[name] == nil {
 		return
 	}
 	s.hist.waitCause = HistoryWaitTimedOut
@@ -204,6 +224,7 @@ func (s *state) lockWaitTimedOut(index uint64, name string, l *lease) {
 // handed over when it becomes free: at once when exclusive, when the last reader leaves
 // when shared.
 func (s *state) releaseGrant(index uint64, name string, lk *lock, id LeaseID) {
+	s.endHold(name, id)
 	if !lk.isShared() {
 		s.releaseExclusive(index, name, lk)
 		return
@@ -243,11 +264,18 @@ func (s *state) handOver(index uint64, name string, lk *lock) {
 		return
 	}
 	w := lk.queue.head
+	if w.set != nil {
+		// The head is a lockset: the lock waits for it, reserved, until every lock of the
+		// set is free for it (locksets.go).
+		s.vacate(index, name, lk)
+		s.tryGrantSet(index, w.set)
+		return
+	}
 	if w.shared {
 		s.grantShared(index, name, lk)
 		return
 	}
-	if mutant.Is("handover-skips-head") && w.next != nil {
+	if mutant.Is("handover-skips-head") && w.next != nil && w.next.set == nil {
 		w = w.next
 	}
 	lk.queue.remove(w)
@@ -263,6 +291,8 @@ func (s *state) handOver(index uint64, name string, lk *lock) {
 		token = lk.token
 	}
 	lk.holder, lk.token, lk.owner, lk.modify = w.lease, token, w.owner, index
+	lk.v3.vacant = false
+	s.startHold(name, lk, w.lease, w.maxHold, w.lockDelay, false)
 	s.notify(Event{Kind: EventGranted, Name: name, Lease: w.lease, Token: token, Owner: w.owner, Index: index})
 	granted := HistoryEvent{Kind: HistoryGranted, FromQueue: true, Lease: next.fingerprint(), Token: token, Owner: w.owner}
 	if w.since > 0 {
@@ -275,16 +305,22 @@ func (s *state) handOver(index uint64, name string, lk *lock) {
 // grantShared grants the lock, free or held shared, to the shared waiters at the head of
 // its queue, up to the first exclusive one, all at index.
 func (s *state) grantShared(index uint64, name string, lk *lock) {
+	if lk.queue.head != nil && lk.queue.head.set != nil {
+		s.tryGrantSet(index, lk.queue.head.set) // a lockset at the head is granted whole or not at all
+		return
+	}
 	if lk.readers == nil {
 		lk.readers = &grantSet{}
 	}
-	for w := lk.queue.head; w != nil && w.shared; w = lk.queue.head {
+	lk.v3.vacant = false
+	for w := lk.queue.head; w != nil && w.shared && w.set == nil; w = lk.queue.head {
 		lk.queue.remove(w)
 		next := s.leases[w.lease]
 		delete(next.waiting, name)
 		s.waitExp.Delete(waitKey(name, w.lease))
 		addName(&next.held, name)
 		lk.readers.add(&grant{lease: w.lease, token: index, owner: w.owner})
+		s.startHold(name, lk, w.lease, w.maxHold, 0, true)
 		s.notify(Event{Kind: EventGranted, Name: name, Lease: w.lease, Token: index, Owner: w.owner, Index: index})
 		granted := HistoryEvent{Kind: HistoryGranted, FromQueue: true, Lease: next.fingerprint(), Token: index, Owner: w.owner}
 		if w.since > 0 {
@@ -295,15 +331,25 @@ func (s *state) grantShared(index uint64, name string, lk *lock) {
 	lk.syncHead()
 	lk.modify = index
 	s.notify(Event{Kind: EventLockChanged, Name: name, Index: index})
+	if h := lk.queue.head; h != nil && h.set != nil && h.set.shared {
+		s.tryGrantSet(index, h.set)
+	}
 }
 
 // settle admits the shared waiters that a waiter leaving the queue put at its head while
 // the lock is held shared (s.admit), in name order. It runs once the entry's removals are
 // done, so that nothing is granted to a lease that ends in the same entry.
 func (s *state) settle(index uint64) {
-	if len(s.admit) == 0 {
-		return
+	// Granting a lockset may put shared waiters at the head of more queues (tryGrantSet
+	// adds them to s.admit): settle until none is left, so that nothing of an entry is
+	// left for the next one (a node restored from a snapshot has no s.admit).
+	for len(s.admit) > 0 {
+		s.settleOnce(index)
 	}
+}
+
+// settleOnce admits the waiters of the locks in s.admit as settle describes.
+func (s *state) settleOnce(index uint64) {
 	names := s.admit
 	s.admit = nil
 	sort.Strings(names)
@@ -311,7 +357,12 @@ func (s *state) settle(index uint64) {
 		if i > 0 && names[i-1] == name {
 			continue
 		}
-		if lk := s.locks[name]; lk != nil && lk.isShared() && lk.queue.head != nil && lk.queue.head.shared {
+		lk := s.locks[name]
+		switch {
+		case lk == nil:
+		case lk.v3.vacant:
+			s.settleVacant(index, name, lk)
+		case lk.isShared() && lk.queue.head != nil && lk.queue.head.shared:
 			s.grantShared(index, name, lk)
 		}
 	}
@@ -332,6 +383,14 @@ type LockView struct {
 	Holders     []Holding
 	Waiters     []LeaseID
 	ModifyIndex uint64
+	// DelayedUntil is the cluster time until which a lock delay keeps the lock from
+	// every waiter (0: none); MaxHoldUntil is when the exclusive grant ends at the
+	// latest (0: no maximum hold).
+	DelayedUntil int64
+	MaxHoldUntil int64
+	// DelayRemaining and MaxHoldRemaining are the same as durations from the cluster time
+	// of the read, in ms (0: none).
+	DelayRemaining, MaxHoldRemaining int64
 }
 
 func (s *state) view(name string) LockView {
@@ -340,10 +399,20 @@ func (s *state) view(name string) LockView {
 		return LockView{Name: name, ModifyIndex: s.freedIndex}
 	}
 	v := LockView{Name: name, Held: true, Holder: lk.holder, Token: lk.token, Owner: lk.owner, ModifyIndex: lk.modify}
-	if lk.isShared() {
+	switch {
+	case lk.v3.vacant:
+		v.Held, v.Holder, v.Token, v.Owner, v.DelayedUntil = false, LeaseID{}, 0, "", lk.v3.delayUntil
+	case lk.isShared():
 		v.Shared, v.Holders, v.Token = true, lk.readers.holdings(), lk.readers.tail.token
-	} else {
+	default:
 		v.Holders = []Holding{{Lease: lk.holder, Token: lk.token, Owner: lk.owner}}
+		v.MaxHoldUntil, _ = s.holdExp.Deadline(waitKey(name, lk.holder))
+	}
+	if v.DelayedUntil > 0 {
+		v.DelayRemaining = max(v.DelayedUntil-s.time, 1)
+	}
+	if v.MaxHoldUntil > 0 {
+		v.MaxHoldRemaining = max(v.MaxHoldUntil-s.time, 1)
 	}
 	for w := lk.queue.head; w != nil; w = w.next {
 		v.Waiters = append(v.Waiters, w.lease)

@@ -5,13 +5,17 @@ import "github.com/raftlock/raftlock/leases"
 // waiter is a lease queued for a lock, a semaphore or an election, with its wait deadline
 // in cluster time, and its links in the queue.
 type waiter struct {
-	lease      LeaseID
-	owner      string
-	deadline   int64
-	since      int64  // cluster time it joined the queue plus one; 0: unknown (version 1)
-	shared     bool   // a shared lock request (locks only)
-	value      string // the candidate's value (elections only)
-	prev, next *waiter
+	lease    LeaseID
+	owner    string
+	deadline int64
+	since    int64  // cluster time it joined the queue plus one; 0: unknown (version 1)
+	shared   bool   // a shared lock request (locks only)
+	value    string // the candidate's value (elections only)
+	// set is the lockset this wait is one lock of (nil: a single lock's wait); maxHold
+	// and lockDelay are a single lock wait's options for its grant (version 3).
+	set                *lockSet
+	maxHold, lockDelay int64
+	prev, next         *waiter
 }
 
 // waitQueue is the FIFO queue of waiters of a lock, a semaphore or an election: an

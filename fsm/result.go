@@ -46,6 +46,9 @@ const (
 	// StatusElectionHeld: a Campaign without a wait found another lease leading; nothing
 	// but time changed.
 	StatusElectionHeld
+	// StatusDeadlock: a waiting request for a lock or a lockset would close a cycle of
+	// waiting leases (Result.Cycle); nothing was queued (version 3).
+	StatusDeadlock
 )
 
 // String names the status for logs and tests.
@@ -81,6 +84,8 @@ func (s Status) String() string {
 		return "limit_conflict"
 	case StatusElectionHeld:
 		return "election_held"
+	case StatusDeadlock:
+		return "deadlock"
 	}
 	return "status(?)"
 }
@@ -116,4 +121,12 @@ type Result struct {
 	// leads, ElectionDequeue of the leader).
 	Value  string
 	Modify uint64
+	// Held lists the locks of a LockSet that were not free for it (StatusLockHeld), or of
+	// a LockSetRelease that the lease does not hold with those tokens (StatusNotHolder).
+	Held []string
+	// Tokens are a granted LockSet's tokens, one per name in order.
+	Tokens []uint64
+	// Cycle is the wait-for cycle a StatusDeadlock would have closed, starting with the
+	// requester.
+	Cycle []CycleStep
 }

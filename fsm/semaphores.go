@@ -69,15 +69,18 @@ func (s *state) semAcquire(index uint64, c *Command, r *Result) {
 		sm = &semaphore{limit: c.Limit}
 		s.sems[c.Name] = sm
 		s.addPermit(index, c.Name, sm, l, c.Owner)
+		s.startSemHold(c.Name, l.id, c.MaxHold)
 		r.Token, r.Owner = index, c.Owner
 	case mine != nil:
 		r.Token, r.Owner = mine.token, mine.owner // idempotent: the same permit again
 	case free:
 		s.addPermit(index, c.Name, sm, l, c.Owner)
+		s.startSemHold(c.Name, l.id, c.MaxHold)
 		r.Token, r.Owner = index, c.Owner
 	default:
 		p := l.usePrims()
-		if _, added := s.enqueue(&sm.queue, &p.semWaits, &s.semWaitExp, c.Name, l, c); added {
+		if w, added := s.enqueue(&sm.queue, &p.semWaits, &s.semWaitExp, c.Name, l, c); added {
+			w.maxHold = c.MaxHold
 			sm.modify = index
 			s.notify(Event{Kind: EventLockChanged, Space: SpaceSemaphore, Name: c.Name, Index: index})
 		}
@@ -114,6 +117,9 @@ func (s *state) semRelease(index uint64, c *Command, r *Result) {
 // dropPermit frees lease id's permit of sm and hands free permits to the head waiters.
 func (s *state) dropPermit(index uint64, name string, sm *semaphore, id LeaseID) {
 	sm.permits.remove(id)
+	if s.semHoldExp.Len() > 0 {
+		s.semHoldExp.Delete(waitKey(name, id))
+	}
 	if l := s.leases[id]; l != nil && l.prims != nil {
 		delete(l.prims.permits, name)
 	}
@@ -131,6 +137,7 @@ func (s *state) fillPermits(index uint64, name string, sm *semaphore) {
 		delete(next.prims.semWaits, name)
 		s.semWaitExp.Delete(waitKey(name, w.lease))
 		sm.permits.add(&grant{lease: w.lease, token: index, owner: w.owner})
+		s.startSemHold(name, w.lease, w.maxHold)
 		addName(&next.usePrims().permits, name)
 		sm.modify = index
 		s.notify(Event{Kind: EventGranted, Space: SpaceSemaphore, Name: name, Lease: w.lease, Token: index, Owner: w.owner, Index: index})

@@ -171,7 +171,8 @@ func (s *state) encodeTo(buf []byte) []byte {
 		}
 	}
 	buf = s.appendHistory(buf)
-	return s.appendPrims(buf)
+	buf = s.appendPrims(buf)
+	return s.appendV3(buf)
 }
 
 // appendWaiter appends a lock's or a semaphore's waiter: lease, owner, deadline, and since
@@ -228,13 +229,17 @@ func decodeSnapshot(data []byte, notify func(Event)) (*state, error) {
 		name := d.string()
 		lk := &lock{holder: d.leaseID(), token: d.uvarint(), owner: d.string(), modify: d.uvarint()}
 		holder := s.leases[lk.holder]
-		if d.err == nil && (holder == nil || name == "" || s.locks[name] != nil) {
+		// From version 3 a lock may be held by nobody (locksets.go): the zero lease.
+		lk.v3.vacant = s.version >= 3 && lk.holder == LeaseID{} && lk.token == 0 && lk.owner == ""
+		if d.err == nil && (holder == nil && !lk.v3.vacant || name == "" || s.locks[name] != nil) {
 			return nil, badSnapshot("lock %q: holder lease missing or duplicate lock", name)
 		}
 		if d.err != nil {
 			break
 		}
-		addName(&holder.held, name)
+		if holder != nil {
+			addName(&holder.held, name)
+		}
 		for j, m := 0, d.count(1); j < m && d.err == nil; j++ {
 			w := d.waiter(format >= 2)
 			wl := s.leases[w.lease]
@@ -261,6 +266,11 @@ func decodeSnapshot(data []byte, notify func(Event)) (*state, error) {
 	}
 	if d.err == nil {
 		if err := s.decodePrims(&d, format); err != nil {
+			return nil, err
+		}
+	}
+	if d.err == nil {
+		if err := s.decodeV3(&d); err != nil {
 			return nil, err
 		}
 	}

@@ -30,6 +30,7 @@ type state struct {
 	protocol          // what protocol versions added (version.go)
 	hist      history // per-lock histories (history.go): replicated from version 2 on
 	primState         // semaphores and elections
+	v3State           // maximum holds and lock delays (maxhold.go), from version 3 on
 }
 
 // primState is the replicated state of semaphores and elections. It is empty at version

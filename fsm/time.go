@@ -44,8 +44,10 @@ func satAdd(a, b int64) int64 {
 //  3. leases whose deadline is at or before it end (expireLeases): all of them leave every
 //     queue before any grant of theirs is released and handed over, so that nothing is
 //     handed to a lease that expires in the same entry;
-//  4. the shared waiters that steps 2 and 3 put at the head of a lock held shared are
-//     granted (settle).
+//  4. grants whose maximum hold has passed end (expireHolds), then lock delays that have
+//     passed end (expireDelays), both in (deadline, name, lease) order (version 3);
+//  5. the shared waiters that steps 2 to 4 put at the head of a lock held shared are
+//     granted, and locks that nobody holds go to the head of their queues (settle).
 func (s *state) advance(index uint64, now int64) {
 	s.moveTime(now)
 	s.applied = index
@@ -53,6 +55,9 @@ func (s *state) advance(index uint64, now int64) {
 	s.expireWaits(index, &s.semWaitExp, (*state).leaveSemQueue)
 	s.expireWaits(index, &s.elecWaitExp, (*state).leaveCampaign)
 	s.expireLeases(index)
+	s.expireHolds(index)
+	s.expireSemHolds(index)
+	s.expireDelays(index)
 	s.settle(index)
 }
 
@@ -117,7 +122,7 @@ func (f *FSM) NextDeadline() (int64, bool) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	next, ok := int64(0), false
-	for _, t := range []*leases.Table{&f.s.leaseExp, &f.s.waitExp, &f.s.semWaitExp, &f.s.elecWaitExp} {
+	for _, t := range []*leases.Table{&f.s.leaseExp, &f.s.waitExp, &f.s.semWaitExp, &f.s.elecWaitExp, &f.s.holdExp, &f.s.delayExp, &f.s.semHoldExp} {
 		if _, d, has := t.Next(); has && (!ok || d < next) {
 			next, ok = d, true
 		}

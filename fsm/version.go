@@ -19,7 +19,11 @@ import (
 //     semaphores and elections; snapshot format 2 (adds the active version, the
 //     limits, the node versions, the ACL state, the lock histories and the primitives);
 //     one entry moves cluster time by at most MaxTimeStep.
-const Version uint64 = 2
+//   - 3: deadlock detection (a waiting request that would close a wait-for cycle is
+//     refused); AcquireEx (maximum hold, lock delay), LockSet and LockSetRelease; the
+//     snapshot's version 3 part (appendV3: reserved and delayed locks, maximum holds,
+//     waiting locksets and wait options) and the history kinds of these endings.
+const Version uint64 = 3
 
 // Since returns the protocol version that introduced the command type, and 0 for a type
 // this code does not know. A node that speaks an older version reads the type as unknown:

@@ -214,6 +214,8 @@ func TestType_Since(t *testing.T) {
 			want = 1
 		case ty >= TypeSetVersion && ty <= TypeElectionDequeue:
 			want = 2
+		case ty >= TypeAcquireEx && ty <= TypeSemAcquireEx:
+			want = 3
 		}
 		if ty.Since() != want || (ty|FlagSkippable).Since() != want {
 			t.Fatalf("%s since %d, want %d", ty, ty.Since(), want)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/raftlock/raftlock/api"
 	"github.com/raftlock/raftlock/cluster"
+	"github.com/raftlock/raftlock/fsm"
 )
 
 // The server's own reasons to refuse a request; errorFor says how each is answered.
@@ -68,6 +69,8 @@ func errorFor(err error) failure {
 		lc  *cluster.LimitConflictError
 		ce  *cluster.IndexCompactedError
 		ie  *cluster.InactiveError
+		dl  *cluster.DeadlockError
+		ne  *cluster.NamesError
 		hl  heldLimitError
 		hop hopLimitError
 		fe  forwardError
@@ -85,6 +88,14 @@ func errorFor(err error) failure {
 		ae = api.Errorf(api.CodeUnknownOutcome, "forwarded to the leader %s, no answer: %v; the request may or may not have been applied, and is safe to retry", fe.leader, fe.why)
 	case errors.As(err, &lc):
 		ae = api.Errorf(api.CodeLimitConflict, "the semaphore is in use with limit %d; ask with that limit, or wait until it is not in use to set another", lc.Limit)
+	case errors.As(err, &dl):
+		ae = api.Errorf(api.CodeDeadlock, "waiting would close a cycle of waiting leases: %s; nothing was queued. Release a lock of the cycle, or ask for all of them at once with POST /v1/locksets", fsm.DescribeCycle(dl.Cycle))
+	case errors.As(err, &ne) && errors.Is(err, cluster.ErrLockHeld):
+		ae = api.Errorf(api.CodeLockHeld, "held by other leases: %s; nothing was taken. Retry later or pass wait_ms to queue for all of them at once", strings.Join(ne.Names, ", "))
+	case errors.As(err, &ne) && errors.Is(err, cluster.ErrNotHolder):
+		ae = api.Errorf(api.CodeNotHolder, "this lease does not hold %s with those tokens (released, expired, ended by the maximum hold, or granted again); nothing was released", strings.Join(ne.Names, ", "))
+	case errors.As(err, &ie) && errors.Is(err, cluster.ErrV3Inactive):
+		ae = api.Errorf(api.CodeVersionInactive, "locksets, max_hold_ms and lock_delay_ms need protocol version %d, which the cluster activates once every node runs this release; %s; nothing was applied", ie.Need, lagging(ie.Lagging))
 	case errors.As(err, &ie):
 		ae = api.Errorf(api.CodeNoLeader, "shared locks, semaphores and elections need protocol version %d, which the cluster activates once every node runs this release (a rolling upgrade is in progress); %s; nothing was applied, retry after upgrading every node", ie.Need, lagging(ie.Lagging))
 	case errors.As(err, &ce):

@@ -33,7 +33,7 @@ const streamWriteTimeout = 30 * time.Second
 func historyEvent(name string, e cluster.HistoryEvent) api.HistoryEvent {
 	return api.HistoryEvent{
 		Name: name, Kind: e.Kind.String(), Index: e.Index, TimeMs: e.Time, Token: e.Token, Owner: e.Owner,
-		Lease: e.Lease.String(), FromQueue: e.FromQueue, WaitedMs: e.Waited, DeadlineMs: e.Deadline, RenewedMs: e.Renewed,
+		Lease: e.Lease.String(), FromQueue: e.FromQueue, WaitedMs: e.Waited, DeadlineMs: e.Deadline, RenewedMs: e.Renewed, Detail: e.Detail,
 	}
 }
 

@@ -38,7 +38,11 @@ func decodeAcquire(name string, body []byte) (cluster.AcquireRequest, error) {
 	if e != nil {
 		return cluster.AcquireRequest{}, e
 	}
-	out := cluster.AcquireRequest{Name: name, Wait: time.Duration(req.WaitMs) * time.Millisecond, Owner: req.Owner, Shared: mode == api.ModeShared}
+	if e := api.ValidateHoldOptions(req.MaxHoldMs, req.LockDelayMs, mode == api.ModeShared); e != nil {
+		return cluster.AcquireRequest{}, e
+	}
+	out := cluster.AcquireRequest{Name: name, Wait: time.Duration(req.WaitMs) * time.Millisecond, Owner: req.Owner, Shared: mode == api.ModeShared,
+		MaxHold: fromMs(req.MaxHoldMs), LockDelay: fromMs(req.LockDelayMs)}
 	if req.LeaseID != "" {
 		if req.TTLMs != 0 {
 			return out, api.Errorf(api.CodeInvalidArgument, "ttl_ms applies only when a lease is created; omit it when passing lease_id")
@@ -176,6 +180,7 @@ func lockStatus(v cluster.LockView) api.LockStatus {
 		out.Mode = api.ModeExclusive
 	}
 	out.HolderCount = len(out.Holders)
+	out.LockDelayRemainingMs, out.MaxHoldRemainingMs = v.DelayRemaining, v.MaxHoldRemaining
 	return out
 }
 

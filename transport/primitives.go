@@ -92,7 +92,11 @@ func decodeSemaphoreAcquire(name string, body []byte) (cluster.SemaphoreRequest,
 	if err != nil {
 		return cluster.SemaphoreRequest{}, err
 	}
-	return cluster.SemaphoreRequest{Name: name, Limit: uint64(req.Limit), Lease: a.lease, NewLease: a.newLease, RequestID: req.RequestID, TTL: a.ttl, Wait: a.wait, Owner: req.Owner}, nil
+	if e := api.ValidateHoldOptions(req.MaxHoldMs, 0, false); e != nil {
+		return cluster.SemaphoreRequest{}, e
+	}
+	return cluster.SemaphoreRequest{Name: name, Limit: uint64(req.Limit), Lease: a.lease, NewLease: a.newLease, RequestID: req.RequestID, TTL: a.ttl, Wait: a.wait, Owner: req.Owner,
+		MaxHold: fromMs(req.MaxHoldMs)}, nil
 }
 
 // decodeCampaign turns a PUT /v1/elections/{name} request into the node's.

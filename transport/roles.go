@@ -39,6 +39,14 @@ type LockService interface {
 	List(ctx context.Context, prefix, after string, limit int, stale bool) ([]cluster.LockView, bool, error)
 }
 
+// LockSetService grants and releases several locks at once (protocol version 3).
+type LockSetService interface {
+	// AcquireSet grants every lock of req.Names in one commit (or queues for them all).
+	AcquireSet(ctx context.Context, req cluster.LockSetRequest) (cluster.LockSetGrant, error)
+	// ReleaseSet gives back every lock of locks held by lease, in one commit, or none.
+	ReleaseSet(ctx context.Context, lease cluster.LeaseID, locks []cluster.LockToken) error
+}
+
 // SemaphoreService grants, releases and reads semaphore permits.
 type SemaphoreService interface {
 	// Acquire grants a permit (or queues for one with req.Wait) and returns the grant.
@@ -174,4 +182,6 @@ type Services struct {
 	ACL        ACLStore
 	Events     EventSource
 	Backups    Backups
+	// LockSets serves /v1/locksets (protocol version 3).
+	LockSets LockSetService
 }

@@ -34,6 +34,8 @@ func (s *Server) apiRoutes() []route {
 		{"DELETE /v1/locks/{name...}", s.serve(locks.release)},
 		{"GET /v1/locks/{name...}", s.serve(locks.status)},
 		{"GET /v1/locks", s.serve(locks.list)},
+		{"POST /v1/locksets", s.serve(lockSetRoutes{svc.LockSets, s.auth}.acquire)},
+		{"DELETE /v1/locksets", s.serve(lockSetRoutes{svc.LockSets, s.auth}.release)},
 		{"PUT /v1/semaphores/{name...}", s.serve(semaphores.acquire)},
 		{"DELETE /v1/semaphores/{name...}", s.serve(semaphores.release)},
 		{"GET /v1/semaphores/{name...}", s.serve(semaphores.status)},

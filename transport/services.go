@@ -20,6 +20,7 @@ func NodeServices(n *cluster.Node) Services {
 		ACL:        n.ACL(),
 		Events:     n.Events(),
 		Backups:    n,
+		LockSets:   n.Locks(),
 	}
 }
 

@@ -22,7 +22,7 @@ func lockCommand() *cli.Command {
 	return clientCommand(&cli.Command{
 		Name:      "lock",
 		Usage:     "run a command while holding a lock",
-		ArgsUsage: "NAME [flags] -- COMMAND [ARGS...]",
+		ArgsUsage: "NAME [NAME...] [flags] -- COMMAND [ARGS...]",
 		Description: `Takes lock NAME (waiting up to --wait), runs COMMAND in its own process group with
 RAFTLOCK_LOCK (the name) and RAFTLOCK_TOKEN (the fencing token) in its environment, keeps
 the lease alive while it runs, and releases the lock when it ends. raftlock exits with the
@@ -60,6 +60,18 @@ never beside an exclusive holder. The lock's queue is FIFO across both modes, so
 waiting exclusive holder blocks later shared ones. Shared holders read; the exclusive
 holder's RAFTLOCK_TOKEN is the one that fences writes.
 
+With several NAMEs the locks are taken together, atomically, in one commit (a lockset,
+protocol version 3): all or none, so two commands taking the same locks in different orders
+never deadlock, and a wait never holds some of them. The command then gets, for each lock
+in name order (i from 1), RAFTLOCK_LOCK_i (its name) and RAFTLOCK_TOKEN_i (its token),
+plus RAFTLOCK_LOCK_COUNT, RAFTLOCK_LOCKS (the names joined by commas) and RAFTLOCK_TOKEN
+(the set's token, the same for every lock it was granted in one commit).
+
+--max-hold D ends the grant D after it even while the lease is kept alive (the cluster
+grants the next waiter): raftlock then stops the command as on a lost lease (exit 76).
+--lock-delay D keeps the lock from everyone for D after the lease expired or was revoked
+without a release: for storage that cannot check RAFTLOCK_TOKEN.
+
 With --json, raftlock writes one JSON line per event (acquired, not_acquired, lost,
 released) to stderr; the command's own output is untouched.
 
@@ -69,6 +81,8 @@ Example:
 ` + exitCodesHelp,
 		Flags: holdFlags("lock", 30*time.Second, "",
 			&cli.BoolFlag{Name: "shared", Usage: "take the lock shared (a reader): any number of shared holders at once, no exclusive holder beside them"},
+			&cli.DurationFlag{Name: "max-hold", Usage: "end the grant this long after it, even while the lease is kept alive, and stop the command (protocol version 3); 0: none"},
+			&cli.DurationFlag{Name: "lock-delay", Usage: "keep the lock from everyone this long after the lease ended without a release (exclusive only; protocol version 3); 0: none"},
 		),
 	}, runLock)
 }
@@ -108,8 +122,10 @@ type holding struct {
 	// token and lost are those of the hold (client.Mutex's Token and Lost).
 	token func() uint64
 	lost  func() <-chan struct{}
-	// env is what the command learns besides RAFTLOCK_TOKEN.
-	env []string
+	// env is what the command learns besides RAFTLOCK_TOKEN; envFn, when set, adds what
+	// is known only once it is held (a lockset's tokens).
+	env   []string
+	envFn func() []string
 }
 
 // holdFactory makes what a run holds, on its lease, for the command line in c.
@@ -156,8 +172,11 @@ func graceFlag(c *cli.Context) (time.Duration, error) {
 }
 
 func runLock(c *cli.Context, a parsedArgs) error {
+	if len(a.args) > 1 {
+		return runLockSet(c, a)
+	}
 	return runHold(c, a, "lock", func(c *cli.Context, lease *client.Lease, name, owner string) holding {
-		m := client.NewRWMutex(lease, name, client.WithOwner(owner))
+		m := client.NewRWMutex(lease, name, client.WithOwner(owner), client.WithMaxHold(c.Duration("max-hold")), client.WithLockDelay(c.Duration("lock-delay")))
 		shared := c.Bool("shared")
 		return holding{
 			what: "lock",
@@ -181,11 +200,17 @@ func runLock(c *cli.Context, a parsedArgs) error {
 // runHold runs `raftlock lock` or one of its kin: what names the thing held in usage
 // errors, and newHold builds it once the lease exists.
 func runHold(c *cli.Context, a parsedArgs, what string, newHold holdFactory) error {
-	if len(a.args) != 1 || !a.dash || len(a.tail) == 0 {
+	if len(a.args) == 0 || len(a.args) > 1 && what != "lockset" || !a.dash || len(a.tail) == 0 {
 		return usageErrorf(c, "%s needs a %s NAME, then --, then the COMMAND to run", c.Command.Name, what)
 	}
-	if e := api.ValidateNameOf(what, a.args[0]); e != nil {
-		return usageErrorf(c, "%s", e.Message)
+	kind := what
+	if kind == "lockset" {
+		kind = "lock"
+	}
+	for _, name := range a.args {
+		if e := api.ValidateNameOf(kind, name); e != nil {
+			return usageErrorf(c, "%s", e.Message)
+		}
 	}
 	if c.Duration("wait") < 0 || c.Duration("grace") < 0 {
 		return usageErrorf(c, "--wait and --grace cannot be negative")
@@ -198,7 +223,7 @@ func runHold(c *cli.Context, a parsedArgs, what string, newHold holdFactory) err
 	if err != nil {
 		return err
 	}
-	r := &lockRun{c: c, cl: cl, name: a.args[0], argv: a.tail, grace: grace, sigs: make(chan os.Signal, 8), newHold: newHold, h: holding{what: what}}
+	r := &lockRun{c: c, cl: cl, name: strings.Join(a.args, ","), argv: a.tail, grace: grace, sigs: make(chan os.Signal, 8), newHold: newHold, h: holding{what: what}}
 	// main's signal.NotifyContext cancels c.Context on SIGINT and SIGTERM, which ends the
 	// wait for the lock; this channel also receives them, to pass them on to the command.
 	signal.Notify(r.sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
@@ -291,6 +316,9 @@ func (r *lockRun) run() error {
 		env = withoutEnv(env, secret)
 	}
 	cmd.Env = append(append(env, r.h.env...), "RAFTLOCK_TOKEN="+strconv.FormatUint(r.h.token(), 10))
+	if r.h.envFn != nil {
+		cmd.Env = append(cmd.Env, r.h.envFn()...)
+	}
 	if c.Bool("export-lease") {
 		cmd.Env = append(cmd.Env, "RAFTLOCK_LEASE="+r.lease.ID())
 	}
@@ -350,8 +378,12 @@ loop:
 
 // reportLost tells the user (and --json readers) that the lock was lost.
 func (r *lockRun) reportLost(action string) {
-	fmt.Fprintf(r.c.App.ErrWriter, "raftlock: %s lost (%v); %s, SIGKILL in %v\n", r.label(), r.lease.Err(), action, r.grace)
-	r.event("lost", map[string]any{"error": fmt.Sprint(r.lease.Err()), "grace_ms": r.grace.Milliseconds()})
+	why := fmt.Sprint(r.lease.Err())
+	if r.lease.Err() == nil {
+		why = "its maximum hold ended the grant"
+	}
+	fmt.Fprintf(r.c.App.ErrWriter, "raftlock: %s lost (%s); %s, SIGKILL in %v\n", r.label(), why, action, r.grace)
+	r.event("lost", map[string]any{"error": why, "grace_ms": r.grace.Milliseconds()})
 }
 
 // drainGroup runs after the command exited normally: while processes of its group are
@@ -450,4 +482,49 @@ func (r *lockRun) event(kind string, fields map[string]any) {
 	fields["event"] = kind
 	fields[r.h.what] = r.name
 	_ = printJSONLine(r.c.App.ErrWriter, fields)
+}
+
+// runLockSet runs `raftlock lock A B C -- COMMAND`: the locks taken together, in one
+// commit, with one lease (a lockset).
+func runLockSet(c *cli.Context, a parsedArgs) error {
+	if c.Bool("shared") {
+		return usageErrorf(c, "--shared takes one lock NAME")
+	}
+	names := a.args
+	return runHold(c, a, "lockset", func(c *cli.Context, lease *client.Lease, _, owner string) holding {
+		set := client.NewLockSet(lease, names, client.WithOwner(owner), client.WithMaxHold(c.Duration("max-hold")), client.WithLockDelay(c.Duration("lock-delay")))
+		h := holding{
+			what: "lockset",
+			take: func(ctx context.Context, wait bool) error {
+				if wait {
+					return set.Lock(ctx)
+				}
+				return set.TryLock(ctx)
+			},
+			give: set.Unlock,
+			lost: set.Lost,
+			token: func() uint64 {
+				var t uint64
+				for _, lt := range set.Tokens() {
+					t = max(t, lt.Token)
+				}
+				return t
+			},
+		}
+		h.envFn = func() []string { return lockSetEnv(set.Tokens()) }
+		return h
+	})
+}
+
+// lockSetEnv is what a command run under a lockset learns: per lock in name order,
+// RAFTLOCK_LOCK_i and RAFTLOCK_TOKEN_i (i from 1), then RAFTLOCK_LOCK_COUNT and
+// RAFTLOCK_LOCKS (the names joined by commas).
+func lockSetEnv(locks []api.LockToken) []string {
+	var env []string
+	names := make([]string, 0, len(locks))
+	for i, lt := range locks {
+		env = append(env, fmt.Sprintf("RAFTLOCK_LOCK_%d=%s", i+1, lt.Name), fmt.Sprintf("RAFTLOCK_TOKEN_%d=%d", i+1, lt.Token))
+		names = append(names, lt.Name)
+	}
+	return append(env, "RAFTLOCK_LOCK_COUNT="+strconv.Itoa(len(locks)), "RAFTLOCK_LOCKS="+strings.Join(names, ","))
 }

@@ -69,6 +69,7 @@ func serveFlags() []cli.Flag {
 		str("tls-client-auth", "client certificates on the HTTPS API: none (not needed; verified when offered) or require", "none"),
 		altsrc.NewIntFlag(&cli.IntFlag{Name: "max-held-requests", Usage: "waiting acquires, blocking queries and requests held for a leader that this node holds open at once", Value: 10_000, EnvVars: env("max-held-requests")}),
 		&cli.Uint64Flag{Name: "max-protocol-version", Hidden: true, Usage: "for upgrade tests: speak at most this protocol version, as a node of an older release would (0: this release's)", EnvVars: env("max-protocol-version")},
+		altsrc.NewDurationFlag(&cli.DurationFlag{Name: "max-hold-ceiling", Usage: "cap on the max_hold_ms a request may ask for (protocol version 3); 0: no cap. Applied by the leader: give every node the same value", EnvVars: env("max-hold-ceiling")}),
 		altsrc.NewDurationFlag(&cli.DurationFlag{Name: "hold-timeout", Usage: "how long a request that finds no leader is held, waiting for one, before it answers 503 (0 answers at once)", Value: transport.DefaultHoldTimeout, EnvVars: env("hold-timeout")}),
 	}
 }
@@ -174,6 +175,7 @@ func serveConfig(c *cli.Context, logger hclog.Logger) (cluster.Config, serveOpti
 		SnapshotInterval:   c.Duration("snapshot-interval"),
 		FreshVersionWait:   cluster.DefaultFreshVersionWait,
 		MaxVersion:         c.Uint64("max-protocol-version"),
+		MaxHoldCeiling:     c.Duration("max-hold-ceiling"),
 		Limits: fsm.Limits{
 			MaxLeases:         c.Uint64("max-leases"),
 			MaxLocksPerLease:  c.Uint64("max-locks-per-lease"),

@@ -20,8 +20,9 @@ func whyCommand() *cli.Command {
 		ArgsUsage: "NAME",
 		Description: `Prints the lock's recent history (GET /v1/history/NAME) as sentences: each grant with
 its token and owner, how long it was held, and how it ended (released, lease expired,
-lease revoked), whether it was handed to a waiter in the same commit, and waits that
-ended without a grant.
+lease revoked, held for its maximum), whether it was handed to a waiter in the same
+commit or kept from everyone by a lock delay, waits that ended without a grant, and
+waiting requests refused because they would have closed a deadlock.
 
 Times are cluster time, the cluster's own clock: milliseconds since the cluster began,
 moving only while it has a leader. They are printed as t+H:MM:SS.mmm since that start,
@@ -104,7 +105,7 @@ func writeWhy(w io.Writer, h api.History) {
 				}
 			}
 			fmt.Fprintf(w, "%s  token %d granted to %s (%s)\n", clusterTime(e.TimeMs), e.Token, who(e), how)
-		case "released", "expired", "revoked":
+		case "released", "expired", "revoked", "max_hold_ended":
 			delete(open, e.Token)
 			var b strings.Builder
 			fmt.Fprintf(&b, "%s  token %d held by %s", clusterTime(e.TimeMs), e.Token, who(e))
@@ -118,6 +119,16 @@ func writeWhy(w io.Writer, h api.History) {
 				fmt.Fprintf(&b, "; lease expired at %s cluster time, %s after its last keepalive", clusterTime(e.DeadlineMs), seconds(e.DeadlineMs-e.RenewedMs))
 			case "revoked":
 				b.WriteString("; lease revoked")
+			case "max_hold_ended":
+				b.WriteString("; held for its maximum (max_hold_ms): the grant ended though its lease was kept alive, and its holder's release now answers not_holder")
+			}
+			// A lock delay starts in the same commit as the end of a grant whose lease ended.
+			if i+1 < len(evs) && evs[i+1].Kind == "lock_delay" && evs[i+1].Index == e.Index {
+				d := evs[i+1]
+				fmt.Fprintf(&b, "; lock delay: nobody is granted the lock until %s cluster time (%s later), waiters stay queued", clusterTime(d.DeadlineMs), seconds(d.DeadlineMs-d.TimeMs))
+				fmt.Fprintln(w, b.String())
+				i++
+				continue
 			}
 			// A handover is the next holder's grant at the same index.
 			if i+1 < len(evs) && evs[i+1].Kind == "granted" && evs[i+1].Index == e.Index {
@@ -133,6 +144,12 @@ func writeWhy(w io.Writer, h api.History) {
 				b.WriteString("; the lock became free")
 			}
 			fmt.Fprintln(w, b.String())
+		case "lock_delay":
+			fmt.Fprintf(w, "%s  lock delay: nobody is granted the lock until %s cluster time\n", clusterTime(e.TimeMs), clusterTime(e.DeadlineMs))
+		case "lock_delay_ended":
+			fmt.Fprintf(w, "%s  the lock delay ended; the lock goes to the head of its queue, if anyone waits\n", clusterTime(e.TimeMs))
+		case "deadlock_refused":
+			fmt.Fprintf(w, "%s  %s asked to wait, refused at once: waiting would have closed a deadlock (%s); nothing was queued\n", clusterTime(e.TimeMs), who(e), e.Detail)
 		case "wait_timed_out":
 			fmt.Fprintf(w, "%s  %s stopped waiting: its wait ran out%s\n", clusterTime(e.TimeMs), who(e), waited(e))
 		case "wait_abandoned":

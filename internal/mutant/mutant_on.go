@@ -70,6 +70,11 @@ var registry = []Mutant{
 	{"shared-beside-exclusive", "a shared lock request is granted beside an exclusive holder"},
 	{"semaphore-extra-permit", "a semaphore grants one permit more than its limit"},
 	{"election-two-leaders", "a campaign takes office while another lease leads"},
+	// deadlocks, locksets, maximum holds, lock delays (§11)
+	{"deadlock-check-off", "a waiting request that closes a wait-for cycle is queued instead of refused"},
+	{"lockset-partial-grant", "a lockset that cannot be granted whole takes the locks that are free"},
+	{"max-hold-ignored", "a grant outlives its maximum hold while its lease is kept alive"},
+	{"lock-delay-ignored", "a lock whose holder's lease ended is handed over at once despite its lock delay"},
 	// fencing (§7)
 	{"fence-lt", "the SQL fence is raised only for a token strictly above it (< for <=): the holder cannot write twice"},
 	{"fence-skip-first-row", "the first fenced write of a resource does not create its fence row"},

@@ -1,0 +1,384 @@
+package fsm
+
+import (
+	"sort"
+
+	"github.com/raftlock/raftlock/internal/mutant"
+)
+
+// Locksets (protocol version 3): several locks asked for in one command, granted all in
+// one entry or not at all. Each lock of a set is an ordinary lock once granted: its own
+// grant and token (the granting entry's index, the same for every lock the entry
+// grants), released by name, ended by its lease, fenced as any other.
+//
+// A set that cannot be granted at once and may wait is queued as one request on every
+// lock it asks for, at the tail of each queue, with one deadline. A lock freed while a
+// waiting set is at the head of its queue is not handed to anyone else: it stays
+// reserved for the set (held by nobody, lock.v3.vacant) until every lock of the set is
+// free for it, and then the set is granted in that entry.
+//
+// Fairness: every queue is FIFO and a request joins the tail of all its queues in one
+// entry, so requests are ordered the same way (by the entry that queued them) in every
+// queue they share. The oldest waiting request is therefore at the head of each of its
+// queues; nothing younger can pass it, so it is granted as soon as the current holders
+// let go. By induction no request waits forever for a younger one: neither a set behind
+// singles nor singles behind a set starve. The price is that a lock reserved for a set
+// stays unused while the set waits for its other locks.
+
+// MaxLockSetNames is the most locks one lockset may name.
+const MaxLockSetNames = 64
+
+// lockSet is a waiting lockset: one waiter per lock, each with set pointing here.
+type lockSet struct {
+	lease   LeaseID
+	names   []string // the locks it waits for, sorted (not those the lease holds already)
+	waiters []*waiter
+	shared  bool
+	maxHold int64
+	delay   int64
+}
+
+// lockV3 is what version 3 adds to a lock.
+type lockV3 struct {
+	// vacant: nobody holds the lock, which exists because a lockset at the head of its
+	// queue reserves it or because a lock delay keeps it (delayUntil).
+	vacant     bool
+	delayUntil int64
+	// delay is the lock delay of the current exclusive grant (0: none).
+	delay int64
+}
+
+// validSetNames reports whether names is a lockset's list as the encoder writes it:
+// 1 to MaxLockSetNames valid names in strictly ascending order.
+func validSetNames(names []string) bool {
+	if len(names) == 0 || len(names) > MaxLockSetNames {
+		return false
+	}
+	for i, n := range names {
+		if !validName(n) || i > 0 && names[i-1] >= n {
+			return false
+		}
+	}
+	return true
+}
+
+// lockSetAcquire applies LockSet: every lock of c.Names granted in this entry, or, when
+// one is not free for the lease, none: StatusLockHeld with the others in r.Held when the
+// request may not wait, StatusDeadlock when waiting would close a cycle, StatusQueued
+// otherwise. Locks the lease holds already (in the same mode) keep their grants; r.Tokens
+// gives each lock's token in c.Names order once the set is granted.
+func (s *state) lockSetAcquire(index uint64, c *Command, r *Result) {
+	if !validSetNames(c.Names) || c.Shared && c.LockDelay > 0 {
+		invalid(r, "bad lockset")
+		return
+	}
+	l := s.leases[c.Lease]
+	if l == nil && !c.NewLease {
+		r.Status = StatusLeaseNotFound
+		return
+	}
+	var need, blocked []string // not yet the lease's; of those, not free for it now
+	var waitingSet *lockSet
+	for _, name := range c.Names {
+		lk := s.locks[name]
+		if lk != nil && l != nil {
+			if _, _, ok := lk.grantOf(l.id); ok {
+				if lk.isShared() != c.Shared {
+					r.Status = StatusModeConflict
+					return
+				}
+				continue
+			}
+			if w := l.waiting[name]; w != nil {
+				if w.set == nil || w.set.shared != c.Shared || waitingSet != nil && waitingSet != w.set {
+					r.Status = StatusModeConflict // it waits for the lock otherwise
+					return
+				}
+				waitingSet = w.set
+			}
+		}
+		need = append(need, name)
+		free := lk == nil || c.Shared && lk.isShared() && lk.queue.len == 0
+		if !free {
+			blocked = append(blocked, name)
+		}
+	}
+	if waitingSet != nil {
+		// Asked again only when the set waits for exactly these locks.
+		same := len(waitingSet.names) == len(need)
+		for _, name := range need {
+			same = same && l.waiting[name] != nil && l.waiting[name].set == waitingSet
+		}
+		if !same {
+			r.Status = StatusModeConflict // a set that waits for other locks than these
+			return
+		}
+	}
+	if len(blocked) > 0 && c.Wait <= 0 {
+		r.Status, r.Held = StatusLockHeld, blocked
+		return
+	}
+	if len(blocked) > 0 && waitingSet == nil && s.refuseCycle(c, l, need, c.Shared, r) {
+		return
+	}
+	if s.lockSetQuota(c, l, need, waitingSet != nil, r) {
+		return
+	}
+	l = s.leaseFor(c, l)
+	r.TTL = l.ttl
+	switch {
+	case len(blocked) == 0 || mutant.Is("lockset-partial-grant") && waitingSet == nil:
+		for _, name := range need {
+			if lk := s.locks[name]; lk == nil || c.Shared && lk.isShared() && lk.queue.len == 0 {
+				s.grantNow(index, name, l, c)
+			}
+		}
+		if len(blocked) > 0 { // the mutant: what was free is taken, the rest refused
+			r.Status, r.Held = StatusLockHeld, blocked
+			return
+		}
+		r.Tokens = s.setTokens(c.Names, l.id)
+		r.Token = r.Tokens[0]
+	case waitingSet != nil: // asked again: the same wait, with the new deadline
+		deadline := satAdd(s.stamp, c.Wait)
+		for i, name := range waitingSet.names {
+			waitingSet.waiters[i].deadline = deadline
+			s.waitExp.Set(waitKey(name, l.id), deadline)
+		}
+		r.Status, r.Tokens = StatusQueued, s.setTokens(c.Names, l.id)
+	default:
+		set := &lockSet{lease: l.id, names: need, shared: c.Shared, maxHold: c.MaxHold, delay: c.LockDelay}
+		for _, name := range need {
+			lk := s.locks[name]
+			if lk == nil { // free but not grantable yet: reserved for the set from now on
+				lk = &lock{modify: index, v3: lockV3{vacant: true}}
+				s.locks[name] = lk
+				s.names.ReplaceOrInsert(name)
+			}
+			w, _ := s.enqueue(&lk.queue, &l.waiting, &s.waitExp, name, l, c)
+			w.shared, w.set = c.Shared, set
+			set.waiters = append(set.waiters, w)
+			lk.modify = index
+			s.notify(Event{Kind: EventLockChanged, Name: name, Index: index})
+		}
+		// The tokens of the locks the lease holds already; 0 for those it waits for.
+		r.Status, r.Tokens = StatusQueued, s.setTokens(c.Names, l.id)
+	}
+}
+
+// grantNow grants free lock name (or joins the readers of one held shared that nobody
+// waits for) to lease l for request c at index.
+func (s *state) grantNow(index uint64, name string, l *lease, c *Command) {
+	lk := s.locks[name]
+	if lk == nil {
+		lk = &lock{holder: l.id, token: index, owner: c.Owner, modify: index}
+		if c.Shared {
+			lk.readers = &grantSet{}
+			lk.readers.add(&grant{lease: l.id, token: index, owner: c.Owner})
+		}
+		s.locks[name] = lk
+		s.names.ReplaceOrInsert(name)
+	} else {
+		lk.readers.add(&grant{lease: l.id, token: index, owner: c.Owner})
+		lk.modify = index
+	}
+	addName(&l.held, name)
+	s.startHold(name, lk, l.id, c.MaxHold, c.LockDelay, c.Shared)
+	s.notify(Event{Kind: EventLockChanged, Name: name, Index: index})
+	s.record(name, HistoryEvent{Kind: HistoryGranted, Lease: l.fingerprint(), Token: index, Owner: c.Owner})
+}
+
+// setTokens returns lease id's token of each lock of names, in order.
+func (s *state) setTokens(names []string, id LeaseID) []uint64 {
+	out := make([]uint64, len(names))
+	for i, name := range names {
+		if lk := s.locks[name]; lk != nil {
+			out[i], _, _ = lk.grantOf(id)
+		}
+	}
+	return out
+}
+
+// lockSetQuota is acquireQuota for a lockset: the lease's count grows by the locks it
+// does not hold or wait for yet, and every queue it joins is bounded.
+func (s *state) lockSetQuota(c *Command, l *lease, need []string, already bool, r *Result) bool {
+	if l == nil && s.leaseQuota(c.Lease, r) {
+		return true
+	}
+	if already || len(need) == 0 {
+		return false
+	}
+	count := 0
+	if l != nil {
+		count = l.count()
+	}
+	if max := s.limits.MaxLocksPerLease; max != 0 && uint64(count+len(need)) > max {
+		return refuse(r, QuotaLocksPerLease)
+	}
+	if max := s.limits.MaxWaitersPerLock; max != 0 {
+		for _, name := range need {
+			if lk := s.locks[name]; lk != nil && uint64(lk.waiterCount()) >= max {
+				return refuse(r, QuotaWaitersPerLock)
+			}
+		}
+	}
+	return false
+}
+
+// vacate leaves lock name without a holder, reserved for the lockset at the head of its
+// queue.
+func (s *state) vacate(index uint64, name string, lk *lock) {
+	lk.holder, lk.token, lk.owner, lk.readers = LeaseID{}, 0, "", nil
+	lk.v3.vacant, lk.v3.delay, lk.modify = true, 0, index
+	s.notify(Event{Kind: EventLockChanged, Name: name, Index: index})
+}
+
+// setReadyOn reports whether lock i of set is free for it: the set is at the head of the
+// lock's queue, no lock delay runs, and nobody holds the lock (or, for a shared set, the
+// lock is held shared).
+func (s *state) setReadyOn(set *lockSet, i int) bool {
+	lk := s.locks[set.names[i]]
+	return lk.queue.head == set.waiters[i] && lk.v3.delayUntil == 0 &&
+		(lk.v3.vacant || set.shared && lk.isShared())
+}
+
+// tryGrantSet grants set, in this entry, every lock it waits for when all are free for
+// it, and does nothing otherwise.
+func (s *state) tryGrantSet(index uint64, set *lockSet) {
+	for i := range set.names {
+		if !s.setReadyOn(set, i) {
+			return
+		}
+	}
+	l := s.leases[set.lease]
+	for i, name := range set.names {
+		lk, w := s.locks[name], set.waiters[i]
+		lk.queue.remove(w)
+		delete(l.waiting, name)
+		s.waitExp.Delete(waitKey(name, l.id))
+		if set.shared {
+			if lk.readers == nil {
+				lk.readers = &grantSet{}
+			}
+			lk.readers.add(&grant{lease: l.id, token: index, owner: w.owner})
+			lk.syncHead()
+		} else {
+			lk.holder, lk.token, lk.owner = l.id, index, w.owner
+		}
+		lk.v3.vacant, lk.modify = false, index
+		addName(&l.held, name)
+		s.startHold(name, lk, l.id, set.maxHold, set.delay, set.shared)
+		s.notify(Event{Kind: EventGranted, Name: name, Lease: l.id, Token: index, Owner: w.owner, Index: index})
+		granted := HistoryEvent{Kind: HistoryGranted, FromQueue: true, Lease: l.fingerprint(), Token: index, Owner: w.owner}
+		if w.since > 0 {
+			granted.Waited = s.time - (w.since - 1)
+		}
+		s.record(name, granted)
+		s.notify(Event{Kind: EventLockChanged, Name: name, Index: index})
+	}
+	if set.shared { // shared requests behind the set may join it now
+		for _, name := range set.names {
+			if lk := s.locks[name]; lk.queue.head != nil && lk.queue.head.shared {
+				s.admit = append(s.admit, name)
+			}
+		}
+	}
+}
+
+// leaveSet takes lease l's waiting set out of every queue (its wait ended, its lease
+// ended, or its client gave up). A lock that only the set reserved is freed; one whose
+// queue goes on is handed to its new head by settle.
+func (s *state) leaveSet(index uint64, l *lease, set *lockSet) {
+	for i, name := range set.names {
+		w := set.waiters[i]
+		delete(l.waiting, name)
+		s.waitExp.Delete(waitKey(name, l.id))
+		lk := s.locks[name]
+		lk.queue.remove(w)
+		lk.modify = index
+		s.recordWaitEnd(name, w, l)
+		s.notify(Event{Kind: EventWaitEnded, Name: name, Lease: l.id, Index: index})
+		switch {
+		case lk.v3.vacant && lk.queue.len == 0 && lk.v3.delayUntil == 0:
+			s.dropLock(index, name)
+		case lk.v3.vacant || lk.isShared() && lk.queue.head != nil && lk.queue.head.shared:
+			s.admit = append(s.admit, name)
+			s.notify(Event{Kind: EventLockChanged, Name: name, Index: index})
+		default:
+			s.notify(Event{Kind: EventLockChanged, Name: name, Index: index})
+		}
+	}
+}
+
+// dropLock deletes lock name, free with nobody waiting, at index.
+func (s *state) dropLock(index uint64, name string) {
+	delete(s.locks, name)
+	s.names.Delete(name)
+	s.freedIndex = index
+	s.notify(Event{Kind: EventLockChanged, Name: name, Index: index, Freed: true})
+}
+
+// settleVacant hands lock name, which nobody holds and no lock delay keeps, to the head
+// of its queue (settle), or frees it when nobody waits.
+func (s *state) settleVacant(index uint64, name string, lk *lock) {
+	if lk.v3.delayUntil != 0 {
+		return
+	}
+	if lk.queue.len == 0 {
+		s.dropLock(index, name)
+		return
+	}
+	s.handOver(index, name, lk)
+}
+
+// lockSetRelease applies LockSetRelease: every lock of c.Names, each with its token of
+// c.Tokens, is released in this entry and handed to its next waiter, or, when the lease
+// does not hold one of them with that token, none is (StatusNotHolder, those in r.Held).
+func (s *state) lockSetRelease(index uint64, c *Command, r *Result) {
+	if !validSetNames(c.Names) || len(c.Tokens) != len(c.Names) {
+		invalid(r, "bad lockset release")
+		return
+	}
+	l := s.leases[c.Lease]
+	if l == nil {
+		r.Status = StatusLeaseNotFound
+		return
+	}
+	for i, name := range c.Names {
+		lk := s.locks[name]
+		if lk == nil {
+			r.Held = append(r.Held, name)
+			continue
+		}
+		if token, _, ok := lk.grantOf(l.id); !ok || token != c.Tokens[i] {
+			r.Held = append(r.Held, name)
+		}
+	}
+	if len(r.Held) > 0 {
+		r.Status = StatusNotHolder
+		return
+	}
+	for _, name := range c.Names {
+		lk := s.locks[name]
+		s.recordEnd(name, lk, l, HistoryReleased)
+		s.releaseGrant(index, name, lk, l.id)
+	}
+}
+
+// sortSetNames sorts names and drops duplicates, as a LockSet command carries them.
+func sortSetNames(names []string) []string {
+	out := append([]string(nil), names...)
+	sort.Strings(out)
+	j := 0
+	for i, n := range out {
+		if i == 0 || out[j-1] != n {
+			out[j] = n
+			j++
+		}
+	}
+	return out[:j]
+}
+
+// SortSetNames returns names sorted without duplicates: the form a LockSet command
+// carries (the cluster layer builds commands with it).
+func SortSetNames(names []string) []string { return sortSetNames(names) }

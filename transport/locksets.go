@@ -1,0 +1,128 @@
+package transport
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+
+	"github.com/raftlock/raftlock/api"
+	"github.com/raftlock/raftlock/cluster"
+)
+
+// lockSetRoutes serves /v1/locksets (protocol version 3): several locks granted, or
+// released, in one commit. A lockset needs lock rights on every name, which the endpoint
+// checks itself (the call names no single lock).
+type lockSetRoutes struct {
+	sets LockSetService
+	auth *guard
+}
+
+// decodeLockSet turns a POST /v1/locksets body into the node's request.
+func decodeLockSet(body []byte) (cluster.LockSetRequest, error) {
+	var req api.LockSetRequest
+	if err := decodeStrict(body, &req, false); err != nil {
+		return cluster.LockSetRequest{}, err
+	}
+	if len(req.Names) == 0 || len(req.Names) > api.MaxLockSetNames {
+		return cluster.LockSetRequest{}, api.Errorf(api.CodeInvalidArgument, "names has %d locks; a lockset names 1 to %d", len(req.Names), api.MaxLockSetNames)
+	}
+	for _, n := range req.Names {
+		if e := api.ValidateName(n); e != nil {
+			return cluster.LockSetRequest{}, e
+		}
+	}
+	// The rest is an acquire's body: validate it as one, on the first name.
+	acq, err := decodeAcquire(req.Names[0], mustJSON(api.AcquireRequest{LeaseID: req.LeaseID, TTLMs: req.TTLMs, WaitMs: req.WaitMs, Owner: req.Owner,
+		RequestID: req.RequestID, Mode: req.Mode, MaxHoldMs: req.MaxHoldMs, LockDelayMs: req.LockDelayMs}))
+	if err != nil {
+		return cluster.LockSetRequest{}, err
+	}
+	return cluster.LockSetRequest{Names: req.Names, Lease: acq.Lease, NewLease: acq.NewLease, RequestID: acq.RequestID, TTL: acq.TTL,
+		Wait: acq.Wait, Owner: acq.Owner, Shared: acq.Shared, MaxHold: acq.MaxHold, LockDelay: acq.LockDelay}, nil
+}
+
+// authorizeAll checks the caller's lock right on every name.
+func (h lockSetRoutes) authorizeAll(r *http.Request, names []string) error {
+	for _, n := range names {
+		if err := h.auth.authorize(r, accessLock, n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (h lockSetRoutes) acquire(w http.ResponseWriter, r *http.Request) (call, error) {
+	body, err := readBody(w, r)
+	if err != nil {
+		return call{}, err
+	}
+	req, err := decodeLockSet(body)
+	if err == nil {
+		err = h.authorizeAll(r, req.Names)
+	}
+	if err != nil {
+		return call{}, err
+	}
+	return call{body: body, wait: req.Wait, traced: true, idempotent: !req.NewLease || req.RequestID != "", do: func(ctx context.Context) (any, error) {
+		g, err := h.sets.AcquireSet(ctx, req)
+		if err != nil {
+			return nil, err
+		}
+		out := api.LockSetGrant{LeaseID: g.Lease.String(), TTLMs: ms(g.TTL), Owner: g.Owner, Mode: api.ModeExclusive, Locks: make([]api.LockToken, 0, len(g.Locks))}
+		if g.Shared {
+			out.Mode = api.ModeShared
+		}
+		for _, lt := range g.Locks {
+			out.Locks = append(out.Locks, api.LockToken{Name: lt.Name, Token: lt.Token})
+		}
+		return out, nil
+	}}, nil
+}
+
+func (h lockSetRoutes) release(w http.ResponseWriter, r *http.Request) (call, error) {
+	body, err := readBody(w, r)
+	if err != nil {
+		return call{}, err
+	}
+	var req api.LockSetRelease
+	if err := decodeStrict(body, &req, false); err != nil {
+		return call{}, err
+	}
+	if len(req.Locks) == 0 || len(req.Locks) > api.MaxLockSetNames {
+		return call{}, api.Errorf(api.CodeInvalidArgument, "locks has %d entries; give 1 to %d {\"name\", \"token\"}", len(req.Locks), api.MaxLockSetNames)
+	}
+	locks := make([]cluster.LockToken, 0, len(req.Locks))
+	names := make([]string, 0, len(req.Locks))
+	for _, lt := range req.Locks {
+		if e := api.ValidateName(lt.Name); e != nil {
+			return call{}, e
+		}
+		if lt.Token == 0 {
+			return call{}, api.Errorf(api.CodeInvalidArgument, "lock %q has no token: pass the token of each grant being released", lt.Name)
+		}
+		locks = append(locks, cluster.LockToken{Name: lt.Name, Token: lt.Token})
+		names = append(names, lt.Name)
+	}
+	id, err := parseLeaseID(req.LeaseID)
+	if err == nil {
+		err = h.authorizeAll(r, names)
+	}
+	if err != nil {
+		return call{}, err
+	}
+	return call{body: body, idempotent: true, do: func(ctx context.Context) (any, error) {
+		if err := h.sets.ReleaseSet(ctx, id, locks); err != nil {
+			return nil, err
+		}
+		return api.LockSetReleased{Released: names}, nil
+	}}, nil
+}
+
+// mustJSON encodes v, a request type that always encodes.
+func mustJSON(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err) // a struct of strings and integers
+	}
+	return b
+}
