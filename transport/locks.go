@@ -197,19 +197,26 @@ func (h lockRoutes) list(w http.ResponseWriter, r *http.Request) (call, error) {
 		limit = api.DefaultListLimit
 	}
 	return call{need: accessRead, name: anyName, do: func(ctx context.Context) (any, error) {
-		views, truncated, err := h.locks.List(ctx, q.Get("prefix"), q.Get("after"), int(limit), stale)
+		// With ACLs, a page holds only locks the token may read, and its cursor names
+		// one of them (readablePage). The first chunk's read is linearizable unless
+		// stale; the chunks after it read the state that read reached, or a newer one.
+		first := true
+		views, truncated, err := readablePage(int(limit), q.Get("after"),
+			func(v cluster.LockView) bool { return h.auth.canRead(r, v.Name) },
+			func(v cluster.LockView) string { return v.Name },
+			func(after string, n int) ([]cluster.LockView, bool, error) {
+				st := stale || !first
+				first = false
+				return h.locks.List(ctx, q.Get("prefix"), after, n, st)
+			})
 		if err != nil {
 			return nil, err
 		}
-		// With ACLs, a page leaves out the locks the token may not read; the cursor still
-		// moves past them, so paging goes on correctly.
 		out := api.LockList{Locks: make([]api.LockStatus, 0, len(views)), Truncated: truncated}
 		for _, v := range views {
-			if h.auth.canRead(r, v.Name) {
-				out.Locks = append(out.Locks, lockStatus(v))
-			}
+			out.Locks = append(out.Locks, lockStatus(v))
 		}
-		if truncated && len(views) > 0 {
+		if truncated {
 			out.Next = views[len(views)-1].Name
 		}
 		return out, nil
