@@ -65,15 +65,22 @@ func (g *guard) identity(r *http.Request) (id cluster.ACLIdentity, hasToken bool
 // authorize checks that r's token grants need on name (anyName: on some name; "" with
 // accessAdmin: cluster-wide administration). With ACLs off it allows everything.
 func (g *guard) authorize(r *http.Request, need access, name string) error {
+	_, err := g.authorized(r, need, name)
+	return err
+}
+
+// authorized is authorize that also returns the identity it resolved (the zero identity
+// with ACLs off).
+func (g *guard) authorized(r *http.Request, need access, name string) (cluster.ACLIdentity, error) {
 	if !g.on {
-		return nil
+		return cluster.ACLIdentity{}, nil
 	}
 	if !g.acl.Bootstrapped() {
-		return api.Errorf(api.CodeUnauthenticated, "ACLs are on but not bootstrapped yet: run `raftlock acl bootstrap` once to get the management token")
+		return cluster.ACLIdentity{}, api.Errorf(api.CodeUnauthenticated, "ACLs are on but not bootstrapped yet: run `raftlock acl bootstrap` once to get the management token")
 	}
 	id, hasToken, err := g.identity(r)
 	if err != nil {
-		return err
+		return id, err
 	}
 	var ok bool
 	switch {
@@ -83,10 +90,10 @@ func (g *guard) authorize(r *http.Request, need access, name string) error {
 		ok = id.Access(name) >= need.fsm() && id.Access(name) != fsm.AccessDeny
 	}
 	if ok {
-		return nil
+		return id, nil
 	}
 	if !hasToken {
-		return api.Errorf(api.CodeUnauthenticated, "ACLs are on: this request needs a token with %s rights (Authorization: Bearer <secret_id>)", need)
+		return id, api.Errorf(api.CodeUnauthenticated, "ACLs are on: this request needs a token with %s rights (Authorization: Bearer <secret_id>)", need)
 	}
 	what := "name " + quoteName(name)
 	switch name {
@@ -95,7 +102,7 @@ func (g *guard) authorize(r *http.Request, need access, name string) error {
 	case "":
 		what = "the cluster (admin on the empty prefix)"
 	}
-	return api.Errorf(api.CodePermissionDenied, "the token's policies do not grant %s on %s", need, what)
+	return id, api.Errorf(api.CodePermissionDenied, "the token's policies do not grant %s on %s", need, what)
 }
 
 // canRead reports whether r may see lock name (list answers leave out the others).

@@ -63,9 +63,9 @@ func (s *Server) serve(ep endpoint) http.HandlerFunc {
 			markDecoded(r)
 		}
 		if c.wait > 0 {
-			release, ok := s.held.acquire()
-			if !ok {
-				writeError(w, heldLimitError{s.cfg.MaxHeldRequests})
+			release, err := s.holdSlot(r)
+			if err != nil {
+				writeError(w, err)
 				return
 			}
 			defer release()

@@ -19,7 +19,7 @@ func (s *Server) apiRoutes() []route {
 	elections := electionRoutes{svc.Elections}
 	members := memberRoutes{svc.Members, svc.Status, svc.Routing, s.auth, s.cfg.TLS != nil}
 	acl := aclRoutes{svc.ACL, s.auth, s.log}
-	events := eventRoutes{svc.Events, s.auth, s.done}
+	events := eventRoutes{svc.Events, s.auth, s.done, s.streamSlot}
 	overview := overviewRoutes{svc.Events, svc.Status, svc.Routing, s.auth, s.fwd, s.scheme()}
 	backups := backupRoutes{svc.Backups, s.log}
 	return []route{
