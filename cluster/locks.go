@@ -55,7 +55,7 @@ func (l *Locks) Acquire(ctx context.Context, req AcquireRequest) (Grant, error) 
 	if mutant.Is("grant-without-commit") && !n.IsLeader() && !n.fsm.Lock(req.Name).Held {
 		return Grant{Name: req.Name, Lease: req.Lease, TTL: req.TTL, Token: n.fsm.AppliedIndex() + 1, Owner: req.Owner}, nil
 	}
-	c := &fsm.Command{Type: typ, Name: req.Name, Lease: req.Lease, NewLease: req.NewLease, TTL: ms(req.TTL), Wait: waitMs(req.Wait), Owner: req.Owner}
+	c := &fsm.Command{Type: typ, Name: req.Name, Lease: req.Lease, NewLease: req.NewLease, TTL: ms(req.TTL), Wait: waitMs(req.Wait), Owner: req.Owner, Creator: n.leaseCreator(ctx)}
 	w := &queuedWait{n: n, space: fsm.SpaceLock, ttl: req.TTL, wait: req.Wait, dequeue: fsm.TypeDequeue, release: l.Release}
 	propose := func(c *fsm.Command) (*fsm.Result, error) { return n.prop.propose(ctx, c) }
 	return acquire(ctx, w, c, propose, func(r *fsm.Result) Grant {

@@ -46,7 +46,7 @@ func (s *Semaphores) Acquire(ctx context.Context, req SemaphoreRequest) (Semapho
 	if err := n.prop.versionReady(ctx, fsm.TypeSemAcquire); err != nil {
 		return SemaphoreGrant{}, err
 	}
-	c := &fsm.Command{Type: fsm.TypeSemAcquire, Name: req.Name, Limit: req.Limit, Lease: req.Lease, NewLease: req.NewLease, TTL: ms(req.TTL), Wait: waitMs(req.Wait), Owner: req.Owner}
+	c := &fsm.Command{Type: fsm.TypeSemAcquire, Name: req.Name, Limit: req.Limit, Lease: req.Lease, NewLease: req.NewLease, TTL: ms(req.TTL), Wait: waitMs(req.Wait), Owner: req.Owner, Creator: n.leaseCreator(ctx)}
 	w := &queuedWait{n: n, space: fsm.SpaceSemaphore, ttl: req.TTL, wait: req.Wait, dequeue: fsm.TypeSemDequeue, release: s.Release}
 	return acquire(ctx, w, c, n.prop.apply, func(r *fsm.Result) SemaphoreGrant {
 		return SemaphoreGrant{Name: req.Name, Lease: req.Lease, TTL: dur(r.TTL), Token: r.Token, Owner: r.Owner, Limit: req.Limit}

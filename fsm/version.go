@@ -19,7 +19,9 @@ import (
 //     semaphores and elections; snapshot format 2 (adds the active version, the
 //     limits, the node versions, the ACL state, the lock histories and the primitives);
 //     one entry moves cluster time by at most MaxTimeStep.
-const Version uint64 = 2
+//   - 3: a lease records the ACL accessor that created it (Command.Creator on CreateLease
+//     and on an acquire with NewLease; snapshot format 3 writes it per lease).
+const Version uint64 = 3
 
 // Since returns the protocol version that introduced the command type, and 0 for a type
 // this code does not know. A node that speaks an older version reads the type as unknown:
@@ -129,10 +131,17 @@ func (s *state) active(t Type, r *Result) bool {
 // more. Format 1 (snapshotMagic) stays what version 1 code writes and reads.
 var snapshotMagicV2 = []byte("RLKS\x02")
 
+// snapshotMagicV3 starts a snapshot in format 3, written once the active version is 3 or
+// more: format 2 with each lease's creator.
+var snapshotMagicV3 = []byte("RLKS\x03")
+
 // magic returns the header of this state's snapshot: format 1 while the active version is
 // 1, so that old and new nodes at version 1 write the same bytes, and format 2 after.
 func (s *state) magic() []byte {
-	if s.version >= 2 {
+	switch {
+	case s.version >= 3:
+		return snapshotMagicV3
+	case s.version >= 2:
 		return snapshotMagicV2
 	}
 	return snapshotMagic
@@ -165,6 +174,8 @@ func snapshotFormat(data []byte) (uint64, error) {
 		return 1, nil
 	case bytes.HasPrefix(data, snapshotMagicV2):
 		return 2, nil
+	case bytes.HasPrefix(data, snapshotMagicV3):
+		return 3, nil
 	}
 	return 0, badSnapshot("unknown header")
 }

@@ -67,7 +67,7 @@ func (h lockRoutes) acquire(w http.ResponseWriter, r *http.Request) (call, error
 	if err != nil {
 		return call{}, err
 	}
-	return call{body: body, need: accessLock, name: req.Name, wait: req.Wait, traced: true, idempotent: !req.NewLease || req.RequestID != "", do: func(ctx context.Context) (any, error) {
+	return call{body: body, need: accessLock, name: req.Name, leases: usedLeases(req.NewLease, req.RequestID, req.Lease), wait: req.Wait, traced: true, idempotent: !req.NewLease || req.RequestID != "", do: func(ctx context.Context) (any, error) {
 		g, err := h.locks.Acquire(ctx, req)
 		mode := api.ModeExclusive
 		if g.Shared {
@@ -75,6 +75,19 @@ func (h lockRoutes) acquire(w http.ResponseWriter, r *http.Request) (call, error
 		}
 		return api.Grant{Name: g.Name, Token: g.Token, LeaseID: g.Lease.String(), TTLMs: ms(g.TTL), Owner: g.Owner, Mode: mode}, err
 	}}, nil
+}
+
+// usedLeases returns the existing lease an acquiring call acts on, for call.leases: its
+// lease_id, or the lease its request_id names (a retry, or another identity that learnt
+// the request ID), or none for a new random lease.
+func usedLeases(newLease bool, requestID string, lease cluster.LeaseID) []cluster.LeaseID {
+	switch {
+	case !newLease:
+		return []cluster.LeaseID{lease}
+	case requestID != "":
+		return []cluster.LeaseID{cluster.ImplicitLeaseID(requestID)}
+	}
+	return nil
 }
 
 // decodeRelease validates a DELETE /v1/locks/{name} request.
@@ -117,7 +130,7 @@ func releaseCall(w http.ResponseWriter, r *http.Request, kind string, release fu
 	if err != nil {
 		return call{}, err
 	}
-	return call{body: body, need: accessLock, name: name, idempotent: true, do: func(ctx context.Context) (any, error) {
+	return call{body: body, need: accessLock, name: name, leases: []cluster.LeaseID{id}, idempotent: true, do: func(ctx context.Context) (any, error) {
 		return api.ReleaseResult{Name: name, Released: true}, release(ctx, name, id, token)
 	}}, nil
 }
