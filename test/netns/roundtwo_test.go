@@ -72,8 +72,12 @@ func roundTwo(t *testing.T, ty *tally, c *testcluster.Processes, base view, admi
 			{"acquire other/x with it", "PUT", "/v1/locks/other/x", fmt.Sprintf(`{"lease_id":%q}`, workerLease)},
 		} {
 			a := other.do(tc.method, at(i), tc.path, tc.body)
+			// The lease must still live and hold netns/w after each attempt: a 404 that
+			// came because an earlier attempt revoked it is no refusal.
+			lv := admin.do("POST", at(0), "/v1/leases/lookup", fmt.Sprintf(`{"lease_id":%q}`, workerLease))
 			ty.check("another token's lease: "+tc.what+": 404 lease_not_found", c.ID(i),
-				a.Status == 404 && a.Code() == "lease_not_found" && unmoved(t, c, admin, base), a.String())
+				a.Status == 404 && a.Code() == "lease_not_found" && lv.Status == 200 && strings.Contains(string(lv.Raw), `"netns/w"`) && unmoved(t, c, admin, base),
+				a.String()+"; the lease now: "+lv.String())
 		}
 	}
 	lk := admin.do("GET", at(0), "/v1/locks/netns/w", "")
