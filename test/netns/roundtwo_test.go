@@ -168,6 +168,12 @@ func waitAll(t *testing.T, c *testcluster.Processes, cl *client, path, want stri
 
 // tryStream opens an event stream; ok is false when it is not answered 200.
 func tryStream(cl *client, addr, path string) (lines <-chan string, stop func(), ok bool) {
+	lines, stop, why := openSSE(cl, addr, path)
+	return lines, stop, why == ""
+}
+
+// openSSE opens an event stream; why says why not ("" when it is open).
+func openSSE(cl *client, addr, path string) (lines <-chan string, stop func(), why string) {
 	ctx, cancel := context.WithCancel(context.Background())
 	req, _ := http.NewRequestWithContext(ctx, "GET", "https://"+addr+path, nil)
 	if cl.Token != "" {
@@ -177,12 +183,12 @@ func tryStream(cl *client, addr, path string) (lines <-chan string, stop func(),
 	resp, err := hc.Do(req)
 	if err != nil {
 		cancel()
-		return nil, nil, false
+		return nil, nil, err.Error()
 	}
 	if resp.StatusCode != 200 {
 		resp.Body.Close()
 		cancel()
-		return nil, nil, false
+		return nil, nil, resp.Status
 	}
 	out := make(chan string, 256)
 	go func() {
@@ -196,15 +202,15 @@ func tryStream(cl *client, addr, path string) (lines <-chan string, stop func(),
 			}
 		}
 	}()
-	return out, cancel, true
+	return out, cancel, ""
 }
 
 // stream is tryStream that fails the test when the stream is not opened.
 func stream(t *testing.T, cl *client, addr, path string) (<-chan string, func()) {
 	t.Helper()
-	lines, stop, ok := tryStream(cl, addr, path)
-	if !ok {
-		t.Fatalf("stream %s on %s not opened", path, addr)
+	lines, stop, why := openSSE(cl, addr, path)
+	if why != "" {
+		t.Fatalf("stream %s on %s not opened: %s", path, addr, why)
 	}
 	return lines, stop
 }
