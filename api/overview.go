@@ -47,6 +47,9 @@ type LeaseSummary struct {
 	// ExpiringSoon of them have a deadline within SoonMs of the cluster time.
 	ExpiringSoon int   `json:"expiring_soon"`
 	SoonMs       int64 `json:"soon_ms"`
+	// Withheld reports that the counts are cluster-wide facts the token may not see (with
+	// ACLs on, they need admin on the empty prefix): Count and ExpiringSoon are then 0.
+	Withheld bool `json:"withheld,omitempty"`
 }
 
 // LockDetail is a held lock with its holder's lease and the age of its grant.

@@ -16,7 +16,7 @@ type Leases struct{ n *Node }
 // Create creates a lease with ttl.
 func (l *Leases) Create(ctx context.Context, ttl time.Duration) (LeaseID, error) {
 	id := newLeaseID()
-	if _, err := l.n.prop.propose(ctx, &fsm.Command{Type: fsm.TypeCreateLease, Lease: id, TTL: ms(ttl)}); err != nil {
+	if _, err := l.n.prop.propose(ctx, &fsm.Command{Type: fsm.TypeCreateLease, Lease: id, TTL: ms(ttl), Creator: l.n.leaseCreator(ctx)}); err != nil {
 		return id, err
 	}
 	return id, nil
@@ -112,3 +112,36 @@ func leaseOf(newLease bool, requestID string, lease LeaseID) LeaseID {
 	}
 	return newLeaseID()
 }
+
+// creatorKey is the context key of WithLeaseCreator.
+type creatorKey struct{}
+
+// WithLeaseCreator returns ctx carrying the ACL accessor of the caller, which a lease
+// created with ctx records as its creator (from protocol version 3 on), so that the API
+// lets only that identity use it (Leases.Creator).
+func WithLeaseCreator(ctx context.Context, accessor string) context.Context {
+	return context.WithValue(ctx, creatorKey{}, accessor)
+}
+
+// leaseCreator is the creator a lease created now with ctx records: ctx's accessor, or ""
+// while the cluster's active version is below 3, so that a version 2 cluster writes
+// exactly the entries it wrote before.
+func (n *Node) leaseCreator(ctx context.Context) string {
+	if n.fsm.Version() < 3 {
+		return ""
+	}
+	s, _ := ctx.Value(creatorKey{}).(string)
+	return s
+}
+
+// Creator returns the ACL accessor that created lease id ("" when none was recorded) and
+// whether the lease exists, from this node's applied state: a lease's creator never
+// changes, so a lagging node is wrong only about a lease it has not seen yet.
+func (l *Leases) Creator(id LeaseID) (string, bool) {
+	v, ok := l.n.fsm.Lease(id)
+	return v.Creator, ok
+}
+
+// ImplicitLeaseID returns the lease an acquire with requestID and no lease_id acts on
+// (see requestLeaseID), so that the API can check whose it is before the acquire.
+func ImplicitLeaseID(requestID string) LeaseID { return requestLeaseID(requestID) }

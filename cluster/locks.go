@@ -65,7 +65,7 @@ func (l *Locks) Acquire(ctx context.Context, req AcquireRequest) (Grant, error) 
 	if mutant.Is("grant-without-commit") && !n.IsLeader() && !n.fsm.Lock(req.Name).Held {
 		return Grant{Name: req.Name, Lease: req.Lease, TTL: req.TTL, Token: n.fsm.AppliedIndex() + 1, Owner: req.Owner}, nil
 	}
-	c := &fsm.Command{Type: typ, Name: req.Name, Lease: req.Lease, NewLease: req.NewLease, TTL: ms(req.TTL), Wait: waitMs(req.Wait), Owner: req.Owner}
+	c := &fsm.Command{Type: typ, Name: req.Name, Lease: req.Lease, NewLease: req.NewLease, TTL: ms(req.TTL), Wait: waitMs(req.Wait), Owner: req.Owner, Creator: n.leaseCreator(ctx)}
 	if typ == fsm.TypeAcquireEx {
 		c.Shared, c.MaxHold, c.LockDelay = req.Shared, ms(n.capHold(req.MaxHold)), ms(req.LockDelay)
 	}

@@ -49,7 +49,7 @@ func (s *Semaphores) Acquire(ctx context.Context, req SemaphoreRequest) (Semapho
 	if err := n.prop.versionReady(ctx, fsm.TypeSemAcquire); err != nil {
 		return SemaphoreGrant{}, err
 	}
-	c := &fsm.Command{Type: fsm.TypeSemAcquire, Name: req.Name, Limit: req.Limit, Lease: req.Lease, NewLease: req.NewLease, TTL: ms(req.TTL), Wait: waitMs(req.Wait), Owner: req.Owner}
+	c := &fsm.Command{Type: fsm.TypeSemAcquire, Name: req.Name, Limit: req.Limit, Lease: req.Lease, NewLease: req.NewLease, TTL: ms(req.TTL), Wait: waitMs(req.Wait), Owner: req.Owner, Creator: n.leaseCreator(ctx)}
 	if req.MaxHold > 0 {
 		if err := n.prop.versionReady(ctx, fsm.TypeSemAcquireEx); err != nil {
 			return SemaphoreGrant{}, v3Inactive(err)

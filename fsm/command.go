@@ -168,6 +168,11 @@ type Command struct {
 	// LockDelay how long the lock stays unavailable after its lease ended without a
 	// release, in ms; 0 for none (AcquireEx, LockSet).
 	MaxHold, LockDelay int64
+	// Creator is the ACL accessor of the caller that creates a lease (CreateLease, and the
+	// acquiring types with NewLease), recorded on the lease so that only that identity may
+	// use it. From protocol version 3 on; the leader leaves it empty before, and an empty
+	// Creator is not encoded, so a version 2 cluster writes what it always wrote.
+	Creator string
 }
 
 // ACLCommand holds the fields of the ACL commands. Which matter depends on the type; the
@@ -280,7 +285,21 @@ func (c *Command) Encode(buf []byte) []byte {
 	case TypeACLDeleteToken:
 		buf = appendString(buf, c.ACL.Accessor)
 	}
+	if c.Creator != "" && c.createsLease() {
+		buf = appendString(buf, c.Creator) // a trailing field, since version 3
+	}
 	return buf
+}
+
+// createsLease reports whether the command creates a lease, and so may carry Creator.
+func (c *Command) createsLease() bool {
+	switch c.Type &^ FlagSkippable {
+	case TypeCreateLease:
+		return true
+	case TypeAcquire, TypeAcquireShared, TypeSemAcquire, TypeCampaign, TypeAcquireEx, TypeSemAcquireEx, TypeLockSet:
+		return c.NewLease
+	}
+	return false
 }
 
 // DecodeCommand parses a command written by Encode. It never panics: truncated or
@@ -383,6 +402,9 @@ func decodeCommand(b []byte, max uint64) (Command, error) {
 			d.fail(fmt.Errorf("%w: %d", ErrUnknownCommand, uint8(c.Type)))
 		}
 		return c, d.err
+	}
+	if d.err == nil && len(d.b) != 0 && max >= 3 && c.createsLease() {
+		c.Creator = d.string()
 	}
 	if d.err == nil && len(d.b) != 0 {
 		d.fail(fmt.Errorf("%w: %d trailing bytes", ErrCorruptCommand, len(d.b)))

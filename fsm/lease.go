@@ -13,6 +13,9 @@ type lease struct {
 	waiting  map[string]*waiter
 	fp       *Fingerprint // LeaseFingerprint(id), computed on first use (history.go)
 	prims    *leasePrims  // semaphores and elections; nil until used (usePrims)
+	// creator is the ACL accessor that created the lease (Command.Creator), from
+	// protocol version 3 on; empty for a lease created before, or without ACLs.
+	creator string
 }
 
 // leasePrims is what a lease holds and waits for among semaphores and elections. It is
@@ -47,7 +50,7 @@ func (s *state) createLease(_ uint64, c *Command, r *Result) {
 	if s.leaseQuota(c.Lease, r) {
 		return
 	}
-	r.TTL = s.addLease(c.Lease, c.TTL).ttl
+	r.TTL = s.addLease(c.Lease, c.TTL, c.Creator).ttl
 }
 
 // renew applies Renew: every lease of the batch that still exists is renewed.
@@ -76,12 +79,17 @@ func (s *state) revoke(index uint64, c *Command, r *Result) {
 	r.Released = s.removeLeases(index, []*lease{l})
 }
 
-// addLease creates lease id with ttl, stamped by this entry, unless it exists.
-func (s *state) addLease(id LeaseID, ttl int64) *lease {
+// addLease creates lease id with ttl and creator, stamped by this entry, unless it exists
+// (a lease's creator never changes). The creator is kept from version 3 on only, so that
+// before it nothing of it enters the state.
+func (s *state) addLease(id LeaseID, ttl int64, creator string) *lease {
 	if l := s.leases[id]; l != nil {
 		return l // a re-proposed create is a no-op
 	}
 	l := &lease{id: id, ttl: ttl}
+	if s.version >= 3 {
+		l.creator = creator
+	}
 	s.leases[id] = l
 	s.touch(l)
 	return l
@@ -100,7 +108,7 @@ func (s *state) touch(l *lease) {
 // leaseFor creates the lease of a request with NewLease, or renews the lease named.
 func (s *state) leaseFor(c *Command, l *lease) *lease {
 	if l == nil {
-		return s.addLease(c.Lease, c.TTL)
+		return s.addLease(c.Lease, c.TTL, c.Creator)
 	}
 	s.touch(l)
 	return l
@@ -173,6 +181,9 @@ type LeaseView struct {
 	Deadline int64
 	Locks    []string
 	Waiting  []string
+	// Creator is the ACL accessor that created the lease; empty when none was recorded
+	// (before protocol version 3, or without ACLs).
+	Creator string
 }
 
 // Lease returns the state of a lease and whether it exists.
@@ -183,7 +194,7 @@ func (f *FSM) Lease(id LeaseID) (LeaseView, bool) {
 	if l == nil {
 		return LeaseView{}, false
 	}
-	return LeaseView{ID: id, TTL: l.ttl, Deadline: l.deadline, Locks: sortedNames(l.held), Waiting: sortedNames(l.waiting)}, true
+	return LeaseView{ID: id, TTL: l.ttl, Deadline: l.deadline, Locks: sortedNames(l.held), Waiting: sortedNames(l.waiting), Creator: l.creator}, true
 }
 
 // LeaseCount returns the number of live leases.

@@ -154,6 +154,9 @@ func (s *state) encodeTo(buf []byte) []byte {
 		buf = append(buf, id[:]...)
 		buf = binary.AppendUvarint(buf, uint64(l.ttl))
 		buf = binary.AppendUvarint(buf, uint64(l.deadline))
+		if s.version >= 3 {
+			buf = appendString(buf, l.creator)
+		}
 	}
 
 	names := sortedNames(s.locks)
@@ -222,6 +225,9 @@ func decodeSnapshot(data []byte, notify func(Event)) (*state, error) {
 	}
 	for i, n := 0, d.count(1); i < n && d.err == nil; i++ {
 		l := &lease{id: d.leaseID(), ttl: d.int64(), deadline: d.int64()}
+		if s.version >= 3 {
+			l.creator = d.string()
+		}
 		s.leases[l.id] = l
 		s.leaseExp.Set(string(l.id[:]), l.deadline)
 	}

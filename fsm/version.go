@@ -23,6 +23,8 @@ import (
 //     refused); AcquireEx (maximum hold, lock delay), LockSet and LockSetRelease; the
 //     snapshot's version 3 part (appendV3: reserved and delayed locks, maximum holds,
 //     waiting locksets and wait options) and the history kinds of these endings.
+//   - 3: a lease records the ACL accessor that created it (Command.Creator on CreateLease
+//     and on an acquire with NewLease; snapshot format 3 writes it per lease).
 const Version uint64 = 3
 
 // Since returns the protocol version that introduced the command type, and 0 for a type
@@ -133,10 +135,17 @@ func (s *state) active(t Type, r *Result) bool {
 // more. Format 1 (snapshotMagic) stays what version 1 code writes and reads.
 var snapshotMagicV2 = []byte("RLKS\x02")
 
+// snapshotMagicV3 starts a snapshot in format 3, written once the active version is 3 or
+// more: format 2 with each lease's creator.
+var snapshotMagicV3 = []byte("RLKS\x03")
+
 // magic returns the header of this state's snapshot: format 1 while the active version is
 // 1, so that old and new nodes at version 1 write the same bytes, and format 2 after.
 func (s *state) magic() []byte {
-	if s.version >= 2 {
+	switch {
+	case s.version >= 3:
+		return snapshotMagicV3
+	case s.version >= 2:
 		return snapshotMagicV2
 	}
 	return snapshotMagic
@@ -169,6 +178,8 @@ func snapshotFormat(data []byte) (uint64, error) {
 		return 1, nil
 	case bytes.HasPrefix(data, snapshotMagicV2):
 		return 2, nil
+	case bytes.HasPrefix(data, snapshotMagicV3):
+		return 3, nil
 	}
 	return 0, badSnapshot("unknown header")
 }

@@ -11,7 +11,7 @@ import (
 )
 
 // callAs is call with a bearer token ("" sends none).
-func callAs(t *testing.T, token, method, url, body string, out any) (int, string) {
+func callAs(t testing.TB, token, method, url, body string, out any) (int, string) {
 	t.Helper()
 	a := rawhttp.Client{Token: token}.Do(method, url, body)
 	if a.Err != nil {
@@ -35,7 +35,7 @@ func callAs(t *testing.T, token, method, url, body string, out any) (int, string
 	return a.Status, ""
 }
 
-func startACLCluster(t *testing.T) *testcluster.InProcess {
+func startACLCluster(t testing.TB) *testcluster.InProcess {
 	c := testcluster.StartInProcessWith(t, 3, nil, func(i int, cfg *transport.Config) { cfg.ACL = true })
 	// ACLs need protocol version 2, which the leader raises once every member registered.
 	c.WaitFor(30e9, "protocol version 2", func() bool {

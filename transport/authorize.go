@@ -65,15 +65,22 @@ func (g *guard) identity(r *http.Request) (id cluster.ACLIdentity, hasToken bool
 // authorize checks that r's token grants need on name (anyName: on some name; "" with
 // accessAdmin: cluster-wide administration). With ACLs off it allows everything.
 func (g *guard) authorize(r *http.Request, need access, name string) error {
+	_, err := g.authorized(r, need, name)
+	return err
+}
+
+// authorized is authorize that also returns the identity it resolved (the zero identity
+// with ACLs off).
+func (g *guard) authorized(r *http.Request, need access, name string) (cluster.ACLIdentity, error) {
 	if !g.on {
-		return nil
+		return cluster.ACLIdentity{}, nil
 	}
 	if !g.acl.Bootstrapped() {
-		return api.Errorf(api.CodeUnauthenticated, "ACLs are on but not bootstrapped yet: run `raftlock acl bootstrap` once to get the management token")
+		return cluster.ACLIdentity{}, api.Errorf(api.CodeUnauthenticated, "ACLs are on but not bootstrapped yet: run `raftlock acl bootstrap` once to get the management token")
 	}
 	id, hasToken, err := g.identity(r)
 	if err != nil {
-		return err
+		return id, err
 	}
 	var ok bool
 	switch {
@@ -83,10 +90,10 @@ func (g *guard) authorize(r *http.Request, need access, name string) error {
 		ok = id.Access(name) >= need.fsm() && id.Access(name) != fsm.AccessDeny
 	}
 	if ok {
-		return nil
+		return id, nil
 	}
 	if !hasToken {
-		return api.Errorf(api.CodeUnauthenticated, "ACLs are on: this request needs a token with %s rights (Authorization: Bearer <secret_id>)", need)
+		return id, api.Errorf(api.CodeUnauthenticated, "ACLs are on: this request needs a token with %s rights (Authorization: Bearer <secret_id>)", need)
 	}
 	what := "name " + quoteName(name)
 	switch name {
@@ -95,7 +102,7 @@ func (g *guard) authorize(r *http.Request, need access, name string) error {
 	case "":
 		what = "the cluster (admin on the empty prefix)"
 	}
-	return api.Errorf(api.CodePermissionDenied, "the token's policies do not grant %s on %s", need, what)
+	return id, api.Errorf(api.CodePermissionDenied, "the token's policies do not grant %s on %s", need, what)
 }
 
 // canRead reports whether r may see lock name (list answers leave out the others).
@@ -189,4 +196,34 @@ func requestWait(r *http.Request, body []byte) time.Duration {
 		ms = b.WaitMs
 	}
 	return time.Duration(min(max(ms, 0), api.MaxWaitMs)) * time.Millisecond
+}
+
+// ownLeases refuses a call on a lease that another identity created: a lease is bound to
+// the ACL token that created it (from protocol version 3 on; see cluster.WithLeaseCreator),
+// so that a leaked lease ID is useless to any other token. The answer is the one for a
+// lease that does not exist (404 lease_not_found): the lease's existence is not revealed
+// either. An admin on the empty prefix may use every lease (an operator cleaning up), and
+// a lease that recorded no creator (made before version 3, or with ACLs off) is anyone's
+// with lock rights, as before. The check reads this node's state: a creator never
+// changes, so a node that has the lease decides rightly; one that has not seen it yet lets
+// the call go on to the leader, which checks again (a forwarded call passes here too).
+func (s *Server) ownLeases(id cluster.ACLIdentity, leases []cluster.LeaseID) error {
+	if len(leases) == 0 || id.Admin() {
+		return nil
+	}
+	for _, l := range leases {
+		if !s.ownsLease(id, l) {
+			return cluster.ErrLeaseNotFound
+		}
+	}
+	return nil
+}
+
+// ownsLease reports whether identity id may use lease l: see ownLeases.
+func (s *Server) ownsLease(id cluster.ACLIdentity, l cluster.LeaseID) bool {
+	if !s.cfg.ACL || id.Admin() || s.svc.Leases == nil {
+		return true
+	}
+	creator, ok := s.svc.Leases.Creator(l)
+	return !ok || creator == "" || creator == id.Accessor
 }

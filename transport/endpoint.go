@@ -23,6 +23,9 @@ type call struct {
 	// an open route, or one whose endpoint has checked the caller itself.
 	need access
 	name string
+	// leases are the existing leases the call acts on (a lease_id, or the lease a
+	// request_id names): with ACLs on, each must be the caller's own (Server.ownLeases).
+	leases []cluster.LeaseID
 	// wait is how long a waiting acquire or blocking query may be held: while it is
 	// served here it takes a slot of Config.MaxHeldRequests, and a forward of it may take
 	// that much longer.
@@ -52,8 +55,14 @@ type rawAnswer func(w http.ResponseWriter)
 func (s *Server) serve(ep endpoint) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		c, err := ep(w, r)
+		ctx := r.Context()
 		if err == nil && c.need != 0 {
-			err = s.auth.authorize(r, c.need, c.name)
+			var id cluster.ACLIdentity
+			id, err = s.auth.authorized(r, c.need, c.name)
+			if err == nil && s.cfg.ACL {
+				err = s.ownLeases(id, c.leases)
+				ctx = cluster.WithLeaseCreator(ctx, id.Accessor)
+			}
 		}
 		if err != nil {
 			writeError(w, err)
@@ -63,9 +72,9 @@ func (s *Server) serve(ep endpoint) http.HandlerFunc {
 			markDecoded(r)
 		}
 		if c.wait > 0 {
-			release, ok := s.held.acquire()
-			if !ok {
-				writeError(w, heldLimitError{s.cfg.MaxHeldRequests})
+			release, err := s.holdSlot(r)
+			if err != nil {
+				writeError(w, err)
 				return
 			}
 			defer release()
@@ -79,7 +88,7 @@ func (s *Server) serve(ep endpoint) http.HandlerFunc {
 		// have happened would be false; the call answers maybe's unknown_outcome instead.
 		var maybe error
 		for {
-			v, err := c.do(r.Context())
+			v, err := c.do(ctx)
 			// The node returns ErrNotLeader only when it proposed nothing, so a request is
 			// forwarded at most once per attempt and never after any part of it may have
 			// been applied.

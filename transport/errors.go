@@ -30,6 +30,17 @@ func (e heldLimitError) Error() string {
 	return fmt.Sprintf("transport: %d requests held already", e.max)
 }
 
+// identityLimitError: the caller (see Server.callerKey) already holds max of what
+// open on this node.
+type identityLimitError struct {
+	what string
+	max  int
+}
+
+func (e identityLimitError) Error() string {
+	return fmt.Sprintf("transport: the caller holds %d %s already", e.max, e.what)
+}
+
 // hopLimitError: the request was forwarded hops times without reaching the leader.
 type hopLimitError struct{ hops uint64 }
 
@@ -72,6 +83,7 @@ func errorFor(err error) failure {
 		dl  *cluster.DeadlockError
 		ne  *cluster.NamesError
 		hl  heldLimitError
+		il  identityLimitError
 		hop hopLimitError
 		fe  forwardError
 	)
@@ -80,6 +92,8 @@ func errorFor(err error) failure {
 		// Decoding and validation faults: already the API's.
 	case errors.As(err, &hl):
 		ae = api.Errorf(api.CodeTooManyRequests, "this node already holds %d waiting acquires and blocking queries open; retry after the Retry-After delay, or on another node", hl.max)
+	case errors.As(err, &il):
+		ae = api.Errorf(api.CodeTooManyRequests, "this caller (its token, node or address) already holds %d %s open on this node; close some, or retry after the Retry-After delay", il.max, il.what)
 	case errors.As(err, &hop):
 		ae = api.Errorf(api.CodeNoLeader, "request forwarded %d times without reaching the leader; an election is settling, retry", hop.hops)
 	case errors.As(err, &fe) && !fe.reached:

@@ -21,11 +21,13 @@ type eventRoutes struct {
 	events EventSource
 	auth   *guard
 	done   <-chan struct{} // closed when the server shuts down
+	// slot takes one of the caller's event-stream slots (Server.streamSlot).
+	slot func(r *http.Request) (release func(), err error)
 }
 
 // streamPing is how often an idle event stream sends a comment, so that proxies keep it
 // open and a dead client is noticed.
-const streamPing = 15 * time.Second
+var streamPing = 15 * time.Second // a variable only so that tests can shorten it (export_test.go)
 
 // streamWriteTimeout bounds one write of an event stream.
 const streamWriteTimeout = 30 * time.Second
@@ -102,24 +104,44 @@ func (h eventRoutes) stream(w http.ResponseWriter, r *http.Request) (call, error
 		return call{}, err
 	}
 	return call{need: accessRead, name: prefix, do: func(context.Context) (any, error) {
-		var id cluster.ACLIdentity
-		if h.auth.on {
-			var err error
-			if id, _, err = h.auth.identity(r); err != nil {
-				return nil, err
-			}
-		}
-		sub, err := h.events.Subscribe(prefix, from)
+		check := h.streamCheck(r, prefix)
+		id, err := check()
 		if err != nil {
 			return nil, err
 		}
-		return rawAnswer(func(w http.ResponseWriter) { h.send(w, r, sub, id) }), nil
+		release, err := h.slot(r)
+		if err != nil {
+			return nil, err
+		}
+		sub, err := h.events.Subscribe(prefix, from)
+		if err != nil {
+			release()
+			return nil, err
+		}
+		return rawAnswer(func(w http.ResponseWriter) {
+			defer release()
+			h.send(w, r, sub, id, check)
+		}), nil
 	}}, nil
 }
 
+// streamCheck returns the check an event stream makes before each event and each ping:
+// the request's token (or the anonymous identity) must still be known and still grant
+// read on the stream's prefix. It returns the identity as it is now, whose rules then
+// filter the event's names (a deny added on a name under the prefix hides that name from
+// then on). The check resolves the token again each time (a hash and a map lookup under
+// the state's read lock: see BenchmarkStreamCheck), so a revocation or a narrower policy
+// takes effect at the next event or ping, within streamPing.
+func (h eventRoutes) streamCheck(r *http.Request, prefix string) func() (cluster.ACLIdentity, error) {
+	return func() (cluster.ACLIdentity, error) { return h.auth.authorized(r, accessRead, prefix) }
+}
+
 // send writes the subscription's entries to w until the client, the subscription or the
-// server ends; id filters the events a rule denies.
-func (h eventRoutes) send(w http.ResponseWriter, r *http.Request, sub *cluster.Subscription, id cluster.ACLIdentity) {
+// server ends, or check refuses: then a last "error" event (the API error body:
+// unauthenticated for a revoked token, permission_denied for rights that no longer cover
+// the prefix) says why.
+// id, the identity of the last check, filters the events its rules deny.
+func (h eventRoutes) send(w http.ResponseWriter, r *http.Request, sub *cluster.Subscription, id cluster.ACLIdentity, check func() (cluster.ACLIdentity, error)) {
 	defer sub.Close()
 	rc := http.NewResponseController(w)
 	// A stream lives longer than the server's write timeout: each write gets its own
@@ -152,6 +174,14 @@ func (h eventRoutes) send(w http.ResponseWriter, r *http.Request, sub *cluster.S
 		e, err := sub.Next(nctx)
 		ncancel()
 		buf.Reset()
+		if err == nil || (ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded)) {
+			// Before each event and each ping: the token must still grant what the
+			// stream was opened with.
+			var cerr error
+			if id, cerr = check(); cerr != nil {
+				err = cerr
+			}
+		}
 		switch {
 		case err == nil:
 			out := api.EventEntry{Index: e.Index}

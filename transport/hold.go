@@ -80,8 +80,8 @@ func (h *hold) retry(err error, idempotent bool) bool {
 		return false
 	}
 	if h.release == nil {
-		release, ok := h.s.held.acquire()
-		if !ok {
+		release, err := h.s.holdSlot(h.r)
+		if err != nil {
 			return false
 		}
 		h.release = release

@@ -13,7 +13,11 @@ import (
 // leaseRoutes serves /v1/leases: create, keep alive, look up and revoke. The body forms
 // (POST /v1/leases/keepalive, /lookup, /revoke) keep lease IDs out of URLs and so out of
 // access logs.
-type leaseRoutes struct{ leases LeaseService }
+type leaseRoutes struct {
+	leases  LeaseService
+	auth    *guard
+	routing Routing
+}
 
 func (h leaseRoutes) create(w http.ResponseWriter, r *http.Request) (call, error) {
 	body, req, err := readJSON[api.CreateLeaseRequest](w, r, true)
@@ -43,7 +47,7 @@ func (h leaseRoutes) keepAlive(w http.ResponseWriter, r *http.Request) (call, er
 }
 
 func (h leaseRoutes) keepAliveCall(body []byte, id cluster.LeaseID) call {
-	return call{body: body, need: accessLock, name: anyName, idempotent: true, do: func(ctx context.Context) (any, error) {
+	return call{body: body, need: accessLock, name: anyName, leases: []cluster.LeaseID{id}, idempotent: true, do: func(ctx context.Context) (any, error) {
 		ttl, err := h.leases.KeepAlive(ctx, id)
 		return api.Lease{LeaseID: id.String(), TTLMs: ttl.Milliseconds()}, err
 	}}
@@ -78,12 +82,19 @@ func (h leaseRoutes) keepAliveBody(w http.ResponseWriter, r *http.Request) (call
 		return call{}, err
 	}
 	return call{body: body, need: accessLock, name: anyName, idempotent: true, do: func(ctx context.Context) (any, error) {
-		ttls, found, err := h.leases.KeepAliveMany(ctx, ids)
+		out := api.KeepAliveBatch{Leases: make([]api.Lease, 0, len(ids)), NotFound: []string{}}
+		renew, gone := h.renewable(r, ids)
+		for _, id := range gone {
+			out.NotFound = append(out.NotFound, id.String())
+		}
+		if len(renew) == 0 {
+			return out, nil // nothing to propose
+		}
+		ttls, found, err := h.leases.KeepAliveMany(ctx, renew)
 		if err != nil {
 			return nil, err
 		}
-		out := api.KeepAliveBatch{Leases: make([]api.Lease, 0, len(ids)), NotFound: []string{}}
-		for i, id := range ids {
+		for i, id := range renew {
 			if found[i] {
 				out.Leases = append(out.Leases, api.Lease{LeaseID: id.String(), TTLMs: ttls[i].Milliseconds()})
 			} else {
@@ -92,6 +103,30 @@ func (h leaseRoutes) keepAliveBody(w http.ResponseWriter, r *http.Request) (call
 		}
 		return out, nil
 	}}, nil
+}
+
+// renewable splits a batch keepalive's leases into those to renew and those answered as
+// not found without being proposed: another identity's (see ownLeases; not revealed, as
+// for a single keepalive) and, on the leader, whose applied state is then complete for
+// every lease a client could have learnt of, those that do not exist. So a batch of
+// 10,000 made-up or foreign IDs from any lock token proposes nothing instead of a Raft
+// entry of about 160 KB; a follower passes the batch on to the leader, which filters it.
+func (h leaseRoutes) renewable(r *http.Request, ids []cluster.LeaseID) (renew, gone []cluster.LeaseID) {
+	id, _ := h.auth.authorized(r, accessLock, anyName)
+	leader := h.routing.IsLeader()
+	admin := !h.auth.on || id.Admin()
+	for _, l := range ids {
+		creator, ok := h.leases.Creator(l)
+		switch {
+		case leader && !ok:
+			gone = append(gone, l)
+		case ok && !admin && creator != "" && creator != id.Accessor:
+			gone = append(gone, l)
+		default:
+			renew = append(renew, l)
+		}
+	}
+	return renew, gone
 }
 
 func (h leaseRoutes) get(w http.ResponseWriter, r *http.Request) (call, error) {
@@ -103,7 +138,7 @@ func (h leaseRoutes) get(w http.ResponseWriter, r *http.Request) (call, error) {
 	if err != nil {
 		return call{}, err
 	}
-	return h.lookupCall(nil, id, stale), nil
+	return h.lookupCall(r, nil, id, stale), nil
 }
 
 func (h leaseRoutes) lookupBody(w http.ResponseWriter, r *http.Request) (call, error) {
@@ -115,19 +150,16 @@ func (h leaseRoutes) lookupBody(w http.ResponseWriter, r *http.Request) (call, e
 	if err != nil {
 		return call{}, err
 	}
-	return h.lookupCall(body, id, stale), nil
+	return h.lookupCall(r, body, id, stale), nil
 }
 
-func (h leaseRoutes) lookupCall(body []byte, id cluster.LeaseID, stale bool) call {
-	return call{body: body, need: accessRead, name: anyName, do: func(ctx context.Context) (any, error) {
+func (h leaseRoutes) lookupCall(r *http.Request, body []byte, id cluster.LeaseID, stale bool) call {
+	return call{body: body, need: accessRead, name: anyName, leases: []cluster.LeaseID{id}, do: func(ctx context.Context) (any, error) {
 		v, err := h.leases.Lookup(ctx, id, stale)
 		if err != nil {
 			return nil, err
 		}
-		locks := v.Locks
-		if locks == nil {
-			locks = []string{}
-		}
+		locks := h.readable(r, v.Locks)
 		return struct {
 			api.Lease
 			Locks []string `json:"locks"`
@@ -140,7 +172,7 @@ func (h leaseRoutes) revoke(w http.ResponseWriter, r *http.Request) (call, error
 	if err != nil {
 		return call{}, err
 	}
-	return h.revokeCall(nil, id), nil
+	return h.revokeCall(r, nil, id), nil
 }
 
 func (h leaseRoutes) revokeBody(w http.ResponseWriter, r *http.Request) (call, error) {
@@ -148,17 +180,27 @@ func (h leaseRoutes) revokeBody(w http.ResponseWriter, r *http.Request) (call, e
 	if err != nil {
 		return call{}, err
 	}
-	return h.revokeCall(body, id), nil
+	return h.revokeCall(r, body, id), nil
 }
 
-func (h leaseRoutes) revokeCall(body []byte, id cluster.LeaseID) call {
-	return call{body: body, need: accessLock, name: anyName, idempotent: true, do: func(ctx context.Context) (any, error) {
+func (h leaseRoutes) revokeCall(r *http.Request, body []byte, id cluster.LeaseID) call {
+	return call{body: body, need: accessLock, name: anyName, leases: []cluster.LeaseID{id}, idempotent: true, do: func(ctx context.Context) (any, error) {
 		released, err := h.leases.Revoke(ctx, id)
-		if released == nil {
-			released = []string{}
-		}
-		return api.RevokeResult{LeaseID: id.String(), Released: released}, err
+		return api.RevokeResult{LeaseID: id.String(), Released: h.readable(r, released)}, err
 	}}
+}
+
+// readable returns the names among names that r's token may read (never nil): a lease's
+// lookup and revoke show no lock name outside the caller's prefixes (a lease used by an
+// admin, or made before leases were bound, may hold locks anywhere).
+func (h leaseRoutes) readable(r *http.Request, names []string) []string {
+	out := make([]string, 0, len(names))
+	for _, n := range names {
+		if h.auth.canRead(r, n) {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // leaseFromBody reads the lease ID of the body routes.

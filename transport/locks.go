@@ -71,7 +71,7 @@ func (h lockRoutes) acquire(w http.ResponseWriter, r *http.Request) (call, error
 	if err != nil {
 		return call{}, err
 	}
-	return call{body: body, need: accessLock, name: req.Name, wait: req.Wait, traced: true, idempotent: !req.NewLease || req.RequestID != "", do: func(ctx context.Context) (any, error) {
+	return call{body: body, need: accessLock, name: req.Name, leases: usedLeases(req.NewLease, req.RequestID, req.Lease), wait: req.Wait, traced: true, idempotent: !req.NewLease || req.RequestID != "", do: func(ctx context.Context) (any, error) {
 		g, err := h.locks.Acquire(ctx, req)
 		mode := api.ModeExclusive
 		if g.Shared {
@@ -79,6 +79,19 @@ func (h lockRoutes) acquire(w http.ResponseWriter, r *http.Request) (call, error
 		}
 		return api.Grant{Name: g.Name, Token: g.Token, LeaseID: g.Lease.String(), TTLMs: ms(g.TTL), Owner: g.Owner, Mode: mode}, err
 	}}, nil
+}
+
+// usedLeases returns the existing lease an acquiring call acts on, for call.leases: its
+// lease_id, or the lease its request_id names (a retry, or another identity that learnt
+// the request ID), or none for a new random lease.
+func usedLeases(newLease bool, requestID string, lease cluster.LeaseID) []cluster.LeaseID {
+	switch {
+	case !newLease:
+		return []cluster.LeaseID{lease}
+	case requestID != "":
+		return []cluster.LeaseID{cluster.ImplicitLeaseID(requestID)}
+	}
+	return nil
 }
 
 // decodeRelease validates a DELETE /v1/locks/{name} request.
@@ -121,7 +134,7 @@ func releaseCall(w http.ResponseWriter, r *http.Request, kind string, release fu
 	if err != nil {
 		return call{}, err
 	}
-	return call{body: body, need: accessLock, name: name, idempotent: true, do: func(ctx context.Context) (any, error) {
+	return call{body: body, need: accessLock, name: name, leases: []cluster.LeaseID{id}, idempotent: true, do: func(ctx context.Context) (any, error) {
 		return api.ReleaseResult{Name: name, Released: true}, release(ctx, name, id, token)
 	}}, nil
 }
@@ -202,19 +215,26 @@ func (h lockRoutes) list(w http.ResponseWriter, r *http.Request) (call, error) {
 		limit = api.DefaultListLimit
 	}
 	return call{need: accessRead, name: anyName, do: func(ctx context.Context) (any, error) {
-		views, truncated, err := h.locks.List(ctx, q.Get("prefix"), q.Get("after"), int(limit), stale)
+		// With ACLs, a page holds only locks the token may read, and its cursor names
+		// one of them (readablePage). The first chunk's read is linearizable unless
+		// stale; the chunks after it read the state that read reached, or a newer one.
+		first := true
+		views, truncated, err := readablePage(int(limit), q.Get("after"),
+			func(v cluster.LockView) bool { return h.auth.canRead(r, v.Name) },
+			func(v cluster.LockView) string { return v.Name },
+			func(after string, n int) ([]cluster.LockView, bool, error) {
+				st := stale || !first
+				first = false
+				return h.locks.List(ctx, q.Get("prefix"), after, n, st)
+			})
 		if err != nil {
 			return nil, err
 		}
-		// With ACLs, a page leaves out the locks the token may not read; the cursor still
-		// moves past them, so paging goes on correctly.
 		out := api.LockList{Locks: make([]api.LockStatus, 0, len(views)), Truncated: truncated}
 		for _, v := range views {
-			if h.auth.canRead(r, v.Name) {
-				out.Locks = append(out.Locks, lockStatus(v))
-			}
+			out.Locks = append(out.Locks, lockStatus(v))
 		}
-		if truncated && len(views) > 0 {
+		if truncated {
 			out.Next = views[len(views)-1].Name
 		}
 		return out, nil

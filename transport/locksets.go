@@ -63,7 +63,9 @@ func (h lockSetRoutes) acquire(w http.ResponseWriter, r *http.Request) (call, er
 	if err != nil {
 		return call{}, err
 	}
-	return call{body: body, wait: req.Wait, traced: true, idempotent: !req.NewLease || req.RequestID != "", do: func(ctx context.Context) (any, error) {
+	// need and name make serve resolve the caller (every name was authorized above), bind
+	// the lease to its creator and refuse another token's lease, as for a single acquire.
+	return call{body: body, need: accessLock, name: req.Names[0], leases: usedLeases(req.NewLease, req.RequestID, req.Lease), wait: req.Wait, traced: true, idempotent: !req.NewLease || req.RequestID != "", do: func(ctx context.Context) (any, error) {
 		g, err := h.sets.AcquireSet(ctx, req)
 		if err != nil {
 			return nil, err
@@ -110,7 +112,7 @@ func (h lockSetRoutes) release(w http.ResponseWriter, r *http.Request) (call, er
 	if err != nil {
 		return call{}, err
 	}
-	return call{body: body, idempotent: true, do: func(ctx context.Context) (any, error) {
+	return call{body: body, need: accessLock, name: names[0], leases: []cluster.LeaseID{id}, idempotent: true, do: func(ctx context.Context) (any, error) {
 		if err := h.sets.ReleaseSet(ctx, id, locks); err != nil {
 			return nil, err
 		}

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/raftlock/raftlock/api"
+	"github.com/raftlock/raftlock/cluster"
+	"github.com/raftlock/raftlock/fsm"
 )
 
 // overviewRoutes serves GET /v1/overview, the dashboard's data. Without an EventSource
@@ -59,16 +61,29 @@ func (h overviewRoutes) overview(w http.ResponseWriter, r *http.Request) (call, 
 		// that the locks are as fresh as the answer can be.
 		nodes := h.memberStatuses(r)
 		applied := h.status.Status().AppliedIndex
-		o := h.events.Overview(q.Get("prefix"), q.Get("after"), int(limit), soon)
+		var o cluster.Overview
+		first := true
+		details, truncated, _ := readablePage(int(limit), q.Get("after"),
+			func(d fsm.LockDetail) bool { return h.auth.canRead(r, d.Name) },
+			func(d fsm.LockDetail) string { return d.Name },
+			func(after string, n int) ([]fsm.LockDetail, bool, error) {
+				page := h.events.Overview(q.Get("prefix"), after, n, soon)
+				if first {
+					o, first = page, false // the lease counts and the time of the first reading
+				}
+				return page.Locks, page.Truncated, nil
+			})
 		out := api.Overview{
 			NodeID: h.routing.ID(), ClusterTimeMs: o.Time, AppliedIndex: applied, Nodes: nodes,
 			Leases: api.LeaseSummary{Count: o.Leases, ExpiringSoon: o.Expiring, SoonMs: soon.Milliseconds()},
-			Locks:  make([]api.LockDetail, 0, len(o.Locks)), Truncated: o.Truncated,
+			Locks:  make([]api.LockDetail, 0, len(details)), Truncated: truncated,
 		}
-		for _, d := range o.Locks {
-			if !h.auth.canRead(r, d.Name) {
-				continue // the cursor still moves past it, as in GET /v1/locks
-			}
+		// The lease counts are of the whole cluster: with ACLs on, only a token with
+		// admin on the empty prefix sees them.
+		if h.auth.on && h.auth.authorize(r, accessAdmin, "") != nil {
+			out.Leases = api.LeaseSummary{SoonMs: soon.Milliseconds(), Withheld: true}
+		}
+		for _, d := range details {
 			ld := api.LockDetail{LockStatus: lockStatus(d.LockView), LeaseFingerprint: d.Lease.String(), TTLMs: d.TTL, TTLLeftMs: max(d.Deadline-o.Time, 0)}
 			if d.Granted >= 0 {
 				granted, age := d.Granted, o.Time-d.Granted
@@ -76,8 +91,8 @@ func (h overviewRoutes) overview(w http.ResponseWriter, r *http.Request) (call, 
 			}
 			out.Locks = append(out.Locks, ld)
 		}
-		if o.Truncated && len(o.Locks) > 0 {
-			out.Next = o.Locks[len(o.Locks)-1].Name
+		if truncated {
+			out.Next = details[len(details)-1].Name
 		}
 		return out, nil
 	}}, nil

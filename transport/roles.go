@@ -25,6 +25,9 @@ type LeaseService interface {
 	Revoke(ctx context.Context, id cluster.LeaseID) ([]string, error)
 	// Lookup reads a lease, linearizably unless stale.
 	Lookup(ctx context.Context, id cluster.LeaseID, stale bool) (cluster.LeaseView, error)
+	// Creator returns the ACL accessor that created a lease ("" when none was recorded)
+	// and whether the lease exists, from this node's applied state.
+	Creator(id cluster.LeaseID) (string, bool)
 }
 
 // LockService grants, releases and reads locks.

@@ -13,13 +13,13 @@ type route struct {
 // (leases.go, locks.go, ...); serve gives them all the same reply path.
 func (s *Server) apiRoutes() []route {
 	svc := s.svc
-	leases := leaseRoutes{svc.Leases}
+	leases := leaseRoutes{svc.Leases, s.auth, svc.Routing}
 	locks := lockRoutes{svc.Locks, s.auth}
 	semaphores := semaphoreRoutes{svc.Semaphores}
 	elections := electionRoutes{svc.Elections}
 	members := memberRoutes{svc.Members, svc.Status, svc.Routing, s.auth, s.cfg.TLS != nil}
 	acl := aclRoutes{svc.ACL, s.auth, s.log}
-	events := eventRoutes{svc.Events, s.auth, s.done}
+	events := eventRoutes{svc.Events, s.auth, s.done, s.streamSlot}
 	overview := overviewRoutes{svc.Events, svc.Status, svc.Routing, s.auth, s.fwd, s.scheme()}
 	backups := backupRoutes{svc.Backups, s.log}
 	return []route{

@@ -37,6 +37,17 @@ type Config struct {
 	// connection); zero means 10000. Past it a new one gets 429 too_many_requests, and a
 	// request that would be held for a leader answers its 503 at once.
 	MaxHeldRequests int
+	// MaxHeldPerIdentity bounds, within MaxHeldRequests, how many of them one caller
+	// holds open on this node at once, with ACLs on: one ACL token, or one node, or the
+	// anonymous identity (see Server.callerKey; with ACLs off only the node-wide cap
+	// applies). Zero means MaxHeldRequests/10 (at least 1). Past it the caller's next one
+	// gets 429 too_many_requests.
+	MaxHeldPerIdentity int
+	// MaxStreamsPerIdentity bounds how many event streams (GET /v1/events) one caller
+	// (as for MaxHeldPerIdentity) keeps open on this node, within the node's own cap (cluster.DefaultEventSubscribers
+	// unless configured there): zero means 32. Past it the caller's next stream gets 429
+	// too_many_requests, so one reader cannot take every stream slot.
+	MaxStreamsPerIdentity int
 	// HoldTimeout bounds how long this node holds a request that found no leader it could
 	// reach (nothing applied), or, when repeating it is idempotent, one whose outcome was
 	// ambiguous, before answering its 503: the request is tried again as soon as a leader
@@ -65,17 +76,21 @@ type Config struct {
 
 // Server serves the HTTP API for one node.
 type Server struct {
-	cfg    Config
-	svc    Services
-	auth   *guard
-	log    hclog.Logger
-	http   *http.Server
-	mux    *http.ServeMux
-	fwd    *http.Client
-	met    *metrics
-	held   *limiter
-	cancel context.CancelFunc
-	done   chan struct{}
+	cfg  Config
+	svc  Services
+	auth *guard
+	log  hclog.Logger
+	http *http.Server
+	mux  *http.ServeMux
+	fwd  *http.Client
+	met  *metrics
+	held *limiter
+	// heldByID and streamsByID are the per-caller caps (Config.MaxHeldPerIdentity,
+	// Config.MaxStreamsPerIdentity).
+	heldByID    *perIdentity
+	streamsByID *perIdentity
+	cancel      context.CancelFunc
+	done        chan struct{}
 }
 
 // scheme is the URL scheme other nodes' APIs speak.
@@ -100,6 +115,12 @@ func NewServer(cfg Config) (*Server, error) {
 	if cfg.MaxHeldRequests == 0 {
 		cfg.MaxHeldRequests = 10000
 	}
+	if cfg.MaxHeldPerIdentity == 0 {
+		cfg.MaxHeldPerIdentity = max(cfg.MaxHeldRequests/10, 1)
+	}
+	if cfg.MaxStreamsPerIdentity == 0 {
+		cfg.MaxStreamsPerIdentity = 32
+	}
 	if cfg.HoldTimeout == 0 {
 		cfg.HoldTimeout = DefaultHoldTimeout
 	}
@@ -109,7 +130,8 @@ func NewServer(cfg Config) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = hclog.Default()
 	}
-	s := &Server{cfg: cfg, svc: cfg.Services, auth: &guard{acl: cfg.Services.ACL, on: cfg.ACL}, log: cfg.Logger.Named("http"), mux: http.NewServeMux(), done: make(chan struct{}), held: newLimiter(cfg.MaxHeldRequests)}
+	s := &Server{cfg: cfg, svc: cfg.Services, auth: &guard{acl: cfg.Services.ACL, on: cfg.ACL}, log: cfg.Logger.Named("http"), mux: http.NewServeMux(), done: make(chan struct{}), held: newLimiter(cfg.MaxHeldRequests),
+		heldByID: newPerIdentity(cfg.MaxHeldPerIdentity), streamsByID: newPerIdentity(cfg.MaxStreamsPerIdentity)}
 	ht := &http.Transport{
 		DialContext:         (&net.Dialer{Timeout: 2 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
 		MaxIdleConnsPerHost: 256,

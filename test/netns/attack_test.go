@@ -159,9 +159,9 @@ func attackSuite(t *testing.T, acl bool) *tally {
 	noCert := newClient("https", k.ClientConfig(nil), sec).withToken(tok.worker)
 	for i := 0; i < n; i++ {
 		a := foreign.do("PUT", c.HTTPAddr(i), "/v1/locks/attack/foreign-ca", lockBody)
-		ty.check("HTTPS with a client certificate of another CA", c.ID(i), a.Err != nil, a.String())
+		ty.check("HTTPS with a client certificate of another CA: TLS alert", c.ID(i), tlsRefusal(a.Err), a.String())
 		a = noCert.do("PUT", c.HTTPAddr(i), "/v1/locks/attack/no-cert", lockBody)
-		ty.check("HTTPS without a client certificate", c.ID(i), a.Err != nil, a.String())
+		ty.check("HTTPS without a client certificate: TLS alert", c.ID(i), tlsRefusal(a.Err), a.String())
 	}
 
 	// 5. and 6. Raft RPCs through hashicorp/raft's NetworkTransport: plaintext, a node
@@ -266,6 +266,23 @@ func attackSuite(t *testing.T, acl bool) *tally {
 		a = bogus.do("GET", c.HTTPAddr(i), "/v1/cluster", "")
 		ty.check("confused deputy: GET /v1/cluster, forwarded with an unknown token: 401", c.ID(i),
 			a.Status == 401 && a.Code() == "unauthenticated", a.String())
+	}
+
+	// 12b. The same confused deputy without a client certificate: refused at the TLS
+	// handshake, before any node could forward it.
+	noCertBogus := noCert.withToken("not-a-token-of-this-cluster")
+	for i := 0; i < n; i++ {
+		if i == leader {
+			continue
+		}
+		self := fmt.Sprintf(`{"id":%q,"raft_addr":%q,"http_addr":"%s:%s"}`, c.ID(i), c.RaftAddr(i), nw.Unused(), httpPort)
+		a := noCertBogus.do("POST", c.HTTPAddr(i), "/v1/cluster/nodes", self)
+		ty.check("confused deputy without a client certificate: TLS alert", c.ID(i), tlsRefusal(a.Err) && unmoved(t, c, admin, base), a.String())
+	}
+
+	// 13.-16. The second round's cases that need ACLs (roundtwo_test.go).
+	if acl {
+		roundTwo(t, ty, c, base, admin, w, other)
 	}
 
 	// Nothing any attack sent was applied: no lock, no lease, the same members, term and
@@ -499,4 +516,11 @@ func randomHex(t *testing.T, n int) string {
 		t.Fatal(err)
 	}
 	return hex.EncodeToString(b)
+}
+
+// tlsRefusal reports an error that is the server's TLS refusal (an alert such as
+// "certificate required" or "unknown certificate authority", or the handshake failing on
+// it), not some other failure such as a refused connection or a timeout.
+func tlsRefusal(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "tls:")
 }

@@ -158,8 +158,9 @@ function applyOverview(o) {
   $('self').textContent = o.node_id;
   state.clusterTime = { ms: o.cluster_time_ms, at: performance.now() };
   renderNodes(o.nodes);
-  $('leases').textContent = o.leases.count;
-  $('leases-soon').textContent = o.leases.expiring_soon;
+  // With ACLs on, only an admin token sees the cluster-wide lease counts.
+  $('leases').textContent = o.leases.withheld ? '\u2014' : o.leases.count;
+  $('leases-soon').textContent = o.leases.withheld ? '\u2014' : o.leases.expiring_soon;
   $('leases-soon').className = o.leases.expiring_soon > 0 ? 'warn' : '';
   $('leases-soon-ms').textContent = '(within ' + duration(o.leases.soon_ms) + ')';
   // Rows changed by the stream after this reading was taken keep their newer state.

@@ -1,0 +1,141 @@
+package transport_test
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/raftlock/raftlock/api"
+	"github.com/raftlock/raftlock/test/testcluster"
+)
+
+// startACLClusterV3 is startACLCluster waiting for protocol version 3, which binds leases.
+func startACLClusterV3(t testing.TB) *testcluster.InProcess {
+	c := startACLCluster(t)
+	c.WaitFor(30*time.Second, "protocol version 3", func() bool {
+		for _, n := range c.Nodes {
+			if n.FSM().Version() < 3 {
+				return false
+			}
+		}
+		return true
+	})
+	return c
+}
+
+// A lease is bound to the token that created it: another token with the same lock rights
+// that knows its ID gets 404 lease_not_found on every use (keepalive, lookup, revoke, an
+// acquire or a release with it, the request_id that names it, a batch keepalive), and
+// nothing changes; an admin may use it; the lease's lookup shows no lock outside the
+// caller's prefixes.
+func TestACL_LeaseBoundToItsCreator(t *testing.T) {
+	c := startACLClusterV3(t)
+	pol := `{"rules":[{"prefix":"jobs/","access":"lock"}]}`
+	m, toks := aclSetup(t, c, map[string]string{"a": pol, "b": pol})
+	a, b := toks["a"], toks["b"]
+	f := c.URL(c.Follower())
+	var g api.Grant
+	reqID := "req-0123456789abcdef-a"
+	if st, code := callAs(t, a, "PUT", f+"/v1/locks/jobs/a", `{"ttl_ms":60000,"request_id":"`+reqID+`"}`, &g); st != 200 {
+		t.Fatalf("a acquires: %d %s", st, code)
+	}
+	lease := g.LeaseID
+	// The admin may use a's lease, here to take a lock outside a's prefixes.
+	if st, code := callAs(t, m, "PUT", f+"/v1/locks/other/x", `{"lease_id":"`+lease+`"}`, nil); st != 200 {
+		t.Fatalf("admin acquires with a's lease: %d %s", st, code)
+	}
+	renewsBefore := c.Nodes[c.Leader(10*time.Second)].FSM().RenewEntries()
+	for _, tc := range []struct{ what, method, path, body string }{
+		{"keepalive", "POST", "/v1/leases/" + lease + "/keepalive", ``},
+		{"keepalive (body)", "POST", "/v1/leases/keepalive", `{"lease_id":"` + lease + `"}`},
+		{"lookup", "GET", "/v1/leases/" + lease, ``},
+		{"lookup (body)", "POST", "/v1/leases/lookup", `{"lease_id":"` + lease + `"}`},
+		{"revoke", "DELETE", "/v1/leases/" + lease, ``},
+		{"revoke (body)", "POST", "/v1/leases/revoke", `{"lease_id":"` + lease + `"}`},
+		{"acquire with lease_id", "PUT", "/v1/locks/jobs/b", `{"lease_id":"` + lease + `"}`},
+		{"acquire with request_id", "PUT", "/v1/locks/jobs/c", `{"ttl_ms":60000,"request_id":"` + reqID + `"}`},
+		{"release", "DELETE", "/v1/locks/jobs/a", `{"lease_id":"` + lease + `","token":` + itoa64(g.Token) + `}`},
+		{"semaphore with lease_id", "PUT", "/v1/semaphores/jobs/s", `{"limit":2,"lease_id":"` + lease + `"}`},
+		{"campaign with lease_id", "PUT", "/v1/elections/jobs/e", `{"value":"v","lease_id":"` + lease + `"}`},
+	} {
+		if st, code := callAs(t, b, tc.method, f+tc.path, tc.body, nil); st != 404 || code != api.CodeLeaseNotFound {
+			t.Errorf("b's %s with a's lease: %d %s, want 404 lease_not_found", tc.what, st, code)
+		}
+	}
+	var batch api.KeepAliveBatch
+	if st, code := callAs(t, b, "POST", f+"/v1/leases/keepalive", `{"lease_ids":["`+lease+`"]}`, &batch); st != 200 || len(batch.Leases) != 0 || !slices.Equal(batch.NotFound, []string{lease}) {
+		t.Errorf("b's batch keepalive of a's lease: %d %s %+v, want it not found", st, code, batch)
+	}
+	if n := c.Nodes[c.Leader(10*time.Second)].FSM().RenewEntries(); n != renewsBefore {
+		t.Errorf("b's keepalives of a's lease proposed %d Renew entries, want none", n-renewsBefore)
+	}
+	// Nothing changed: a's lease holds what it held; jobs/b, jobs/c, the semaphore and
+	// the election are untouched.
+	var v struct {
+		api.Lease
+		Locks []string `json:"locks"`
+	}
+	if st, code := callAs(t, m, "GET", f+"/v1/leases/"+lease, "", &v); st != 200 || strings.Join(v.Locks, ",") != "jobs/a,other/x" {
+		t.Fatalf("admin's lookup: %d %s %+v, want jobs/a and other/x", st, code, v)
+	}
+	for _, name := range []string{"jobs/a", "jobs/b", "jobs/c"} {
+		var st api.LockStatus
+		callAs(t, m, "GET", f+"/v1/locks/"+name, "", &st)
+		if st.Held != (name == "jobs/a") || (name == "jobs/a" && st.Token != g.Token) {
+			t.Errorf("%s after b's attempts: %+v", name, st)
+		}
+	}
+	// a itself still uses its lease; its lookup and revoke show only names under jobs/.
+	if st, code := callAs(t, a, "POST", f+"/v1/leases/"+lease+"/keepalive", "", nil); st != 200 {
+		t.Fatalf("a's keepalive: %d %s", st, code)
+	}
+	if st, code := callAs(t, a, "GET", f+"/v1/leases/"+lease, "", &v); st != 200 || strings.Join(v.Locks, ",") != "jobs/a" {
+		t.Fatalf("a's lookup: %d %s %+v, want jobs/a only", st, code, v)
+	}
+	var rv api.RevokeResult
+	if st, code := callAs(t, a, "POST", f+"/v1/leases/revoke", `{"lease_id":"`+lease+`"}`, &rv); st != 200 || strings.Join(rv.Released, ",") != "jobs/a" {
+		t.Fatalf("a's revoke: %d %s %+v, want jobs/a only", st, code, rv)
+	}
+}
+
+// A batch keepalive of 10,000 made-up lease IDs from a lock token proposes no Raft entry:
+// the leader drops the IDs that name no lease before proposing.
+func TestACL_BatchKeepaliveOfUnknownIDsProposesNothing(t *testing.T) {
+	c := startACLClusterV3(t)
+	_, toks := aclSetup(t, c, map[string]string{"a": `{"rules":[{"prefix":"jobs/","access":"lock"}]}`})
+	li := c.Leader(10 * time.Second)
+	var lease api.Lease
+	if st, code := callAs(t, toks["a"], "POST", c.URL(li)+"/v1/leases", `{"ttl_ms":60000}`, &lease); st != 201 {
+		t.Fatalf("create: %d %s", st, code)
+	}
+	ids := make([]string, api.MaxKeepAliveBatch)
+	for i := range ids {
+		var b [16]byte
+		_, _ = rand.Read(b[:])
+		ids[i] = hex.EncodeToString(b[:])
+	}
+	before := c.Nodes[li].FSM().RenewEntries()
+	for _, node := range []int{li, c.Follower()} {
+		var batch api.KeepAliveBatch
+		if st, code := callAs(t, toks["a"], "POST", c.URL(node)+"/v1/leases/keepalive", `{"lease_ids":["`+strings.Join(ids, `","`)+`"]}`, &batch); st != 200 || len(batch.NotFound) != len(ids) {
+			t.Fatalf("batch of unknown IDs: %d %s, %d not found", st, code, len(batch.NotFound))
+		}
+	}
+	if n := c.Nodes[li].FSM().RenewEntries(); n != before {
+		t.Fatalf("a batch of unknown IDs proposed %d Renew entries", n-before)
+	}
+	// With one real lease among them, one entry renews only that one.
+	var batch api.KeepAliveBatch
+	if st, code := callAs(t, toks["a"], "POST", c.URL(li)+"/v1/leases/keepalive", `{"lease_ids":["`+strings.Join(append(ids[:100], lease.LeaseID), `","`)+`"]}`, &batch); st != 200 || len(batch.Leases) != 1 || len(batch.NotFound) != 100 {
+		t.Fatalf("batch with one real lease: %d %s %d renewed %d not found", st, code, len(batch.Leases), len(batch.NotFound))
+	}
+	if n := c.Nodes[li].FSM().RenewEntries(); n != before+1 {
+		t.Fatalf("%d Renew entries for one real lease, want 1", n-before)
+	}
+}
+
+func itoa64(v uint64) string { return strconv.FormatUint(v, 10) }
