@@ -61,6 +61,8 @@ func TestACL_LeaseBoundToItsCreator(t *testing.T) {
 		{"release", "DELETE", "/v1/locks/jobs/a", `{"lease_id":"` + lease + `","token":` + itoa64(g.Token) + `}`},
 		{"semaphore with lease_id", "PUT", "/v1/semaphores/jobs/s", `{"limit":2,"lease_id":"` + lease + `"}`},
 		{"campaign with lease_id", "PUT", "/v1/elections/jobs/e", `{"value":"v","lease_id":"` + lease + `"}`},
+		{"lockset with lease_id", "POST", "/v1/locksets", `{"names":["jobs/b","jobs/c"],"lease_id":"` + lease + `"}`},
+		{"lockset release", "DELETE", "/v1/locksets", `{"lease_id":"` + lease + `","locks":[{"name":"jobs/a","token":` + itoa64(g.Token) + `}]}`},
 	} {
 		if st, code := callAs(t, b, tc.method, f+tc.path, tc.body, nil); st != 404 || code != api.CodeLeaseNotFound {
 			t.Errorf("b's %s with a's lease: %d %s, want 404 lease_not_found", tc.what, st, code)
@@ -88,6 +90,14 @@ func TestACL_LeaseBoundToItsCreator(t *testing.T) {
 		if st.Held != (name == "jobs/a") || (name == "jobs/a" && st.Token != g.Token) {
 			t.Errorf("%s after b's attempts: %+v", name, st)
 		}
+	}
+	// A lease that a lockset creates is bound too: b cannot take more locks with it.
+	var set api.LockSetGrant
+	if st, code := callAs(t, a, "POST", f+"/v1/locksets", `{"names":["jobs/s1","jobs/s2"],"ttl_ms":60000}`, &set); st != 200 || len(set.Locks) != 2 {
+		t.Fatalf("a's lockset: %d %s %+v", st, code, set)
+	}
+	if st, code := callAs(t, b, "PUT", f+"/v1/locks/jobs/s3", `{"lease_id":"`+set.LeaseID+`"}`, nil); st != 404 || code != api.CodeLeaseNotFound {
+		t.Errorf("b's acquire with the lease of a's lockset: %d %s, want 404 lease_not_found", st, code)
 	}
 	// a itself still uses its lease; its lookup and revoke show only names under jobs/.
 	if st, code := callAs(t, a, "POST", f+"/v1/leases/"+lease+"/keepalive", "", nil); st != 200 {
