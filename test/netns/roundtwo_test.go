@@ -208,7 +208,13 @@ func openSSE(cl *client, addr, path string) (lines <-chan string, stop func(), w
 // stream is tryStream that fails the test when the stream is not opened.
 func stream(t *testing.T, cl *client, addr, path string) (<-chan string, func()) {
 	t.Helper()
+	// A token created a moment ago through the leader may not have reached this node yet,
+	// and a stream is never forwarded: it answers 401 until then.
 	lines, stop, why := openSSE(cl, addr, path)
+	for deadline := time.Now().Add(10 * time.Second); strings.Contains(why, "401") && time.Now().Before(deadline); {
+		time.Sleep(100 * time.Millisecond)
+		lines, stop, why = openSSE(cl, addr, path)
+	}
 	if why != "" {
 		t.Fatalf("stream %s on %s not opened: %s", path, addr, why)
 	}
