@@ -50,7 +50,8 @@ type Node struct {
 	acl        *ACL
 	events     *Events
 
-	stagger *snapStagger // keeps this node's snapshots at its own phase
+	stagger *snapStagger         // keeps this node's snapshots at its own phase
+	peers   *tlsconf.StreamLayer // the Raft port's TLS layer; nil without TLS
 }
 
 // New opens (or creates) the node's stores under cfg.DataDir, starts raft, and
@@ -83,6 +84,7 @@ func New(cfg Config) (_ *Node, err error) {
 	n.log.Info("snapshots staggered", "threshold", cfg.SnapshotThreshold, "phase", n.stagger.phase, "first_threshold", n.stagger.set.Load())
 	if peers != nil {
 		peers.SetAdmit(n.members.admitted)
+		n.peers = peers
 	}
 	n.closers.add(func() error { return n.raft.Shutdown().Error() })
 	if err := bootstrap(cfg, n.raft, st, n.log); err != nil {

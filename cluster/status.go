@@ -8,6 +8,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/raftlock/raftlock/fsm"
+	"github.com/raftlock/raftlock/tlsconf"
 )
 
 // Status returns the node's view of the cluster.
@@ -40,7 +41,13 @@ func (n *Node) Status() Status {
 func (n *Node) Metrics() Metrics {
 	st := n.Status()
 	sems, permits, elections := n.fsm.PrimCounts()
+	var peers tlsconf.StreamStats
+	if n.peers != nil {
+		peers = n.peers.Stats()
+	}
 	return Metrics{
+		RaftPeersRefused:   peers.Refused,
+		RaftPeersDropped:   peers.Dropped,
 		IsLeader:           n.IsLeader(),
 		Term:               st.Term,
 		CommitIndex:        st.CommitIndex,

@@ -68,6 +68,11 @@ type Metrics struct {
 	GrantsTotal        uint64 // counters since this node started
 	HandoversTotal     uint64
 	RenewEntriesTotal  uint64
+	// RaftPeersRefused and RaftPeersDropped count the Raft port's connections turned
+	// away since this node started (tlsconf.StreamStats; zero without TLS): refused at or
+	// after the handshake, or dropped unread because too many handshakes were pending.
+	RaftPeersRefused uint64
+	RaftPeersDropped uint64
 }
 
 // Member describes one server of the Raft configuration.

@@ -40,9 +40,9 @@ const (
 
 	// refusalLogBurst lines about refused or dropped peers are logged per
 	// refusalLogInterval at most; the next line logged says how many were left out
-	// (Stats counts them all). 30 lets every refusal of an audit (a handful per peer,
-	// which test/netns checks for in the log) through, and a flood still only 3 a second.
-	refusalLogBurst    = 30
+	// (Stats, and the node's raftlock_raft_peers_refused_total, count them all), so a
+	// flood writes one line every 2 s.
+	refusalLogBurst    = 5
 	refusalLogInterval = 10 * time.Second
 )
 

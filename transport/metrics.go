@@ -74,6 +74,8 @@ var nodeMetrics = []nodeMetric{
 	{"raftlock_snapshot_lag_entries", "Entries applied since the last snapshot's Persist: what the next one replays into the snapshot shadow before it encodes.", prometheus.GaugeValue, func(m cluster.Metrics) float64 { return float64(m.SnapshotLagEntries) }},
 	{"raftlock_grants_total", "Locks granted by the entries this node applied (every node applies every entry, so any node's rate is the cluster's).", prometheus.CounterValue, func(m cluster.Metrics) float64 { return float64(m.GrantsTotal) }},
 	{"raftlock_handovers_total", "Grants to a waiter, made by the release, revoke or expiry that freed the lock, in the same entry, as applied by this node.", prometheus.CounterValue, func(m cluster.Metrics) float64 { return float64(m.HandoversTotal) }},
+	{"raftlock_raft_peers_refused_total", "Connections to the Raft port refused at or after the TLS handshake (not a node of the cluster CA, not a member, or no handshake in time).", prometheus.CounterValue, func(m cluster.Metrics) float64 { return float64(m.RaftPeersRefused) }},
+	{"raftlock_raft_peers_dropped_total", "Connections to the Raft port closed unread because too many handshakes were pending.", prometheus.CounterValue, func(m cluster.Metrics) float64 { return float64(m.RaftPeersDropped) }},
 	{"raftlock_renew_entries_total", "Renew entries (one per batch of keepalives) applied by this node.", prometheus.CounterValue, func(m cluster.Metrics) float64 { return float64(m.RenewEntriesTotal) }},
 }
 

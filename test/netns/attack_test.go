@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -149,9 +150,9 @@ func attackSuite(t *testing.T, acl bool) *tally {
 
 	// 2. Plain TCP bytes to the Raft port.
 	for i := 0; i < n; i++ {
-		before := refusedPeers(c, i)
+		before := refusedPeers(worker, c, i)
 		ok, detail := rawBytes(c.RaftAddr(i))
-		ty.check("plain TCP bytes to the Raft port", c.ID(i), ok && loggedRefusal(c, i, before), detail)
+		ty.check("plain TCP bytes to the Raft port", c.ID(i), ok && nodeRefused(worker, c, i, before), detail)
 	}
 
 	// 3. and 4. HTTPS with a client certificate of another CA, and with none.
@@ -181,13 +182,13 @@ func attackSuite(t *testing.T, acl bool) *tally {
 			t.Fatal(err)
 		}
 		for i := 0; i < n; i++ {
-			before := refusedPeers(c, i)
+			before := refusedPeers(worker, c, i)
 			err := sendAppendEntries(tr, c.ID(i), c.RaftAddr(i), base.term)
-			ty.check(fmt.Sprintf(at.kind, "AppendEntries"), c.ID(i), err != nil && loggedRefusal(c, i, before) && unmoved(t, c, admin, base),
+			ty.check(fmt.Sprintf(at.kind, "AppendEntries"), c.ID(i), err != nil && nodeRefused(worker, c, i, before) && unmoved(t, c, admin, base),
 				fmt.Sprintf("error %v, cluster now %v", err, snapshot(t, c, admin)))
-			before = refusedPeers(c, i)
+			before = refusedPeers(worker, c, i)
 			err = sendTimeoutNow(tr, c.ID(i), c.RaftAddr(i))
-			ty.check(fmt.Sprintf(at.kind, "TimeoutNow"), c.ID(i), err != nil && loggedRefusal(c, i, before) && unmoved(t, c, admin, base),
+			ty.check(fmt.Sprintf(at.kind, "TimeoutNow"), c.ID(i), err != nil && nodeRefused(worker, c, i, before) && unmoved(t, c, admin, base),
 				fmt.Sprintf("error %v, cluster now %v", err, snapshot(t, c, admin)))
 		}
 		tr.Close()
@@ -502,15 +503,21 @@ func waitReadyz(t *testing.T, c *testcluster.Processes, cl *client, timeout time
 	})
 }
 
-// refusedPeers counts node i's log lines about a refused Raft peer.
-func refusedPeers(c *testcluster.Processes, i int) int {
-	return strings.Count(c.Log(i), "refused raft peer")
+// refusedPeers reads node i's count of refused Raft peers from its metrics (-1 when
+// they cannot be read). The count, unlike the log, is never rate-limited.
+func refusedPeers(m *client, c *testcluster.Processes, i int) int {
+	a := m.do("GET", c.HTTPAddr(i), "/metrics", "")
+	v, err := strconv.Atoi(gauge(string(a.Raw), "raftlock_raft_peers_refused_total"))
+	if a.Status != 200 || err != nil {
+		return -1
+	}
+	return v
 }
 
-// loggedRefusal waits (a few seconds at most) for node i to log a refused Raft peer beyond
+// nodeRefused waits (a few seconds at most) for node i to count a refused Raft peer beyond
 // the before it had: proof that the node, not the attacker, ended the connection.
-func loggedRefusal(c *testcluster.Processes, i, before int) bool {
-	return testkit.Poll(5*time.Second, 20*time.Millisecond, func() bool { return refusedPeers(c, i) > before })
+func nodeRefused(m *client, c *testcluster.Processes, i, before int) bool {
+	return before >= 0 && testkit.Poll(5*time.Second, 20*time.Millisecond, func() bool { return refusedPeers(m, c, i) > before })
 }
 
 // gauge returns the value of an unlabelled Prometheus metric in text, or "".

@@ -63,10 +63,10 @@ func TestNetns_RemovedNodeCertificateIsRefused(t *testing.T) {
 	}
 	defer tr.Close()
 	for _, i := range live {
-		before := refusedPeers(c, i)
+		before := refusedPeers(admin, c, i)
 		err := sendAppendEntries(tr, c.ID(i), c.RaftAddr(i), base.term)
 		ty.check("removed node's certificate: Raft AppendEntries with a higher term", c.ID(i),
-			err != nil && loggedRefusal(c, i, before) && unmoved(t, c, admin, base), fmt.Sprintf("error %v, cluster now %v", err, snapshot(t, c, admin)))
+			err != nil && nodeRefused(admin, c, i, before) && unmoved(t, c, admin, base), fmt.Sprintf("error %v, cluster now %v", err, snapshot(t, c, admin)))
 	}
 	asGone := newClient("https", k.ClientConfig(&cert), sec)
 	self := fmt.Sprintf(`{"id":%q,"raft_addr":%q,"http_addr":"%s:%s"}`, c.ID(gone), c.RaftAddr(gone), nw.Unused(), httpPort)
