@@ -70,8 +70,9 @@ func (g *guard) authorize(r *http.Request, need access, name string) error {
 }
 
 // authorized is authorize that also returns the identity it resolved (the zero identity
-// with ACLs off).
-func (g *guard) authorized(r *http.Request, need access, name string) (cluster.ACLIdentity, error) {
+// with ACLs off), on name and each of more (a lockset's other names): the token is
+// resolved once, and the first name it lacks need on is the one the error names.
+func (g *guard) authorized(r *http.Request, need access, name string, more ...string) (cluster.ACLIdentity, error) {
 	if !g.on {
 		return cluster.ACLIdentity{}, nil
 	}
@@ -82,18 +83,32 @@ func (g *guard) authorized(r *http.Request, need access, name string) (cluster.A
 	if err != nil {
 		return id, err
 	}
-	var ok bool
-	switch {
-	case name == anyName:
-		ok = id.AnyAccess(need.fsm())
-	default:
-		ok = id.Access(name) >= need.fsm() && id.Access(name) != fsm.AccessDeny
+	for i := -1; i < len(more); i++ {
+		n := name
+		if i >= 0 {
+			n = more[i]
+		}
+		if !grants(id, need, n) {
+			return id, denied(hasToken, need, n)
+		}
 	}
-	if ok {
-		return id, nil
+	return id, nil
+}
+
+// grants reports whether id has need on name (see authorize for anyName and "").
+func grants(id cluster.ACLIdentity, need access, name string) bool {
+	if name == anyName {
+		return id.AnyAccess(need.fsm())
 	}
+	a := id.Access(name)
+	return a >= need.fsm() && a != fsm.AccessDeny
+}
+
+// denied is the error for a caller that lacks need on name: unauthenticated without a
+// token (a token may grant it), permission_denied with one.
+func denied(hasToken bool, need access, name string) error {
 	if !hasToken {
-		return id, api.Errorf(api.CodeUnauthenticated, "ACLs are on: this request needs a token with %s rights (Authorization: Bearer <secret_id>)", need)
+		return api.Errorf(api.CodeUnauthenticated, "ACLs are on: this request needs a token with %s rights (Authorization: Bearer <secret_id>)", need)
 	}
 	what := "name " + quoteName(name)
 	switch name {
@@ -102,12 +117,23 @@ func (g *guard) authorized(r *http.Request, need access, name string) (cluster.A
 	case "":
 		what = "the cluster (admin on the empty prefix)"
 	}
-	return id, api.Errorf(api.CodePermissionDenied, "the token's policies do not grant %s on %s", need, what)
+	return api.Errorf(api.CodePermissionDenied, "the token's policies do not grant %s on %s", need, what)
 }
 
-// canRead reports whether r may see lock name (list answers leave out the others).
-func (g *guard) canRead(r *http.Request, name string) bool {
-	return g.authorize(r, accessRead, name) == nil
+// reader returns whether r may see each lock name (list answers leave out the others),
+// with the token resolved once for the whole listing, not once per name scanned.
+func (g *guard) reader(r *http.Request) func(name string) bool {
+	if !g.on {
+		return func(string) bool { return true }
+	}
+	if !g.acl.Bootstrapped() {
+		return func(string) bool { return false }
+	}
+	id, _, err := g.identity(r)
+	if err != nil {
+		return func(string) bool { return false }
+	}
+	return func(name string) bool { return grants(id, accessRead, name) }
 }
 
 func quoteName(name string) string {

@@ -23,6 +23,8 @@ type call struct {
 	// an open route, or one whose endpoint has checked the caller itself.
 	need access
 	name string
+	// more are further names need is checked on (a lockset's other locks).
+	more []string
 	// leases are the existing leases the call acts on (a lease_id, or the lease a
 	// request_id names): with ACLs on, each must be the caller's own (Server.ownLeases).
 	leases []cluster.LeaseID
@@ -58,7 +60,7 @@ func (s *Server) serve(ep endpoint) http.HandlerFunc {
 		ctx := r.Context()
 		if err == nil && c.need != 0 {
 			var id cluster.ACLIdentity
-			id, err = s.auth.authorized(r, c.need, c.name)
+			id, err = s.auth.authorized(r, c.need, c.name, c.more...)
 			if err == nil && s.cfg.ACL {
 				err = s.ownLeases(id, c.leases)
 				ctx = cluster.WithLeaseCreator(ctx, id.Accessor)

@@ -218,9 +218,9 @@ func (h lockRoutes) list(w http.ResponseWriter, r *http.Request) (call, error) {
 		// With ACLs, a page holds only locks the token may read, and its cursor names
 		// one of them (readablePage). The first chunk's read is linearizable unless
 		// stale; the chunks after it read the state that read reached, or a newer one.
-		first := true
+		first, canRead := true, h.auth.reader(r)
 		views, truncated, err := readablePage(int(limit), q.Get("after"),
-			func(v cluster.LockView) bool { return h.auth.canRead(r, v.Name) },
+			func(v cluster.LockView) bool { return canRead(v.Name) },
 			func(v cluster.LockView) string { return v.Name },
 			func(after string, n int) ([]cluster.LockView, bool, error) {
 				st := stale || !first

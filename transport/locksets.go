@@ -10,11 +10,9 @@ import (
 )
 
 // lockSetRoutes serves /v1/locksets (protocol version 3): several locks granted, or
-// released, in one commit. A lockset needs lock rights on every name, which the endpoint
-// checks itself (the call names no single lock).
+// released, in one commit. A lockset needs lock rights on every name (call.more).
 type lockSetRoutes struct {
 	sets LockSetService
-	auth *guard
 }
 
 // decodeLockSet turns a POST /v1/locksets body into the node's request.
@@ -41,31 +39,18 @@ func decodeLockSet(body []byte) (cluster.LockSetRequest, error) {
 		Wait: acq.Wait, Owner: acq.Owner, Shared: acq.Shared, MaxHold: acq.MaxHold, LockDelay: acq.LockDelay}, nil
 }
 
-// authorizeAll checks the caller's lock right on every name.
-func (h lockSetRoutes) authorizeAll(r *http.Request, names []string) error {
-	for _, n := range names {
-		if err := h.auth.authorize(r, accessLock, n); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 func (h lockSetRoutes) acquire(w http.ResponseWriter, r *http.Request) (call, error) {
 	body, err := readBody(w, r)
 	if err != nil {
 		return call{}, err
 	}
 	req, err := decodeLockSet(body)
-	if err == nil {
-		err = h.authorizeAll(r, req.Names)
-	}
 	if err != nil {
 		return call{}, err
 	}
-	// need and name make serve resolve the caller (every name was authorized above), bind
-	// the lease to its creator and refuse another token's lease, as for a single acquire.
-	return call{body: body, need: accessLock, name: req.Names[0], leases: usedLeases(req.NewLease, req.RequestID, req.Lease), wait: req.Wait, traced: true, idempotent: !req.NewLease || req.RequestID != "", do: func(ctx context.Context) (any, error) {
+	// serve authorizes the caller on every name, binds the lease to its creator and
+	// refuses another token's lease, as for a single acquire.
+	return call{body: body, need: accessLock, name: req.Names[0], more: req.Names[1:], leases: usedLeases(req.NewLease, req.RequestID, req.Lease), wait: req.Wait, traced: true, idempotent: !req.NewLease || req.RequestID != "", do: func(ctx context.Context) (any, error) {
 		g, err := h.sets.AcquireSet(ctx, req)
 		if err != nil {
 			return nil, err
@@ -106,13 +91,10 @@ func (h lockSetRoutes) release(w http.ResponseWriter, r *http.Request) (call, er
 		names = append(names, lt.Name)
 	}
 	id, err := parseLeaseID(req.LeaseID)
-	if err == nil {
-		err = h.authorizeAll(r, names)
-	}
 	if err != nil {
 		return call{}, err
 	}
-	return call{body: body, need: accessLock, name: names[0], leases: []cluster.LeaseID{id}, idempotent: true, do: func(ctx context.Context) (any, error) {
+	return call{body: body, need: accessLock, name: names[0], more: names[1:], leases: []cluster.LeaseID{id}, idempotent: true, do: func(ctx context.Context) (any, error) {
 		if err := h.sets.ReleaseSet(ctx, id, locks); err != nil {
 			return nil, err
 		}

@@ -62,9 +62,9 @@ func (h overviewRoutes) overview(w http.ResponseWriter, r *http.Request) (call, 
 		nodes := h.memberStatuses(r)
 		applied := h.status.Status().AppliedIndex
 		var o cluster.Overview
-		first := true
+		first, canRead := true, h.auth.reader(r)
 		details, truncated, _ := readablePage(int(limit), q.Get("after"),
-			func(d fsm.LockDetail) bool { return h.auth.canRead(r, d.Name) },
+			func(d fsm.LockDetail) bool { return canRead(d.Name) },
 			func(d fsm.LockDetail) string { return d.Name },
 			func(after string, n int) ([]fsm.LockDetail, bool, error) {
 				page := h.events.Overview(q.Get("prefix"), after, n, soon)

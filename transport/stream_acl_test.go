@@ -1,15 +1,12 @@
 package transport_test
 
 import (
-	"bufio"
-	"context"
-	"encoding/json"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/raftlock/raftlock/api"
+	"github.com/raftlock/raftlock/test/rawhttp"
 	"github.com/raftlock/raftlock/transport"
 )
 
@@ -17,26 +14,11 @@ import (
 // channel closes when the stream ends.
 func openStream(t *testing.T, base, token, path string) <-chan string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	t.Cleanup(cancel)
-	req, _ := http.NewRequestWithContext(ctx, "GET", base+path, nil)
-	req.Header.Set("Authorization", "Bearer "+token)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
+	lines, stop, why := rawhttp.Client{Token: token}.OpenStream(base + path)
+	if why != "" {
+		t.Fatalf("stream %s: %s", path, why)
 	}
-	if resp.StatusCode != 200 {
-		t.Fatalf("stream %s: %d", path, resp.StatusCode)
-	}
-	lines := make(chan string, 1024)
-	go func() {
-		defer close(lines)
-		defer resp.Body.Close()
-		sc := bufio.NewScanner(resp.Body)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-	}()
+	t.Cleanup(stop)
 	return lines
 }
 
@@ -44,29 +26,11 @@ func openStream(t *testing.T, base, token, path string) <-chan string {
 // last error event ("" for none) and whether a data line contained forbidden.
 func streamEnd(t *testing.T, lines <-chan string, forbidden string) (code string, leaked bool) {
 	t.Helper()
-	timeout := time.After(30 * time.Second)
-	var inError bool
-	for {
-		select {
-		case line, ok := <-lines:
-			if !ok {
-				return code, leaked
-			}
-			if strings.HasPrefix(line, "data: ") && strings.Contains(line, forbidden) {
-				leaked = true
-			}
-			switch {
-			case line == "event: error":
-				inError = true
-			case inError && strings.HasPrefix(line, "data: "):
-				var eb api.ErrorBody
-				_ = json.Unmarshal([]byte(strings.TrimPrefix(line, "data: ")), &eb)
-				code, inError = eb.Error.Code, false
-			}
-		case <-timeout:
-			t.Fatal("the stream did not end within 30 s")
-		}
+	code, leaked, ended := rawhttp.StreamEnd(lines, forbidden, 30*time.Second)
+	if !ended {
+		t.Fatal("the stream did not end within 30 s")
 	}
+	return code, leaked
 }
 
 // waitLine waits for a line containing s.

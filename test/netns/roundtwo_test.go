@@ -1,15 +1,12 @@
 package netns_test
 
 import (
-	"bufio"
-	"context"
-	"encoding/json"
 	"fmt"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/raftlock/raftlock/test/rawhttp"
 	"github.com/raftlock/raftlock/test/testcluster"
 )
 
@@ -174,35 +171,7 @@ func tryStream(cl *client, addr, path string) (lines <-chan string, stop func(),
 
 // openSSE opens an event stream; why says why not ("" when it is open).
 func openSSE(cl *client, addr, path string) (lines <-chan string, stop func(), why string) {
-	ctx, cancel := context.WithCancel(context.Background())
-	req, _ := http.NewRequestWithContext(ctx, "GET", "https://"+addr+path, nil)
-	if cl.Token != "" {
-		req.Header.Set("Authorization", "Bearer "+cl.Token)
-	}
-	hc := &http.Client{Transport: cl.HTTP.Transport}
-	resp, err := hc.Do(req)
-	if err != nil {
-		cancel()
-		return nil, nil, err.Error()
-	}
-	if resp.StatusCode != 200 {
-		resp.Body.Close()
-		cancel()
-		return nil, nil, resp.Status
-	}
-	out := make(chan string, 256)
-	go func() {
-		defer close(out)
-		defer resp.Body.Close()
-		sc := bufio.NewScanner(resp.Body)
-		for sc.Scan() {
-			select {
-			case out <- sc.Text():
-			default: // nobody reads: drop
-			}
-		}
-	}()
-	return out, cancel, ""
+	return cl.OpenStream("https://" + addr + path)
 }
 
 // stream is tryStream that fails the test when the stream is not opened.
@@ -224,31 +193,9 @@ func stream(t *testing.T, cl *client, addr, path string) (<-chan string, func())
 // streamEnd reads a stream until it ends (or timeout) and returns the code of its last
 // error event and whether a data line named forbidden.
 func streamEnd(lines <-chan string, forbidden string, timeout time.Duration) (code string, leaked bool) {
-	end := time.After(timeout)
-	inError := false
-	for {
-		select {
-		case line, ok := <-lines:
-			if !ok {
-				return code, leaked
-			}
-			if strings.HasPrefix(line, "data: ") && strings.Contains(line, forbidden) {
-				leaked = true
-			}
-			switch {
-			case line == "event: error":
-				inError = true
-			case inError && strings.HasPrefix(line, "data: "):
-				var eb struct {
-					Error struct {
-						Code string `json:"code"`
-					} `json:"error"`
-				}
-				_ = json.Unmarshal([]byte(strings.TrimPrefix(line, "data: ")), &eb)
-				code, inError = eb.Error.Code, false
-			}
-		case <-end:
-			return "(still open after " + timeout.String() + ")", leaked
-		}
+	code, leaked, ended := rawhttp.StreamEnd(lines, forbidden, timeout)
+	if !ended {
+		code = "(still open after " + timeout.String() + ")"
 	}
+	return code, leaked
 }
