@@ -450,6 +450,27 @@ func ctxFor(d time.Duration) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), d)
 }
 
+// taken is what the client's mutex, semaphore and election share once they are held.
+type taken interface {
+	Token() uint64
+	Lost() <-chan struct{}
+	SafeUntil() time.Time
+	Lease() *client.Lease
+}
+
+// took records p, just taken (unless err), as the hold of step st and answers its token.
+// proclaim is nil but for an election.
+func (r *run) took(st map[string]any, c *client.Client, name string, p taken, release func(context.Context) error,
+	proclaim func(ctx context.Context, value string) error, err error) (map[string]any, error) {
+	if err != nil {
+		return nil, err
+	}
+	h := &hold{c: c, name: name, token: p.Token(), lost: p.Lost, safe: p.SafeUntil,
+		leaseID: func() string { return p.Lease().ID() }, release: release, proclaim: proclaim}
+	r.setHold(st, h)
+	return map[string]any{"token": h.token}, nil
+}
+
 func (r *run) op(st map[string]any) (map[string]any, error) {
 	c := r.cl(st)
 	name := str(st, "name")
@@ -479,13 +500,7 @@ func (r *run) op(st map[string]any) (map[string]any, error) {
 		default:
 			err = m.TryLock(ctx)
 		}
-		if err != nil {
-			return nil, err
-		}
-		h := &hold{c: c, name: name, token: m.Token(), lost: m.Lost, safe: m.SafeUntil,
-			leaseID: func() string { return m.Lease().ID() }, release: m.Unlock}
-		r.setHold(st, h)
-		return map[string]any{"token": h.token}, nil
+		return r.took(st, c, name, m, m.Unlock, nil, err)
 	case "semaphore":
 		ctx, cancel := takeCtx()
 		defer cancel()
@@ -497,13 +512,7 @@ func (r *run) op(st map[string]any) (map[string]any, error) {
 		} else {
 			err = s.TryAcquire(ctx)
 		}
-		if err != nil {
-			return nil, err
-		}
-		h := &hold{c: c, name: name, token: s.Token(), lost: s.Lost, safe: s.SafeUntil,
-			leaseID: func() string { return s.Lease().ID() }, release: s.Release}
-		r.setHold(st, h)
-		return map[string]any{"token": h.token}, nil
+		return r.took(st, c, name, s, s.Release, nil, err)
 	case "campaign":
 		ctx, cancel := takeCtx()
 		defer cancel()
@@ -514,13 +523,7 @@ func (r *run) op(st map[string]any) (map[string]any, error) {
 		} else {
 			err = e.TryCampaign(ctx, str(st, "value"))
 		}
-		if err != nil {
-			return nil, err
-		}
-		h := &hold{c: c, name: name, token: e.Token(), lost: e.Lost, safe: e.SafeUntil,
-			leaseID: func() string { return e.Lease().ID() }, release: e.Resign, proclaim: e.Proclaim}
-		r.setHold(st, h)
-		return map[string]any{"token": h.token}, nil
+		return r.took(st, c, name, e, e.Resign, e.Proclaim, err)
 	case "acquire":
 		ctx, cancel := ctxFor(30 * time.Second)
 		defer cancel()
