@@ -286,6 +286,9 @@ func attackSuite(t *testing.T, acl bool) *tally {
 		roundTwo(t, ty, c, base, admin, w, other)
 	}
 
+	// 17. A backup saved through the CLI past planted symlinks (symlink_test.go).
+	plantedSymlinks(t, ty, c, k, admin.Token)
+
 	// Nothing any attack sent was applied: no lock, no lease, the same members, term and
 	// leader.
 	if !unmoved(t, c, admin, base) {
