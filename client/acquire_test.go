@@ -159,6 +159,12 @@ func TestAcquire_RetrySendsSameRequestID(t *testing.T) {
 		if bad.RequestID != "" && strings.Contains(err.Error(), bad.RequestID) {
 			t.Errorf("error %q shows the request ID, which is a secret", err)
 		}
+		// A lockset's acquire checks the same options the same way, before sending (every
+		// answer of the fake says "fake").
+		_, err = c.AcquireSet(ctxFor(t, 10*time.Second), []string{"accounts/E", "accounts/F"}, bad)
+		if !errors.Is(err, client.ErrInvalid) || strings.Contains(err.Error(), "fake") {
+			t.Errorf("AcquireSet(%+v) = %v; want ErrInvalid from the client, nothing sent", bad, err)
+		}
 	}
 }
 

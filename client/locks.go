@@ -85,33 +85,9 @@ func (c *Client) acquireAt(ctx context.Context, op, route, name string, opts Acq
 	if err := checkNameAt(op, route, name); err != nil {
 		return result{}, err
 	}
-	reqID := opts.RequestID
-	if opts.LeaseID != "" {
-		if err := checkLeaseID(op, opts.LeaseID); err != nil {
-			return result{}, err
-		}
-		if reqID != "" {
-			return result{}, wrap(ErrInvalid, nil, "%s: a request ID is only for an acquire without a lease", op)
-		}
-	} else if reqID == "" {
-		// One ID per logical acquire, the same on every retry below: an attempt that was
-		// applied but whose answer was lost must not leave a second lease (holding the
-		// grant, or queued for it) behind.
-		reqID = newRequestID()
-	} else if err := invalid(op, api.ValidateRequestID(reqID)); err != nil {
+	reqID, remaining, err := acquireParams(op, opts)
+	if err != nil {
 		return result{}, err
-	}
-	if err := checkWait(op, opts.Wait); err != nil {
-		return result{}, err
-	}
-	// A retried waiting acquire asks only for the wait that remains, so that failover does
-	// not stretch the caller's wait.
-	waitEnd := time.Now().Add(opts.Wait)
-	remaining := func() time.Duration {
-		if opts.Wait <= 0 {
-			return 0
-		}
-		return max(time.Until(waitEnd), time.Millisecond)
 	}
 	return c.do(ctx, &request{
 		op: op, method: http.MethodPut, path: namePath(route, name),
@@ -122,6 +98,41 @@ func (c *Client) acquireAt(ctx context.Context, op, route, name string, opts Acq
 		waitFn:  remaining,
 		secrets: []string{opts.LeaseID, reqID},
 	}, out)
+}
+
+// acquireParams checks what every acquire-like request shares (a lock, a permit, a
+// campaign, a lockset) and returns its request ID (drawn for a lease created with the
+// grant) and the wait that remains, for each attempt.
+func acquireParams(op string, opts AcquireOptions) (reqID string, remaining func() time.Duration, err error) {
+	reqID = opts.RequestID
+	if opts.LeaseID != "" {
+		if err := checkLeaseID(op, opts.LeaseID); err != nil {
+			return "", nil, err
+		}
+		if reqID != "" {
+			return "", nil, wrap(ErrInvalid, nil, "%s: a request ID is only for an acquire without a lease", op)
+		}
+	} else if reqID == "" {
+		// One ID per logical acquire, the same on every retry below: an attempt that was
+		// applied but whose answer was lost must not leave a second lease (holding the
+		// grant, or queued for it) behind.
+		reqID = newRequestID()
+	} else if err := invalid(op, api.ValidateRequestID(reqID)); err != nil {
+		return "", nil, err
+	}
+	if err := checkWait(op, opts.Wait); err != nil {
+		return "", nil, err
+	}
+	// A retried waiting acquire asks only for the wait that remains, so that failover does
+	// not stretch the caller's wait.
+	waitEnd := time.Now().Add(opts.Wait)
+	remaining = func() time.Duration {
+		if opts.Wait <= 0 {
+			return 0
+		}
+		return max(time.Until(waitEnd), time.Millisecond)
+	}
+	return reqID, remaining, nil
 }
 
 // newRequestID draws an acquire's request ID: 128 random bits as 32 hex characters, as

@@ -109,23 +109,9 @@ func (c *Client) AcquireSet(ctx context.Context, names []string, opts AcquireOpt
 
 // acquireSetAt is acquireAt for POST /v1/locksets.
 func (c *Client) acquireSetAt(ctx context.Context, op string, names []string, opts AcquireOptions, mode string, out *api.LockSetGrant) (result, error) {
-	reqID := opts.RequestID
-	if opts.LeaseID != "" {
-		if err := checkLeaseID(op, opts.LeaseID); err != nil {
-			return result{}, err
-		}
-	} else if reqID == "" {
-		reqID = newRequestID()
-	}
-	if err := checkWait(op, opts.Wait); err != nil {
+	reqID, remaining, err := acquireParams(op, opts)
+	if err != nil {
 		return result{}, err
-	}
-	waitEnd := time.Now().Add(opts.Wait)
-	remaining := func() time.Duration {
-		if opts.Wait <= 0 {
-			return 0
-		}
-		return max(time.Until(waitEnd), time.Millisecond)
 	}
 	return c.do(ctx, &request{
 		op: op, method: http.MethodPost, path: locksetsRoute,
