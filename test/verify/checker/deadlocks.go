@@ -40,7 +40,7 @@ func (w window) has(t int64) bool { return w.lo <= t && t <= w.hi }
 
 // setHold is one grant of a lock of the set workload.
 type setHold struct {
-	owner, lock      string
+	owner, lock       string
 	possible, certain window
 }
 
