@@ -77,7 +77,8 @@ func TestNegativeControlUnsafeServer(t *testing.T) {
 // TestNegativeControlPrimitives runs each other primitive's workload alone against servers
 // built with the mutants tag and started with that primitive's mutant (see
 // internal/mutant): a shared grant beside an exclusive holder, one semaphore permit too
-// many, a second leader. The primitive's porcupine checker must report it.
+// many, a second leader, a lockset that takes its free locks and answers lock_held. The
+// primitive's porcupine checker must report it.
 func TestNegativeControlPrimitives(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts server processes; skipped with -short")
@@ -90,6 +91,9 @@ func TestNegativeControlPrimitives(t *testing.T) {
 		{"shared-beside-exclusive", "shared-locks", func(cfg *campaignConfig) { cfg.RWWorkers, cfg.RWLocks = 4, 1 }},
 		{"semaphore-extra-permit", "semaphores", func(cfg *campaignConfig) { cfg.SemWorkers, cfg.Semaphores, cfg.SemLimit = 4, 1, 2 }},
 		{"election-two-leaders", "elections", func(cfg *campaignConfig) { cfg.ElectWorkers, cfg.Elections = 3, 1 }},
+		{"lockset-partial-grant", "locksets", func(cfg *campaignConfig) {
+			cfg.SetWorkers, cfg.SetLocks, cfg.SetSize, cfg.SetWaitMs, cfg.SetMaxHoldMs = 4, 3, 2, 1000, 300
+		}},
 	} {
 		t.Run(c.mutant, func(t *testing.T) {
 			cfg := negativeConfig(t, c.mutant)

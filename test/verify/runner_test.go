@@ -47,13 +47,17 @@ type campaignConfig struct {
 	SemWorkers, Semaphores  int
 	SemLimit                int64
 	ElectWorkers, Elections int
-	BankTTLMs, BankWaitMs   int64
-	PauseProb               float64
-	ElectionTimeout         time.Duration
-	Extra                   []string // serve flags
-	Binary                  string   // the raftlock binary; empty: testcluster.Binary
-	Env                     []string // more environment for every node (RAFTLOCK_MUTANT)
-	Fenced                  bool
+	// The lockset workload (issue 22): SetWorkers leases taking sets of SetSize locks of
+	// a pool of SetLocks, waiting SetWaitMs, some with a maximum hold of SetMaxHoldMs.
+	SetWorkers, SetLocks, SetSize int
+	SetWaitMs, SetMaxHoldMs       int64
+	BankTTLMs, BankWaitMs         int64
+	PauseProb                     float64
+	ElectionTimeout               time.Duration
+	Extra                         []string // serve flags
+	Binary                        string   // the raftlock binary; empty: testcluster.Binary
+	Env                           []string // more environment for every node (RAFTLOCK_MUTANT)
+	Fenced                        bool
 	// LivenessSlack is added to TTL + 2 election timeouts for the liveness bound.
 	LivenessSlack time.Duration
 	// Artifacts is where a failing round leaves its history; empty: a temp dir.
@@ -80,6 +84,7 @@ type campaignResult struct {
 	Fencing      checker.FencingStats
 	// Prims counts the other primitives' operations by workload (rw, sem, elect).
 	Prims         map[string]*primStats
+	Sets          setStats
 	Verdicts      map[string]*checker.Verdict
 	MaxRecovery   time.Duration
 	LivenessBound time.Duration
@@ -94,10 +99,15 @@ type campaignResult struct {
 // PerMinute is the campaign's rate in lock competitions per minute of its rounds.
 func (res *campaignResult) PerMinute() float64 { return perMinute(res.Competitions, res.Elapsed) }
 
-var checkerOrder = []string{"linearizable", "fencing", "tokens", "acknowledged", "timing", "liveness", "shared-locks", "semaphores", "elections"}
+var checkerOrder = []string{"linearizable", "fencing", "tokens", "acknowledged", "timing", "liveness", "shared-locks", "semaphores", "elections", "locksets", "deadlocks"}
 
 // primWorkloads are the workloads of the other primitives, in table order.
-var primWorkloads = []string{"rw", "sem", "elect"}
+var primWorkloads = []string{"rw", "sem", "elect", "set"}
+
+// setStats counts what the lockset workload met: sets granted whole, single grants,
+// deadlock answers, waits that timed out, and grants a maximum hold ended (a release
+// answered not_holder).
+type setStats struct{ Sets, Singles, Deadlocks, Timeouts, MaxHoldEnded int }
 
 // primStats counts one primitive's operations in a campaign: all of them, the grants
 // (acquires, campaigns, proclaims answered ok) and the refusals (held, full, election
@@ -150,7 +160,7 @@ func runCampaign(t *testing.T, cfg campaignConfig) *campaignResult {
 	t.Logf("campaign %s: seed %d (replay: RAFTLOCK_VERIFY_SEED=%d), %d nodes, faults %v", cfg.Name, cfg.Seed, cfg.Seed, cfg.Nodes, cfg.Kinds)
 	c := &campaign{t: t, cfg: cfg, clock: workload.NewClock(), res: &campaignResult{
 		Name: cfg.Name, Seed: cfg.Seed, Asked: cfg.Kinds, Faults: map[nemesis.Kind]int{}, Verdicts: map[string]*checker.Verdict{}, Artifacts: cfg.Artifacts,
-		Prims:         map[string]*primStats{"rw": {}, "sem": {}, "elect": {}},
+		Prims:         map[string]*primStats{"rw": {}, "sem": {}, "elect": {}, "set": {}},
 		LivenessBound: time.Duration(cfg.BankTTLMs)*time.Millisecond + 2*cfg.ElectionTimeout + cfg.LivenessSlack,
 	}}
 	for _, name := range checkerOrder {
@@ -182,7 +192,7 @@ func runCampaign(t *testing.T, cfg campaignConfig) *campaignResult {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.RWWorkers+cfg.SemWorkers+cfg.ElectWorkers > 0 {
+	if cfg.RWWorkers+cfg.SemWorkers+cfg.ElectWorkers+cfg.SetWorkers > 0 {
 		c.waitPrimitives()
 	}
 	plan := nemesis.Plan(cfg.Seed, cfg.Rounds, cfg.Kinds, cfg.MinHold, cfg.MaxHold, cfg.SnapshotHold)
@@ -358,7 +368,8 @@ func (c *campaign) round(r int, f nemesis.Fault) int {
 	lockOps, primOps := splitPrims(ops)
 	fv, fst := checker.CheckFencing(lockOps, accts)
 	verdicts = append(verdicts, fv, checker.CheckTokens(lockOps), checker.CheckAcknowledged(lockOps), checker.CheckTiming(lockOps),
-		checker.CheckSharedLocks(primOps, lopt), checker.CheckSemaphores(primOps, lopt), checker.CheckElections(primOps, lopt))
+		checker.CheckSharedLocks(primOps, lopt), checker.CheckSemaphores(primOps, lopt), checker.CheckElections(primOps, lopt),
+		checker.CheckLockSets(primOps, lopt), checker.CheckDeadlocks(primOps))
 	n := 0
 	for _, v := range verdicts {
 		c.res.Verdicts[v.Checker].Merge(v)
@@ -502,6 +513,8 @@ func (res *campaignResult) table() string {
 			fmt.Fprintf(&b, "| %s | %d | %d | %d |\n", primNames[w], p.Ops, p.Grants, p.Refusals)
 		}
 	}
+	fmt.Fprintf(&b, "\n| lockset workload | sets granted whole | single grants | deadlock answers | waits timed out | grants ended by their maximum hold |\n|---|---|---|---|---|---|\n| | %d | %d | %d | %d | %d |\n",
+		res.Sets.Sets, res.Sets.Singles, res.Sets.Deadlocks, res.Sets.Timeouts, res.Sets.MaxHoldEnded)
 	fmt.Fprintf(&b, "\n| checker | checked | anomalies |\n|---|---|---|\n")
 	for _, name := range checkerOrder {
 		v := res.Verdicts[name]
@@ -572,7 +585,7 @@ func checkFaults(t testing.TB, res *campaignResult) {
 }
 
 // primNames names the primitives' workloads in the table.
-var primNames = map[string]string{"rw": "shared locks (90% shared)", "sem": "semaphores", "elect": "elections"}
+var primNames = map[string]string{"rw": "shared locks (90% shared)", "sem": "semaphores", "elect": "elections", "set": "locksets and their locks"}
 
 // startPrims starts the workers of the other primitives for round r, on fresh names.
 func (c *campaign) startPrims(ctx context.Context, wg *sync.WaitGroup, rec *workload.Recorder, r int) {
@@ -605,6 +618,11 @@ func (c *campaign) startPrims(ctx context.Context, wg *sync.WaitGroup, rec *work
 	start("elect", cfg.ElectWorkers, cfg.Seed*6000, func(ctx context.Context, cli *workload.Client) {
 		workload.RunElection(ctx, cli, workload.LinConfig{Locks: elections}, 20*time.Second)
 	})
+	pool := names("set", cfg.SetLocks)
+	start("set", cfg.SetWorkers, cfg.Seed*7000, func(ctx context.Context, cli *workload.Client) {
+		workload.RunSets(ctx, cli, workload.SetsConfig{Locks: pool, Size: cfg.SetSize, WaitMs: cfg.SetWaitMs, SetProb: 0.3,
+			MaxHoldProb: 0.3, MaxHoldMs: cfg.SetMaxHoldMs, Hold: 50 * time.Millisecond}, 20*time.Second)
+	})
 }
 
 // splitPrims separates the operations of the other primitives' workloads (and their
@@ -630,11 +648,14 @@ func (c *campaign) countPrims(ops []checker.Op) {
 		p.Ops++
 		switch o.Outcome {
 		case checker.OutOK:
-			if o.Kind == checker.KindAcquire || o.Kind == checker.KindSemAcquire || o.Kind == checker.KindCampaign || o.Kind == checker.KindProclaim {
+			if o.Kind == checker.KindAcquire || o.Kind == checker.KindSemAcquire || o.Kind == checker.KindCampaign || o.Kind == checker.KindProclaim || o.Kind == checker.KindLockSet {
 				p.Grants++
 			}
-		case checker.OutHeld, checker.OutSemFull, checker.OutElectionHeld, checker.OutModeConflict, checker.OutLimitConflict:
+		case checker.OutHeld, checker.OutSemFull, checker.OutElectionHeld, checker.OutModeConflict, checker.OutLimitConflict, checker.OutDeadlock, checker.OutWaitTimeout:
 			p.Refusals++
+		}
+		if o.Workload == "set" {
+			c.res.Sets.add(o)
 		}
 	}
 }
@@ -648,10 +669,31 @@ func (c *campaign) waitPrimitives() {
 	defer cli.Close()
 	var op workload.Op
 	if !testkit.Poll(30*time.Second, 50*time.Millisecond, func() bool {
-		// A permit of a semaphore no round uses, on an implicit lease that expires at once.
+		// A permit of a semaphore no round uses, on an implicit lease that expires at once;
+		// with the lockset workload, a lockset too (protocol version 3).
 		op = cli.AcquirePermit(context.Background(), "verify/ready", "", "setup", 1)
+		if c.cfg.SetWorkers > 0 && (op.Outcome == workload.OK || op.Outcome == workload.SemaphoreFull) {
+			op = cli.AcquireSet(context.Background(), []string{"verify/ready-set"}, "", "setup", 0, 0)
+			return op.Outcome == workload.OK || op.Outcome == workload.Held
+		}
 		return op.Outcome == workload.OK || op.Outcome == workload.SemaphoreFull
 	}) {
 		c.t.Fatalf("the cluster does not serve semaphores 30 s after it started: %s %s", op.Outcome, op.Err)
+	}
+}
+
+// add counts one operation of the lockset workload.
+func (st *setStats) add(o checker.Op) {
+	switch {
+	case o.Outcome == checker.OutOK && o.Kind == checker.KindLockSet:
+		st.Sets++
+	case o.Outcome == checker.OutOK && o.Kind == checker.KindAcquire:
+		st.Singles++
+	case o.Outcome == checker.OutDeadlock:
+		st.Deadlocks++
+	case o.Outcome == checker.OutWaitTimeout:
+		st.Timeouts++
+	case o.Outcome == checker.OutNotHolder && (o.Kind == checker.KindRelease || o.Kind == checker.KindLockSetRelease):
+		st.MaxHoldEnded++
 	}
 }

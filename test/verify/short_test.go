@@ -30,6 +30,7 @@ func shortConfig(t *testing.T) campaignConfig {
 		Warmup: time.Second, After: 500 * time.Millisecond,
 		LinWorkers: 4, LinLocks: 2, BankWorkers: 4, BankLocks: 2,
 		RWWorkers: 3, RWLocks: 1, SemWorkers: 3, Semaphores: 1, SemLimit: 2, ElectWorkers: 3, Elections: 1,
+		SetWorkers: 4, SetLocks: 4, SetSize: 2, SetWaitMs: 1000, SetMaxHoldMs: 300,
 		BankTTLMs: 1000, BankWaitMs: 1500, PauseProb: 0.3,
 		Fenced: true, LivenessSlack: 1500 * time.Millisecond,
 		Extra: []string{"--snapshot-threshold", "1024", "--trailing-logs", "256"},

@@ -176,6 +176,10 @@ function applyOverview(o) {
       name: l.name, owner: l.owner || '', token: l.token, mode: l.mode || '', waiters: l.waiters,
       modify_index: l.modify_index, fingerprint: l.lease_fingerprint || '',
       deadline: o.cluster_time_ms + l.ttl_left_ms, granted: l.granted_ms ?? null, seen: have ? have.seen : null,
+      // Version 3: when a maximum hold ends the grant, and until when a lock delay keeps
+      // the lock from every waiter (both on cluster time; absent when none runs).
+      holdEnd: l.max_hold_remaining_ms ? o.cluster_time_ms + l.max_hold_remaining_ms : null,
+      delayUntil: l.lock_delay_remaining_ms ? o.cluster_time_ms + l.lock_delay_remaining_ms : null,
     });
   }
   for (const [name, have] of state.locks) {
@@ -237,6 +241,8 @@ function renderLocks() {
       el('td', { class: 'num' }, l.waiters),
       el('td', { class: 'num' }, l.granted == null || now == null ? '–' : duration(now - l.granted)),
       el('td', { class: 'mono muted' }, l.fingerprint || '–'),
+      el('td', { class: 'num' }, l.holdEnd == null || now == null ? '–' : duration(Math.max(l.holdEnd - now, 0))),
+      el('td', { class: 'num' }, l.delayUntil == null || now == null ? '–' : duration(Math.max(l.delayUntil - now, 0))),
     );
     if (l.seen != null) tr.setAttribute('data-seen-ms', String(l.seen));
     if (l.freshUntil && l.freshUntil > performance.now()) tr.classList.add('fresh');
@@ -394,7 +400,7 @@ function onEntry(entry) {
           name: ev.name, owner: ev.owner || '', token: ev.token, mode: ev.mode || (have ? have.mode : ''),
           waiters: have && ev.from_queue ? Math.max(have.waiters - 1, 0) : (have ? have.waiters : 0),
           modify_index: entry.index, fingerprint: ev.lease_fingerprint || '', deadline: null,
-          granted: ev.time_ms, seen, freshUntil: performance.now() + 1500,
+          granted: ev.time_ms, seen, freshUntil: performance.now() + 1500, holdEnd: null, delayUntil: null,
         });
         break;
       case 'released':

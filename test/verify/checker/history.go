@@ -26,6 +26,10 @@ const (
 	KindProclaim    = "proclaim"
 	KindResign      = "resign"
 	KindElectStatus = "elect_status"
+	// A lockset (POST /v1/locksets) and its release (DELETE /v1/locksets): Names, and
+	// Tokens in the same order (the answer's, the release's).
+	KindLockSet        = "lockset"
+	KindLockSetRelease = "lockset_release"
 
 	OutOK            = "ok"
 	OutHeld          = "lock_held"
@@ -40,12 +44,20 @@ const (
 	OutSemFull       = "semaphore_full"
 	OutLimitConflict = "limit_conflict"
 	OutElectionHeld  = "election_held"
+	OutDeadlock      = "deadlock"
 )
 
 // Holder is one grant of a shared lock or one permit of a semaphore in a status read.
 type Holder struct {
 	Owner string `json:"owner"`
 	Token uint64 `json:"token"`
+}
+
+// CycleStep is one step of a deadlock answer's cycle: the lease with fingerprint Lease
+// waits for Lock, held or asked for ahead of it by the next step's lease.
+type CycleStep struct {
+	Lease string `json:"lease"`
+	Lock  string `json:"lock"`
 }
 
 // Never is the return time of an ambiguous operation that might still take effect.
@@ -76,10 +88,23 @@ type Op struct {
 	Account     string   `json:"account,omitempty"`
 	Amount      int64    `json:"amount,omitempty"`
 	Balance     int64    `json:"balance,omitempty"`
-	Call        int64    `json:"call"`
-	Return      int64    `json:"return"`
-	Outcome     string   `json:"outcome"`
-	Err         string   `json:"err,omitempty"`
+	// Names and Tokens are a lockset's locks and their tokens; HeldNames the locks a
+	// lockset's lock_held or not_holder answer named; MaxHoldMs a grant's maximum hold.
+	Names     []string `json:"names,omitempty"`
+	Tokens    []uint64 `json:"tokens,omitempty"`
+	HeldNames []string `json:"held_names,omitempty"`
+	MaxHoldMs int64    `json:"max_hold_ms,omitempty"`
+	// Fingerprint is a created lease's fingerprint (as history and deadlock answers
+	// name leases); Cycle a deadlock answer's cycle.
+	Fingerprint string      `json:"fingerprint,omitempty"`
+	Cycle       []CycleStep `json:"cycle,omitempty"`
+	// named is set on one lock's part of a lockset op (see splitSets): the answer named
+	// that lock.
+	named   bool
+	Call    int64  `json:"call"`
+	Return  int64  `json:"return"`
+	Outcome string `json:"outcome"`
+	Err     string `json:"err,omitempty"`
 }
 
 // String renders an op for counterexamples.
@@ -88,6 +113,15 @@ func (o Op) String() string {
 	fmt.Fprintf(&b, "#%d %s w%d %s", o.ID, o.Workload, o.Worker, o.Kind)
 	if o.Lock != "" {
 		fmt.Fprintf(&b, " lock=%s", o.Lock)
+	}
+	if len(o.Names) > 0 {
+		fmt.Fprintf(&b, " names=%v", o.Names)
+	}
+	if len(o.Tokens) > 0 {
+		fmt.Fprintf(&b, " tokens=%v", o.Tokens)
+	}
+	if o.MaxHoldMs > 0 {
+		fmt.Fprintf(&b, " max_hold=%dms", o.MaxHoldMs)
 	}
 	if o.Owner != "" {
 		fmt.Fprintf(&b, " owner=%s", o.Owner)

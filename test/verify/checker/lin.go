@@ -20,6 +20,12 @@ type lockState struct {
 	Token uint64
 	// Floor is the highest token granted so far: a new grant must exceed it.
 	Floor uint64
+	// EndAfter, for a grant with a maximum hold, is the earliest real time (on the
+	// history's clock) at which the hold can end: the grant's call plus max_hold_ms. The
+	// grant is made at or after its call, and cluster time never runs faster than real
+	// time, so the end comes no earlier; it may come any time later (cluster time stands
+	// still without a leader). Zero: no maximum hold.
+	EndAfter int64
 }
 
 // linInput is an operation on one lock (semaphore, election).
@@ -30,6 +36,12 @@ type linInput struct {
 	Mode  string // shared-lock acquire
 	Limit int64  // semaphore acquire
 	Value string // campaign, proclaim
+	// Call and Return bound the operation's linearization point (Return is Never for an
+	// ambiguous operation never closed); MaxHoldMs is a grant's maximum hold.
+	Call, Return int64
+	MaxHoldMs    int64
+	// Named: a lockset's lock_held or not_holder answer named this lock.
+	Named bool
 }
 
 // linOutput is its answer.
@@ -52,18 +64,68 @@ func free(s lockState, floor uint64) lockState {
 }
 
 // lockStep is the model: every state the lock can be in after the operation, given that it
-// answered out. None means the answer is impossible from s.
+// answered out. None means the answer is impossible from s. A grant with a maximum hold
+// may have ended before the operation if the operation returned at or after the hold's
+// earliest end; then the operation applies to the free lock (the old holder's release is
+// not_holder, another lease may be granted with a higher token).
 func lockStep(s lockState, in linInput, out linOutput) []lockState {
+	next := lockStep1(s, in, out)
+	if s.Holder != "" && s.EndAfter != 0 && in.Return >= s.EndAfter {
+		next = append(next, lockStep1(free(s, s.Token), in, out)...)
+	}
+	return next
+}
+
+// endAfter is the earliest end of the maximum hold of a grant made by in (0: none).
+func endAfter(in linInput) int64 {
+	if in.MaxHoldMs <= 0 {
+		return 0
+	}
+	return in.Call + in.MaxHoldMs*int64(time.Millisecond)
+}
+
+// lockStep1 is lockStep without the end of a maximum hold. A lockset is, on each of its
+// locks, an exclusive acquire (its token that lock's), and its release a release; their
+// refusals differ on the locks the answer did not name (see below).
+func lockStep1(s lockState, in linInput, out linOutput) []lockState {
 	mine := s.Holder != "" && s.Holder == in.Owner
 	switch in.Kind {
+	case KindLockSet:
+		if out.Outcome == OutHeld {
+			// The set took nothing. A lock the answer named was not free for the set:
+			// held by another lease, or (free to this model) reserved for another
+			// waiting set. A lock it did not name was free for it, and stays so.
+			if in.Named {
+				if !mine {
+					return []lockState{s}
+				}
+				return nil
+			}
+			if s.Holder == "" || mine {
+				return []lockState{s}
+			}
+			return nil
+		}
+		in.Kind = KindAcquire
+		return lockStep1(s, in, out)
+	case KindLockSetRelease:
+		if out.Outcome == OutNotHolder && !in.Named {
+			// Released nothing; this lock was held with that token and still is.
+			if mine && (s.Token == in.Token || (s.Token == 0 && in.Token > s.Floor)) {
+				return []lockState{{Holder: s.Holder, Token: in.Token, Floor: max(s.Floor, in.Token), EndAfter: s.EndAfter}}
+			}
+			return nil
+		}
+		in.Kind = KindRelease
+		return lockStep1(s, in, out)
 	case KindAcquire:
 		switch out.Outcome {
 		case OutOK:
 			if s.Holder == "" && out.Token > s.Floor {
-				return []lockState{{Holder: in.Owner, Token: out.Token, Floor: out.Token}}
+				return []lockState{{Holder: in.Owner, Token: out.Token, Floor: out.Token, EndAfter: endAfter(in)}}
 			}
 			if mine && (s.Token == out.Token || (s.Token == 0 && out.Token > s.Floor)) {
-				return []lockState{{Holder: in.Owner, Token: out.Token, Floor: max(s.Floor, out.Token)}}
+				return []lockState{{Holder: in.Owner, Token: out.Token, Floor: max(s.Floor, out.Token), EndAfter: s.EndAfter}}
 			}
 			return nil
 		case OutHeld:
@@ -79,7 +141,7 @@ func lockStep(s lockState, in linInput, out linOutput) []lockState {
 			return []lockState{s}
 		case OutAmbiguous:
 			if s.Holder == "" {
-				return []lockState{s, {Holder: in.Owner, Token: 0, Floor: s.Floor}}
+				return []lockState{s, {Holder: in.Owner, Token: 0, Floor: s.Floor, EndAfter: endAfter(in)}}
 			}
 			return []lockState{s}
 		}
@@ -137,7 +199,7 @@ func lockStep(s lockState, in linInput, out linOutput) []lockState {
 			return []lockState{s}
 		}
 		if s.Token == 0 && out.Token > s.Floor {
-			return []lockState{{Holder: s.Holder, Token: out.Token, Floor: out.Token}}
+			return []lockState{{Holder: s.Holder, Token: out.Token, Floor: out.Token, EndAfter: s.EndAfter}}
 		}
 		return nil
 	}
@@ -152,19 +214,23 @@ var LockModel = porcupine.NondeterministicModel{
 	Hash: func(state interface{}) uint64 {
 		s := state.(lockState)
 		h := fnv.New64a()
-		fmt.Fprintf(h, "%s|%d|%d", s.Holder, s.Token, s.Floor)
+		fmt.Fprintf(h, "%s|%d|%d|%d", s.Holder, s.Token, s.Floor, s.EndAfter)
 		return h.Sum64()
 	},
 	DescribeOperation: func(input, output interface{}) string {
 		in, out := input.(linInput), output.(linOutput)
 		switch in.Kind {
-		case KindAcquire:
-			if out.Outcome == OutOK {
-				return fmt.Sprintf("acquire(%s) -> token %d", in.Owner, out.Token)
+		case KindAcquire, KindLockSet:
+			hold := ""
+			if in.MaxHoldMs > 0 {
+				hold = fmt.Sprintf(", max hold %dms", in.MaxHoldMs)
 			}
-			return fmt.Sprintf("acquire(%s) -> %s", in.Owner, out.Outcome)
-		case KindRelease:
-			return fmt.Sprintf("release(%s, %d) -> %s", in.Owner, in.Token, out.Outcome)
+			if out.Outcome == OutOK {
+				return fmt.Sprintf("%s(%s%s) -> token %d", in.Kind, in.Owner, hold, out.Token)
+			}
+			return fmt.Sprintf("%s(%s%s) -> %s (named %v)", in.Kind, in.Owner, hold, out.Outcome, in.Named)
+		case KindRelease, KindLockSetRelease:
+			return fmt.Sprintf("%s(%s, %d) -> %s (named %v)", in.Kind, in.Owner, in.Token, out.Outcome, in.Named)
 		case KindRevoke:
 			return fmt.Sprintf("revoke(%s) -> %s", in.Owner, out.Outcome)
 		case KindStatus:
@@ -183,6 +249,9 @@ var LockModel = porcupine.NondeterministicModel{
 		tok := "?"
 		if s.Token != 0 {
 			tok = fmt.Sprint(s.Token)
+		}
+		if s.EndAfter != 0 {
+			return fmt.Sprintf("%s holds token %s (floor %d, may end from %s)", s.Holder, tok, s.Floor, ms(s.EndAfter))
 		}
 		return fmt.Sprintf("%s holds token %s (floor %d)", s.Holder, tok, s.Floor)
 	},
@@ -243,8 +312,8 @@ func LinHistory(lockOps []Op, all []Op) []porcupine.Operation {
 	var hist []porcupine.Operation
 	add := func(o Op) {
 		switch o.Outcome {
-		case OutUnavailable, OutFailed, OutWaitTimeout:
-			return
+		case OutUnavailable, OutFailed, OutWaitTimeout, OutDeadlock:
+			return // definite, and nothing applied
 		}
 		if reads(o.Kind) && o.Outcome != OutOK {
 			return
@@ -255,7 +324,8 @@ func LinHistory(lockOps []Op, all []Op) []porcupine.Operation {
 		}
 		hist = append(hist, porcupine.Operation{
 			ClientId: o.Worker,
-			Input:    linInput{Kind: o.Kind, Owner: o.Owner, Token: inToken(o), Mode: o.Mode, Limit: o.Limit, Value: o.Value},
+			Input: linInput{Kind: o.Kind, Owner: o.Owner, Token: inToken(o), Mode: o.Mode, Limit: o.Limit, Value: o.Value,
+				Call: o.Call, Return: ret, MaxHoldMs: o.MaxHoldMs, Named: o.named},
 			Call:     o.Call,
 			Output:   linOutput{Outcome: o.Outcome, Token: outToken(o), Held: o.Held || o.Elected, Owner: o.StatusOwner, Holders: o.Holders, Limit: o.Limit, Value: o.Value, Mode: o.Mode},
 			Return:   ret,
@@ -285,7 +355,7 @@ func LinHistory(lockOps []Op, all []Op) []porcupine.Operation {
 // grants reports whether an operation of kind may give its lease a grant (a lock, a
 // permit, a leadership).
 func grants(kind string) bool {
-	return kind == KindAcquire || kind == KindSemAcquire || kind == KindCampaign
+	return kind == KindAcquire || kind == KindSemAcquire || kind == KindCampaign || kind == KindLockSet
 }
 
 // reads reports whether kind is a status read, which has no effect.
@@ -296,7 +366,7 @@ func reads(kind string) bool {
 // inToken is the token an operation presents: a release's, a resignation's, a proclaim's.
 func inToken(o Op) uint64 {
 	switch o.Kind {
-	case KindRelease, KindSemRelease, KindResign, KindProclaim:
+	case KindRelease, KindSemRelease, KindResign, KindProclaim, KindLockSetRelease:
 		return o.Token
 	}
 	return 0

@@ -60,6 +60,7 @@ type result struct {
 	code    string
 	body    []byte
 	err     string
+	msg     string // the API error's message
 }
 
 // send sends one request to base and classifies the answer. extra is added to the timeout.
@@ -108,7 +109,7 @@ func (c *Client) send(ctx context.Context, base, method, path string, body any, 
 	}
 	var eb api.ErrorBody
 	_ = json.Unmarshal(b, &eb)
-	r.code, r.err = eb.Error.Code, fmt.Sprintf("%d %s", resp.StatusCode, strings.TrimSpace(string(b)))
+	r.code, r.msg, r.err = eb.Error.Code, eb.Error.Message, fmt.Sprintf("%d %s", resp.StatusCode, strings.TrimSpace(string(b)))
 	switch {
 	case resp.StatusCode >= 500:
 		r.outcome = Ambiguous
@@ -122,7 +123,7 @@ func (c *Client) send(ctx context.Context, base, method, path string, body any, 
 		r.outcome = LeaseNotFound
 	case eb.Error.Code == "stale_token":
 		r.outcome = Stale
-	case eb.Error.Code == api.CodeModeConflict, eb.Error.Code == api.CodeSemaphoreFull,
+	case eb.Error.Code == api.CodeModeConflict, eb.Error.Code == api.CodeSemaphoreFull, eb.Error.Code == api.CodeDeadlock,
 		eb.Error.Code == api.CodeLimitConflict, eb.Error.Code == api.CodeElectionHeld:
 		r.outcome = Outcome(eb.Error.Code)
 	default:
@@ -152,7 +153,7 @@ func (c *Client) CreateLease(ctx context.Context, ttlMs int64, owner string) Op 
 		if err := json.Unmarshal(r.body, &l); err != nil || l.LeaseID == "" {
 			r.outcome, r.err = Ambiguous, fmt.Sprintf("bad lease answer %q", r.body)
 		}
-		op.Lease = l.LeaseID
+		op.Lease, op.Fingerprint = l.LeaseID, fingerprint(l.LeaseID)
 	}
 	return c.record(op, r)
 }

@@ -20,15 +20,18 @@ const (
 	Charge      Kind = "charge"
 	// The other primitives (issue 14). A shared lock uses Acquire, Release and Status with
 	// a Mode; a proclaim is a Campaign with the leader's Token.
-	SemAcquire  Kind = "sem_acquire"
-	SemRelease  Kind = "sem_release"
-	SemStatus   Kind = "sem_status"
-	Campaign    Kind = "campaign"
-	Proclaim    Kind = "proclaim"
-	Resign      Kind = "resign"
-	ElectStatus Kind = "elect_status"
-	ReadAccount Kind = "read_account"
-	Pause       Kind = "pause"
+	// A lockset and its release (issue 22).
+	LockSet        Kind = "lockset"
+	LockSetRelease Kind = "lockset_release"
+	SemAcquire     Kind = "sem_acquire"
+	SemRelease     Kind = "sem_release"
+	SemStatus      Kind = "sem_status"
+	Campaign       Kind = "campaign"
+	Proclaim       Kind = "proclaim"
+	Resign         Kind = "resign"
+	ElectStatus    Kind = "elect_status"
+	ReadAccount    Kind = "read_account"
+	Pause          Kind = "pause"
 )
 
 // Outcome is how an operation ended.
@@ -50,6 +53,7 @@ const (
 	SemaphoreFull Outcome = "semaphore_full"
 	LimitConflict Outcome = "limit_conflict"
 	ElectionHeld  Outcome = "election_held"
+	Deadlock      Outcome = "deadlock"
 )
 
 // Holder is one grant of a shared lock or one permit of a semaphore, as a status read
@@ -92,6 +96,18 @@ type Op struct {
 	// published value; Elected is the status read's answer.
 	Value   string `json:"value,omitempty"`
 	Elected bool   `json:"elected,omitempty"`
+
+	// Names and Tokens are a lockset's locks and their tokens (asked for in name order;
+	// the answer's, the release's); HeldNames the locks its lock_held or not_holder
+	// answer named; MaxHoldMs an acquire's maximum hold.
+	Names     []string `json:"names,omitempty"`
+	Tokens    []uint64 `json:"tokens,omitempty"`
+	HeldNames []string `json:"held_names,omitempty"`
+	MaxHoldMs int64    `json:"max_hold_ms,omitempty"`
+	// Fingerprint is a created lease's fingerprint (how history and deadlock answers name
+	// it); Cycle is a deadlock answer's cycle.
+	Fingerprint string      `json:"fingerprint,omitempty"`
+	Cycle       []CycleStep `json:"cycle,omitempty"`
 
 	ChargeID string `json:"charge_id,omitempty"`
 	Account  string `json:"account,omitempty"`

@@ -1,0 +1,134 @@
+package workload
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/raftlock/raftlock/api"
+	"github.com/raftlock/raftlock/fsm"
+)
+
+// CycleStep is one step of a deadlock answer's cycle: the lease with fingerprint Lease
+// waits for Lock, held or asked for ahead of it by the next step's lease.
+type CycleStep struct {
+	Lease string `json:"lease"`
+	Lock  string `json:"lock"`
+}
+
+// fingerprint is the fingerprint the server shows for lease id ("" if id is not one).
+func fingerprint(id string) string {
+	l, err := fsm.ParseLeaseID(id)
+	if err != nil {
+		return ""
+	}
+	return fsm.LeaseFingerprint(l).String()
+}
+
+var (
+	cycleHead = regexp.MustCompile(`lease ([0-9a-f]+) waits for lock `)
+	cycleStep = regexp.MustCompile(`waits for lock (\S+) \(held or asked for ahead of it by lease ([0-9a-f]+)\)`)
+)
+
+// parseCycle reads the cycle out of a deadlock answer's message (fsm.DescribeCycle's
+// form): the first lease, then each lock and the lease it waits for there.
+func parseCycle(msg string) []CycleStep {
+	head := cycleHead.FindStringSubmatch(msg)
+	steps := cycleStep.FindAllStringSubmatch(msg, -1)
+	if head == nil || len(steps) == 0 {
+		return nil
+	}
+	out := make([]CycleStep, len(steps))
+	lease := head[1]
+	for i, st := range steps {
+		out[i] = CycleStep{Lease: lease, Lock: st[1]}
+		lease = st[2]
+	}
+	return out
+}
+
+// namesIn reads the lock names of a lockset's lock_held ("held by other leases: a, b;
+// ...") or not_holder ("does not hold a, b with those tokens") answer.
+func namesIn(msg string) []string {
+	var list string
+	switch {
+	case strings.HasPrefix(msg, "held by other leases: "):
+		list, _, _ = strings.Cut(strings.TrimPrefix(msg, "held by other leases: "), "; ")
+	case strings.Contains(msg, "does not hold "):
+		_, rest, _ := strings.Cut(msg, "does not hold ")
+		list, _, _ = strings.Cut(rest, " with those tokens")
+	default:
+		return nil
+	}
+	return strings.Split(list, ", ")
+}
+
+// AcquireHeld takes lock with lease, waiting up to waitMs, its grant ended at most
+// maxHoldMs after it (0: no maximum).
+func (c *Client) AcquireHeld(ctx context.Context, lock, lease, owner string, waitMs, maxHoldMs int64) Op {
+	n := c.node()
+	op := Op{Kind: Acquire, Node: n, Lock: lock, Lease: lease, Owner: owner, WaitMs: waitMs, MaxHoldMs: maxHoldMs, Call: c.Rec.Clock.Now()}
+	r := c.send(ctx, c.Endpoints[n], http.MethodPut, "/v1/locks/"+lock,
+		api.AcquireRequest{LeaseID: lease, WaitMs: waitMs, Owner: owner, MaxHoldMs: maxHoldMs}, 0, time.Duration(waitMs)*time.Millisecond)
+	var g api.Grant
+	decode(&r, "grant", &g)
+	if r.outcome == OK && g.Token == 0 {
+		r.outcome, r.err = Ambiguous, fmt.Sprintf("bad grant answer %q", r.body)
+	}
+	op.Token = g.Token
+	if r.outcome == Deadlock {
+		op.Cycle = parseCycle(r.msg)
+	}
+	return c.record(op, r)
+}
+
+// AcquireSet takes the locks names (sorted here) with lease in one commit, waiting up to
+// waitMs, each ended at most maxHoldMs after the grant (0: no maximum).
+func (c *Client) AcquireSet(ctx context.Context, names []string, lease, owner string, waitMs, maxHoldMs int64) Op {
+	names = append([]string(nil), names...)
+	sort.Strings(names)
+	n := c.node()
+	op := Op{Kind: LockSet, Node: n, Names: names, Lease: lease, Owner: owner, WaitMs: waitMs, MaxHoldMs: maxHoldMs, Call: c.Rec.Clock.Now()}
+	r := c.send(ctx, c.Endpoints[n], http.MethodPost, "/v1/locksets",
+		api.LockSetRequest{Names: names, LeaseID: lease, WaitMs: waitMs, Owner: owner, MaxHoldMs: maxHoldMs}, 0, time.Duration(waitMs)*time.Millisecond)
+	var g api.LockSetGrant
+	decode(&r, "lockset", &g)
+	switch r.outcome {
+	case OK:
+		tok := map[string]uint64{}
+		for _, lt := range g.Locks {
+			tok[lt.Name] = lt.Token
+		}
+		for _, name := range names {
+			if tok[name] == 0 {
+				r.outcome, r.err = Ambiguous, fmt.Sprintf("lockset answer without %s: %q", name, r.body)
+				break
+			}
+			op.Tokens = append(op.Tokens, tok[name])
+		}
+	case Held:
+		op.HeldNames = namesIn(r.msg)
+	case Deadlock:
+		op.Cycle = parseCycle(r.msg)
+	}
+	return c.record(op, r)
+}
+
+// ReleaseSet gives back the locks names, held by lease with tokens, in one commit.
+func (c *Client) ReleaseSet(ctx context.Context, names []string, tokens []uint64, lease, owner string) Op {
+	n := c.node()
+	op := Op{Kind: LockSetRelease, Node: n, Names: names, Tokens: tokens, Lease: lease, Owner: owner, Call: c.Rec.Clock.Now()}
+	req := api.LockSetRelease{LeaseID: lease}
+	for i, name := range names {
+		req.Locks = append(req.Locks, api.LockToken{Name: name, Token: tokens[i]})
+	}
+	r := c.send(ctx, c.Endpoints[n], http.MethodDelete, "/v1/locksets", req, 0, 0)
+	if r.outcome == NotHolder {
+		op.HeldNames = namesIn(r.msg)
+	}
+	return c.record(op, r)
+}
