@@ -11,7 +11,7 @@ import (
 )
 
 // v3Leader is v2Leader waiting for protocol version 3.
-func v3Leader(t *testing.T, c *clustertest.Cluster) *cluster.Node {
+func v3Leader(t testing.TB, c *clustertest.Cluster) *cluster.Node {
 	t.Helper()
 	v2Leader(t, c)
 	c.WaitFor(30*time.Second, "protocol version 3 everywhere", func() bool {

@@ -15,7 +15,7 @@ import (
 // v2Leader registers every member's protocol version with the leader (followers do it
 // through their HTTP servers, which these tests have none of), waits until every node runs
 // protocol version 2, and returns the leader.
-func v2Leader(t *testing.T, c *clustertest.Cluster) *cluster.Node {
+func v2Leader(t testing.TB, c *clustertest.Cluster) *cluster.Node {
 	t.Helper()
 	l := leaderNode(c)
 	for _, n := range c.Nodes {
