@@ -3,6 +3,7 @@ package fsm
 import (
 	"errors"
 	"fmt"
+	"io"
 	"sync"
 
 	"github.com/hashicorp/raft"
@@ -53,7 +54,6 @@ type shadow struct {
 	gen      uint64
 	s        *state // nil until a Persist of generation gen builds it
 	replayed int    // how many of generation gen's entries s has applied
-	size     int    // the last encoding's length, to size the next one's buffer
 }
 
 // retain keeps an entry just applied to f.s for the shadow; called with mu held.
@@ -88,23 +88,24 @@ func (f *FSM) SnapshotLag() int {
 	return len(f.ret.entries)
 }
 
-// persistedState advances the shadow to snapshot p and encodes it. It runs on raft's
-// snapshot goroutine, concurrently with Apply, which it never blocks for longer than it
-// takes to drop the entries it applied.
-func (f *FSM) persistedState(p *snapshot) ([]byte, error) {
+// persistState advances the shadow to snapshot p and streams its encoding to w. It runs on
+// raft's snapshot goroutine, concurrently with Apply, which it never blocks for longer than
+// it takes to drop the entries it applied. The shadow stays frozen (sh.mu) until the last
+// byte is written.
+func (f *FSM) persistState(p *snapshot, w io.Writer) error {
 	sh := &f.shadow
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	if sh.s == nil || sh.gen != p.gen {
 		s, err := f.shadowBase(p)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		sh.s, sh.gen, sh.replayed = s, p.gen, 0
 	}
 	end := p.start + len(p.entries)
 	if sh.replayed > end || sh.replayed < p.start {
-		return nil, fmt.Errorf("%w (shadow at entry %d, snapshot ends at %d)", ErrSnapshotSuperseded, sh.replayed, end)
+		return fmt.Errorf("%w (shadow at entry %d, snapshot ends at %d)", ErrSnapshotSuperseded, sh.replayed, end)
 	}
 	for i, e := range p.entries[sh.replayed-p.start:] {
 		if i == 0 && end-sh.replayed > 1 && mutant.Is("snapshot-shadow-skips-entry") {
@@ -112,18 +113,16 @@ func (f *FSM) persistedState(p *snapshot) ([]byte, error) {
 		}
 		if _, _, err := f.step(sh.s, e.index, e.typ, e.data); err != nil {
 			f.rebase() // unreachable: the live state applied the same entry
-			return nil, fmt.Errorf("fsm: snapshot shadow at entry %d: %w", e.index, err)
+			return fmt.Errorf("fsm: snapshot shadow at entry %d: %w", e.index, err)
 		}
 	}
 	sh.replayed = end
 	if got := sh.s.applied; got != p.index {
 		f.rebase()
-		return nil, fmt.Errorf("fsm: snapshot shadow reached index %d, want %d: not written", got, p.index)
+		return fmt.Errorf("fsm: snapshot shadow reached index %d, want %d: not written", got, p.index)
 	}
-	data := sh.s.encodeTo(make([]byte, 0, sh.size+sh.size/8))
-	sh.size = len(data)
-	f.trim(p.gen, end)
-	return data, nil
+	f.trim(p.gen, end) // the shadow has applied them, whatever the write's fate
+	return sh.s.writeTo(w)
 }
 
 // shadowBase returns the state generation p.gen starts from, without an observer.
