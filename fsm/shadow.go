@@ -159,7 +159,15 @@ func (f *FSM) trim(gen uint64, end int) {
 		return
 	}
 	n := end - f.ret.trimmed
-	clear(f.ret.entries[:n]) // the backing array outlives the slice until the next grow
-	f.ret.entries = f.ret.entries[n:]
+	clear(f.ret.entries[:n])
+	rest := f.ret.entries[n:]
+	// A slice of the array would keep it whole (40 B an entry: 40 MB after 1,000,000
+	// entries) until appends fill it; once most of it is trimmed, the few entries kept
+	// move to an array of their own and the old one is freed. Snapshots taken earlier
+	// keep their own slices of the old array.
+	if n > 3*len(rest) {
+		rest = append([]retainedEntry(nil), rest...)
+	}
+	f.ret.entries = rest
 	f.ret.trimmed = end
 }
