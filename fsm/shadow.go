@@ -36,6 +36,7 @@ type retainedEntry struct {
 	index uint64
 	typ   raft.LogType
 	data  []byte // a private copy: raft's entries may share buffers with the log store
+	strs  entryStrings
 }
 
 // retention is what the shadow has not yet seen, guarded by FSM.mu. A generation starts at
@@ -57,8 +58,8 @@ type shadow struct {
 }
 
 // retain keeps an entry just applied to f.s for the shadow; called with mu held.
-func (f *FSM) retain(index uint64, typ raft.LogType, data []byte) {
-	e := retainedEntry{index: index, typ: typ}
+func (f *FSM) retain(index uint64, typ raft.LogType, data []byte, strs entryStrings) {
+	e := retainedEntry{index: index, typ: typ, strs: strs}
 	if len(data) > 0 {
 		// Copied into 64 KiB chunks rather than one allocation per entry: the copy is
 		// then an append, and the garbage collector sees a few chunks, not an object per
@@ -111,7 +112,7 @@ func (f *FSM) persistState(p *snapshot, w io.Writer) error {
 		if i == 0 && end-sh.replayed > 1 && mutant.Is("snapshot-shadow-skips-entry") {
 			continue
 		}
-		if _, _, err := f.step(sh.s, e.index, e.typ, e.data); err != nil {
+		if _, _, err := f.step(sh.s, e.index, e.typ, e.data, &e.strs); err != nil {
 			f.rebase() // unreachable: the live state applied the same entry
 			return fmt.Errorf("fsm: snapshot shadow at entry %d: %w", e.index, err)
 		}
