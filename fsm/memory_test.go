@@ -1,7 +1,9 @@
 package fsm
 
 import (
+	"bytes"
 	"fmt"
+	"io"
 	"os"
 	"runtime"
 	"testing"
@@ -68,6 +70,27 @@ func TestMemory_Split(t *testing.T) {
 	t.Logf("  live state without histories: %s", mib(noHist-base))
 	t.Logf("shadow (after the first Persist): %s", mib(withShadow-liveOnly))
 	t.Logf("live + shadow: %s", mib(withShadow-base))
+
+	// After a restart: a state restored from the snapshot, whose shadow starts from it.
+	f.s.hist.byName = nil
+	data := f.SnapshotBytes()
+	f = nil
+	g := New(nil)
+	if err := g.Restore(io.NopCloser(bytes.NewReader(data))); err != nil {
+		t.Fatal(err)
+	}
+	data = nil
+	restored := heapInUse()
+	snap, err = g.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := snap.Persist(&discard{}); err != nil {
+		t.Fatal(err)
+	}
+	snap.Release()
+	t.Logf("after a restore: shadow from the snapshot: %s", mib(heapInUse()-restored))
+	runtime.KeepAlive(g)
 }
 
 type discard struct{ memSink }

@@ -133,7 +133,7 @@ func (f *FSM) shadowBase(p *snapshot) (*state, error) {
 		s.hist.maxLocks = p.histLocks
 		return s, nil
 	}
-	s, err := decodeSnapshot(p.base, nil) // accepted once already, by Restore
+	s, err := decodeSharing(p.base, nil, f.liveStrings) // accepted once already, by Restore
 	if err != nil {
 		return nil, fmt.Errorf("fsm: snapshot shadow: %w", err)
 	}

@@ -28,3 +28,19 @@ func (e *entryStrings) share(c *Command) {
 		c.Owner = e.owner
 	}
 }
+
+// liveStrings returns the live state's copies of a lock's name and owner when it holds the
+// lock with that owner, else the strings given: a shadow decoded from a snapshot (after a
+// restart) then shares them too. It takes the read lock per lock, briefly, so that the
+// decode never holds up Apply for long.
+func (f *FSM) liveStrings(name, owner string) (string, string) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	if n, ok := f.s.names.Get(name); ok {
+		name = n
+		if lk := f.s.locks[n]; lk != nil && lk.owner == owner {
+			owner = lk.owner
+		}
+	}
+	return name, owner
+}

@@ -1,6 +1,8 @@
 package fsm
 
 import (
+	"bytes"
+	"io"
 	"testing"
 	"unsafe"
 )
@@ -47,4 +49,28 @@ func mustSnapshot(t *testing.T, f *FSM) *snapshot {
 		t.Fatal(err)
 	}
 	return snap.(*snapshot)
+}
+
+// TestShadow_SharesStringsAfterRestore checks the same for a shadow that starts from a
+// restored snapshot, as after a restart.
+func TestShadow_SharesStringsAfterRestore(t *testing.T) {
+	src := New(nil)
+	src.ApplyCommand(1, &Command{Type: TypeSetVersion, Version: 3, Now: 1})
+	src.ApplyCommand(2, &Command{Type: TypeAcquire, Now: 1, Lease: LeaseID{3}, NewLease: true, TTL: 60_000, Name: "restored/name", Owner: "restored-owner"})
+	f := New(nil)
+	if err := f.Restore(io.NopCloser(bytes.NewReader(src.SnapshotBytes()))); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := persist(t, mustSnapshot(t, f)); err != nil {
+		t.Fatal(err)
+	}
+	live, _ := f.s.names.Min()
+	shadow, _ := f.shadow.s.names.Min()
+	if live != shadow || unsafe.StringData(live) != unsafe.StringData(shadow) {
+		t.Errorf("lock name %q live, %q in the shadow: not shared", live, shadow)
+	}
+	lo, so := f.s.locks[live].owner, f.shadow.s.locks[shadow].owner
+	if lo != so || unsafe.StringData(lo) != unsafe.StringData(so) {
+		t.Errorf("owner %q live, %q in the shadow: not shared", lo, so)
+	}
 }

@@ -214,6 +214,12 @@ func badSnapshot(format string, args ...any) error {
 // go to notify. It accepts only the canonical encoding of a state whose parts agree; which
 // versions this node may restore is restorable's question.
 func decodeSnapshot(data []byte, notify func(Event)) (*state, error) {
+	return decodeSharing(data, notify, nil)
+}
+
+// decodeSharing is decodeSnapshot that passes each lock's name and owner through share,
+// when given, to keep strings another state already holds (sharing.go).
+func decodeSharing(data []byte, notify func(Event), share func(name, owner string) (string, string)) (*state, error) {
 	format, err := snapshotFormat(data)
 	if err != nil {
 		return nil, err
@@ -241,6 +247,9 @@ func decodeSnapshot(data []byte, notify func(Event)) (*state, error) {
 	for i, n := 0, d.count(1); i < n && d.err == nil; i++ {
 		name := d.string()
 		lk := &lock{holder: d.leaseID(), token: d.uvarint(), owner: d.string(), modify: d.uvarint()}
+		if share != nil && d.err == nil {
+			name, lk.owner = share(name, lk.owner)
+		}
 		holder := s.leases[lk.holder]
 		// From version 3 a lock may be held by nobody (locksets.go): the zero lease.
 		lk.v3.vacant = s.version >= 3 && lk.holder == LeaseID{} && lk.token == 0 && lk.owner == ""
