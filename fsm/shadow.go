@@ -80,6 +80,10 @@ func (f *FSM) retain(index uint64, typ raft.LogType, data []byte, strs entryStri
 // retainChunk is the size of the chunks that hold retained entries' bytes.
 const retainChunk = 64 << 10
 
+// retainRoom bounds the room a trim leaves for the next entries: twice the default
+// snapshot threshold, so that a steady period appends without growing the array.
+const retainRoom = 2 * 8192
+
 // SnapshotLag returns how many applied entries the next snapshot's Persist will apply to
 // the shadow before it encodes: what the O(1) Snapshot defers. Raft's snapshot threshold
 // bounds it.
@@ -162,12 +166,13 @@ func (f *FSM) trim(gen uint64, end int) {
 	n := end - f.ret.trimmed
 	clear(f.ret.entries[:n])
 	rest := f.ret.entries[n:]
-	// A slice of the array would keep it whole (40 B an entry: 40 MB after 1,000,000
+	// A slice of the array would keep it whole (80 B an entry: 80 MB after 1,000,000
 	// entries) until appends fill it; once most of it is trimmed, the few entries kept
-	// move to an array of their own and the old one is freed. Snapshots taken earlier
-	// keep their own slices of the old array.
+	// move to an array of their own, with room for a period like this one (at most
+	// retainRoom entries, so that a bulk fill's period does not come back), and the old
+	// one is freed. Snapshots taken earlier keep their own slices of the old array.
 	if n > 3*len(rest) {
-		rest = append([]retainedEntry(nil), rest...)
+		rest = append(make([]retainedEntry, 0, len(rest)+min(n, retainRoom)), rest...)
 	}
 	f.ret.entries = rest
 	f.ret.trimmed = end

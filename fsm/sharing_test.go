@@ -28,17 +28,23 @@ func TestShadow_SharesStringsWithLiveState(t *testing.T) {
 }
 
 // TestShadow_TrimFreesTheArray checks that once Persist has trimmed every retained entry,
-// their array is let go rather than kept for later appends.
+// their array is let go (the retention moves to a new one) rather than kept for appends.
 func TestShadow_TrimFreesTheArray(t *testing.T) {
 	f := New(nil)
 	fill(f, 10_000)
-	if _, err := persist(t, mustSnapshot(t, f)); err != nil {
+	snap := mustSnapshot(t, f)
+	old := snap.entries
+	if _, err := persist(t, snap); err != nil {
 		t.Fatal(err)
 	}
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	if c := cap(f.ret.entries); c > 100 {
-		t.Errorf("after trimming 10,000 entries the retention keeps room for %d", c)
+	pastOld := uintptr(unsafe.Pointer(&old[0])) + uintptr(len(old))*unsafe.Sizeof(old[0])
+	if uintptr(unsafe.Pointer(unsafe.SliceData(f.ret.entries))) == pastOld {
+		t.Errorf("after trimming %d entries the retention still appends into their array", len(old))
+	}
+	if c := cap(f.ret.entries); c > retainRoom {
+		t.Errorf("after trimming %d entries the retention keeps room for %d, more than %d", len(old), c, retainRoom)
 	}
 }
 
