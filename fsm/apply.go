@@ -16,8 +16,9 @@ import (
 // step applies one entry to s: the only code that advances a state by an entry, for the
 // live state and the shadow alike. It returns the command's type (0 for an entry that is
 // not a valid command) and, for a command this node does not know and may not skip, the
-// error that halts the FSM, with s unchanged.
-func (f *FSM) step(s *state, index uint64, typ raft.LogType, data []byte) (*Result, Type, error) {
+// error that halts the FSM, with s unchanged. strs, when not nil, carries the strings the
+// entry's command decoded to between the live state's apply and the shadow's (sharing.go).
+func (f *FSM) step(s *state, index uint64, typ raft.LogType, data []byte, strs *entryStrings) (*Result, Type, error) {
 	if typ != raft.LogCommand {
 		if index > s.applied {
 			s.applied = index
@@ -25,6 +26,9 @@ func (f *FSM) step(s *state, index uint64, typ raft.LogType, data []byte) (*Resu
 		return &Result{Index: index}, 0, nil
 	}
 	c, err := f.decode(data)
+	if strs != nil {
+		strs.share(&c)
+	}
 	if err != nil {
 		if errors.Is(err, ErrUnknownCommand) {
 			return nil, 0, err

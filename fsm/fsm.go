@@ -188,8 +188,8 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []interface{} {
 func (f *FSM) StoreConfiguration(index uint64, _ raft.Configuration) {
 	f.mu.Lock()
 	if f.haltErr == nil {
-		_, _, _ = f.step(f.s, index, raft.LogConfiguration, nil)
-		f.retain(index, raft.LogConfiguration, nil)
+		_, _, _ = f.step(f.s, index, raft.LogConfiguration, nil, nil)
+		f.retain(index, raft.LogConfiguration, nil, entryStrings{})
 	}
 	f.applied.Store(f.s.applied)
 	f.mu.Unlock()
@@ -203,14 +203,15 @@ func (f *FSM) applyLocked(l *raft.Log) *Result {
 	if f.haltErr != nil {
 		return &Result{Status: StatusHalted, Index: l.Index, Err: f.haltErr}
 	}
-	r, typ, err := f.step(f.s, l.Index, l.Type, l.Data)
+	strs := entryStrings{fill: true} // the decoded strings, for the shadow to share
+	r, typ, err := f.step(f.s, l.Index, l.Type, l.Data, &strs)
 	if err != nil {
 		return f.haltAt(l.Index, err)
 	}
 	if typ != 0 {
 		f.counts.count(typ)
 	}
-	f.retain(l.Index, l.Type, l.Data)
+	f.retain(l.Index, l.Type, l.Data, strs)
 	f.applied.Store(f.s.applied)
 	return r
 }

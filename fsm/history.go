@@ -297,35 +297,43 @@ func (f *FSM) HistoryCount() int {
 	return f.s.hist.len()
 }
 
-// appendHistory appends the histories (format 2 only) in activity order, least recent
+// encodeHistory writes the histories (format 2 only) in activity order, least recent
 // first; each event is written in full so that the encoding is canonical.
-func (s *state) appendHistory(buf []byte) []byte {
+func (s *state) encodeHistory(e *snapEncoder) {
 	if s.version < 2 {
-		return buf
+		return
 	}
-	buf = binary.AppendUvarint(buf, uint64(s.hist.len()))
+	e.buf = binary.AppendUvarint(e.buf, uint64(s.hist.len()))
 	for lh := s.hist.oldest; lh != nil; lh = lh.next {
-		buf = appendString(buf, lh.name)
+		buf := appendString(e.buf, lh.name)
 		buf = binary.AppendUvarint(buf, uint64(len(lh.events)))
-		for _, e := range lh.ordered() {
-			buf = append(buf, byte(e.Kind))
-			if e.FromQueue {
-				buf = append(buf, 1)
-			} else {
-				buf = append(buf, 0)
-			}
-			buf = append(buf, e.Lease[:]...)
-			buf = binary.AppendUvarint(buf, e.Index)
-			buf = binary.AppendUvarint(buf, uint64(e.Time))
-			buf = binary.AppendUvarint(buf, e.Token)
-			buf = appendString(buf, e.Owner)
-			buf = binary.AppendUvarint(buf, uint64(e.Waited))
-			buf = binary.AppendUvarint(buf, uint64(e.Deadline))
-			buf = binary.AppendUvarint(buf, uint64(e.Renewed))
-			if e.Kind == HistoryDeadlock { // a version 3 kind: version 2 bytes are unchanged
-				buf = appendString(buf, e.Detail)
-			}
+		// Oldest first without the copy ordered() makes: the ring from head, then before it.
+		for i := range lh.events {
+			buf = appendHistoryEvent(buf, &lh.events[(lh.head+i)%len(lh.events)])
 		}
+		e.buf = buf
+		e.spill()
+	}
+}
+
+// appendHistoryEvent appends one event of a lock's history.
+func appendHistoryEvent(buf []byte, e *HistoryEvent) []byte {
+	buf = append(buf, byte(e.Kind))
+	if e.FromQueue {
+		buf = append(buf, 1)
+	} else {
+		buf = append(buf, 0)
+	}
+	buf = append(buf, e.Lease[:]...)
+	buf = binary.AppendUvarint(buf, e.Index)
+	buf = binary.AppendUvarint(buf, uint64(e.Time))
+	buf = binary.AppendUvarint(buf, e.Token)
+	buf = appendString(buf, e.Owner)
+	buf = binary.AppendUvarint(buf, uint64(e.Waited))
+	buf = binary.AppendUvarint(buf, uint64(e.Deadline))
+	buf = binary.AppendUvarint(buf, uint64(e.Renewed))
+	if e.Kind == HistoryDeadlock { // a version 3 kind: version 2 bytes are unchanged
+		buf = appendString(buf, e.Detail)
 	}
 	return buf
 }

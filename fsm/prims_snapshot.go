@@ -29,13 +29,13 @@ func appendGrant(buf []byte, g *grant) []byte {
 	return appendString(buf, g.owner)
 }
 
-// appendPrims appends the primitives' part (format 2 only).
-func (s *state) appendPrims(buf []byte) []byte {
+// encodePrims writes the primitives' part (format 2 only).
+func (s *state) encodePrims(e *snapEncoder) {
 	if s.version < 2 {
-		return buf
+		return
 	}
 	var shared, sharedWaits []string
-	for _, name := range sortedNames(s.locks) {
+	s.names.Ascend(func(name string) bool {
 		lk := s.locks[name]
 		if lk.isShared() {
 			shared = append(shared, name)
@@ -46,7 +46,9 @@ func (s *state) appendPrims(buf []byte) []byte {
 				break
 			}
 		}
-	}
+		return true
+	})
+	buf := e.buf
 	buf = binary.AppendUvarint(buf, uint64(len(shared)))
 	for _, name := range shared {
 		lk := s.locks[name]
@@ -55,6 +57,7 @@ func (s *state) appendPrims(buf []byte) []byte {
 		for g := lk.readers.head.next; g != nil; g = g.next {
 			buf = appendGrant(buf, g)
 		}
+		buf = e.spillAt(buf)
 	}
 	buf = binary.AppendUvarint(buf, uint64(len(sharedWaits)))
 	for _, name := range sharedWaits {
@@ -72,6 +75,7 @@ func (s *state) appendPrims(buf []byte) []byte {
 		for _, p := range pos {
 			buf = binary.AppendUvarint(buf, p)
 		}
+		buf = e.spillAt(buf)
 	}
 	buf = binary.AppendUvarint(buf, s.semFreed)
 	buf = binary.AppendUvarint(buf, s.elecFreed)
@@ -90,6 +94,7 @@ func (s *state) appendPrims(buf []byte) []byte {
 		for w := sm.queue.head; w != nil; w = w.next {
 			buf = appendWaiter(buf, w, true)
 		}
+		buf = e.spillAt(buf)
 	}
 
 	buf = binary.AppendUvarint(buf, uint64(len(s.elections)))
@@ -109,8 +114,9 @@ func (s *state) appendPrims(buf []byte) []byte {
 			buf = binary.AppendUvarint(buf, uint64(w.deadline))
 			buf = binary.AppendUvarint(buf, uint64(w.since))
 		}
+		buf = e.spillAt(buf)
 	}
-	return buf
+	e.buf = buf
 }
 
 // decodePrims reads what appendPrims wrote, after the leases and locks are restored, and

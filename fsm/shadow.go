@@ -3,6 +3,7 @@ package fsm
 import (
 	"errors"
 	"fmt"
+	"io"
 	"sync"
 
 	"github.com/hashicorp/raft"
@@ -35,6 +36,7 @@ type retainedEntry struct {
 	index uint64
 	typ   raft.LogType
 	data  []byte // a private copy: raft's entries may share buffers with the log store
+	strs  entryStrings
 }
 
 // retention is what the shadow has not yet seen, guarded by FSM.mu. A generation starts at
@@ -53,12 +55,11 @@ type shadow struct {
 	gen      uint64
 	s        *state // nil until a Persist of generation gen builds it
 	replayed int    // how many of generation gen's entries s has applied
-	size     int    // the last encoding's length, to size the next one's buffer
 }
 
 // retain keeps an entry just applied to f.s for the shadow; called with mu held.
-func (f *FSM) retain(index uint64, typ raft.LogType, data []byte) {
-	e := retainedEntry{index: index, typ: typ}
+func (f *FSM) retain(index uint64, typ raft.LogType, data []byte, strs entryStrings) {
+	e := retainedEntry{index: index, typ: typ, strs: strs}
 	if len(data) > 0 {
 		// Copied into 64 KiB chunks rather than one allocation per entry: the copy is
 		// then an append, and the garbage collector sees a few chunks, not an object per
@@ -79,6 +80,10 @@ func (f *FSM) retain(index uint64, typ raft.LogType, data []byte) {
 // retainChunk is the size of the chunks that hold retained entries' bytes.
 const retainChunk = 64 << 10
 
+// retainRoom bounds the room a trim leaves for the next entries: twice the default
+// snapshot threshold, so that a steady period appends without growing the array.
+const retainRoom = 2 * 8192
+
 // SnapshotLag returns how many applied entries the next snapshot's Persist will apply to
 // the shadow before it encodes: what the O(1) Snapshot defers. Raft's snapshot threshold
 // bounds it.
@@ -88,42 +93,41 @@ func (f *FSM) SnapshotLag() int {
 	return len(f.ret.entries)
 }
 
-// persistedState advances the shadow to snapshot p and encodes it. It runs on raft's
-// snapshot goroutine, concurrently with Apply, which it never blocks for longer than it
-// takes to drop the entries it applied.
-func (f *FSM) persistedState(p *snapshot) ([]byte, error) {
+// persistState advances the shadow to snapshot p and streams its encoding to w. It runs on
+// raft's snapshot goroutine, concurrently with Apply, which it never blocks for longer than
+// it takes to drop the entries it applied. The shadow stays frozen (sh.mu) until the last
+// byte is written.
+func (f *FSM) persistState(p *snapshot, w io.Writer) error {
 	sh := &f.shadow
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	if sh.s == nil || sh.gen != p.gen {
 		s, err := f.shadowBase(p)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		sh.s, sh.gen, sh.replayed = s, p.gen, 0
 	}
 	end := p.start + len(p.entries)
 	if sh.replayed > end || sh.replayed < p.start {
-		return nil, fmt.Errorf("%w (shadow at entry %d, snapshot ends at %d)", ErrSnapshotSuperseded, sh.replayed, end)
+		return fmt.Errorf("%w (shadow at entry %d, snapshot ends at %d)", ErrSnapshotSuperseded, sh.replayed, end)
 	}
 	for i, e := range p.entries[sh.replayed-p.start:] {
 		if i == 0 && end-sh.replayed > 1 && mutant.Is("snapshot-shadow-skips-entry") {
 			continue
 		}
-		if _, _, err := f.step(sh.s, e.index, e.typ, e.data); err != nil {
+		if _, _, err := f.step(sh.s, e.index, e.typ, e.data, &e.strs); err != nil {
 			f.rebase() // unreachable: the live state applied the same entry
-			return nil, fmt.Errorf("fsm: snapshot shadow at entry %d: %w", e.index, err)
+			return fmt.Errorf("fsm: snapshot shadow at entry %d: %w", e.index, err)
 		}
 	}
 	sh.replayed = end
 	if got := sh.s.applied; got != p.index {
 		f.rebase()
-		return nil, fmt.Errorf("fsm: snapshot shadow reached index %d, want %d: not written", got, p.index)
+		return fmt.Errorf("fsm: snapshot shadow reached index %d, want %d: not written", got, p.index)
 	}
-	data := sh.s.encodeTo(make([]byte, 0, sh.size+sh.size/8))
-	sh.size = len(data)
-	f.trim(p.gen, end)
-	return data, nil
+	f.trim(p.gen, end) // the shadow has applied them, whatever the write's fate
+	return sh.s.writeTo(w)
 }
 
 // shadowBase returns the state generation p.gen starts from, without an observer.
@@ -133,7 +137,7 @@ func (f *FSM) shadowBase(p *snapshot) (*state, error) {
 		s.hist.maxLocks = p.histLocks
 		return s, nil
 	}
-	s, err := decodeSnapshot(p.base, nil) // accepted once already, by Restore
+	s, err := decodeSharing(p.base, nil, f.liveStrings) // accepted once already, by Restore
 	if err != nil {
 		return nil, fmt.Errorf("fsm: snapshot shadow: %w", err)
 	}
@@ -160,7 +164,16 @@ func (f *FSM) trim(gen uint64, end int) {
 		return
 	}
 	n := end - f.ret.trimmed
-	clear(f.ret.entries[:n]) // the backing array outlives the slice until the next grow
-	f.ret.entries = f.ret.entries[n:]
+	clear(f.ret.entries[:n])
+	rest := f.ret.entries[n:]
+	// A slice of the array would keep it whole (80 B an entry: 80 MB after 1,000,000
+	// entries) until appends fill it; once most of it is trimmed, the few entries kept
+	// move to an array of their own, with room for a period like this one (at most
+	// retainRoom entries, so that a bulk fill's period does not come back), and the old
+	// one is freed. Snapshots taken earlier keep their own slices of the old array.
+	if n > 3*len(rest) {
+		rest = append(make([]retainedEntry, 0, len(rest)+min(n, retainRoom)), rest...)
+	}
+	f.ret.entries = rest
 	f.ret.trimmed = end
 }

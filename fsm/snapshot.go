@@ -106,16 +106,12 @@ type snapshot struct {
 }
 
 // Persist implements raft.FSMSnapshot: it brings the shadow to the snapshot's index and
-// writes its encoding.
+// streams its encoding to the sink in spillSize writes (encoder.go), never holding the
+// whole image.
 func (s *snapshot) Persist(sink raft.SnapshotSink) error {
-	data, err := s.f.persistedState(s)
-	if err != nil {
+	if err := s.f.persistState(s, sink); err != nil {
 		sink.Cancel()
 		return err
-	}
-	if _, err := sink.Write(data); err != nil {
-		sink.Cancel()
-		return fmt.Errorf("fsm: writing snapshot: %w", err)
 	}
 	return sink.Close()
 }
@@ -123,12 +119,15 @@ func (s *snapshot) Persist(sink raft.SnapshotSink) error {
 // Release implements raft.FSMSnapshot.
 func (s *snapshot) Release() {}
 
-func (s *state) encode() []byte { return s.encodeTo(nil) }
+func (s *state) encode() []byte {
+	var e snapEncoder
+	s.encodeInto(&e)
+	return e.buf
+}
 
-// encodeTo appends the encoding to buf: a buffer sized for it saves the copies of a growing
-// one (tens of MB at 1,000,000 locks).
-func (s *state) encodeTo(buf []byte) []byte {
-	buf = append(buf, s.magic()...)
+// encodeInto writes the encoding to e, spilling between records when e streams.
+func (s *state) encodeInto(e *snapEncoder) {
+	buf := append(e.buf, s.magic()...)
 	buf = binary.AppendUvarint(buf, s.applied)
 	buf = binary.AppendUvarint(buf, uint64(s.time))
 	buf = binary.AppendUvarint(buf, s.freedIndex)
@@ -142,28 +141,33 @@ func (s *state) encodeTo(buf []byte) []byte {
 		buf = appendString(buf, n.RaftAddr)
 		buf = appendString(buf, n.HTTPAddr)
 	}
+	e.buf = buf
+	e.spill()
 
 	ids := make([]LeaseID, 0, len(s.leases))
 	for id := range s.leases {
 		ids = append(ids, id)
 	}
 	sort.Slice(ids, func(i, j int) bool { return bytes.Compare(ids[i][:], ids[j][:]) < 0 })
-	buf = binary.AppendUvarint(buf, uint64(len(ids)))
+	e.buf = binary.AppendUvarint(e.buf, uint64(len(ids)))
 	for _, id := range ids {
 		l := s.leases[id]
-		buf = append(buf, id[:]...)
+		buf := append(e.buf, id[:]...)
 		buf = binary.AppendUvarint(buf, uint64(l.ttl))
 		buf = binary.AppendUvarint(buf, uint64(l.deadline))
 		if s.version >= 3 {
 			buf = appendString(buf, l.creator)
 		}
+		e.buf = buf
+		e.spill()
 	}
 
-	names := sortedNames(s.locks)
-	buf = binary.AppendUvarint(buf, uint64(len(names)))
-	for _, n := range names {
+	// Locks in name order, from the name index (the same keys, kept sorted) rather than a
+	// sorted copy of 1,000,000 names.
+	e.buf = binary.AppendUvarint(e.buf, uint64(len(s.locks)))
+	s.names.Ascend(func(n string) bool {
 		lk := s.locks[n]
-		buf = appendString(buf, n)
+		buf := appendString(e.buf, n)
 		buf = append(buf, lk.holder[:]...)
 		buf = binary.AppendUvarint(buf, lk.token)
 		buf = appendString(buf, lk.owner)
@@ -172,10 +176,13 @@ func (s *state) encodeTo(buf []byte) []byte {
 		for w := lk.queue.head; w != nil; w = w.next {
 			buf = appendWaiter(buf, w, s.version >= 2)
 		}
-	}
-	buf = s.appendHistory(buf)
-	buf = s.appendPrims(buf)
-	return s.appendV3(buf)
+		e.buf = buf
+		e.spill()
+		return true
+	})
+	s.encodeHistory(e)
+	s.encodePrims(e)
+	s.encodeV3(e)
 }
 
 // appendWaiter appends a lock's or a semaphore's waiter: lease, owner, deadline, and since
@@ -207,6 +214,12 @@ func badSnapshot(format string, args ...any) error {
 // go to notify. It accepts only the canonical encoding of a state whose parts agree; which
 // versions this node may restore is restorable's question.
 func decodeSnapshot(data []byte, notify func(Event)) (*state, error) {
+	return decodeSharing(data, notify, nil)
+}
+
+// decodeSharing is decodeSnapshot that passes each lock's name and owner through share,
+// when given, to keep strings another state already holds (sharing.go).
+func decodeSharing(data []byte, notify func(Event), share func(name, owner string) (string, string)) (*state, error) {
 	format, err := snapshotFormat(data)
 	if err != nil {
 		return nil, err
@@ -234,6 +247,9 @@ func decodeSnapshot(data []byte, notify func(Event)) (*state, error) {
 	for i, n := 0, d.count(1); i < n && d.err == nil; i++ {
 		name := d.string()
 		lk := &lock{holder: d.leaseID(), token: d.uvarint(), owner: d.string(), modify: d.uvarint()}
+		if share != nil && d.err == nil {
+			name, lk.owner = share(name, lk.owner)
+		}
 		holder := s.leases[lk.holder]
 		// From version 3 a lock may be held by nobody (locksets.go): the zero lease.
 		lk.v3.vacant = s.version >= 3 && lk.holder == LeaseID{} && lk.token == 0 && lk.owner == ""

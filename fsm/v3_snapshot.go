@@ -20,24 +20,26 @@ import (
 //	semaphore waits: count, then per semaphore in name order, per wait in queue order with
 //	                a maximum hold: name, position, maximum hold
 
-// appendV3 appends the version 3 part (version 3 only).
-func (s *state) appendV3(buf []byte) []byte {
+// encodeV3 writes the version 3 part (version 3 only).
+func (s *state) encodeV3(e *snapEncoder) {
 	if s.version < 3 {
-		return buf
+		return
 	}
-	names := sortedNames(s.locks)
 	var opts []string
-	for _, n := range names {
+	s.names.Ascend(func(n string) bool {
 		if lk := s.locks[n]; lk.v3.delayUntil != 0 || lk.v3.delay != 0 {
 			opts = append(opts, n)
 		}
-	}
+		return true
+	})
+	buf := e.buf
 	buf = binary.AppendUvarint(buf, uint64(len(opts)))
 	for _, n := range opts {
 		lk := s.locks[n]
 		buf = appendString(buf, n)
 		buf = binary.AppendUvarint(buf, uint64(lk.v3.delayUntil))
 		buf = binary.AppendUvarint(buf, uint64(lk.v3.delay))
+		buf = e.spillAt(buf)
 	}
 
 	buf = binary.AppendUvarint(buf, uint64(s.holdExp.Len()))
@@ -46,6 +48,7 @@ func (s *state) appendV3(buf []byte) []byte {
 		buf = appendString(buf, name)
 		buf = append(buf, id[:]...)
 		buf = binary.AppendUvarint(buf, uint64(deadline))
+		buf = e.spillAt(buf)
 		return true
 	})
 
@@ -56,7 +59,7 @@ func (s *state) appendV3(buf []byte) []byte {
 		hold, dl int64
 	}
 	var wopts []waitOpt
-	for _, n := range names {
+	s.names.Ascend(func(n string) bool {
 		pos := uint64(0)
 		for w := s.locks[n].queue.head; w != nil; w = w.next {
 			switch {
@@ -67,7 +70,8 @@ func (s *state) appendV3(buf []byte) []byte {
 			}
 			pos++
 		}
-	}
+		return true
+	})
 	buf = binary.AppendUvarint(buf, uint64(len(sets)))
 	for _, set := range sets {
 		buf = append(buf, set.lease[:]...)
@@ -79,6 +83,7 @@ func (s *state) appendV3(buf []byte) []byte {
 		buf = binary.AppendUvarint(buf, uint64(set.maxHold))
 		buf = binary.AppendUvarint(buf, uint64(set.delay))
 		buf = appendStrings(buf, set.names)
+		buf = e.spillAt(buf)
 	}
 	buf = binary.AppendUvarint(buf, uint64(len(wopts)))
 	for _, o := range wopts {
@@ -86,6 +91,7 @@ func (s *state) appendV3(buf []byte) []byte {
 		buf = binary.AppendUvarint(buf, o.pos)
 		buf = binary.AppendUvarint(buf, uint64(o.hold))
 		buf = binary.AppendUvarint(buf, uint64(o.dl))
+		buf = e.spillAt(buf)
 	}
 
 	buf = binary.AppendUvarint(buf, uint64(s.semHoldExp.Len()))
@@ -94,6 +100,7 @@ func (s *state) appendV3(buf []byte) []byte {
 		buf = appendString(buf, name)
 		buf = append(buf, id[:]...)
 		buf = binary.AppendUvarint(buf, uint64(deadline))
+		buf = e.spillAt(buf)
 		return true
 	})
 	wopts = wopts[:0]
@@ -111,8 +118,9 @@ func (s *state) appendV3(buf []byte) []byte {
 		buf = appendString(buf, o.name)
 		buf = binary.AppendUvarint(buf, o.pos)
 		buf = binary.AppendUvarint(buf, uint64(o.hold))
+		buf = e.spillAt(buf)
 	}
-	return buf
+	e.buf = buf
 }
 
 // decodeV3 reads what appendV3 wrote, after the rest of the state, and refuses what

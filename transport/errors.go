@@ -218,9 +218,14 @@ func writeError(w http.ResponseWriter, err error) {
 	writeJSON(w, f.status, f.err.Body())
 }
 
+// jsonContentType is the Content-Type of every JSON answer, one slice for all of them: a
+// Header.Set would allocate it per answer. Nothing writes into a header's value slice in
+// place (Set replaces it, Add appends past its capacity), so sharing it is safe.
+var jsonContentType = []string{"application/json"}
+
 // writeJSON writes v as a JSON answer with status.
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
+	w.Header()["Content-Type"] = jsonContentType
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(v) // the client may be gone; nothing useful to do
 }
