@@ -2,6 +2,8 @@ package workload
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"net/http"
 	"regexp"
@@ -10,7 +12,6 @@ import (
 	"time"
 
 	"github.com/raftlock/raftlock/api"
-	"github.com/raftlock/raftlock/fsm"
 )
 
 // CycleStep is one step of a deadlock answer's cycle: the lease with fingerprint Lease
@@ -20,13 +21,18 @@ type CycleStep struct {
 	Lock  string `json:"lock"`
 }
 
-// fingerprint is the fingerprint the server shows for lease id ("" if id is not one).
+// fingerprint is the fingerprint the server shows for lease id ("" if id is not one),
+// computed from its definition in docs/DECISIONS.md ("Fingerprints, not lease IDs"):
+// SHA-256("raftlock lease fingerprint\0" ‖ the ID's 16 bytes)[:4] in hex. The workload
+// derives it on its own rather than importing the state machine it checks (test/deps);
+// TestFingerprint_MatchesTheServers pins both to one vector.
 func fingerprint(id string) string {
-	l, err := fsm.ParseLeaseID(id)
-	if err != nil {
+	raw, err := hex.DecodeString(id)
+	if err != nil || len(raw) != 16 {
 		return ""
 	}
-	return fsm.LeaseFingerprint(l).String()
+	sum := sha256.Sum256(append([]byte("raftlock lease fingerprint\x00"), raw...))
+	return hex.EncodeToString(sum[:4])
 }
 
 var (
