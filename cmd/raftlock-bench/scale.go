@@ -28,7 +28,12 @@ const (
 	scaleLeaseTTL      = 60 * time.Second
 	scaleDefaultFill   = 64
 	scaleSnapshotWait  = 2 * time.Minute
-	scaleReadyWait     = 2 * time.Minute
+	scaleTargetStallMs = 50 // longest probe cycle while a snapshot of the locks is written
+	// scaleFillers is how many clients keep the log growing while the snapshots are
+	// waited for: enough to pass a threshold of entries within seconds, few enough that
+	// their queueing does not hide the probe's stall.
+	scaleFillers   = 16
+	scaleReadyWait = 2 * time.Minute
 )
 
 // runScale fills the cluster with --locks held locks and reports each node's memory,
@@ -163,7 +168,7 @@ func runScale(ctx context.Context, o options, b *backend, progress io.Writer) (*
 
 	// Snapshot.
 	if o.Snapshot {
-		if err := waitSnapshots(ctx, b, sessions, prefix, fillEnd, res, progress); err != nil {
+		if err := waitSnapshots(ctx, b, sessions, prefix, leader.ID, fillEnd, res, progress); err != nil {
 			res.Notes = append(res.Notes, "snapshot: "+err.Error())
 		}
 	}
@@ -226,6 +231,9 @@ type snapshotInfo struct {
 	Index   uint64
 	Size    int64
 	Persist time.Duration // from the store creating it to meta.json being written
+	// Started is when the store created the snapshot (the directory name's milliseconds),
+	// Finished when meta.json was written.
+	Started, Finished time.Time
 }
 
 // latestSnapshot returns the newest complete snapshot under dataDir.
@@ -249,7 +257,7 @@ func latestSnapshot(dataDir string) (snapshotInfo, bool) {
 		if errors.Join(err1, err2, err3, err4) != nil || (found && index <= best.Index) {
 			continue
 		}
-		best = snapshotInfo{Index: index, Size: st.Size(), Persist: meta.ModTime().Sub(time.UnixMilli(millis))}
+		best = snapshotInfo{Index: index, Size: st.Size(), Persist: meta.ModTime().Sub(time.UnixMilli(millis)), Started: time.UnixMilli(millis), Finished: meta.ModTime()}
 		found = true
 	}
 	return best, found
@@ -258,8 +266,14 @@ func latestSnapshot(dataDir string) (snapshotInfo, bool) {
 // waitSnapshots keeps the cluster busy with acquire/release cycles on spare locks (raft
 // snapshots only after enough new entries) until every node whose data directory is
 // known has a snapshot taken after the fill, then reports its size and write time, and
-// the longest cycle seen meanwhile (a snapshot is encoded while applying waits).
-func waitSnapshots(ctx context.Context, b *backend, sessions []*session, prefix string, fillEnd uint64, res *benchkit.Result, progress io.Writer) error {
+// what the snapshots cost a client.
+//
+// The cost is read from a probe: one client that cycles one lock of its own, alone, while
+// scaleFillers others keep the log growing. Its cycles that overlap a node's snapshot
+// window (the store creating the snapshot to meta.json written) are set against its cycles
+// outside every window, so the figure is the snapshot's and not the queueing of a hundred
+// clients on two cores (which the fill's own p99 shows).
+func waitSnapshots(ctx context.Context, b *backend, sessions []*session, prefix, leaderID string, fillEnd uint64, res *benchkit.Result, progress io.Writer) error {
 	var nodes []*node
 	for _, n := range b.cv.nodes {
 		if n.DataDir != "" {
@@ -273,7 +287,8 @@ func waitSnapshots(ctx context.Context, b *backend, sessions []*session, prefix 
 	var wg sync.WaitGroup
 	var cycles atomic.Int64
 	var worst atomic.Int64
-	for i, s := range sessions {
+	fillers := sessions[1:min(len(sessions), 1+scaleFillers)]
+	for i, s := range fillers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -295,6 +310,24 @@ func waitSnapshots(ctx context.Context, b *backend, sessions []*session, prefix 
 			}
 		}()
 	}
+	var probe []probeCycle // written by the probe alone, read after wg.Wait
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		s, name := sessions[0], prefix+"probe"
+		for fctx.Err() == nil {
+			start := time.Now()
+			tok, err := s.Lock(fctx, name)
+			if err == nil {
+				err = s.Unlock(fctx, name, tok)
+			}
+			if err != nil {
+				benchkit.Sleep(fctx, 10*time.Millisecond)
+				continue
+			}
+			probe = append(probe, probeCycle{start, time.Since(start)})
+		}
+	}()
 	defer func() { cancel(); wg.Wait() }()
 	start := time.Now()
 	for {
@@ -305,13 +338,17 @@ func waitSnapshots(ctx context.Context, b *backend, sessions []*session, prefix 
 			}
 		}
 		if len(got) == len(nodes) {
+			waited := time.Since(start)
+			cancel()
+			wg.Wait()
 			for _, n := range nodes {
 				s := got[n.ID]
 				res.Metrics = append(res.Metrics,
 					benchkit.Metric{Name: "snapshot size " + n.ID, Value: float64(s.Size) / (1 << 20), Unit: fmt.Sprintf("MiB (%.0f bytes per lock, index %d)", float64(s.Size)/float64(max(res.Ops, 1)), s.Index)},
 					benchkit.Metric{Name: "snapshot write " + n.ID, Value: s.Persist.Seconds(), Unit: "s (store created -> meta.json written)"})
 			}
-			res.Metrics = append(res.Metrics, benchkit.Metric{Name: "longest acquire+release cycle while snapshotting", Value: float64(worst.Load()) / 1e6, Unit: fmt.Sprintf("ms (%d cycles to reach the snapshot threshold, %.1f s)", cycles.Load(), time.Since(start).Seconds())})
+			res.Metrics = append(res.Metrics, probeMetrics(probe, nodes, got, leaderID)...)
+			res.Metrics = append(res.Metrics, benchkit.Metric{Name: "longest filler cycle while snapshotting", Value: float64(worst.Load()) / 1e6, Unit: fmt.Sprintf("ms (%d clients, %d cycles to reach the snapshot threshold, %.1f s)", len(fillers), cycles.Load(), waited.Seconds())})
 			return nil
 		}
 		if time.Since(start) > scaleSnapshotWait {
@@ -323,6 +360,50 @@ func waitSnapshots(ctx context.Context, b *backend, sessions []*session, prefix 
 		logf(progress, "raftlock scale       waiting for snapshots after index %d: %d of %d nodes, %d filler cycles", fillEnd, len(got), len(nodes), cycles.Load())
 		benchkit.Sleep(ctx, time.Second)
 	}
+}
+
+// probeCycle is one acquire+release of the snapshot probe.
+type probeCycle struct {
+	start time.Time
+	took  time.Duration
+}
+
+// probeMetrics splits the probe's cycles into those that overlap each node's snapshot
+// window and those that overlap none, and reports the longest of each (the first against
+// the stall target) with the p99 outside as the baseline.
+func probeMetrics(probe []probeCycle, nodes []*node, snaps map[string]snapshotInfo, leaderID string) []benchkit.Metric {
+	var outside []time.Duration
+	var out []benchkit.Metric
+	inside := map[string]time.Duration{}
+	counted := map[string]int{}
+	for _, c := range probe {
+		end, hit := c.start.Add(c.took), false
+		for _, n := range nodes {
+			s := snaps[n.ID]
+			if c.start.Before(s.Finished) && end.After(s.Started) {
+				hit = true
+				counted[n.ID]++
+				inside[n.ID] = max(inside[n.ID], c.took)
+			}
+		}
+		if !hit {
+			outside = append(outside, c.took)
+		}
+	}
+	worst := time.Duration(0)
+	for _, n := range nodes {
+		role := "follower"
+		if n.ID == leaderID {
+			role = "leader"
+		}
+		worst = max(worst, inside[n.ID])
+		out = append(out, benchkit.Metric{Name: "longest probe cycle while " + n.ID + " (" + role + ") wrote its snapshot", Value: float64(inside[n.ID]) / 1e6, Unit: fmt.Sprintf("ms (%d cycles)", counted[n.ID])})
+	}
+	out = append(out, benchkit.Metric{Name: "longest probe cycle during any snapshot", Value: float64(worst) / 1e6, Unit: "ms"}.Check(true, scaleTargetStallMs))
+	if sum := benchkit.Summarize(outside); sum != nil {
+		out = append(out, benchkit.Metric{Name: "probe cycle outside every snapshot", Value: sum.P99, Unit: fmt.Sprintf("ms p99, longest %.1f ms (%d cycles)", sum.Max, sum.Count)})
+	}
+	return out
 }
 
 // restartFollower stops one follower (SIGTERM), starts it again with the same command

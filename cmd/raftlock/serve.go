@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"os"
 	"os/signal"
@@ -70,6 +71,8 @@ func serveFlags() []cli.Flag {
 		altsrc.NewIntFlag(&cli.IntFlag{Name: "max-held-requests", Usage: "waiting acquires, blocking queries and requests held for a leader that this node holds open at once", Value: 10_000, EnvVars: env("max-held-requests")}),
 		&cli.Uint64Flag{Name: "max-protocol-version", Hidden: true, Usage: "for upgrade tests: speak at most this protocol version, as a node of an older release would (0: this release's)", EnvVars: env("max-protocol-version")},
 		altsrc.NewDurationFlag(&cli.DurationFlag{Name: "max-hold-ceiling", Usage: "cap on the max_hold_ms a request may ask for (protocol version 3); 0: no cap. Applied by the leader: give every node the same value", EnvVars: env("max-hold-ceiling")}),
+		str("pprof-addr", "serve Go's /debug/pprof profiles on this loopback address (127.0.0.1:6060), apart from the API and without its ACLs; off when empty", ""),
+		str("memory-limit", "soft limit on this process's Go heap (900MiB, 2GiB; 0: none beyond GOMEMLIMIT): the collector runs sooner near it instead of letting the heap reach twice the live state; give about 90% of the memory the node may use (docs/OPERATIONS.md, sizing)", "0"),
 		altsrc.NewDurationFlag(&cli.DurationFlag{Name: "hold-timeout", Usage: "how long a request that finds no leader is held, waiting for one, before it answers 503 (0 answers at once)", Value: transport.DefaultHoldTimeout, EnvVars: env("hold-timeout")}),
 	}
 }
@@ -182,6 +185,10 @@ func serveConfig(c *cli.Context, logger hclog.Logger) (cluster.Config, serveOpti
 			MaxWaitersPerLock: c.Uint64("max-waiters-per-lock"),
 		},
 	}
+	memLimit, err := parseMemoryLimit(c.String("memory-limit"))
+	if err != nil {
+		return cluster.Config{}, serveOptions{}, err
+	}
 	nodeToken := os.Getenv("RAFTLOCK_ACL_NODE_TOKEN")
 	if f := c.String("acl-node-token-file"); f != "" {
 		b, err := os.ReadFile(f)
@@ -193,7 +200,7 @@ func serveConfig(c *cli.Context, logger hclog.Logger) (cluster.Config, serveOpti
 	if c.Bool("acl") && reloader == nil && nodeToken == "" {
 		logger.Warn("ACLs are on and TLS is off: this node registers its HTTP address only when it leads (no node certificate or --acl-node-token-file proves who it is), so right after it first takes office other nodes answer 503 for a moment; use TLS")
 	}
-	return cfg, serveOptions{join: c.String("join"), maxHeld: c.Int("max-held-requests"), holdTimeout: c.Duration("hold-timeout"), httpListen: c.String("http-addr"), acl: c.Bool("acl"), nodeToken: nodeToken}, nil
+	return cfg, serveOptions{join: c.String("join"), maxHeld: c.Int("max-held-requests"), holdTimeout: c.Duration("hold-timeout"), httpListen: c.String("http-addr"), acl: c.Bool("acl"), nodeToken: nodeToken, memoryLimit: memLimit, pprofAddr: c.String("pprof-addr")}, nil
 }
 
 // advertiseAddr returns the address other nodes use for this node: adv when given, else
@@ -256,6 +263,15 @@ var secretFlags = map[string]bool{}
 // the HTTP server drains, then the node hands off leadership and stops.
 func runServe(ctx context.Context, cfg cluster.Config, opts serveOptions, logger hclog.Logger) error {
 	join := opts.join
+	// Before the node restores its state: the restore is where the heap first grows.
+	if limit := applyMemoryLimit(opts.memoryLimit); limit != math.MaxInt64 {
+		logger.Info("soft memory limit", "limit", formatBytes(limit))
+	}
+	stopPprof, err := startPprof(opts.pprofAddr, logger)
+	if err != nil {
+		return err
+	}
+	defer stopPprof()
 	l, err := net.Listen("tcp", opts.httpListen)
 	if err != nil {
 		return fmt.Errorf("listening for HTTP on %s: %w (is another node using the port?)", opts.httpListen, err)
@@ -336,6 +352,10 @@ type serveOptions struct {
 	httpListen  string
 	acl         bool
 	nodeToken   string // never logged, never in argv: read from a file or the environment
+	// memoryLimit is --memory-limit in bytes; 0 leaves the runtime's (GOMEMLIMIT's) alone.
+	memoryLimit int64
+	// pprofAddr is --pprof-addr: where Go's profiles are served; "" for nowhere.
+	pprofAddr string
 }
 
 // parseBootstrap parses "n1=127.0.0.1:8001,n2=127.0.0.1:8002".
