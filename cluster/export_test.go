@@ -1,8 +1,32 @@
 package cluster
 
+import (
+	"fmt"
+
+	"github.com/hashicorp/raft"
+)
+
 // InjectTickFaults makes node n's next count Tick proposals fail with err before they reach
 // raft (count < 0: all of them), standing in for a disk or queue that refuses the leader's
 // clock entries.
 func InjectTickFaults(n *Node, count int, err error) {
 	n.prop.faults.Store(&faults{failTicks: count, err: err})
+}
+
+// AppliedEverythingCommitted reports whether node n's state machine has applied every
+// committed entry raft will hand it: the entries after its applied index up to raft's
+// commit index are all ones raft keeps from the FSM (no-ops, barriers). A follower cut off
+// from every leader keeps its commit index, so once this holds its state stays put.
+func AppliedEverythingCommitted(n *Node) (bool, error) {
+	commit := n.raft.CommitIndex()
+	for i := n.fsm.AppliedIndex() + 1; i <= commit; i++ {
+		var l raft.Log
+		if err := n.store.GetLog(i, &l); err != nil {
+			return false, fmt.Errorf("entry %d: %w", i, err)
+		}
+		if l.Type == raft.LogCommand || l.Type == raft.LogConfiguration {
+			return false, nil
+		}
+	}
+	return true, nil
 }
