@@ -69,9 +69,14 @@ func TestCluster_TimeStandsStillWithoutLeader(t *testing.T) {
 			c.Stop(i)
 		}
 	}
-	// The leader may have committed an entry that the survivor has not applied yet; time
-	// read before it is applied would seem to move without a leader (a CI run saw 0 -> 1).
-	c.WaitFor(10*time.Second, "the survivor to apply every entry it knows committed", func() bool {
+	// The stopped leader's last AppendEntries may still be on its way, and the survivor may
+	// not have applied every entry it knows committed: time read before then would seem to
+	// move without a leader (CI runs saw 0 -> 1, 2 -> 4). So wait until the survivor has
+	// given up on the leader (no contact for a heartbeat timeout) and applied what it knows.
+	c.WaitFor(10*time.Second, "the survivor to give up on the leader and apply every entry it knows committed", func() bool {
+		if leader, _ := c.Nodes[survivor].Raft().LeaderWithID(); leader != "" {
+			return false
+		}
 		ok, err := cluster.AppliedEverythingCommitted(c.Nodes[survivor])
 		if err != nil {
 			t.Fatal(err)
