@@ -52,7 +52,7 @@ func (s *state) summary() SnapshotSummary {
 		sum.Format = 2
 	}
 	for _, lk := range s.locks {
-		sum.Waiters += lk.queue.len
+		sum.Waiters += lk.ro().queue.len
 	}
 	return sum
 }

@@ -69,7 +69,7 @@ type dlNode struct {
 // behind w (at the tail when w is nil), waits for, in queue order from the nearest, then
 // holders in grant order. It stops when visit returns false.
 func (s *state) blockers(lk *lock, w *waiter, shared bool, visit func(dlNode) bool) bool {
-	p := lk.queue.tail
+	p := lk.ro().queue.tail
 	if w != nil {
 		p = w.prev
 	}
@@ -84,7 +84,7 @@ func (s *state) blockers(lk *lock, w *waiter, shared bool, visit func(dlNode) bo
 				return visit(dlNode{id: p.lease, set: p.set})
 			}
 		}
-		if !lk.v3.vacant && !lk.isShared() {
+		if !lk.ro().v3.vacant && !lk.isShared() {
 			return visit(dlNode{id: lk.holder})
 		}
 		return true
@@ -98,9 +98,9 @@ func (s *state) blockers(lk *lock, w *waiter, shared bool, visit func(dlNode) bo
 		}
 	}
 	switch {
-	case lk.v3.vacant:
+	case lk.ro().v3.vacant:
 	case lk.isShared():
-		for g := lk.readers.head; g != nil; g = g.next {
+		for g := lk.ro().readers.head; g != nil; g = g.next {
 			if !visit(dlNode{id: g.lease}) {
 				return false
 			}

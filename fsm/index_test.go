@@ -22,6 +22,7 @@ var (
 // order and agrees with its leases' waiting maps, and listing pages match the model.
 func checkIndexAgainstModel(t *testing.T, index uint64, f *FSM, m *model) {
 	t.Helper()
+	checkNoExtra(t, index)
 	want := m.lockNames()
 	var got []string
 	f.s.names.Ascend(func(n string) bool { got = append(got, n); return true })
@@ -33,7 +34,7 @@ func checkIndexAgainstModel(t *testing.T, index uint64, f *FSM, m *model) {
 	for name, lk := range f.s.locks {
 		var order []LeaseID
 		var prev *waiter
-		for w := lk.queue.head; w != nil; w = w.next {
+		for w := lk.ro().queue.head; w != nil; w = w.next {
 			if w.prev != prev {
 				t.Fatalf("step %d: lock %q queue has a broken back link at %s", index, name, w.lease)
 			}
@@ -43,8 +44,8 @@ func checkIndexAgainstModel(t *testing.T, index uint64, f *FSM, m *model) {
 			order = append(order, w.lease)
 			prev = w
 		}
-		if lk.queue.tail != prev || lk.queue.len != len(order) {
-			t.Fatalf("step %d: lock %q queue tail or length (%d) does not match its %d nodes", index, name, lk.queue.len, len(order))
+		if lk.ro().queue.tail != prev || lk.ro().queue.len != len(order) {
+			t.Fatalf("step %d: lock %q queue tail or length (%d) does not match its %d nodes", index, name, lk.ro().queue.len, len(order))
 		}
 		var mw []LeaseID
 		for _, w := range m.locks[name].queue {

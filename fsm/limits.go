@@ -104,4 +104,4 @@ func (s *state) primQuota(c *Command, l *lease, already bool, queueLen int, r *R
 
 // waiterCount returns the number of leases queued for the lock. It is the one place the
 // quota code looks at the queue's representation.
-func (lk *lock) waiterCount() int { return lk.queue.len }
+func (lk *lock) waiterCount() int { return lk.ro().queue.len }

@@ -26,7 +26,19 @@ type lock struct {
 	token  uint64
 	owner  string
 	modify uint64
-	queue  waitQueue
+	// x is what almost every lock leaves empty: its waiters, its readers and what
+	// protocol version 3 adds. It is nil until one of them is used, so that a lock held
+	// exclusive with nobody waiting takes 56 bytes (the 64-byte size class) instead of
+	// 104 (112): at 1,000,000 locks, 96 MB less across the live state and the snapshot
+	// shadow, and fewer pointers for the collector to scan. Read it through ro, change it
+	// through rw.
+	x *lockExtra
+}
+
+// lockExtra is the part of a lock that a lock held exclusive with nobody waiting and no
+// lock delay leaves empty.
+type lockExtra struct {
+	queue waitQueue
 	// readers holds every holder while the lock is held shared, and is nil while it is
 	// held exclusive.
 	readers *grantSet
@@ -36,16 +48,46 @@ type lock struct {
 	v3 lockV3
 }
 
+// noExtra is what ro returns for a lock without its extra part. Nothing may change it
+// (TestLockExtra_NoExtraStaysEmpty checks that after the property tests).
+var noExtra lockExtra
+
+// ro returns the lock's extra part for reading: the shared empty one when it has none.
+// Reads under the FSM's read lock go through ro, so they never allocate.
+func (lk *lock) ro() *lockExtra {
+	if lk.x == nil {
+		return &noExtra
+	}
+	return lk.x
+}
+
+// rw returns the lock's extra part for changing it, allocating it on first use.
+func (lk *lock) rw() *lockExtra {
+	if lk.x == nil {
+		lk.x = &lockExtra{}
+	}
+	return lk.x
+}
+
+// shrink drops the extra part once it is empty again, so that a lock that had waiters and
+// has none left is back to its small size. States that differ only in an empty extra part
+// encode to the same bytes: the snapshot writes the fields, not the pointer.
+func (lk *lock) shrink() {
+	if x := lk.x; x != nil && x.queue.len == 0 && x.readers == nil && x.v3 == (lockV3{}) {
+		lk.x = nil
+	}
+}
+
 // isShared reports whether the lock is held in shared mode.
-func (lk *lock) isShared() bool { return lk.readers != nil }
+func (lk *lock) isShared() bool { return lk.x != nil && lk.x.readers != nil }
 
 // grantOf returns lease id's grant of the lock, if it holds it in either mode.
 func (lk *lock) grantOf(id LeaseID) (token uint64, owner string, ok bool) {
-	if lk.v3.vacant {
+	if lk.ro().v3.vacant {
 		return 0, "", false
 	}
-	if lk.readers != nil {
-		if g := lk.readers.get(id); g != nil {
+	if lk.ro().readers != nil {
+		if g := lk.ro().readers.get(id); g != nil {
 			return g.token, g.owner, true
 		}
 		return 0, "", false
@@ -58,7 +100,7 @@ func (lk *lock) grantOf(id LeaseID) (token uint64, owner string, ok bool) {
 
 // syncHead makes holder, token and owner mirror the oldest reader.
 func (lk *lock) syncHead() {
-	h := lk.readers.head
+	h := lk.ro().readers.head
 	lk.holder, lk.token, lk.owner = h.lease, h.token, h.owner
 }
 
@@ -93,7 +135,7 @@ func (s *state) acquire(index uint64, c *Command, r *Result) {
 	}
 	// A shared request joins the readers only when nobody waits: a waiting exclusive
 	// request comes first.
-	join := shared && lk != nil && !mine && lk.queue.len == 0 &&
+	join := shared && lk != nil && !mine && lk.ro().queue.len == 0 &&
 		(lk.isShared() || mutant.Is("shared-beside-exclusive"))
 	if lk != nil && !mine && !join && c.Wait <= 0 {
 		// Held, no wait: refuse without creating the lease, so a failed one-shot acquire
@@ -113,8 +155,8 @@ func (s *state) acquire(index uint64, c *Command, r *Result) {
 	case lk == nil:
 		lk = &lock{holder: l.id, token: index, owner: c.Owner, modify: index}
 		if shared {
-			lk.readers = &grantSet{}
-			lk.readers.add(&grant{lease: l.id, token: index, owner: c.Owner})
+			lk.rw().readers = &grantSet{}
+			lk.ro().readers.add(&grant{lease: l.id, token: index, owner: c.Owner})
 		}
 		s.locks[c.Name] = lk
 		s.names.ReplaceOrInsert(c.Name)
@@ -127,10 +169,10 @@ func (s *state) acquire(index uint64, c *Command, r *Result) {
 		r.Token, r.Owner, _ = lk.grantOf(l.id) // idempotent: the same grant again
 	case join:
 		if !lk.isShared() { // only the mutant joins an exclusive holder
-			lk.readers = &grantSet{}
-			lk.readers.add(&grant{lease: lk.holder, token: lk.token, owner: lk.owner})
+			lk.rw().readers = &grantSet{}
+			lk.ro().readers.add(&grant{lease: lk.holder, token: lk.token, owner: lk.owner})
 		}
-		lk.readers.add(&grant{lease: l.id, token: index, owner: c.Owner})
+		lk.ro().readers.add(&grant{lease: l.id, token: index, owner: c.Owner})
 		lk.modify = index
 		addName(&l.held, c.Name)
 		s.startHold(c.Name, lk, l.id, c.MaxHold, 0, true)
@@ -138,7 +180,7 @@ func (s *state) acquire(index uint64, c *Command, r *Result) {
 		s.record(c.Name, HistoryEvent{Kind: HistoryGranted, Lease: l.fingerprint(), Token: index, Owner: c.Owner})
 		r.Token, r.Owner = index, c.Owner
 	default:
-		if w, added := s.enqueue(&lk.queue, &l.waiting, &s.waitExp, c.Name, l, c); added {
+		if w, added := s.enqueue(&lk.rw().queue, &l.waiting, &s.waitExp, c.Name, l, c); added {
 			w.shared = shared
 			w.maxHold, w.lockDelay = c.MaxHold, c.LockDelay
 			lk.modify = index
@@ -200,11 +242,12 @@ func (s *state) leaveQueue(index uint64, name string, l *lease) {
 	delete(l.waiting, name)
 	s.waitExp.Delete(waitKey(name, l.id))
 	lk := s.locks[name]
-	lk.queue.remove(w)
+	lk.rw().queue.remove(w)
 	lk.modify = index
-	if lk.isShared() && lk.queue.head != nil && lk.queue.head.shared || lk.v3.vacant {
+	if lk.isShared() && lk.ro().queue.head != nil && lk.ro().queue.head.shared || lk.ro().v3.vacant {
 		s.admit = append(s.admit, name) // granted by settle, once the entry's removals are done
 	}
+	lk.shrink()
 	s.recordWaitEnd(name, w, l)
 	s.notify(Event{Kind: EventWaitEnded, Name: name, Lease: l.id, Index: index})
 	s.notify(Event{Kind: EventLockChanged, Name: name, Index: index})
@@ -229,17 +272,17 @@ func (s *state) releaseGrant(index uint64, name string, lk *lock, id LeaseID) {
 		s.releaseExclusive(index, name, lk)
 		return
 	}
-	lk.readers.remove(id)
+	lk.rw().readers.remove(id)
 	if l := s.leases[id]; l != nil {
 		delete(l.held, name)
 	}
 	lk.modify = index
-	if lk.readers.len() > 0 {
+	if lk.ro().readers.len() > 0 {
 		lk.syncHead()
 		s.notify(Event{Kind: EventLockChanged, Name: name, Index: index})
 		return
 	}
-	lk.readers = nil
+	lk.rw().readers = nil
 	s.handOver(index, name, lk)
 }
 
@@ -256,14 +299,14 @@ func (s *state) releaseExclusive(index uint64, name string, lk *lock) {
 // to the head waiter when it is exclusive, to the shared waiters at the head otherwise. A
 // lock with nobody waiting is deleted.
 func (s *state) handOver(index uint64, name string, lk *lock) {
-	if lk.queue.len == 0 {
+	if lk.ro().queue.len == 0 {
 		delete(s.locks, name)
 		s.names.Delete(name)
 		s.freedIndex = index
 		s.notify(Event{Kind: EventLockChanged, Name: name, Index: index, Freed: true})
 		return
 	}
-	w := lk.queue.head
+	w := lk.ro().queue.head
 	if w.set != nil {
 		// The head is a lockset: the lock waits for it, reserved, until every lock of the
 		// set is free for it (locksets.go).
@@ -278,7 +321,7 @@ func (s *state) handOver(index uint64, name string, lk *lock) {
 	if mutant.Is("handover-skips-head") && w.next != nil && w.next.set == nil {
 		w = w.next
 	}
-	lk.queue.remove(w)
+	lk.rw().queue.remove(w)
 	next := s.leases[w.lease]
 	delete(next.waiting, name)
 	s.waitExp.Delete(waitKey(name, w.lease))
@@ -291,8 +334,9 @@ func (s *state) handOver(index uint64, name string, lk *lock) {
 		token = lk.token
 	}
 	lk.holder, lk.token, lk.owner, lk.modify = w.lease, token, w.owner, index
-	lk.v3.vacant = false
+	lk.rw().v3.vacant = false
 	s.startHold(name, lk, w.lease, w.maxHold, w.lockDelay, false)
+	lk.shrink()
 	s.notify(Event{Kind: EventGranted, Name: name, Lease: w.lease, Token: token, Owner: w.owner, Index: index})
 	granted := HistoryEvent{Kind: HistoryGranted, FromQueue: true, Lease: next.fingerprint(), Token: token, Owner: w.owner}
 	if w.since > 0 {
@@ -305,21 +349,21 @@ func (s *state) handOver(index uint64, name string, lk *lock) {
 // grantShared grants the lock, free or held shared, to the shared waiters at the head of
 // its queue, up to the first exclusive one, all at index.
 func (s *state) grantShared(index uint64, name string, lk *lock) {
-	if lk.queue.head != nil && lk.queue.head.set != nil {
-		s.tryGrantSet(index, lk.queue.head.set) // a lockset at the head is granted whole or not at all
+	if lk.ro().queue.head != nil && lk.ro().queue.head.set != nil {
+		s.tryGrantSet(index, lk.ro().queue.head.set) // a lockset at the head is granted whole or not at all
 		return
 	}
-	if lk.readers == nil {
-		lk.readers = &grantSet{}
+	if lk.ro().readers == nil {
+		lk.rw().readers = &grantSet{}
 	}
-	lk.v3.vacant = false
-	for w := lk.queue.head; w != nil && w.shared && w.set == nil; w = lk.queue.head {
-		lk.queue.remove(w)
+	lk.rw().v3.vacant = false
+	for w := lk.ro().queue.head; w != nil && w.shared && w.set == nil; w = lk.ro().queue.head {
+		lk.rw().queue.remove(w)
 		next := s.leases[w.lease]
 		delete(next.waiting, name)
 		s.waitExp.Delete(waitKey(name, w.lease))
 		addName(&next.held, name)
-		lk.readers.add(&grant{lease: w.lease, token: index, owner: w.owner})
+		lk.ro().readers.add(&grant{lease: w.lease, token: index, owner: w.owner})
 		s.startHold(name, lk, w.lease, w.maxHold, 0, true)
 		s.notify(Event{Kind: EventGranted, Name: name, Lease: w.lease, Token: index, Owner: w.owner, Index: index})
 		granted := HistoryEvent{Kind: HistoryGranted, FromQueue: true, Lease: next.fingerprint(), Token: index, Owner: w.owner}
@@ -331,7 +375,7 @@ func (s *state) grantShared(index uint64, name string, lk *lock) {
 	lk.syncHead()
 	lk.modify = index
 	s.notify(Event{Kind: EventLockChanged, Name: name, Index: index})
-	if h := lk.queue.head; h != nil && h.set != nil && h.set.shared {
+	if h := lk.ro().queue.head; h != nil && h.set != nil && h.set.shared {
 		s.tryGrantSet(index, h.set)
 	}
 }
@@ -360,9 +404,9 @@ func (s *state) settleOnce(index uint64) {
 		lk := s.locks[name]
 		switch {
 		case lk == nil:
-		case lk.v3.vacant:
+		case lk.ro().v3.vacant:
 			s.settleVacant(index, name, lk)
-		case lk.isShared() && lk.queue.head != nil && lk.queue.head.shared:
+		case lk.isShared() && lk.ro().queue.head != nil && lk.ro().queue.head.shared:
 			s.grantShared(index, name, lk)
 		}
 	}
@@ -400,10 +444,10 @@ func (s *state) view(name string) LockView {
 	}
 	v := LockView{Name: name, Held: true, Holder: lk.holder, Token: lk.token, Owner: lk.owner, ModifyIndex: lk.modify}
 	switch {
-	case lk.v3.vacant:
-		v.Held, v.Holder, v.Token, v.Owner, v.DelayedUntil = false, LeaseID{}, 0, "", lk.v3.delayUntil
+	case lk.ro().v3.vacant:
+		v.Held, v.Holder, v.Token, v.Owner, v.DelayedUntil = false, LeaseID{}, 0, "", lk.ro().v3.delayUntil
 	case lk.isShared():
-		v.Shared, v.Holders, v.Token = true, lk.readers.holdings(), lk.readers.tail.token
+		v.Shared, v.Holders, v.Token = true, lk.ro().readers.holdings(), lk.ro().readers.tail.token
 	default:
 		v.Holders = []Holding{{Lease: lk.holder, Token: lk.token, Owner: lk.owner}}
 		v.MaxHoldUntil, _ = s.holdExp.Deadline(waitKey(name, lk.holder))
@@ -414,7 +458,7 @@ func (s *state) view(name string) LockView {
 	if v.MaxHoldUntil > 0 {
 		v.MaxHoldRemaining = max(v.MaxHoldUntil-s.time, 1)
 	}
-	for w := lk.queue.head; w != nil; w = w.next {
+	for w := lk.ro().queue.head; w != nil; w = w.next {
 		v.Waiters = append(v.Waiters, w.lease)
 	}
 	return v

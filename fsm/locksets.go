@@ -98,7 +98,7 @@ func (s *state) lockSetAcquire(index uint64, c *Command, r *Result) {
 			}
 		}
 		need = append(need, name)
-		free := lk == nil || c.Shared && lk.isShared() && lk.queue.len == 0
+		free := lk == nil || c.Shared && lk.isShared() && lk.ro().queue.len == 0
 		if !free {
 			blocked = append(blocked, name)
 		}
@@ -129,7 +129,7 @@ func (s *state) lockSetAcquire(index uint64, c *Command, r *Result) {
 	switch {
 	case len(blocked) == 0 || mutant.Is("lockset-partial-grant") && waitingSet == nil:
 		for _, name := range need {
-			if lk := s.locks[name]; lk == nil || c.Shared && lk.isShared() && lk.queue.len == 0 {
+			if lk := s.locks[name]; lk == nil || c.Shared && lk.isShared() && lk.ro().queue.len == 0 {
 				s.grantNow(index, name, l, c)
 			}
 		}
@@ -151,11 +151,11 @@ func (s *state) lockSetAcquire(index uint64, c *Command, r *Result) {
 		for _, name := range need {
 			lk := s.locks[name]
 			if lk == nil { // free but not grantable yet: reserved for the set from now on
-				lk = &lock{modify: index, v3: lockV3{vacant: true}}
+				lk = &lock{modify: index, x: &lockExtra{v3: lockV3{vacant: true}}}
 				s.locks[name] = lk
 				s.names.ReplaceOrInsert(name)
 			}
-			w, _ := s.enqueue(&lk.queue, &l.waiting, &s.waitExp, name, l, c)
+			w, _ := s.enqueue(&lk.rw().queue, &l.waiting, &s.waitExp, name, l, c)
 			w.shared, w.set = c.Shared, set
 			set.waiters = append(set.waiters, w)
 			lk.modify = index
@@ -173,13 +173,13 @@ func (s *state) grantNow(index uint64, name string, l *lease, c *Command) {
 	if lk == nil {
 		lk = &lock{holder: l.id, token: index, owner: c.Owner, modify: index}
 		if c.Shared {
-			lk.readers = &grantSet{}
-			lk.readers.add(&grant{lease: l.id, token: index, owner: c.Owner})
+			lk.rw().readers = &grantSet{}
+			lk.ro().readers.add(&grant{lease: l.id, token: index, owner: c.Owner})
 		}
 		s.locks[name] = lk
 		s.names.ReplaceOrInsert(name)
 	} else {
-		lk.readers.add(&grant{lease: l.id, token: index, owner: c.Owner})
+		lk.ro().readers.add(&grant{lease: l.id, token: index, owner: c.Owner})
 		lk.modify = index
 	}
 	addName(&l.held, name)
@@ -228,8 +228,9 @@ func (s *state) lockSetQuota(c *Command, l *lease, need []string, already bool, 
 // vacate leaves lock name without a holder, reserved for the lockset at the head of its
 // queue.
 func (s *state) vacate(index uint64, name string, lk *lock) {
-	lk.holder, lk.token, lk.owner, lk.readers = LeaseID{}, 0, "", nil
-	lk.v3.vacant, lk.v3.delay, lk.modify = true, 0, index
+	x := lk.rw()
+	lk.holder, lk.token, lk.owner, x.readers = LeaseID{}, 0, "", nil
+	x.v3.vacant, x.v3.delay, lk.modify = true, 0, index
 	s.notify(Event{Kind: EventLockChanged, Name: name, Index: index})
 }
 
@@ -238,8 +239,8 @@ func (s *state) vacate(index uint64, name string, lk *lock) {
 // lock is held shared).
 func (s *state) setReadyOn(set *lockSet, i int) bool {
 	lk := s.locks[set.names[i]]
-	return lk.queue.head == set.waiters[i] && lk.v3.delayUntil == 0 &&
-		(lk.v3.vacant || set.shared && lk.isShared())
+	return lk.ro().queue.head == set.waiters[i] && lk.ro().v3.delayUntil == 0 &&
+		(lk.ro().v3.vacant || set.shared && lk.isShared())
 }
 
 // tryGrantSet grants set, in this entry, every lock it waits for when all are free for
@@ -253,21 +254,22 @@ func (s *state) tryGrantSet(index uint64, set *lockSet) {
 	l := s.leases[set.lease]
 	for i, name := range set.names {
 		lk, w := s.locks[name], set.waiters[i]
-		lk.queue.remove(w)
+		lk.rw().queue.remove(w)
 		delete(l.waiting, name)
 		s.waitExp.Delete(waitKey(name, l.id))
 		if set.shared {
-			if lk.readers == nil {
-				lk.readers = &grantSet{}
+			if lk.ro().readers == nil {
+				lk.rw().readers = &grantSet{}
 			}
-			lk.readers.add(&grant{lease: l.id, token: index, owner: w.owner})
+			lk.ro().readers.add(&grant{lease: l.id, token: index, owner: w.owner})
 			lk.syncHead()
 		} else {
 			lk.holder, lk.token, lk.owner = l.id, index, w.owner
 		}
-		lk.v3.vacant, lk.modify = false, index
+		lk.rw().v3.vacant, lk.modify = false, index
 		addName(&l.held, name)
 		s.startHold(name, lk, l.id, set.maxHold, set.delay, set.shared)
+		lk.shrink()
 		s.notify(Event{Kind: EventGranted, Name: name, Lease: l.id, Token: index, Owner: w.owner, Index: index})
 		granted := HistoryEvent{Kind: HistoryGranted, FromQueue: true, Lease: l.fingerprint(), Token: index, Owner: w.owner}
 		if w.since > 0 {
@@ -278,7 +280,7 @@ func (s *state) tryGrantSet(index uint64, set *lockSet) {
 	}
 	if set.shared { // shared requests behind the set may join it now
 		for _, name := range set.names {
-			if lk := s.locks[name]; lk.queue.head != nil && lk.queue.head.shared {
+			if lk := s.locks[name]; lk.ro().queue.head != nil && lk.ro().queue.head.shared {
 				s.admit = append(s.admit, name)
 			}
 		}
@@ -294,14 +296,14 @@ func (s *state) leaveSet(index uint64, l *lease, set *lockSet) {
 		delete(l.waiting, name)
 		s.waitExp.Delete(waitKey(name, l.id))
 		lk := s.locks[name]
-		lk.queue.remove(w)
+		lk.rw().queue.remove(w)
 		lk.modify = index
 		s.recordWaitEnd(name, w, l)
 		s.notify(Event{Kind: EventWaitEnded, Name: name, Lease: l.id, Index: index})
 		switch {
-		case lk.v3.vacant && lk.queue.len == 0 && lk.v3.delayUntil == 0:
+		case lk.ro().v3.vacant && lk.ro().queue.len == 0 && lk.ro().v3.delayUntil == 0:
 			s.dropLock(index, name)
-		case lk.v3.vacant || lk.isShared() && lk.queue.head != nil && lk.queue.head.shared:
+		case lk.ro().v3.vacant || lk.isShared() && lk.ro().queue.head != nil && lk.ro().queue.head.shared:
 			s.admit = append(s.admit, name)
 			s.notify(Event{Kind: EventLockChanged, Name: name, Index: index})
 		default:
@@ -321,10 +323,10 @@ func (s *state) dropLock(index uint64, name string) {
 // settleVacant hands lock name, which nobody holds and no lock delay keeps, to the head
 // of its queue (settle), or frees it when nobody waits.
 func (s *state) settleVacant(index uint64, name string, lk *lock) {
-	if lk.v3.delayUntil != 0 {
+	if lk.ro().v3.delayUntil != 0 {
 		return
 	}
-	if lk.queue.len == 0 {
+	if lk.ro().queue.len == 0 {
 		s.dropLock(index, name)
 		return
 	}

@@ -35,8 +35,8 @@ func (s *state) startHold(name string, lk *lock, id LeaseID, maxHold, delay int6
 	if maxHold > 0 {
 		s.holdExp.Set(waitKey(name, id), satAdd(s.stamp, maxHold))
 	}
-	if !shared {
-		lk.v3.delay = delay
+	if !shared && (delay != 0 || lk.x != nil) { // a lock without its extra part has no delay
+		lk.rw().v3.delay = delay
 	}
 }
 
@@ -72,9 +72,9 @@ func (s *state) expireHolds(index uint64) {
 func (s *state) startDelay(index uint64, name string, lk *lock, l *lease) {
 	s.endHold(name, l.id)
 	delete(l.held, name)
-	until := satAdd(s.time, lk.v3.delay)
+	until := satAdd(s.time, lk.ro().v3.delay)
 	lk.holder, lk.token, lk.owner = LeaseID{}, 0, ""
-	lk.v3 = lockV3{vacant: true, delayUntil: until}
+	lk.rw().v3 = lockV3{vacant: true, delayUntil: until}
 	lk.modify = index
 	s.delayExp.Set(name, until)
 	s.record(name, HistoryEvent{Kind: HistoryLockDelay, Lease: l.fingerprint(), Deadline: until})
@@ -85,7 +85,7 @@ func (s *state) startDelay(index uint64, name string, lk *lock, l *lease) {
 // was revoked: with the grant's lock delay when it has one, handed over otherwise.
 func (s *state) endGrantOfEndedLease(index uint64, name string, lk *lock, l *lease) {
 	s.recordEnd(name, lk, l, s.hist.endCause)
-	if !lk.isShared() && lk.v3.delay > 0 && !mutant.Is("lock-delay-ignored") {
+	if !lk.isShared() && lk.ro().v3.delay > 0 && !mutant.Is("lock-delay-ignored") {
 		s.startDelay(index, name, lk, l)
 		return
 	}
@@ -103,7 +103,7 @@ func (s *state) expireDelays(index uint64) {
 		if lk == nil {
 			continue
 		}
-		lk.v3.delayUntil = 0
+		lk.rw().v3.delayUntil = 0
 		lk.modify = index
 		s.record(name, HistoryEvent{Kind: HistoryLockDelayEnded})
 		s.admit = append(s.admit, name)

@@ -5,8 +5,8 @@ package fsm
 // mutants tag drops it.
 func (s *state) mutantDropWaiters() {
 	for name, lk := range s.locks {
-		for w := lk.queue.head; w != nil; w = lk.queue.head {
-			lk.queue.remove(w)
+		for w := lk.ro().queue.head; w != nil; w = lk.ro().queue.head {
+			lk.rw().queue.remove(w)
 			if l := s.leases[w.lease]; l != nil {
 				delete(l.waiting, name)
 			}

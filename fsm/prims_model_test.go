@@ -632,6 +632,7 @@ func checkPrims(t *testing.T, index uint64, f *FSM, m *pmodel, g *pgen) {
 // leader whose lease says it leads, and nothing is left that could be granted.
 func checkPrimsConsistent(t *testing.T, index uint64, f *FSM) {
 	t.Helper()
+	checkNoExtra(t, index)
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	s := f.s
@@ -666,16 +667,16 @@ func checkPrimsConsistent(t *testing.T, index uint64, f *FSM) {
 	for name, lk := range s.locks {
 		n := 0
 		if lk.isShared() {
-			for g := lk.readers.head; g != nil; g = g.next {
+			for g := lk.ro().readers.head; g != nil; g = g.next {
 				if _, ok := s.leases[g.lease].held[name]; !ok {
 					fail("reader %s of %q unknown to its lease", g.lease, name)
 				}
 				n++
 			}
-			if h := lk.readers.head; h.lease != lk.holder || h.token != lk.token {
+			if h := lk.ro().readers.head; h.lease != lk.holder || h.token != lk.token {
 				fail("lock %q does not mirror its oldest reader", name)
 			}
-			if lk.queue.head != nil && lk.queue.head.shared {
+			if lk.ro().queue.head != nil && lk.ro().queue.head.shared {
 				fail("lock %q held shared with shared waiters at its head", name)
 			}
 		}

@@ -40,7 +40,7 @@ func (s *state) encodePrims(e *snapEncoder) {
 		if lk.isShared() {
 			shared = append(shared, name)
 		}
-		for w := lk.queue.head; w != nil; w = w.next {
+		for w := lk.ro().queue.head; w != nil; w = w.next {
 			if w.shared {
 				sharedWaits = append(sharedWaits, name)
 				break
@@ -53,8 +53,8 @@ func (s *state) encodePrims(e *snapEncoder) {
 	for _, name := range shared {
 		lk := s.locks[name]
 		buf = appendString(buf, name)
-		buf = binary.AppendUvarint(buf, uint64(lk.readers.len()-1))
-		for g := lk.readers.head.next; g != nil; g = g.next {
+		buf = binary.AppendUvarint(buf, uint64(lk.ro().readers.len()-1))
+		for g := lk.ro().readers.head.next; g != nil; g = g.next {
 			buf = appendGrant(buf, g)
 		}
 		buf = e.spillAt(buf)
@@ -64,7 +64,7 @@ func (s *state) encodePrims(e *snapEncoder) {
 		lk := s.locks[name]
 		var pos []uint64
 		i := uint64(0)
-		for w := lk.queue.head; w != nil; w = w.next {
+		for w := lk.ro().queue.head; w != nil; w = w.next {
 			if w.shared {
 				pos = append(pos, i)
 			}
@@ -141,18 +141,18 @@ func (s *state) decodePrims(d *decoder, format uint64) error {
 		if d.err != nil {
 			break
 		}
-		lk.readers = &grantSet{}
-		lk.readers.add(&grant{lease: lk.holder, token: lk.token, owner: lk.owner})
+		lk.rw().readers = &grantSet{}
+		lk.ro().readers.add(&grant{lease: lk.holder, token: lk.token, owner: lk.owner})
 		for j := 0; j < m && d.err == nil; j++ {
 			g := readGrant()
 			if d.err != nil {
 				break
 			}
 			l := s.leases[g.lease]
-			if l == nil || lk.readers.get(g.lease) != nil || l.waiting[name] != nil || g.token < lk.readers.tail.token {
+			if l == nil || lk.ro().readers.get(g.lease) != nil || l.waiting[name] != nil || g.token < lk.ro().readers.tail.token {
 				return badSnapshot("shared lock %q: reader lease missing, twice, waiting, or out of order", name)
 			}
-			lk.readers.add(g)
+			lk.ro().readers.add(g)
 			addName(&l.held, name)
 		}
 	}
@@ -166,7 +166,7 @@ func (s *state) decodePrims(d *decoder, format uint64) error {
 		if lk == nil || m == 0 {
 			return badSnapshot("shared waiters of lock %q: no such queue", name)
 		}
-		w, at := lk.queue.head, uint64(0)
+		w, at := lk.ro().queue.head, uint64(0)
 		for j := 0; j < m && d.err == nil; j++ {
 			p := d.uvarint()
 			if d.err != nil {
@@ -184,7 +184,7 @@ func (s *state) decodePrims(d *decoder, format uint64) error {
 			w.shared = true
 		}
 		// A lockset at the head (version 3) is not known yet here; decodeV3 marks it.
-		if d.err == nil && lk.isShared() && lk.queue.head.shared && s.version < 3 {
+		if d.err == nil && lk.isShared() && lk.ro().queue.head.shared && s.version < 3 {
 			return badSnapshot("lock %q: shared waiters at the head of a lock held shared", name)
 		}
 	}

@@ -172,8 +172,8 @@ func (s *state) encodeInto(e *snapEncoder) {
 		buf = binary.AppendUvarint(buf, lk.token)
 		buf = appendString(buf, lk.owner)
 		buf = binary.AppendUvarint(buf, lk.modify)
-		buf = binary.AppendUvarint(buf, uint64(lk.queue.len))
-		for w := lk.queue.head; w != nil; w = w.next {
+		buf = binary.AppendUvarint(buf, uint64(lk.ro().queue.len))
+		for w := lk.ro().queue.head; w != nil; w = w.next {
 			buf = appendWaiter(buf, w, s.version >= 2)
 		}
 		e.buf = buf
@@ -252,8 +252,10 @@ func decodeSharing(data []byte, notify func(Event), share func(name, owner strin
 		}
 		holder := s.leases[lk.holder]
 		// From version 3 a lock may be held by nobody (locksets.go): the zero lease.
-		lk.v3.vacant = s.version >= 3 && lk.holder == LeaseID{} && lk.token == 0 && lk.owner == ""
-		if d.err == nil && (holder == nil && !lk.v3.vacant || name == "" || s.locks[name] != nil) {
+		if s.version >= 3 && lk.holder == (LeaseID{}) && lk.token == 0 && lk.owner == "" {
+			lk.rw().v3.vacant = true
+		}
+		if d.err == nil && (holder == nil && !lk.ro().v3.vacant || name == "" || s.locks[name] != nil) {
 			return nil, badSnapshot("lock %q: holder lease missing or duplicate lock", name)
 		}
 		if d.err != nil {
@@ -275,7 +277,7 @@ func decodeSharing(data []byte, notify func(Event), share func(name, owner strin
 				return nil, badSnapshot("lock %q: lease queued twice", name)
 			}
 			addWaiter(&wl.waiting, name, w)
-			lk.queue.push(w)
+			lk.rw().queue.push(w)
 			s.waitExp.Set(waitKey(name, w.lease), w.deadline)
 		}
 		s.locks[name] = lk

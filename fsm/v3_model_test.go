@@ -26,8 +26,8 @@ func deadlocked(s *state) []LeaseID {
 	for changed := true; changed; {
 		changed = false
 		for _, name := range sortedNames(s.locks) {
-			if lk := s.locks[name]; lk.v3.delayUntil != 0 {
-				lk.v3.delayUntil = 0
+			if lk := s.locks[name]; lk.ro().v3.delayUntil != 0 {
+				lk.rw().v3.delayUntil = 0
 				s.delayExp.Delete(name)
 				s.admit = append(s.admit, name)
 				changed = true
@@ -176,30 +176,31 @@ func (g *v3gen) next(f *FSM) Command {
 // checkV3 fails when f's state breaks an invariant of the version 3 rules.
 func checkV3(t *testing.T, f *FSM, step int) {
 	t.Helper()
+	checkNoExtra(t, uint64(step))
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	s := f.s
 	for name, lk := range s.locks {
-		if lk.v3.vacant {
-			if lk.holder != (LeaseID{}) || lk.readers != nil {
+		if lk.ro().v3.vacant {
+			if lk.holder != (LeaseID{}) || lk.ro().readers != nil {
 				t.Fatalf("step %d: lock %q held by nobody has a holder", step, name)
 			}
-			if lk.v3.delayUntil == 0 && (lk.queue.head == nil || lk.queue.head.set == nil) {
+			if lk.ro().v3.delayUntil == 0 && (lk.ro().queue.head == nil || lk.ro().queue.head.set == nil) {
 				t.Fatalf("step %d: lock %q held by nobody with nothing to wait for", step, name)
 			}
 		} else if _, _, ok := lk.grantOf(lk.holder); !ok || !func() bool { _, h := s.leases[lk.holder].held[name]; return h }() {
 			t.Fatalf("step %d: lock %q: holder does not hold it", step, name)
 		}
-		if h := lk.queue.head; h != nil && h.shared && h.set == nil && lk.isShared() {
+		if h := lk.ro().queue.head; h != nil && h.shared && h.set == nil && lk.isShared() {
 			t.Fatalf("step %d: lock %q held shared with a shared single request at its head", step, name)
 		}
 		if len(s.admit) != 0 {
 			t.Fatalf("step %d: locks to admit left after the entry: %v", step, s.admit)
 		}
-		if lk.v3.delayUntil != 0 && lk.v3.delayUntil <= s.time {
-			t.Fatalf("step %d: lock %q: lock delay until %d still runs at %d", step, name, lk.v3.delayUntil, s.time)
+		if lk.ro().v3.delayUntil != 0 && lk.ro().v3.delayUntil <= s.time {
+			t.Fatalf("step %d: lock %q: lock delay until %d still runs at %d", step, name, lk.ro().v3.delayUntil, s.time)
 		}
-		for w := lk.queue.head; w != nil; w = w.next {
+		for w := lk.ro().queue.head; w != nil; w = w.next {
 			if w.set == nil {
 				continue
 			}
@@ -316,17 +317,17 @@ func dumpLocks(s *state) string {
 		lk := s.locks[name]
 		fmt.Fprintf(&b, "%s:", name)
 		switch {
-		case lk.v3.vacant:
-			fmt.Fprintf(&b, " vacant(delay %d)", lk.v3.delayUntil)
+		case lk.ro().v3.vacant:
+			fmt.Fprintf(&b, " vacant(delay %d)", lk.ro().v3.delayUntil)
 		case lk.isShared():
-			for g := lk.readers.head; g != nil; g = g.next {
+			for g := lk.ro().readers.head; g != nil; g = g.next {
 				fmt.Fprintf(&b, " r%d", g.lease[0])
 			}
 		default:
 			fmt.Fprintf(&b, " x%d", lk.holder[0])
 		}
 		b.WriteString(" |")
-		for w := lk.queue.head; w != nil; w = w.next {
+		for w := lk.ro().queue.head; w != nil; w = w.next {
 			m := "x"
 			if w.shared {
 				m = "s"

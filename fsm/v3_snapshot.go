@@ -27,7 +27,7 @@ func (s *state) encodeV3(e *snapEncoder) {
 	}
 	var opts []string
 	s.names.Ascend(func(n string) bool {
-		if lk := s.locks[n]; lk.v3.delayUntil != 0 || lk.v3.delay != 0 {
+		if lk := s.locks[n]; lk.ro().v3.delayUntil != 0 || lk.ro().v3.delay != 0 {
 			opts = append(opts, n)
 		}
 		return true
@@ -37,8 +37,8 @@ func (s *state) encodeV3(e *snapEncoder) {
 	for _, n := range opts {
 		lk := s.locks[n]
 		buf = appendString(buf, n)
-		buf = binary.AppendUvarint(buf, uint64(lk.v3.delayUntil))
-		buf = binary.AppendUvarint(buf, uint64(lk.v3.delay))
+		buf = binary.AppendUvarint(buf, uint64(lk.ro().v3.delayUntil))
+		buf = binary.AppendUvarint(buf, uint64(lk.ro().v3.delay))
 		buf = e.spillAt(buf)
 	}
 
@@ -61,7 +61,7 @@ func (s *state) encodeV3(e *snapEncoder) {
 	var wopts []waitOpt
 	s.names.Ascend(func(n string) bool {
 		pos := uint64(0)
-		for w := s.locks[n].queue.head; w != nil; w = w.next {
+		for w := s.locks[n].ro().queue.head; w != nil; w = w.next {
 			switch {
 			case w.set != nil && w.set.names[0] == n:
 				sets = append(sets, w.set)
@@ -135,13 +135,14 @@ func (s *state) decodeV3(d *decoder) error {
 		name := d.string()
 		until, delay := d.int64(), d.int64()
 		lk := s.locks[name]
-		if d.err == nil && (lk == nil || until != 0 && !lk.v3.vacant || until == 0 && delay == 0) {
+		if d.err == nil && (lk == nil || until != 0 && !lk.ro().v3.vacant || until == 0 && delay == 0) {
 			return badSnapshot("lock options of %q", name)
 		}
 		if d.err != nil {
 			break
 		}
-		lk.v3.delayUntil, lk.v3.delay = until, delay
+		x := lk.rw()
+		x.v3.delayUntil, x.v3.delay = until, delay
 		if until != 0 {
 			s.delayExp.Set(name, until)
 		}
@@ -197,7 +198,7 @@ func (s *state) decodeV3(d *decoder) error {
 		if lk == nil {
 			return badSnapshot("wait options of lock %q: no such lock", name)
 		}
-		w := lk.queue.head
+		w := lk.ro().queue.head
 		for j := uint64(0); j < pos && w != nil; j++ {
 			w = w.next
 		}
@@ -235,7 +236,7 @@ func (s *state) decodeV3(d *decoder) error {
 		w.maxHold = hold
 	}
 	for name, lk := range s.locks {
-		if lk.v3.vacant && lk.v3.delayUntil == 0 && (lk.queue.head == nil || lk.queue.head.set == nil) {
+		if lk.ro().v3.vacant && lk.ro().v3.delayUntil == 0 && (lk.ro().queue.head == nil || lk.ro().queue.head.set == nil) {
 			return badSnapshot("lock %q: held by nobody, with no lock delay and no lockset at its head", name)
 		}
 	}
