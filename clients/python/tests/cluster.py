@@ -44,9 +44,25 @@ def _die_with_parent() -> None:
 
 def free_port() -> int:
     """A free loopback port (bind 0, read it, close)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    return free_ports(1)[0]
+
+
+def free_ports(n: int) -> list[int]:
+    """n distinct free loopback ports: every socket stays bound until all are read, so the
+    kernel cannot hand out one port twice."""
+    socks = [socket.socket() for _ in range(n)]
+    try:
+        for s in socks:
+            s.bind(("127.0.0.1", 0))
+        return [int(s.getsockname()[1]) for s in socks]
+    finally:
+        for s in socks:
+            s.close()
+
+
+class PortTaken(RuntimeError):
+    """A node exited at start because its port was taken between free_ports and its bind
+    (another process, an outgoing connection's ephemeral port)."""
 
 
 def _get(port: int, path: str, timeout: float = 1.0, ctx: ssl.SSLContext | None = None, token: str | None = None, method: str = "GET") -> tuple[int, dict]:
@@ -87,16 +103,36 @@ class Cluster:
             self.ctx = ssl.create_default_context(cafile=os.path.join(t, "ca.pem"))
             self.ctx.load_cert_chain(os.path.join(t, "local.pem"), os.path.join(t, "local-key.pem"))
         self.ids = [f"n{i + 1}" for i in range(n)]
-        self.http = [free_port() for _ in self.ids]
-        self.raft = [free_port() for _ in self.ids]
         self.extra = extra or []
-        self.boot = ",".join(f"{id_}=127.0.0.1:{p}" for id_, p in zip(self.ids, self.raft))
         self.procs: list[subprocess.Popen[bytes] | None] = [None] * n
         self.stopped: set[int] = set()
+        self._new_ports()
+
+    def _new_ports(self) -> None:
+        ports = free_ports(2 * len(self.ids))
+        self.http, self.raft = ports[: len(self.ids)], ports[len(self.ids):]
+        self.boot = ",".join(f"{id_}=127.0.0.1:{p}" for id_, p in zip(self.ids, self.raft))
+
+    def start_fresh(self, attempts: int = 3) -> None:
+        """Start every node and wait for a ready leader. When a node finds its port taken
+        at start, start the whole cluster again on new ports and empty data directories
+        (the ports are in the bootstrap list, so the nodes cannot keep theirs)."""
+        for attempt in range(attempts):
+            self.start_all()
+            try:
+                self.wait_leader()
+                return
+            except PortTaken:
+                if attempt == attempts - 1:
+                    raise
+                for i in range(len(self.ids)):
+                    self.kill(i)
+                    shutil.rmtree(os.path.join(self.dir, self.ids[i]), ignore_errors=True)
+                    Path(self.dir, self.ids[i] + ".log").unlink(missing_ok=True)
+                self._new_ports()
 
     def __enter__(self) -> Cluster:
-        self.start_all()
-        self.wait_leader()
+        self.start_fresh()
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -206,14 +242,27 @@ class Cluster:
         return -1
 
     def wait_leader(self, timeout: float = 20.0) -> int:
-        """Wait for a ready leader; raise (with the logs' tails) when there is none in time."""
+        """Wait for a ready leader; raise (with the logs' tails) when there is none in time,
+        and PortTaken at once when a node exited because its port was taken."""
         end = time.monotonic() + timeout
         while time.monotonic() < end:
             i = self.leader_index()
             if i >= 0:
                 return i
+            self._check_ports()
             time.sleep(0.02)
         raise RuntimeError(f"no ready leader after {timeout}s\n{self.logs()}")
+
+    def _check_ports(self) -> None:
+        for i, p in enumerate(self.procs):
+            if p is None or p.poll() is None:
+                continue
+            try:
+                log = Path(self.dir, self.ids[i] + ".log").read_text(errors="replace")
+            except OSError:
+                continue
+            if "address already in use" in log:
+                raise PortTaken(f"{self.ids[i]} exited: its port was taken\n{self.logs()}")
 
     def kill_leader(self) -> str:
         """SIGKILL the leader; returns its ID."""

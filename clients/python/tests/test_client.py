@@ -35,8 +35,7 @@ def setUpModule() -> None:
     global CLUSTER
     CLUSTER = Cluster()
     try:
-        CLUSTER.start_all()
-        CLUSTER.wait_leader()
+        CLUSTER.start_fresh()
     except BaseException:
         CLUSTER.stop()
         raise
