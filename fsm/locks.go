@@ -49,7 +49,7 @@ type lockExtra struct {
 }
 
 // noExtra is what ro returns for a lock without its extra part. Nothing may change it
-// (TestLockExtra_NoExtraStaysEmpty checks that after the property tests).
+// (checkNoExtra checks that after every step of the property tests).
 var noExtra lockExtra
 
 // ro returns the lock's extra part for reading: the shared empty one when it has none.
@@ -67,6 +67,15 @@ func (lk *lock) rw() *lockExtra {
 		lk.x = &lockExtra{}
 	}
 	return lk.x
+}
+
+// addReader adds g to the lock's readers, making it shared if it was not.
+func (lk *lock) addReader(g *grant) {
+	x := lk.rw()
+	if x.readers == nil {
+		x.readers = &grantSet{}
+	}
+	x.readers.add(g)
 }
 
 // shrink drops the extra part once it is empty again, so that a lock that had waiters and
@@ -155,8 +164,7 @@ func (s *state) acquire(index uint64, c *Command, r *Result) {
 	case lk == nil:
 		lk = &lock{holder: l.id, token: index, owner: c.Owner, modify: index}
 		if shared {
-			lk.rw().readers = &grantSet{}
-			lk.ro().readers.add(&grant{lease: l.id, token: index, owner: c.Owner})
+			lk.addReader(&grant{lease: l.id, token: index, owner: c.Owner})
 		}
 		s.locks[c.Name] = lk
 		s.names.ReplaceOrInsert(c.Name)
@@ -169,10 +177,9 @@ func (s *state) acquire(index uint64, c *Command, r *Result) {
 		r.Token, r.Owner, _ = lk.grantOf(l.id) // idempotent: the same grant again
 	case join:
 		if !lk.isShared() { // only the mutant joins an exclusive holder
-			lk.rw().readers = &grantSet{}
-			lk.ro().readers.add(&grant{lease: lk.holder, token: lk.token, owner: lk.owner})
+			lk.addReader(&grant{lease: lk.holder, token: lk.token, owner: lk.owner})
 		}
-		lk.ro().readers.add(&grant{lease: l.id, token: index, owner: c.Owner})
+		lk.addReader(&grant{lease: l.id, token: index, owner: c.Owner})
 		lk.modify = index
 		addName(&l.held, c.Name)
 		s.startHold(c.Name, lk, l.id, c.MaxHold, 0, true)
@@ -353,17 +360,18 @@ func (s *state) grantShared(index uint64, name string, lk *lock) {
 		s.tryGrantSet(index, lk.ro().queue.head.set) // a lockset at the head is granted whole or not at all
 		return
 	}
-	if lk.ro().readers == nil {
-		lk.rw().readers = &grantSet{}
+	x := lk.rw() // its queue has a shared waiter at the head: the part exists
+	if x.readers == nil {
+		x.readers = &grantSet{}
 	}
-	lk.rw().v3.vacant = false
-	for w := lk.ro().queue.head; w != nil && w.shared && w.set == nil; w = lk.ro().queue.head {
-		lk.rw().queue.remove(w)
+	x.v3.vacant = false
+	for w := x.queue.head; w != nil && w.shared && w.set == nil; w = x.queue.head {
+		x.queue.remove(w)
 		next := s.leases[w.lease]
 		delete(next.waiting, name)
 		s.waitExp.Delete(waitKey(name, w.lease))
 		addName(&next.held, name)
-		lk.ro().readers.add(&grant{lease: w.lease, token: index, owner: w.owner})
+		x.readers.add(&grant{lease: w.lease, token: index, owner: w.owner})
 		s.startHold(name, lk, w.lease, w.maxHold, 0, true)
 		s.notify(Event{Kind: EventGranted, Name: name, Lease: w.lease, Token: index, Owner: w.owner, Index: index})
 		granted := HistoryEvent{Kind: HistoryGranted, FromQueue: true, Lease: next.fingerprint(), Token: index, Owner: w.owner}

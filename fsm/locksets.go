@@ -173,8 +173,7 @@ func (s *state) grantNow(index uint64, name string, l *lease, c *Command) {
 	if lk == nil {
 		lk = &lock{holder: l.id, token: index, owner: c.Owner, modify: index}
 		if c.Shared {
-			lk.rw().readers = &grantSet{}
-			lk.ro().readers.add(&grant{lease: l.id, token: index, owner: c.Owner})
+			lk.addReader(&grant{lease: l.id, token: index, owner: c.Owner})
 		}
 		s.locks[name] = lk
 		s.names.ReplaceOrInsert(name)
@@ -258,10 +257,7 @@ func (s *state) tryGrantSet(index uint64, set *lockSet) {
 		delete(l.waiting, name)
 		s.waitExp.Delete(waitKey(name, l.id))
 		if set.shared {
-			if lk.ro().readers == nil {
-				lk.rw().readers = &grantSet{}
-			}
-			lk.ro().readers.add(&grant{lease: l.id, token: index, owner: w.owner})
+			lk.addReader(&grant{lease: l.id, token: index, owner: w.owner})
 			lk.syncHead()
 		} else {
 			lk.holder, lk.token, lk.owner = l.id, index, w.owner

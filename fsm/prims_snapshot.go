@@ -141,8 +141,7 @@ func (s *state) decodePrims(d *decoder, format uint64) error {
 		if d.err != nil {
 			break
 		}
-		lk.rw().readers = &grantSet{}
-		lk.ro().readers.add(&grant{lease: lk.holder, token: lk.token, owner: lk.owner})
+		lk.addReader(&grant{lease: lk.holder, token: lk.token, owner: lk.owner})
 		for j := 0; j < m && d.err == nil; j++ {
 			g := readGrant()
 			if d.err != nil {
