@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/raftlock/raftlock/cluster"
+	"github.com/raftlock/raftlock/internal/mutant"
 )
 
 // An endpoint is one route's own part of a request: it reads and checks what the caller
@@ -104,7 +105,7 @@ func (s *Server) serve(ep endpoint) http.HandlerFunc {
 				writeAnswer(w, v)
 				return
 			}
-			if maybe != nil && deniesEffect(err) {
+			if maybe != nil && deniesEffect(err) && !mutant.Is("hold-passes-repeat-denial") {
 				s.writeFailure(w, r, maybe)
 				return
 			}

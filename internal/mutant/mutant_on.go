@@ -75,6 +75,10 @@ var registry = []Mutant{
 	{"lockset-partial-grant", "a lockset that cannot be granted whole takes the locks that are free"},
 	{"max-hold-ignored", "a grant outlives its maximum hold while its lease is kept alive"},
 	{"lock-delay-ignored", "a lock whose holder's lease ended is handed over at once despite its lock delay"},
+	// holding requests through an election (§12)
+	{"hold-never-retries", "a node answers no_leader or unknown_outcome at once instead of holding the request until a leader is known"},
+	{"hold-retries-non-idempotent", "a node repeats a call that is not idempotent (a lease created without request_id) after an ambiguous outcome"},
+	{"hold-passes-repeat-denial", "a repeat that meets its first attempt's own effect answers not_holder or lease_not_found instead of unknown_outcome"},
 	// fencing (§7)
 	{"fence-lt", "the SQL fence is raised only for a token strictly above it (< for <=): the holder cannot write twice"},
 	{"fence-skip-first-row", "the first fenced write of a resource does not create its fence row"},
