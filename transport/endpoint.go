@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/raftlock/raftlock/cluster"
-	"github.com/raftlock/raftlock/internal/mutant"
 )
 
 // An endpoint is one route's own part of a request: it reads and checks what the caller
@@ -105,7 +104,7 @@ func (s *Server) serve(ep endpoint) http.HandlerFunc {
 				writeAnswer(w, v)
 				return
 			}
-			if maybe != nil && deniesEffect(err) && !mutant.Is("hold-passes-repeat-denial") {
+			if maybe != nil && deniesEffect(err) {
 				s.writeFailure(w, r, maybe)
 				return
 			}

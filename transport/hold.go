@@ -164,6 +164,9 @@ func (e relayedHoldable) Error() string {
 // deniesEffect reports an answer that says a call changed nothing because what it acts on
 // is gone or no longer its own: what a repeat meets when the first attempt did take effect.
 func deniesEffect(err error) bool {
+	if mutant.Is("hold-passes-repeat-denial") {
+		return false
+	}
 	var rd relayedDenial
 	return errors.Is(err, cluster.ErrNotHolder) || errors.Is(err, cluster.ErrLeaseNotFound) || errors.As(err, &rd)
 }
