@@ -5,7 +5,7 @@ BIN      := bin/raftlock
 PKGS     := ./...
 FUZZTIME ?= 5s
 
-.PHONY: all build run test test-short test-clients fuzz verify mutants bench budget demo clean fmt vet
+.PHONY: all build run test loaded-test test-short test-clients fuzz verify mutants bench budget demo clean fmt vet
 
 all: build
 
@@ -28,6 +28,11 @@ test:
 	$(MAKE) --no-print-directory fuzz
 	$(MAKE) --no-print-directory test-clients CONFORMANCE_GO=0 # the Go runner ran above, in ./...
 	scripts/mutants.sh
+
+## loaded-test: make test beside two busy CPU hogs (scripts/loaded-test.sh; HOGS=N for more), as
+## CI on a busy machine: a test that races the scheduler fails here
+loaded-test:
+	scripts/loaded-test.sh make test
 
 ## test-clients: the conformance runners (clients/conformance) and the clients' own tests,
 ## against real `raftlock serve` processes (2-4 min; needs python3 >= 3.11 and node >= 20). CONFORMANCE_GO=0
