@@ -66,6 +66,7 @@ var registry = []Mutant{
 	// release (§1)
 	{"release-ignores-token", "a release by the holder's lease succeeds with any token"},
 	{"revoke-leaves-locks", "revoking a lease leaves its locks held"},
+	{"lease-owner-unchecked", "the state machine lets any caller use a lease another identity created"},
 	// primitives (§10)
 	{"shared-beside-exclusive", "a shared lock request is granted beside an exclusive holder"},
 	{"semaphore-extra-permit", "a semaphore grants one permit more than its limit"},
