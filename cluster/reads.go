@@ -70,6 +70,9 @@ func (n *Node) blockingRead(ctx context.Context, space fsm.Space, name string, q
 	}
 	t := time.NewTimer(q.Wait)
 	defer t.Stop()
+	// A blocking query of a token answers at once when the token is deleted.
+	gone, stopGone := n.tokenGone(tokenCaller(ctx))
+	defer stopGone()
 	for {
 		modify, inUse := read()
 		if modify > q.WaitIndex {
@@ -90,6 +93,9 @@ func (n *Node) blockingRead(ctx context.Context, space fsm.Space, name string, q
 		case <-ctx.Done():
 			cancel()
 			return ctx.Err()
+		case <-gone:
+			cancel()
+			return ErrTokenRevoked
 		case <-n.stopping:
 			cancel()
 			return ErrShutdown

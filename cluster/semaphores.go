@@ -45,11 +45,11 @@ type SemaphoreGrant struct {
 // a permit granted meanwhile) before it returns.
 func (s *Semaphores) Acquire(ctx context.Context, req SemaphoreRequest) (SemaphoreGrant, error) {
 	n := s.n
-	req.Lease = leaseOf(req.NewLease, req.RequestID, req.Lease)
+	req.Lease = n.leaseOf(ctx, req.NewLease, req.RequestID, req.Lease)
 	if err := n.prop.versionReady(ctx, fsm.TypeSemAcquire); err != nil {
 		return SemaphoreGrant{}, err
 	}
-	c := &fsm.Command{Type: fsm.TypeSemAcquire, Name: req.Name, Limit: req.Limit, Lease: req.Lease, NewLease: req.NewLease, TTL: ms(req.TTL), Wait: waitMs(req.Wait), Owner: req.Owner, Creator: n.leaseCreator(ctx)}
+	c := &fsm.Command{Type: fsm.TypeSemAcquire, Name: req.Name, Limit: req.Limit, Lease: req.Lease, NewLease: req.NewLease, TTL: ms(req.TTL), Wait: waitMs(req.Wait), Owner: req.Owner}
 	if req.MaxHold > 0 {
 		if err := n.prop.versionReady(ctx, fsm.TypeSemAcquireEx); err != nil {
 			return SemaphoreGrant{}, v3Inactive(err)

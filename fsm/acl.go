@@ -226,6 +226,7 @@ func (s *state) aclSetToken(_ uint64, c *Command, r *Result)     { s.acl.setToke
 func (s *state) aclDeleteToken(index uint64, c *Command, r *Result) {
 	if s.acl.deleteToken(&c.ACL, r); r.Status == StatusOK {
 		s.revokeLeasesOf(index, c.ACL.Accessor)
+		s.notify(Event{Kind: EventTokenDeleted, Name: c.ACL.Accessor, Index: index})
 	}
 }
 

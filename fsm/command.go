@@ -309,8 +309,14 @@ func (c *Command) Encode(buf []byte) []byte {
 	return buf
 }
 
-// usesLease reports whether the command acts on the lease c.Lease names, and so carries
-// its caller from version 4 on. Renew, which names many, carries Callers instead.
+// UsesLease reports whether the command acts on the lease c.Lease names, and so carries
+// its caller (Creator) from protocol version 4 on; CreatesLease, whether it creates it, and
+// so carries its creator from version 3 on. Renew, which names many, carries Callers.
+func (c *Command) UsesLease() bool { return c.usesLease() }
+
+// CreatesLease: see UsesLease.
+func (c *Command) CreatesLease() bool { return c.createsLease() }
+
 func (c *Command) usesLease() bool {
 	switch c.Type &^ FlagSkippable {
 	case TypeCreateLease, TypeRevoke, TypeAcquire, TypeAcquireShared, TypeAcquireEx,
