@@ -73,7 +73,7 @@ func (s *state) renewAllowed(c *Command, i int, l *lease) bool {
 // answered by the wait's end), their locks, permits and leaderships handed to the next
 // waiters.
 func (s *state) revokeLeasesOf(index uint64, creator string) {
-	if !s.ownerChecked() || creator == "" {
+	if !s.ownerChecked() || creator == "" || mutant.Is("token-delete-keeps-leases") {
 		return
 	}
 	s.revokeLeases(index, func(l *lease) bool { return l.creator == creator })
