@@ -75,6 +75,11 @@ func TestACL_LeaseBoundToItsCreator(t *testing.T) {
 	if st, code := callAs(t, b, "PUT", f+"/v1/locks/jobs/d", `{"ttl_ms":60000,"request_id":"`+reqID+`"}`, &gb); st != 200 || gb.LeaseID == lease {
 		t.Errorf("b's acquire with a's request_id: %d %s on lease %s (a's: %s), want a grant on a lease of its own", st, code, gb.LeaseID, lease)
 	}
+	// a's retry with its request_id still names its own lease and grant.
+	var again api.Grant
+	if st, code := callAs(t, a, "PUT", f+"/v1/locks/jobs/a", `{"ttl_ms":60000,"request_id":"`+reqID+`"}`, &again); st != 200 || again.LeaseID != lease || again.Token != g.Token {
+		t.Errorf("a's retry: %d %s %+v, want lease %s token %d", st, code, again, lease, g.Token)
+	}
 	var batch api.KeepAliveBatch
 	if st, code := callAs(t, b, "POST", f+"/v1/leases/keepalive", `{"lease_ids":["`+lease+`"]}`, &batch); st != 200 || len(batch.Leases) != 0 || !slices.Equal(batch.NotFound, []string{lease}) {
 		t.Errorf("b's batch keepalive of a's lease: %d %s %+v, want it not found", st, code, batch)
