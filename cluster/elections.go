@@ -50,6 +50,7 @@ func (el *Elections) Campaign(ctx context.Context, req CampaignRequest) (Electio
 		return ElectionGrant{}, err
 	}
 	c := &fsm.Command{Type: fsm.TypeCampaign, Name: req.Name, Value: req.Value, Token: req.Token, Lease: req.Lease, NewLease: req.NewLease, TTL: ms(req.TTL), Wait: waitMs(req.Wait), Owner: req.Owner}
+	c.Creator = n.callerOf(ctx, c) // proposed through apply, which does not stamp it
 	w := &queuedWait{n: n, space: fsm.SpaceElection, ttl: req.TTL, wait: req.Wait, dequeue: fsm.TypeElectionDequeue, release: el.Resign}
 	return acquire(ctx, w, c, n.prop.apply, func(r *fsm.Result) ElectionGrant {
 		return ElectionGrant{Name: req.Name, Lease: req.Lease, TTL: dur(r.TTL), Token: r.Token, Owner: r.Owner, Value: r.Value, ModifyIndex: r.Modify}

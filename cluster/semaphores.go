@@ -56,6 +56,7 @@ func (s *Semaphores) Acquire(ctx context.Context, req SemaphoreRequest) (Semapho
 		}
 		c.Type, c.MaxHold = fsm.TypeSemAcquireEx, ms(n.capHold(req.MaxHold))
 	}
+	c.Creator = n.callerOf(ctx, c) // proposed through apply, which does not stamp it
 	w := &queuedWait{n: n, space: fsm.SpaceSemaphore, ttl: req.TTL, wait: req.Wait, dequeue: fsm.TypeSemDequeue, release: s.Release}
 	return acquire(ctx, w, c, n.prop.apply, func(r *fsm.Result) SemaphoreGrant {
 		return SemaphoreGrant{Name: req.Name, Lease: req.Lease, TTL: dur(r.TTL), Token: r.Token, Owner: r.Owner, Limit: req.Limit}

@@ -111,6 +111,21 @@ func TestACL_LeaseBoundToItsCreator(t *testing.T) {
 	if st, code := callAs(t, b, "PUT", f+"/v1/locks/jobs/s3", `{"lease_id":"`+set.LeaseID+`"}`, nil); st != 404 || code != api.CodeLeaseNotFound {
 		t.Errorf("b's acquire with the lease of a's lockset: %d %s, want 404 lease_not_found", st, code)
 	}
+	// So is one that a semaphore permit or a campaign creates.
+	for _, tc := range []struct{ what, path, body string }{
+		{"semaphore", "/v1/semaphores/jobs/sem", `{"limit":2,"ttl_ms":60000}`},
+		{"campaign", "/v1/elections/jobs/el", `{"value":"v","ttl_ms":60000}`},
+	} {
+		var made struct {
+			LeaseID string `json:"lease_id"`
+		}
+		if st, code := callAs(t, a, "PUT", f+tc.path, tc.body, &made); st != 200 || made.LeaseID == "" {
+			t.Fatalf("a's %s: %d %s %+v", tc.what, st, code, made)
+		}
+		if st, code := callAs(t, b, "PUT", f+"/v1/locks/jobs/"+tc.what, `{"lease_id":"`+made.LeaseID+`"}`, nil); st != 404 || code != api.CodeLeaseNotFound {
+			t.Errorf("b's acquire with the lease of a's %s: %d %s, want 404 lease_not_found", tc.what, st, code)
+		}
+	}
 	// a itself still uses its lease; its lookup and revoke show only names under jobs/.
 	if st, code := callAs(t, a, "POST", f+"/v1/leases/"+lease+"/keepalive", "", nil); st != 200 {
 		t.Fatalf("a's keepalive: %d %s", st, code)
