@@ -66,6 +66,8 @@ var registry = []Mutant{
 	// release (§1)
 	{"release-ignores-token", "a release by the holder's lease succeeds with any token"},
 	{"revoke-leaves-locks", "revoking a lease leaves its locks held"},
+	{"lease-owner-unchecked", "the state machine lets any caller use a lease another identity created"},
+	{"token-delete-keeps-leases", "deleting an ACL token leaves the leases it created alive, queued and holding"},
 	// primitives (§10)
 	{"shared-beside-exclusive", "a shared lock request is granted beside an exclusive holder"},
 	{"semaphore-extra-permit", "a semaphore grants one permit more than its limit"},

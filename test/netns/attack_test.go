@@ -294,6 +294,11 @@ func attackSuite(t *testing.T, acl bool) *tally {
 		roundTwo(t, ty, c, base, admin, w, other)
 	}
 
+	// 18.-21. Lease ownership and what a revoked token keeps (ownership_test.go).
+	if acl {
+		leaseOwnership(t, ty, c, base, admin, w, other)
+	}
+
 	// 17. A backup saved through the CLI past planted symlinks (symlink_test.go).
 	plantedSymlinks(t, ty, c, k, admin.Token)
 
