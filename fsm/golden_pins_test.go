@@ -100,6 +100,15 @@ func pinnedCommands() []struct {
 			c.Limit = 2
 			return c
 		}()},
+		// Protocol version 4: every command that uses a lease carries its caller.
+		{"v4_renew_callers", Command{Type: TypeRenew, Now: 2, Leases: []LeaseID{id, id2, id}, Callers: []string{"acc-1", "anonymous", "acc-1"}}},
+		{"v4_acquire_caller", func() Command { c := acq(TypeAcquire); c.Creator = "acc-1"; return c }()},
+		{"v4_release_caller", Command{Type: TypeRelease, Now: 5, Lease: id, Name: "accounts/A", Token: 9, Creator: "acc-1"}},
+		{"v4_revoke_caller", Command{Type: TypeRevoke, Now: 3, Lease: id, Creator: "anonymous"}},
+		{"v4_dequeue_caller", Command{Type: TypeDequeue, Now: 8, Lease: id, Name: "a", Creator: "acc-1"}},
+		{"v4_lockset_release_caller", Command{Type: TypeLockSetRelease, Now: 27, Lease: id, Names: []string{"a"}, Tokens: []uint64{4}, Creator: "acc-1"}},
+		{"v4_sem_release_caller", Command{Type: TypeSemRelease, Now: 20, Lease: id, Name: "pool", Token: 44, Creator: "acc-1"}},
+		{"v4_resign_caller", Command{Type: TypeResign, Now: 23, Lease: id, Name: "leader", Token: 78, Creator: "acc-1"}},
 	}
 	return rows
 }
@@ -180,6 +189,9 @@ func normalized(c Command) Command {
 	}
 	if len(c.Tokens) == 0 {
 		c.Tokens = nil
+	}
+	if len(c.Callers) == 0 {
+		c.Callers = nil
 	}
 	if len(c.ACL.Rules) == 0 {
 		c.ACL.Rules = nil
@@ -296,12 +308,12 @@ func splitEntries(t *testing.T, b []byte) [][]byte {
 	return log
 }
 
-// TestPins_SnapshotsOfEveryVersion: the pinned log of each protocol version (2 and 3; 1
+// TestPins_SnapshotsOfEveryVersion: the pinned log of each protocol version (2 to 4; 1
 // is TestSnapshot_V1MatchesOriginalCode's) applied to a fresh state machine gives the
 // pinned snapshots, byte for byte, every 100 entries; and each pinned snapshot restores to
 // a state whose snapshot is the same bytes.
 func TestPins_SnapshotsOfEveryVersion(t *testing.T) {
-	for _, v := range []uint64{2, 3} {
+	for _, v := range []uint64{2, 3, 4} {
 		logPath := fmt.Sprintf("testdata/log-v%d.golden", v)
 		snapPath := fmt.Sprintf("testdata/snapshots-v%d.golden", v)
 		if *updatePins {
