@@ -89,8 +89,12 @@ func (b *redisBackend) Unfenced() string { return "SET NX has no fencing token" 
 
 // Unsafe says why a Redis lock is not a safe one.
 func (b *redisBackend) Unsafe() string {
-	return "no fencing token (a holder that pauses past the TTL writes beside the next holder) and no consensus " +
-		"(one server; its replicas are asynchronous, and appendfsync everysec loses up to a second of granted locks in a crash)"
+	why := "no fencing token (a holder that pauses past the TTL writes beside the next holder) and no consensus " +
+		"(one server; its replicas are asynchronous, so a failover can hand a held lock out again)"
+	if b.fsync != "always" {
+		why += "; appendfsync " + b.fsync + " also loses about the last second of granted locks when the machine crashes"
+	}
+	return why
 }
 
 // Unsupported says why a workload cannot run against Redis.
