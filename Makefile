@@ -72,7 +72,7 @@ verify: build
 mutants:
 	scripts/mutants.sh $(MUTANTFLAGS)
 
-## bench: raftlock beside etcd, ZooKeeper and Redis on this machine (about 17 min; BENCHFLAGS=--quick for about 3)
+## bench: raftlock beside etcd, ZooKeeper and Redis on this machine (about 17 min; BENCHFLAGS=--quick for about 2)
 bench:
 	scripts/bench.sh $(BENCHFLAGS)
 

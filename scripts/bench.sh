@@ -27,10 +27,10 @@
 #    keepalive and scale, then the peers' details (recipes, fairness, notes).
 #
 # The systems run one after the other, never together, so none steals another's CPU.
-# Full run: about 17 minutes (10 s per workload, 1,000,000 locks for scale). --quick: about two
-# minutes (3 s per workload, 50,000 locks, no snapshot wait). --out DIR keeps the JSON results
-# and the report. --profile also writes CPU profiles of the servers (bench/inproc) under the
-# parallel and contended workloads and prints their top entries.
+# Full run: about 17 minutes (10 s per workload, 1,000,000 locks for scale). --quick: about
+# two minutes on a quiet machine (3 s per workload, 50,000 locks, no snapshot wait). --out DIR
+# keeps the JSON results and the report. --profile also writes CPU profiles of the servers
+# (bench/inproc) under the parallel and contended workloads and prints their top entries.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
