@@ -25,6 +25,7 @@ test:
 	  grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic)|attack cases|refused|lease IDs|skip|SKIP' 
 	$(GO) test -run='^$$' -bench=. -benchtime=1x ./fsm ./api ./client
 	cd bench/etcd && $(GO) vet -mod=mod ./...
+	cd bench/peers && $(GO) vet -mod=mod ./...
 	$(MAKE) --no-print-directory fuzz
 	$(MAKE) --no-print-directory test-clients CONFORMANCE_GO=0 # the Go runner ran above, in ./...
 	scripts/mutants.sh
@@ -71,7 +72,7 @@ verify: build
 mutants:
 	scripts/mutants.sh $(MUTANTFLAGS)
 
-## bench: raftlock beside etcd on this machine (about 14 min; BENCHFLAGS=--quick for about 2)
+## bench: raftlock beside etcd, ZooKeeper and Redis on this machine (about 17 min; BENCHFLAGS=--quick for about 2)
 bench:
 	scripts/bench.sh $(BENCHFLAGS)
 
