@@ -56,12 +56,15 @@ fuzz:
 ## verify: the long fault-injection campaign (>= 100,000 lock competitions, about 10-20 min),
 ## the bank campaign (>= 100,000 competitions of the fenced-ledger workload alone, SIGSTOPped
 ## worker processes, SQLite then PostgreSQL when RAFTLOCK_TEST_POSTGRES_DSN is set; about
-## 8-15 min each), then the GC-pause demo with its outcome asserted. The short versions run in
+## 8-15 min each), the seed's own terms (>= 100,000 competitions with whole worker processes of
+## 12 workers frozen 10 s, longer than the 2 s TTL, on both ledgers, and the same without
+## fencing; about 25 min), then the GC-pause demo with its outcome asserted. The short versions run in
 ## `make test`. Both campaigns run until their target, failing with their rate at a maximum
 ## (RAFTLOCK_VERIFY_MAX 45m, RAFTLOCK_BANK_MAX 30m per ledger; docs/VERIFICATION.md).
 verify: build
 	$(GO) test -tags verify -count=1 -timeout 60m -run TestCampaign -v ./test/verify/
 	$(GO) test -tags verify -count=1 -timeout 75m -run '^TestBankCampaign$$' -v ./test/verify/
+	$(GO) test -tags verify -count=1 -timeout 90m -run '^TestSeedCampaign$$' -v ./test/verify/
 	RAFTLOCK_EXHAUSTIVE_DEPTH=5 $(GO) test -count=1 -timeout 60m -run '^TestFSM_ExhaustiveSmallBounds$$' -v ./fsm
 	scripts/mutants.sh
 	scripts/gc-pause-demo.sh
