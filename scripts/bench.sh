@@ -22,7 +22,7 @@
 #    workloads with SET NX PX and a Lua compare-and-delete release (UNSAFE: no fencing, no
 #    consensus); stops it;
 # 6. prints one table of every system on every workload, with the rate and server CPU per
-#    operation beside etcd's, then each store beside etcd with the ratio and issue 13's
+#    operation beside etcd's, then each store beside etcd with the ratio and round three's
 #    targets for that store, then shared beside etcd's recipe, semaphore (raftlock only),
 #    keepalive and scale, then the peers' details (recipes, fairness, notes).
 #
@@ -105,7 +105,7 @@ scripts/redis-local.sh install
 cat "$WORK/report.txt" >&2
 
 status=0
-# Each log store gets a fresh cluster and the same workloads (issue 13: boltdb stays the
+# Each log store gets a fresh cluster and the same workloads (round three: boltdb stays the
 # default, wal is the option; both are held to their own targets beside etcd).
 for store in boltdb wal; do
   echo "== raftlock, --raft-log-store=$store" >&2

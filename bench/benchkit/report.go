@@ -257,7 +257,7 @@ type Targets struct {
 
 // TargetsFor returns the targets for a raftlock log store (docs/PERFORMANCE.md): the
 // default (boltdb) and the segment log (wal) are held to different ratios, since wal
-// exists to be faster. Any other name gets the targets of the set named "issue 5".
+// exists to be faster. Any other name gets the first round's targets (named "issue 5" in reports).
 func TargetsFor(store string) Targets {
 	switch store {
 	case "boltdb":

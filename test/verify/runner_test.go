@@ -47,7 +47,7 @@ type campaignConfig struct {
 	SemWorkers, Semaphores  int
 	SemLimit                int64
 	ElectWorkers, Elections int
-	// The lockset workload (issue 22): SetWorkers leases taking sets of SetSize locks of
+	// The lockset workload: SetWorkers leases taking sets of SetSize locks of
 	// a pool of SetLocks, waiting SetWaitMs, some with a maximum hold of SetMaxHoldMs.
 	SetWorkers, SetLocks, SetSize int
 	SetWaitMs, SetMaxHoldMs       int64
