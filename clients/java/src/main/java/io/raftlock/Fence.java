@@ -21,8 +21,8 @@ import java.util.regex.Pattern;
  *     Atomic by itself, in whatever transaction the connection is in.</li>
  * <li>{@link #write}: the guard table {@code fences(resource, token)}: one transaction whose
  *     first statement raises the resource's fence, then the caller's statements; a refusal
- *     rolls everything back. For writes that touch several rows or tables. PostgreSQL (and
- *     any database with {@code INSERT ... ON CONFLICT DO NOTHING}).</li>
+ *     rolls everything back. For writes that touch several rows or tables. PostgreSQL and
+ *     SQLite (any database with {@code INSERT ... ON CONFLICT DO NOTHING}).</li>
  * </ul>
  * Never delete or lower fence rows or {@code last_token} values: that reopens the resource to
  * stale holders. Fencing stops stale writers; it does not stop one request being processed
@@ -163,7 +163,9 @@ public final class Fence {
      * One transaction (READ COMMITTED) whose first statement raises {@code resource}'s fence
      * to {@code token}, then {@code work}, then commit. A refusal throws
      * {@link StaleTokenException} before work runs; an exception in work rolls everything
-     * back, the fence included. The connection must not be inside a transaction.
+     * back, the fence included. The connection must be in auto-commit mode (not inside a
+     * transaction). On SQLite open it with {@code transaction_mode=IMMEDIATE} (sqlite-jdbc),
+     * so that the transaction takes the write lock first, and a busy timeout.
      */
     public static <T> T write(Connection conn, String resource, long token, Work<T> work) throws SQLException {
         checkToken(token);
@@ -171,10 +173,13 @@ public final class Fence {
         if (!auto) {
             throw new IllegalStateException("fencing: the connection is not in auto-commit mode; the fence must be its transaction's first statement");
         }
+        boolean pg = postgres(conn);
         int iso = conn.getTransactionIsolation();
+        if (pg) {
+            conn.setTransactionIsolation(Connection.TRANSACTION_READ_COMMITTED);
+        }
         conn.setAutoCommit(false);
         try {
-            conn.setTransactionIsolation(Connection.TRANSACTION_READ_COMMITTED);
             raise(conn, resource, token);
             T out = work.run(conn);
             conn.commit();
@@ -184,7 +189,9 @@ public final class Fence {
             throw e;
         } finally {
             conn.setAutoCommit(true);
-            conn.setTransactionIsolation(iso);
+            if (pg) {
+                conn.setTransactionIsolation(iso);
+            }
         }
     }
 
