@@ -39,6 +39,7 @@ test-clients: build
 	cd clients/python && python3 -m unittest discover -s tests
 	python3 clients/python/tests/conformance.py
 	$(MAKE) --no-print-directory test-ts
+	$(MAKE) --no-print-directory test-java
 
 fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzDecodeCommand$$' -fuzztime=$(FUZZTIME) ./fsm
@@ -86,6 +87,16 @@ test-ts: build
 	cd clients/typescript && npm ci --no-audit --no-fund --prefer-offline --ignore-scripts --loglevel=error && npm run --silent build
 	cd clients/typescript && RAFTLOCK_BIN=$(CURDIR)/$(BIN) npm test --silent
 	cd clients/typescript && RAFTLOCK_BIN=$(CURDIR)/$(BIN) npm run --silent conformance
+
+## test-java: the Java client (clients/java), built offline against Debian's Maven repository
+## (scripts/ci-java.sh installs it): unit tests, JDBC fencing on PostgreSQL
+## (RAFTLOCK_TEST_POSTGRES_DSN) and SQLite, the conformance runner against real `raftlock serve`
+## processes, then the GC-pause demo with two JVM workers (about 2-3 min)
+MVN_DEBIAN = mvn -B -o -Pdebian -Dmaven.repo.local=/usr/share/maven-repo
+.PHONY: test-java
+test-java: build
+	cd clients/java && RAFTLOCK_BIN=$(CURDIR)/$(BIN) $(MVN_DEBIAN) package
+	RAFTLOCK_BIN=$(CURDIR)/$(BIN) clients/java/examples/gc-pause/run.sh
 
 ## demo-ts: the GC-pause demo with Node worker processes (clients/typescript/examples; about 10 s)
 demo-ts: build
