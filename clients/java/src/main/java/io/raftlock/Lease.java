@@ -102,8 +102,12 @@ public final class Lease {
         return false;
     }
 
-    /** A future completed when the lease is lost or closed. */
+    /**
+     * A future completed when the lease is lost or closed. Read after safe-until has passed
+     * (after a pause, before the keepalive thread noticed), it is already completed.
+     */
     public CompletableFuture<Void> lost() {
+        isLost();
         return lost.copy();
     }
 
