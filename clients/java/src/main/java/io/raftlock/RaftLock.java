@@ -251,7 +251,12 @@ public final class RaftLock implements AutoCloseable {
             revokeQuietly(id);
             throw e;
         }
-        keepaliver.add(l);
+        try {
+            keepaliver.add(l);
+        } catch (IllegalStateException e) {
+            revokeQuietly(id); // the client was closed meanwhile: nothing would keep the lease alive
+            throw e;
+        }
         return l;
     }
 

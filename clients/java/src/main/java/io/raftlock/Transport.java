@@ -282,11 +282,6 @@ final class Transport {
                 || e instanceof TooManyRequestsException || e instanceof TlsException;
     }
 
-    /** Whether a retryable failure may hide an applied request. */
-    static boolean mayHaveApplied(RaftLockException e) {
-        return e instanceof UnknownOutcomeException || (e instanceof UnavailableException && !e.dialFailed);
-    }
-
     private static long upperHalf(long backoff) {
         return backoff / 2 + ThreadLocalRandom.current().nextLong(backoff / 2 + 1);
     }
