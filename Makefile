@@ -30,7 +30,8 @@ test:
 	scripts/mutants.sh
 
 ## test-clients: the conformance runners (clients/conformance) and the clients' own tests,
-## against real `raftlock serve` processes (2-4 min; needs python3 >= 3.11 and node >= 20). CONFORMANCE_GO=0
+## against real `raftlock serve` processes (3-5 min; needs python3 >= 3.11, node >= 20, and JDK 17 with
+## Maven and Debian's Maven repository: scripts/ci-java.sh). CONFORMANCE_GO=0
 ## leaves out the Go runner (a package of the module: `go test ./...` runs it too).
 CONFORMANCE_GO ?= 1
 test-clients: build
