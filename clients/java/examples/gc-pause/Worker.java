@@ -1,5 +1,6 @@
 import io.raftlock.Fence;
 import io.raftlock.Held;
+import io.raftlock.LeaseLostException;
 import io.raftlock.RaftLock;
 import io.raftlock.StaleTokenException;
 import java.io.BufferedReader;
@@ -116,7 +117,7 @@ public final class Worker {
                 boolean fenced = args[2].equals("fenced");
                 boolean pause = args[3].equals("pause");
                 Duration ttl = Duration.ofMillis(Long.parseLong(System.getenv().getOrDefault("TTL_MS", "1500")));
-                try (RaftLock client = client(); Held held = client.lock(LOCK, ttl, Duration.ofSeconds(20)); Connection db = db()) {
+                try (RaftLock client = client(); Connection db = db(); Held held = client.lock(LOCK, ttl, Duration.ofSeconds(20))) {
                     boolean lost = held.isLost();
                     System.out.println(name + ": holding " + LOCK + " with token " + held.token() + "; isLost() = " + lost);
                     System.out.println("HOLDING");
@@ -153,6 +154,9 @@ public final class Worker {
                         System.out.println(name + ": REFUSED by the database: " + e.getMessage());
                     }
                     db.setAutoCommit(true);
+                } catch (LeaseLostException e) {
+                    // Leaving the block of a lost hold says so; the database decided already.
+                    System.out.println(name + ": leaving the lock's block: " + e.getMessage());
                 }
                 return;
             }

@@ -34,11 +34,17 @@ public final class Held implements AutoCloseable {
     private final long token;
     private final Lease lease;
     private final boolean shared;
+    private final boolean ownsLease; // false: a lease the caller gave, which release leaves open
     volatile String value = "";
     private final ReentrantLock mu = new ReentrantLock();
     private boolean held = true;
 
     Held(RaftLock client, Kind kind, String route, String name, long token, Lease lease, boolean shared) {
+        this(client, kind, route, name, token, lease, shared, true);
+    }
+
+    Held(RaftLock client, Kind kind, String route, String name, long token, Lease lease, boolean shared, boolean ownsLease) {
+        this.ownsLease = ownsLease;
         this.client = client;
         this.kind = kind;
         this.route = route;
@@ -152,6 +158,20 @@ public final class Held implements AutoCloseable {
             err = e;
         }
         boolean gone = err == null || err instanceof NotHolderException || err instanceof LeaseNotFoundException;
+        if (!ownsLease) {
+            if (gone) {
+                mu.lock();
+                try {
+                    held = false;
+                } finally {
+                    mu.unlock();
+                }
+            }
+            if (err != null) {
+                throw err;
+            }
+            return;
+        }
         try {
             lease.close();
             if (!gone) {
@@ -176,13 +196,31 @@ public final class Held implements AutoCloseable {
         }
     }
 
-    /** Releases the grant; a grant already lost (or released) is not an error here. */
+    /**
+     * Releases the grant (the end of a try-with-resources block). When the grant was lost
+     * before (its loss signal set, or safe-until passed) it throws {@link LeaseLostException}:
+     * the work of the block may have run without the lock (an exception of the block itself
+     * wins; this one is then suppressed). A hold released already inside the block is not a
+     * loss.
+     */
     @Override
     public void close() {
+        mu.lock();
+        try {
+            if (!held) {
+                return;
+            }
+        } finally {
+            mu.unlock();
+        }
+        boolean lostBefore = lease.isLost();
         try {
             release();
         } catch (NotHolderException | LeaseNotFoundException | NotLockedException e) {
             // lost meanwhile: the hold is over either way
+        }
+        if (lostBefore) {
+            throw new LeaseLostException("\"" + name + "\": the hold was lost before the end of the block");
         }
     }
 

@@ -56,7 +56,16 @@ public final class RaftLock implements AutoCloseable {
 
     private RaftLock(Builder b) {
         if (b.endpoints.isEmpty()) {
-            throw new InvalidArgumentException("no endpoints given");
+            String env = b.env.apply("RAFTLOCK_ENDPOINTS");
+            if (env != null) {
+                b.endpoints(env);
+            }
+        }
+        if (b.token == null) {
+            b.token = b.env.apply("RAFTLOCK_TOKEN");
+        }
+        if (b.endpoints.isEmpty()) {
+            throw new InvalidArgumentException("no endpoints given (and RAFTLOCK_ENDPOINTS is not set)");
         }
         List<URI> eps = new ArrayList<>();
         for (String e : b.endpoints) {
@@ -100,10 +109,15 @@ public final class RaftLock implements AutoCloseable {
         private Duration callTimeout = Duration.ofSeconds(30);
         private Duration minBackoff = Duration.ofMillis(50);
         private Duration maxBackoff = Duration.ofSeconds(1);
+        java.util.function.UnaryOperator<String> env = System::getenv; // a test hook
 
         private Builder() {}
 
-        /** The nodes' base URLs ("http://127.0.0.1:7001"; a bare host:port is http, or https with TLS); each may be a comma-separated list. */
+        /**
+         * The nodes' base URLs ("http://127.0.0.1:7001"; a bare host:port is http, or https
+         * with TLS; a path prefix is kept); each may be a comma-separated list. Default:
+         * $RAFTLOCK_ENDPOINTS.
+         */
         public Builder endpoints(String... eps) {
             for (String e : eps) {
                 for (String p : e.split(",")) {
@@ -120,7 +134,7 @@ public final class RaftLock implements AutoCloseable {
             return endpoints(eps.toArray(new String[0]));
         }
 
-        /** An ACL token's secret, sent as "Authorization: Bearer ..." (use TLS). */
+        /** An ACL token's secret, sent as "Authorization: Bearer ..." (use TLS). Default: $RAFTLOCK_TOKEN. */
         public Builder token(String secret) {
             this.token = secret;
             return this;
@@ -394,6 +408,17 @@ public final class RaftLock implements AutoCloseable {
         return startLease(res.body.path("lease_id").asText(), res.body.path("ttl_ms").asLong() * 1_000_000L, res.sent, o);
     }
 
+    /**
+     * Takes lock {@code name} with {@code lease} (made by {@link #lease(Duration)}), which may
+     * hold several locks: releasing the returned hold leaves the lease open; closing the
+     * lease releases every lock it holds.
+     */
+    public Held lock(Lease lease, String name, Duration waitUpTo, HoldOptions o) {
+        Map<String, Object> fields = o.shared ? Map.of("mode", "shared") : Map.of();
+        long token = takeWith(LOCKS, name, fields, lease, waitNanos(waitUpTo), o.owner, n -> {});
+        return new Held(this, Held.Kind.LOCK, LOCKS, name, token, lease, o.shared, false);
+    }
+
     /** Takes the grant with lease l, waiting at most waitNanos in the server's queue (re-issued in chunks); cut off when l is lost. */
     long takeWith(String route, String name, Map<String, Object> fields, Lease l, long waitNanos, String owner, Consumer<JsonNode> answer) {
         long end = System.nanoTime() + waitNanos;
@@ -402,19 +427,19 @@ public final class RaftLock implements AutoCloseable {
                 throw new LeaseLostException("acquire \"" + name + "\": the lease is lost");
             }
             long left = end - System.nanoTime();
-            if (left <= 0) {
+            if (left <= 0 && waitNanos > 0) {
                 throw new WaitTimeoutException("acquire \"" + name + "\": the wait ended");
             }
             Transport.Cancel cancel = new Transport.Cancel();
             l.onLost(() -> cancel.cancel(new LeaseLostException("acquire \"" + name + "\": the lease was lost while waiting")));
             Transport.Result res;
             try {
-                res = acquireAt(route, name, fields, l.id, null, Math.min(left, WAIT_CHUNK_NANOS), owner, cancel, null);
+                res = acquireAt(route, name, fields, l.id, null, waitNanos > 0 ? Math.min(left, WAIT_CHUNK_NANOS) : 0, owner, cancel, null);
             } catch (LeaseNotFoundException e) {
                 l.lose(new LeaseLostException("the cluster no longer knows the lease"));
                 throw new LeaseLostException("acquire \"" + name + "\": the lease is gone");
             } catch (WaitTimeoutException e) {
-                if (end - System.nanoTime() > 1_000_000L) {
+                if (waitNanos > 0 && end - System.nanoTime() > 1_000_000L) {
                     continue;
                 }
                 throw e;

@@ -17,9 +17,10 @@ import java.util.concurrent.locks.Lock;
  *     IllegalStateException (a reentrant distributed lock hides which token protects what).</li>
  * <li>Threads of this process queue on a local semaphore first, then the holder waits in
  *     the cluster's queue; any thread may unlock (as with a Semaphore, unlike ReentrantLock).</li>
- * <li>{@code Lock} has no way to report a loss: a hold lost while locked stays "locked"
- *     locally until {@code unlock()}. Use {@link #held()} for the token and the loss signal,
- *     and fence every write with the token.</li>
+ * <li>{@code Lock} has no way to report a loss while locked: a hold lost meanwhile stays
+ *     "locked" locally until {@code unlock()}, which then releases and throws
+ *     {@link LeaseLostException}. Use {@link #held()} for the token and the loss signal, and
+ *     fence every write with the token.</li>
  * <li>{@code newCondition()} is unsupported. {@code lock()} waits without bound, in chunks;
  *     errors other than a wait that ends (the cluster unreachable past the call timeout)
  *     are thrown as {@link RaftLockException}.</li>
@@ -146,7 +147,7 @@ public final class RaftLockLock implements Lock {
         }
     }
 
-    /** Releases the hold (a hold lost meanwhile is released silently). */
+    /** Releases the hold; throws {@link LeaseLostException} (after releasing) when it had been lost. */
     @Override
     public void unlock() {
         Held h = held.getAndSet(null);

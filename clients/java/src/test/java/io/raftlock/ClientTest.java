@@ -104,6 +104,37 @@ class ClientTest {
     }
 
     @Test
+    void lossInsideTheBlockIsReportedOnClose() throws Exception {
+        try (RaftLock c = client()) {
+            Held h = c.lock("java/lostinside", Duration.ofSeconds(5), Duration.ZERO);
+            c.revoke(h.lease().id, null); // as if it expired during a pause
+            h.lost().get(5, TimeUnit.SECONDS);
+            assertThrows(LeaseLostException.class, h::close);
+            h.close(); // once released, closing again is nothing
+            try (Held ok = c.lock("java/lostinside", Duration.ofSeconds(5), Duration.ZERO)) {
+                ok.release(); // a release inside the block is not a loss
+            }
+        }
+    }
+
+    @Test
+    void severalLocksOnOneLease() throws Exception {
+        try (RaftLock c = client()) {
+            Lease lease = c.lease(Duration.ofSeconds(10));
+            Held a = c.lock(lease, "java/onelease/a", Duration.ZERO, HoldOptions.defaults());
+            Held b = c.lock(lease, "java/onelease/b", Duration.ofSeconds(1), HoldOptions.defaults());
+            assertThrows(LockHeldException.class, () -> c.lock("java/onelease/a", Duration.ofSeconds(2), Duration.ZERO));
+            a.release();
+            assertFalse(lease.isLost(), "releasing one lock leaves the lease open");
+            assertFalse(c.status("java/onelease/a").held());
+            assertTrue(c.status("java/onelease/b").held());
+            lease.close();
+            assertFalse(c.status("java/onelease/b").held(), "closing the lease releases what it holds");
+            assertTrue(b.lost().isDone());
+        }
+    }
+
+    @Test
     void lockAdapter() throws Exception {
         try (RaftLock c = client()) {
             Lock l = c.newLock("java/adapter", Duration.ofSeconds(10));

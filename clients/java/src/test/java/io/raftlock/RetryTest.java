@@ -35,12 +35,14 @@ class RetryTest {
     final ConcurrentLinkedQueue<Answer> script = new ConcurrentLinkedQueue<>();
     final List<JsonNode> bodies = new CopyOnWriteArrayList<>();
     final List<Long> times = new CopyOnWriteArrayList<>();
+    final List<String> paths = new CopyOnWriteArrayList<>();
 
     String server() throws IOException {
         HttpServer s = HttpServer.create(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 0);
         s.createContext("/", ex -> {
             byte[] in = ex.getRequestBody().readAllBytes();
             times.add(System.nanoTime());
+            paths.add(ex.getRequestURI().getRawPath());
             bodies.add(in.length == 0 ? JSON.createObjectNode() : JSON.readTree(in));
             Answer a = script.poll();
             if (a == null) {
@@ -144,6 +146,42 @@ class RetryTest {
         script.add(new Answer(200, "{\"name\":\"x\",\"held\":false}"));
         try (RaftLock c = client(ep)) {
             assertFalse(c.status("x").held());
+        }
+    }
+
+    @Test
+    void endpointPathPrefixIsKept() throws IOException {
+        String ep = server();
+        script.add(new Answer(200, GRANT));
+        try (RaftLock c = client(ep + "/raftlock/")) {
+            c.acquire("x/y z", Duration.ofSeconds(2), "");
+        }
+        assertEquals(List.of("/raftlock/v1/locks/x/y%20z"), paths);
+    }
+
+    @Test
+    void environmentDefaults() throws IOException {
+        String ep = server();
+        script.add(new Answer(200, "{\"name\":\"x\",\"held\":false}"));
+        java.util.Map<String, String> env = java.util.Map.of("RAFTLOCK_ENDPOINTS", "http://127.0.0.1:1," + ep, "RAFTLOCK_TOKEN", "env-token");
+        RaftLock.Builder b = RaftLock.builder();
+        b.env = env::get;
+        try (RaftLock c = b.build()) {
+            assertEquals(List.of("http://127.0.0.1:1", ep), c.endpoints());
+            c.status("x");
+        }
+        RaftLock.Builder none = RaftLock.builder();
+        none.env = k -> null;
+        assertThrows(InvalidArgumentException.class, none::build);
+    }
+
+    @Test
+    void lostReadsSetOncePastSafeUntil() {
+        try (RaftLock c = client("http://127.0.0.1:1")) {
+            // A lease whose last answered keepalive was sent 2 s ago with a TTL of 1 s, that no
+            // keepalive thread has looked at: as after a pause of the whole process.
+            Lease l = new Lease(c, LEASE, 1_000_000_000L, System.nanoTime() - 2_000_000_000L, null, null);
+            assertTrue(l.lost().isDone(), "lost() is completed as soon as safe-until has passed");
         }
     }
 
