@@ -36,7 +36,8 @@ loaded-test:
 	scripts/loaded-test.sh make test
 
 ## test-clients: the conformance runners (clients/conformance) and the clients' own tests,
-## against real `raftlock serve` processes (2-4 min; needs python3 >= 3.11 and node >= 20). CONFORMANCE_GO=0
+## against real `raftlock serve` processes (3-5 min; needs python3 >= 3.11, node >= 20, and JDK 17 with
+## Maven and Debian's Maven repository: scripts/ci-java.sh). CONFORMANCE_GO=0
 ## leaves out the Go runner (a package of the module: `go test ./...` runs it too).
 CONFORMANCE_GO ?= 1
 test-clients: build
@@ -45,6 +46,7 @@ test-clients: build
 	cd clients/python && python3 -m unittest discover -s tests
 	python3 clients/python/tests/conformance.py
 	$(MAKE) --no-print-directory test-ts
+	$(MAKE) --no-print-directory test-java
 
 fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzDecodeCommand$$' -fuzztime=$(FUZZTIME) ./fsm
@@ -95,6 +97,16 @@ test-ts: build
 	cd clients/typescript && npm ci --no-audit --no-fund --prefer-offline --ignore-scripts --loglevel=error && npm run --silent build
 	cd clients/typescript && RAFTLOCK_BIN=$(CURDIR)/$(BIN) npm test --silent
 	cd clients/typescript && RAFTLOCK_BIN=$(CURDIR)/$(BIN) npm run --silent conformance
+
+## test-java: the Java client (clients/java), built offline against Debian's Maven repository
+## (scripts/ci-java.sh installs it): unit tests, JDBC fencing on PostgreSQL
+## (RAFTLOCK_TEST_POSTGRES_DSN) and SQLite, the conformance runner against real `raftlock serve`
+## processes, then the GC-pause demo with two JVM workers (about 2-3 min)
+MVN_DEBIAN = mvn -B -o -Pdebian -Dmaven.repo.local=/usr/share/maven-repo
+.PHONY: test-java
+test-java: build
+	cd clients/java && RAFTLOCK_BIN=$(CURDIR)/$(BIN) $(MVN_DEBIAN) package
+	RAFTLOCK_BIN=$(CURDIR)/$(BIN) clients/java/examples/gc-pause/run.sh
 
 ## demo-ts: the GC-pause demo with Node worker processes (clients/typescript/examples; about 10 s)
 demo-ts: build

@@ -1,0 +1,232 @@
+package io.raftlock;
+
+import java.time.Duration;
+import java.time.Instant;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.locks.ReentrantLock;
+
+/**
+ * A grant held with a lease of its own that the client keeps alive: a lock (either mode), a
+ * semaphore permit or a leadership. {@link #close()} (try-with-resources) releases it.
+ *
+ * <p>{@link #token()} is the fencing token: pass it with every write the grant protects
+ * (see {@link Fence}); storage that refuses lower tokens makes a late write harmless.
+ * {@link #isLost()} tells whether the grant can still be assumed held <em>now</em>; it
+ * cannot tell whether this process is about to be paused between the check and the write:
+ * the token is what protects the data.
+ */
+public final class Held implements AutoCloseable {
+    /** What a hold holds. */
+    public enum Kind {
+        /** A lock, exclusive or shared. */
+        LOCK,
+        /** A semaphore permit. */
+        SEMAPHORE,
+        /** A leadership of an election. */
+        ELECTION
+    }
+
+    private final RaftLock client;
+    private final Kind kind;
+    private final String route;
+    private final String name;
+    private final long token;
+    private final Lease lease;
+    private final boolean shared;
+    private final boolean ownsLease; // false: a lease the caller gave, which release leaves open
+    volatile String value = "";
+    private final ReentrantLock mu = new ReentrantLock();
+    private boolean held = true;
+
+    Held(RaftLock client, Kind kind, String route, String name, long token, Lease lease, boolean shared) {
+        this(client, kind, route, name, token, lease, shared, true);
+    }
+
+    Held(RaftLock client, Kind kind, String route, String name, long token, Lease lease, boolean shared, boolean ownsLease) {
+        this.ownsLease = ownsLease;
+        this.client = client;
+        this.kind = kind;
+        this.route = route;
+        this.name = name;
+        this.token = token;
+        this.lease = lease;
+        this.shared = shared;
+    }
+
+    /** The lock's (semaphore's, election's) name. */
+    public String name() {
+        return name;
+    }
+
+    /** What it holds. */
+    public Kind kind() {
+        return kind;
+    }
+
+    /** The fencing token of the grant (still readable after a loss). */
+    public long token() {
+        return token;
+    }
+
+    /** Whether a lock is held shared. */
+    public boolean isShared() {
+        return shared;
+    }
+
+    /** The value a leadership published last. */
+    public String value() {
+        return value;
+    }
+
+    /** The lease holding the grant. */
+    public Lease lease() {
+        return lease;
+    }
+
+    /** Whether the grant can no longer be assumed held (the loss signal is set, or safe-until has passed). */
+    public boolean isLost() {
+        return lease.isLost();
+    }
+
+    /**
+     * The latest moment at which the grant may still be assumed held: the send time of the
+     * last answered keepalive (System.nanoTime) plus the TTL minus the drift margin,
+     * converted to an Instant now.
+     */
+    public Instant safeUntil() {
+        return lease.safeUntil();
+    }
+
+    /** Time left before safe-until (zero or negative once passed). */
+    public Duration safeFor() {
+        return lease.safeFor();
+    }
+
+    /** Completed when the grant is lost (or released). */
+    public CompletableFuture<Void> lost() {
+        return lease.lost();
+    }
+
+    /** Runs fn when the grant is lost (from the thread that notices: keep it short); at once if it is. */
+    public void onLost(Runnable fn) {
+        lease.onLost(fn);
+    }
+
+    /**
+     * Publishes {@code value} as the leader's, keeping the leadership and its token. Only
+     * for a leadership.
+     */
+    public long proclaim(String value) {
+        if (kind != Kind.ELECTION) {
+            throw new IllegalStateException("proclaim: not a leadership");
+        }
+        if (lease.isLost()) {
+            throw new LeaseLostException("proclaim \"" + name + "\": the leadership is lost");
+        }
+        Transport.Result res = client.call(new Transport.Request("proclaim \"" + name + "\"", "PUT", Transport.namePath(RaftLock.ELECTIONS, name))
+                .body(() -> Map.of("value", value, "lease_id", lease.id, "token", token)).secret(lease.id), null, 0);
+        lease.observe(res.sent);
+        this.value = value;
+        return res.body.path("token").asLong();
+    }
+
+    /**
+     * Gives the grant back with its lease and token (a late or repeated release can never
+     * free a later grant), then revokes the lease. Throws {@link NotLockedException} when
+     * already released, and {@link NotHolderException} or {@link LeaseNotFoundException}
+     * when the grant had already been lost; in every case but a network failure the hold is
+     * over.
+     */
+    public void release() {
+        mu.lock();
+        try {
+            if (!held) {
+                throw new NotLockedException("release \"" + name + "\": nothing is held");
+            }
+        } finally {
+            mu.unlock();
+        }
+        RaftLockException err = null;
+        try {
+            client.releaseAt(route, name, lease.id, token, null);
+        } catch (NotHolderException e) {
+            if (!(e.attempts > 1 && !lease.isLostSignal())) {
+                err = e; // else an earlier attempt, whose answer was lost, released it
+            }
+        } catch (RaftLockException e) {
+            err = e;
+        }
+        boolean gone = err == null || err instanceof NotHolderException || err instanceof LeaseNotFoundException;
+        if (!ownsLease) {
+            if (gone) {
+                mu.lock();
+                try {
+                    held = false;
+                } finally {
+                    mu.unlock();
+                }
+            }
+            if (err != null) {
+                throw err;
+            }
+            return;
+        }
+        try {
+            lease.close();
+            if (!gone) {
+                err = null; // the release did not get through, but the revoke did
+            }
+            gone = true;
+        } catch (RaftLockException e) {
+            if (err == null) {
+                err = e;
+            }
+        }
+        if (gone) {
+            mu.lock();
+            try {
+                held = false;
+            } finally {
+                mu.unlock();
+            }
+        }
+        if (err != null) {
+            throw err;
+        }
+    }
+
+    /**
+     * Releases the grant (the end of a try-with-resources block). When the grant was lost
+     * before (its loss signal set, or safe-until passed) it throws {@link LeaseLostException}:
+     * the work of the block may have run without the lock (an exception of the block itself
+     * wins; this one is then suppressed). A hold released already inside the block is not a
+     * loss.
+     */
+    @Override
+    public void close() {
+        mu.lock();
+        try {
+            if (!held) {
+                return;
+            }
+        } finally {
+            mu.unlock();
+        }
+        boolean lostBefore = lease.isLost();
+        try {
+            release();
+        } catch (NotHolderException | LeaseNotFoundException | NotLockedException e) {
+            // lost meanwhile: the hold is over either way
+        }
+        if (lostBefore) {
+            throw new LeaseLostException("\"" + name + "\": the hold was lost before the end of the block");
+        }
+    }
+
+    /** Never shows the lease ID. */
+    @Override
+    public String toString() {
+        return "Held{" + kind + " " + name + ", token=" + token + ", lost=" + lease.isLostSignal() + "}";
+    }
+}
