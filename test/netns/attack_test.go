@@ -311,7 +311,7 @@ func attackSuite(t *testing.T, acl bool) *tally {
 	for i := 0; i < n; i++ {
 		var held []string
 		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-			m := worker.do("GET", c.HTTPAddr(i), "/metrics", "")
+			m := admin.do("GET", c.HTTPAddr(i), "/metrics", "")
 			held = held[:0]
 			for _, g := range []string{"raftlock_leases", "raftlock_locks_held"} {
 				if v := gauge(string(m.Raw), g); v != "0" {
