@@ -100,7 +100,7 @@ func attackSuite(t *testing.T, acl bool) *tally {
 	// A longer election timeout than the default keeps a slow -race run (make test runs
 	// every package at once on two cores) from holding a spurious election, which the
 	// term checks below would take for a successful attack.
-	flags := []string{"--election-timeout", "2s"}
+	flags := []string{"--election-timeout", "2s", "--pprof-addr", pprofAddr}
 	if acl {
 		flags = append(flags, "--acl")
 	}
@@ -293,6 +293,9 @@ func attackSuite(t *testing.T, acl bool) *tally {
 	if acl {
 		roundTwo(t, ty, c, base, admin, w, other)
 	}
+
+	// 18.-21. The third round's cases at the HTTP edge (roundthree_test.go).
+	roundThree(t, ty, c, nw, base, admin, w, worker, acl)
 
 	// 17. A backup saved through the CLI past planted symlinks (symlink_test.go).
 	plantedSymlinks(t, ty, c, k, admin.Token)
