@@ -303,7 +303,7 @@ func attackSuite(t *testing.T, acl bool) *tally {
 	}
 
 	// 18.-21. The third round's cases at the HTTP edge (roundthree_test.go).
-	roundThree(t, ty, c, nw, base, admin, w, worker, acl)
+	roundThree(t, ty, c, nw, base, admin, w, worker.withToken(tok.other), worker, acl)
 
 	// 17. A backup saved through the CLI past planted symlinks (symlink_test.go).
 	plantedSymlinks(t, ty, c, k, admin.Token)

@@ -32,10 +32,12 @@ const rebindHost = "rebind.attacker.example"
 //   - with ACLs, a client without a token (an anonymous policy) that sets
 //     X-Raftlock-Hops to pass its 33rd event stream as a forwarded one;
 //   - with ACLs, /metrics read without a token and with a token that is no admin: the
-//     cluster's lease and lock counts, which the overview withholds from both.
+//     cluster's lease and lock counts, which the overview withholds from both;
+//   - with ACLs, a wait-for cycle closed through a lock outside the token's prefixes: the
+//     lock's name in the 409, in the history and in the event stream.
 //
 // Each case must be refused and change nothing (leader, terms, members).
-func roundThree(t *testing.T, ty *tally, c *testcluster.Processes, nw *network, base view, admin, w, anon *client, acl bool) {
+func roundThree(t *testing.T, ty *tally, c *testcluster.Processes, nw *network, base view, admin, w, other, anon *client, acl bool) {
 	t.Helper()
 	n := c.N()
 	at := func(i int) string { return c.HTTPAddr(i) }
@@ -118,6 +120,11 @@ func roundThree(t *testing.T, ty *tally, c *testcluster.Processes, nw *network, 
 	if a := admin.do("DELETE", at(0), "/v1/acl/policies/anonymous", ""); a.Status != 200 {
 		t.Fatalf("delete the anonymous policy: %v", a)
 	}
+
+	// 22. A cycle closed by a token with rights on other/ only, through a lock of the
+	// admin's under netns/secret/: the 409, the history of other/2 (every node, ?stale)
+	// and the other/ event stream say a cycle exists and never name the secret lock.
+	deadlockNames(t, ty, c, base, admin, other)
 
 	// 21. /metrics without a token and with a worker's token: no count of the cluster's
 	// leases or held locks (the overview withholds them from both); an admin reads them.
@@ -208,7 +215,7 @@ func TestNetns_BrowserAttacksPlain(t *testing.T) {
 	})
 	t.Logf("cluster ready: leader n%d, %s", leader+1, base)
 	ty := newTally(t)
-	roundThree(t, ty, c, nw, base, cl, cl, cl, false)
+	roundThree(t, ty, c, nw, base, cl, cl, cl, cl, false)
 	if a := cl.do("GET", c.HTTPAddr(leader), "/v1/locks?prefix=", ""); a.Status != 200 || !strings.Contains(string(a.Raw), `"locks":[]`) {
 		t.Errorf("after the attacks GET /v1/locks: %v, want no lock", a)
 	}
@@ -216,4 +223,83 @@ func TestNetns_BrowserAttacksPlain(t *testing.T) {
 		t.Errorf("after the attacks the cluster moved: was %v, now %v", base, snapshot(t, c, cl))
 	}
 	ty.report()
+}
+
+// deadlockNames is case 22: other (lock on other/) holds other/1; the admin's lease B
+// holds other/2 and waits for netns/secret/payroll, held by its lease C, which waits for
+// other/1. other then asks for other/2 with a wait: the cycle closes.
+func deadlockNames(t *testing.T, ty *tally, c *testcluster.Processes, base view, admin, other *client) {
+	t.Helper()
+	at := func(i int) string { return c.HTTPAddr(i) }
+	const secret = "netns/secret/payroll"
+	lease := func(cl *client) string {
+		a := cl.do("POST", at(0), "/v1/leases", `{"ttl_ms":120000}`)
+		id, _ := a.Body["lease_id"].(string)
+		if a.Status != 201 || id == "" {
+			t.Fatalf("lease: %v", a)
+		}
+		return id
+	}
+	take := func(cl *client, name, id string) {
+		if a := cl.do("PUT", at(0), "/v1/locks/"+name, fmt.Sprintf(`{"lease_id":%q}`, id)); a.Status != 200 {
+			t.Fatalf("acquire %s: %v", name, a)
+		}
+	}
+	lo, lb, lc := lease(other), lease(admin), lease(admin)
+	take(other, "other/1", lo)
+	take(admin, "other/2", lb)
+	take(admin, secret, lc)
+	done := make(chan struct{}, 2)
+	wait := func(name, id string) {
+		go func() {
+			admin.do("PUT", at(0), "/v1/locks/"+name, fmt.Sprintf(`{"lease_id":%q,"wait_ms":60000}`, id))
+			done <- struct{}{}
+		}()
+		testkit.WaitFor(t, 10*time.Second, "a waiter on "+name, func() bool {
+			a := admin.do("GET", at(0), "/v1/locks/"+name, "")
+			return a.Body["waiters"] == float64(1)
+		})
+	}
+	wait("other/1", lc)
+	wait(secret, lb)
+	hidden := "a lock outside your prefixes"
+	a := other.do("PUT", at(0), "/v1/locks/other/2", fmt.Sprintf(`{"lease_id":%q,"wait_ms":5000}`, lo))
+	ty.check("deadlock 409 of an other/ token: the netns/secret/ lock not named", c.ID(0),
+		a.Status == 409 && a.Code() == "deadlock" && !strings.Contains(string(a.Raw), "netns/secret/") && strings.Contains(string(a.Raw), hidden) && unmoved(t, c, admin, base), a.String())
+	for i := 0; i < c.N(); i++ {
+		for _, path := range []string{"/v1/history/other/2", "/v1/history/other/2?stale=true"} {
+			var h rawhttp.Answer
+			testkit.WaitFor(t, 10*time.Second, "the refusal in "+path+" on "+c.ID(i), func() bool {
+				h = other.do("GET", at(i), path, "")
+				return strings.Contains(string(h.Raw), "deadlock_refused")
+			})
+			ty.check("GET "+path+" by the other/ token: the netns/secret/ lock not named", c.ID(i),
+				h.Status == 200 && !strings.Contains(string(h.Raw), "netns/secret/") && strings.Contains(string(h.Raw), hidden), h.String())
+		}
+		lines, stop := stream(t, other, at(i), "/v1/events?prefix=other/&from_index=1")
+		var seen string
+		for timeout := time.After(10 * time.Second); seen == ""; {
+			select {
+			case line := <-lines:
+				if strings.Contains(line, "deadlock_refused") || strings.Contains(line, "netns/secret/") {
+					seen = line
+				}
+			case <-timeout:
+				seen = "(no deadlock_refused event within 10 s)"
+			}
+		}
+		stop()
+		ty.check("/v1/events?prefix=other/ by the other/ token: the netns/secret/ lock not named", c.ID(i),
+			!strings.Contains(seen, "netns/secret/") && strings.Contains(seen, hidden), seen)
+	}
+	for _, l := range []struct {
+		cl *client
+		id string
+	}{{admin, lb}, {admin, lc}, {other, lo}} {
+		if r := l.cl.do("POST", at(0), "/v1/leases/revoke", fmt.Sprintf(`{"lease_id":%q}`, l.id)); r.Status != 200 {
+			t.Fatalf("revoke: %v", r)
+		}
+	}
+	<-done
+	<-done
 }
