@@ -20,11 +20,9 @@ var internalHeaders = []string{hopHeader, nodeHeader, traceHeader, holdableHeade
 // (docs/SECURITY.md, "Internal headers").
 func (s *Server) onlyNodesSpeakForNodes(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if s.cfg.TLS != nil && !s.fromMember(r) {
+		if s.cfg.TLS != nil && hasInternal(r.Header) && !s.fromMember(r) {
 			for _, h := range internalHeaders {
-				if _, ok := r.Header[h]; ok {
-					r.Header.Del(h)
-				}
+				r.Header.Del(h)
 			}
 		}
 		next.ServeHTTP(w, r)
@@ -39,4 +37,13 @@ func (s *Server) fromMember(r *http.Request) bool {
 	}
 	id, ok := tlsconf.NodeIDFromCert(r.TLS.PeerCertificates[0])
 	return ok && s.svc.Members.Has(id)
+}
+
+func hasInternal(h http.Header) bool {
+	for _, k := range internalHeaders {
+		if _, ok := h[k]; ok {
+			return true
+		}
+	}
+	return false
 }
