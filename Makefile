@@ -5,7 +5,7 @@ BIN      := bin/raftlock
 PKGS     := ./...
 FUZZTIME ?= 5s
 
-.PHONY: all build run test test-short test-clients fuzz verify mutants bench budget demo clean fmt vet
+.PHONY: all build run test loaded-test test-short test-clients fuzz verify mutants bench budget demo clean fmt vet
 
 all: build
 
@@ -25,9 +25,15 @@ test:
 	  grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic)|attack cases|refused|lease IDs|skip|SKIP' 
 	$(GO) test -run='^$$' -bench=. -benchtime=1x ./fsm ./api ./client
 	cd bench/etcd && $(GO) vet -mod=mod ./...
+	cd bench/peers && $(GO) vet -mod=mod ./...
 	$(MAKE) --no-print-directory fuzz
 	$(MAKE) --no-print-directory test-clients CONFORMANCE_GO=0 # the Go runner ran above, in ./...
 	scripts/mutants.sh
+
+## loaded-test: make test beside two busy CPU hogs (scripts/loaded-test.sh; HOGS=N for more), as
+## CI on a busy machine: a test that races the scheduler fails here
+loaded-test:
+	scripts/loaded-test.sh make test
 
 ## test-clients: the conformance runners (clients/conformance) and the clients' own tests,
 ## against real `raftlock serve` processes (2-4 min; needs python3 >= 3.11 and node >= 20). CONFORMANCE_GO=0
@@ -50,12 +56,15 @@ fuzz:
 ## verify: the long fault-injection campaign (>= 100,000 lock competitions, about 10-20 min),
 ## the bank campaign (>= 100,000 competitions of the fenced-ledger workload alone, SIGSTOPped
 ## worker processes, SQLite then PostgreSQL when RAFTLOCK_TEST_POSTGRES_DSN is set; about
-## 8-15 min each), then the GC-pause demo with its outcome asserted. The short versions run in
+## 8-15 min each), the seed's own terms (>= 100,000 competitions with whole worker processes of
+## 12 workers frozen 10 s, longer than the 2 s TTL, on both ledgers, and the same without
+## fencing; about 25 min), then the GC-pause demo with its outcome asserted. The short versions run in
 ## `make test`. Both campaigns run until their target, failing with their rate at a maximum
 ## (RAFTLOCK_VERIFY_MAX 45m, RAFTLOCK_BANK_MAX 30m per ledger; docs/VERIFICATION.md).
 verify: build
 	$(GO) test -tags verify -count=1 -timeout 60m -run TestCampaign -v ./test/verify/
 	$(GO) test -tags verify -count=1 -timeout 75m -run '^TestBankCampaign$$' -v ./test/verify/
+	$(GO) test -tags verify -count=1 -timeout 90m -run '^TestSeedCampaign$$' -v ./test/verify/
 	RAFTLOCK_EXHAUSTIVE_DEPTH=5 $(GO) test -count=1 -timeout 60m -run '^TestFSM_ExhaustiveSmallBounds$$' -v ./fsm
 	scripts/mutants.sh
 	scripts/gc-pause-demo.sh
@@ -66,7 +75,7 @@ verify: build
 mutants:
 	scripts/mutants.sh $(MUTANTFLAGS)
 
-## bench: raftlock beside etcd on this machine (about 14 min; BENCHFLAGS=--quick for about 2)
+## bench: raftlock beside etcd, ZooKeeper and Redis on this machine (about 17 min; BENCHFLAGS=--quick for about 2)
 bench:
 	scripts/bench.sh $(BENCHFLAGS)
 

@@ -45,11 +45,12 @@ type ElectionGrant struct {
 // queue (and resigns a leadership won meanwhile) before it returns.
 func (el *Elections) Campaign(ctx context.Context, req CampaignRequest) (ElectionGrant, error) {
 	n := el.n
-	req.Lease = leaseOf(req.NewLease, req.RequestID, req.Lease)
+	req.Lease = n.leaseOf(ctx, req.NewLease, req.RequestID, req.Lease)
 	if err := n.prop.versionReady(ctx, fsm.TypeCampaign); err != nil {
 		return ElectionGrant{}, err
 	}
-	c := &fsm.Command{Type: fsm.TypeCampaign, Name: req.Name, Value: req.Value, Token: req.Token, Lease: req.Lease, NewLease: req.NewLease, TTL: ms(req.TTL), Wait: waitMs(req.Wait), Owner: req.Owner, Creator: n.leaseCreator(ctx)}
+	c := &fsm.Command{Type: fsm.TypeCampaign, Name: req.Name, Value: req.Value, Token: req.Token, Lease: req.Lease, NewLease: req.NewLease, TTL: ms(req.TTL), Wait: waitMs(req.Wait), Owner: req.Owner}
+	c.Creator = n.callerOf(ctx, c) // proposed through apply, which does not stamp it
 	w := &queuedWait{n: n, space: fsm.SpaceElection, ttl: req.TTL, wait: req.Wait, dequeue: fsm.TypeElectionDequeue, release: el.Resign}
 	return acquire(ctx, w, c, n.prop.apply, func(r *fsm.Result) ElectionGrant {
 		return ElectionGrant{Name: req.Name, Lease: req.Lease, TTL: dur(r.TTL), Token: r.Token, Owner: r.Owner, Value: r.Value, ModifyIndex: r.Modify}

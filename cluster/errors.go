@@ -35,6 +35,10 @@ var (
 	// ErrHalted: this node's state machine halted on a command it does not know (see
 	// Node.Halted); it serves nothing until it is upgraded.
 	ErrHalted = errors.New("cluster: state machine halted; upgrade this node")
+	// ErrTokenRevoked: the caller's ACL token was deleted after the request was
+	// authorized; the state machine refused the command, and the token's leases were
+	// revoked with it (protocol version 4).
+	ErrTokenRevoked = errors.New("cluster: the caller's ACL token was revoked")
 )
 
 // ErrQuotaExceeded: applying the command would exceed a configured limit of the replicated

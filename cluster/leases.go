@@ -16,7 +16,7 @@ type Leases struct{ n *Node }
 // Create creates a lease with ttl.
 func (l *Leases) Create(ctx context.Context, ttl time.Duration) (LeaseID, error) {
 	id := newLeaseID()
-	if _, err := l.n.prop.propose(ctx, &fsm.Command{Type: fsm.TypeCreateLease, Lease: id, TTL: ms(ttl), Creator: l.n.leaseCreator(ctx)}); err != nil {
+	if _, err := l.n.prop.propose(ctx, &fsm.Command{Type: fsm.TypeCreateLease, Lease: id, TTL: ms(ttl)}); err != nil {
 		return id, err
 	}
 	return id, nil
@@ -102,15 +102,36 @@ func requestLeaseID(requestID string) LeaseID {
 	return id
 }
 
-// leaseOf fills in the lease of a request: derived from the request ID, or drawn.
-func leaseOf(newLease bool, requestID string, lease LeaseID) LeaseID {
+// callerLeaseID derives the implicit lease of caller's requestID from protocol version 4
+// on: the caller is part of the hash, so that two identities sending the same request ID
+// name two leases, and nobody can squat or share another's (the state machine refuses a
+// lease of another identity besides; fsm/owner.go).
+func callerLeaseID(caller, requestID string) LeaseID {
+	sum := sha256.Sum256([]byte("raftlock implicit lease v2\x00" + caller + "\x00" + requestID))
+	var id LeaseID
+	copy(id[:], sum[:len(id)])
+	return id
+}
+
+// leaseOf fills in the lease of a request: derived from the request ID (and from the
+// caller, with ACLs on from version 4), or drawn.
+func (n *Node) leaseOf(ctx context.Context, newLease bool, requestID string, lease LeaseID) LeaseID {
 	switch {
 	case !newLease:
 		return lease
 	case requestID != "":
-		return requestLeaseID(requestID)
+		return n.implicitLease(ctx, requestID)
 	}
 	return newLeaseID()
+}
+
+// implicitLease is the lease a request with requestID and no lease acts on, for ctx's
+// caller.
+func (n *Node) implicitLease(ctx context.Context, requestID string) LeaseID {
+	if caller := n.leaseCaller(ctx); caller != "" {
+		return callerLeaseID(caller, requestID)
+	}
+	return requestLeaseID(requestID)
 }
 
 // creatorKey is the context key of WithLeaseCreator.
@@ -123,14 +144,32 @@ func WithLeaseCreator(ctx context.Context, accessor string) context.Context {
 	return context.WithValue(ctx, creatorKey{}, accessor)
 }
 
-// leaseCreator is the creator a lease created now with ctx records: ctx's accessor, or ""
-// while the cluster's active version is below 3, so that a version 2 cluster writes
-// exactly the entries it wrote before.
-func (n *Node) leaseCreator(ctx context.Context) string {
-	if n.fsm.Version() < 3 {
+// callerOf is the caller command c carries when proposed with ctx: the creator of a lease
+// it creates from version 3 on (ctx's accessor), and from version 4 on the caller of
+// every command that uses a lease (leaseCaller). Before, it is "", so that an older
+// cluster writes exactly the entries it wrote before.
+func (n *Node) callerOf(ctx context.Context, c *fsm.Command) string {
+	switch v := n.fsm.Version(); {
+	case v >= 4 && c.UsesLease():
+		return n.leaseCaller(ctx)
+	case v == 3 && c.CreatesLease():
+		s, _ := ctx.Value(creatorKey{}).(string)
+		return s
+	}
+	return ""
+}
+
+// leaseCaller is ctx's caller from version 4 on: the accessor WithLeaseCreator set,
+// fsm.CallerAnonymous when it set none (ACLs on, no token), and "" without it (ACLs off,
+// or the node's own request), which the state machine lets use any lease.
+func (n *Node) leaseCaller(ctx context.Context) string {
+	if n.fsm.Version() < 4 {
 		return ""
 	}
-	s, _ := ctx.Value(creatorKey{}).(string)
+	s, ok := ctx.Value(creatorKey{}).(string)
+	if ok && s == "" {
+		return fsm.CallerAnonymous
+	}
 	return s
 }
 
@@ -142,6 +181,9 @@ func (l *Leases) Creator(id LeaseID) (string, bool) {
 	return v.Creator, ok
 }
 
-// ImplicitLeaseID returns the lease an acquire with requestID and no lease_id acts on
-// (see requestLeaseID), so that the API can check whose it is before the acquire.
-func ImplicitLeaseID(requestID string) LeaseID { return requestLeaseID(requestID) }
+// ImplicitLease returns the lease an acquire with requestID and no lease_id acts on for
+// ctx's caller (see implicitLease), so that the API can check whose it is before the
+// acquire.
+func (l *Leases) ImplicitLease(ctx context.Context, requestID string) LeaseID {
+	return l.n.implicitLease(ctx, requestID)
+}

@@ -48,7 +48,7 @@ type AcquireRequest struct {
 // meanwhile, releases it) before Acquire returns.
 func (l *Locks) Acquire(ctx context.Context, req AcquireRequest) (Grant, error) {
 	n := l.n
-	req.Lease = leaseOf(req.NewLease, req.RequestID, req.Lease)
+	req.Lease = n.leaseOf(ctx, req.NewLease, req.RequestID, req.Lease)
 	typ := fsm.TypeAcquire
 	if req.Shared {
 		typ = fsm.TypeAcquireShared
@@ -65,7 +65,7 @@ func (l *Locks) Acquire(ctx context.Context, req AcquireRequest) (Grant, error) 
 	if mutant.Is("grant-without-commit") && !n.IsLeader() && !n.fsm.Lock(req.Name).Held {
 		return Grant{Name: req.Name, Lease: req.Lease, TTL: req.TTL, Token: n.fsm.AppliedIndex() + 1, Owner: req.Owner}, nil
 	}
-	c := &fsm.Command{Type: typ, Name: req.Name, Lease: req.Lease, NewLease: req.NewLease, TTL: ms(req.TTL), Wait: waitMs(req.Wait), Owner: req.Owner, Creator: n.leaseCreator(ctx)}
+	c := &fsm.Command{Type: typ, Name: req.Name, Lease: req.Lease, NewLease: req.NewLease, TTL: ms(req.TTL), Wait: waitMs(req.Wait), Owner: req.Owner}
 	if typ == fsm.TypeAcquireEx {
 		c.Shared, c.MaxHold, c.LockDelay = req.Shared, ms(n.capHold(req.MaxHold)), ms(req.LockDelay)
 	}

@@ -107,10 +107,10 @@ func (l *Locks) AcquireSet(ctx context.Context, req LockSetRequest) (LockSetGran
 	if err := n.prop.versionReady(ctx, fsm.TypeLockSet); err != nil {
 		return LockSetGrant{}, v3Inactive(err)
 	}
-	req.Lease = leaseOf(req.NewLease, req.RequestID, req.Lease)
+	req.Lease = n.leaseOf(ctx, req.NewLease, req.RequestID, req.Lease)
 	names := fsm.SortSetNames(req.Names)
 	c := &fsm.Command{Type: fsm.TypeLockSet, Names: names, Lease: req.Lease, NewLease: req.NewLease, TTL: ms(req.TTL),
-		Wait: waitMs(req.Wait), Owner: req.Owner, Shared: req.Shared, MaxHold: ms(n.capHold(req.MaxHold)), LockDelay: ms(req.LockDelay), Creator: n.leaseCreator(ctx)}
+		Wait: waitMs(req.Wait), Owner: req.Owner, Shared: req.Shared, MaxHold: ms(n.capHold(req.MaxHold)), LockDelay: ms(req.LockDelay)}
 	c.Name = names[0] // not encoded: the wait listens on the set's first lock, which every grant of it includes
 	release := func(ctx context.Context, _ string, lease LeaseID, _ uint64) error {
 		return l.ReleaseSet(ctx, lease, l.heldTokens(names, lease))

@@ -18,6 +18,8 @@ func outcomeError(t fsm.Type, r *fsm.Result, limits func() fsm.Limits) error {
 		return ErrLockHeld
 	case fsm.StatusLeaseNotFound:
 		return ErrLeaseNotFound
+	case fsm.StatusUnauthenticated:
+		return ErrTokenRevoked
 	case fsm.StatusNotHolder:
 		return ErrNotHolder
 	case fsm.StatusModeConflict:

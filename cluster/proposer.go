@@ -22,6 +22,9 @@ func (p *proposer) propose(ctx context.Context, c *fsm.Command) (*fsm.Result, er
 	if err := p.n.leader.waitReady(ctx); err != nil {
 		return nil, err
 	}
+	if c.Creator == "" {
+		c.Creator = p.n.callerOf(ctx, c)
+	}
 	if p.n.cfg.Budget != nil {
 		return p.applyTraced(c, budget.FromContext(ctx))
 	}
@@ -82,6 +85,9 @@ func (p *proposer) applyTraced(c *fsm.Command, tr *budget.Trace) (*fsm.Result, e
 func (p *proposer) releaseGrant(ctx context.Context, c *fsm.Command) error {
 	if err := p.versionReady(ctx, c.Type); err != nil {
 		return err
+	}
+	if c.Creator == "" {
+		c.Creator = p.n.callerOf(ctx, c)
 	}
 	r, err := p.apply(c)
 	if err != nil {

@@ -70,7 +70,20 @@ func (n *Node) blockingRead(ctx context.Context, space fsm.Space, name string, q
 	}
 	t := time.NewTimer(q.Wait)
 	defer t.Stop()
+	// A blocking query of a token answers at once when the token is deleted, and answers
+	// nothing read after its deletion: the entry that deleted it may also be the change
+	// the query waits for (it revokes the token's leases).
+	acc := tokenCaller(ctx)
+	gone, stopGone := n.tokenGone(acc)
+	defer stopGone()
+	waited := false
 	for {
+		if waited && acc != "" {
+			if _, ok := n.fsm.ACLToken(acc); !ok {
+				return ErrTokenRevoked
+			}
+		}
+		waited = true
 		modify, inUse := read()
 		if modify > q.WaitIndex {
 			return nil
@@ -86,10 +99,16 @@ func (n *Node) blockingRead(ctx context.Context, space fsm.Space, name string, q
 		case <-ch:
 		case <-t.C:
 			cancel()
+			if _, ok := n.fsm.ACLToken(acc); acc != "" && !ok {
+				return ErrTokenRevoked
+			}
 			return nil
 		case <-ctx.Done():
 			cancel()
 			return ctx.Err()
+		case <-gone:
+			cancel()
+			return ErrTokenRevoked
 		case <-n.stopping:
 			cancel()
 			return ErrShutdown

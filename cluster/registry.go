@@ -18,6 +18,9 @@ type registry struct {
 	// free holds, per namespace, the watches of names not in use: also woken whenever any
 	// name of that namespace is freed, which moves the modify index they report.
 	free map[fsm.Space][]*watcher
+	// tokens holds the watches of ACL tokens, by accessor: woken when the token is
+	// deleted (and at a restore, when anything may have changed).
+	tokens map[string][]*watcher
 }
 
 type waitKey struct {
@@ -46,7 +49,7 @@ func (w *watcher) fire() {
 }
 
 func newRegistry() *registry {
-	return &registry{waiters: map[waitKey][]chan fsm.Event{}, watches: map[spaceName][]*watcher{}, free: map[fsm.Space][]*watcher{}}
+	return &registry{waiters: map[waitKey][]chan fsm.Event{}, watches: map[spaceName][]*watcher{}, free: map[fsm.Space][]*watcher{}, tokens: map[string][]*watcher{}}
 }
 
 // waitBuffer is how many outcome events one registered wait keeps: the newest ones, in
@@ -157,6 +160,11 @@ func (r *registry) deliver(e fsm.Event) {
 			}
 			delete(r.free, e.Space)
 		}
+	case fsm.EventTokenDeleted:
+		for _, w := range r.tokens[e.Name] {
+			w.fire()
+		}
+		delete(r.tokens, e.Name)
 	}
 }
 
@@ -188,6 +196,31 @@ func (r *registry) restored(f *fsm.FSM) {
 			w.fire()
 		}
 		delete(r.free, space)
+	}
+	for acc, list := range r.tokens {
+		for _, w := range list {
+			w.fire()
+		}
+		delete(r.tokens, acc)
+	}
+}
+
+// watchToken returns a channel closed when the token with accessor is deleted, or at a
+// restore (the owner then looks whether it still exists), and the func that unregisters
+// it.
+func (r *registry) watchToken(accessor string) (<-chan struct{}, func()) {
+	w := &watcher{ch: make(chan struct{})}
+	r.mu.Lock()
+	r.tokens[accessor] = append(r.tokens[accessor], w)
+	r.mu.Unlock()
+	return w.ch, func() {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if list := without(r.tokens[accessor], w); len(list) > 0 {
+			r.tokens[accessor] = list
+		} else {
+			delete(r.tokens, accessor)
+		}
 	}
 }
 

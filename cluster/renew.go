@@ -19,8 +19,11 @@ type renewer struct {
 // renewReq is one keepalive request (of one lease, or of many from a batch keepalive)
 // waiting to be batched. All its leases go into the same Renew entry.
 type renewReq struct {
-	ids  []fsm.LeaseID
-	resp chan renewResp
+	ids []fsm.LeaseID
+	// caller is the caller of every lease of the request (Node.leaseCaller): the state
+	// machine renews only the caller's own leases from protocol version 4 on.
+	caller string
+	resp   chan renewResp
 	// state is renewPending until either the renew loop takes the request into a batch
 	// (renewTaken) or the caller gives up on it first (renewAbandoned). Whoever moves it
 	// first decides: a request the caller abandoned is never proposed, so its caller may
@@ -69,7 +72,7 @@ func (rn *renewer) renew(ctx context.Context, ids []fsm.LeaseID) (ttls []time.Du
 	if term == nil {
 		return nil, nil, notLeader(n.raft)
 	}
-	req := &renewReq{ids: ids, resp: make(chan renewResp, 1)}
+	req := &renewReq{ids: ids, caller: n.leaseCaller(ctx), resp: make(chan renewResp, 1)}
 	t := time.NewTimer(n.cfg.RenewWindow + 2*n.cfg.ApplyTimeout)
 	defer t.Stop()
 	select {
@@ -152,8 +155,18 @@ func (rn *renewer) loop(ctx context.Context) {
 // propose proposes one batch as a Renew entry and answers each of its requests.
 func (rn *renewer) propose(batch []*renewReq) {
 	c := &fsm.Command{Type: fsm.TypeRenew}
+	withCallers := false
 	for _, r := range batch {
 		c.Leases = append(c.Leases, r.ids...)
+		withCallers = withCallers || r.caller != ""
+	}
+	if withCallers {
+		c.Callers = make([]string, 0, len(c.Leases))
+		for _, r := range batch {
+			for range r.ids {
+				c.Callers = append(c.Callers, r.caller)
+			}
+		}
 	}
 	res, err := rn.n.prop.apply(c)
 	i := 0

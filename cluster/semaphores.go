@@ -45,17 +45,18 @@ type SemaphoreGrant struct {
 // a permit granted meanwhile) before it returns.
 func (s *Semaphores) Acquire(ctx context.Context, req SemaphoreRequest) (SemaphoreGrant, error) {
 	n := s.n
-	req.Lease = leaseOf(req.NewLease, req.RequestID, req.Lease)
+	req.Lease = n.leaseOf(ctx, req.NewLease, req.RequestID, req.Lease)
 	if err := n.prop.versionReady(ctx, fsm.TypeSemAcquire); err != nil {
 		return SemaphoreGrant{}, err
 	}
-	c := &fsm.Command{Type: fsm.TypeSemAcquire, Name: req.Name, Limit: req.Limit, Lease: req.Lease, NewLease: req.NewLease, TTL: ms(req.TTL), Wait: waitMs(req.Wait), Owner: req.Owner, Creator: n.leaseCreator(ctx)}
+	c := &fsm.Command{Type: fsm.TypeSemAcquire, Name: req.Name, Limit: req.Limit, Lease: req.Lease, NewLease: req.NewLease, TTL: ms(req.TTL), Wait: waitMs(req.Wait), Owner: req.Owner}
 	if req.MaxHold > 0 {
 		if err := n.prop.versionReady(ctx, fsm.TypeSemAcquireEx); err != nil {
 			return SemaphoreGrant{}, v3Inactive(err)
 		}
 		c.Type, c.MaxHold = fsm.TypeSemAcquireEx, ms(n.capHold(req.MaxHold))
 	}
+	c.Creator = n.callerOf(ctx, c) // proposed through apply, which does not stamp it
 	w := &queuedWait{n: n, space: fsm.SpaceSemaphore, ttl: req.TTL, wait: req.Wait, dequeue: fsm.TypeSemDequeue, release: s.Release}
 	return acquire(ctx, w, c, n.prop.apply, func(r *fsm.Result) SemaphoreGrant {
 		return SemaphoreGrant{Name: req.Name, Lease: req.Lease, TTL: dur(r.TTL), Token: r.Token, Owner: r.Owner, Limit: req.Limit}

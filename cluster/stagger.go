@@ -13,7 +13,7 @@ import (
 // Staggered snapshots. Every member applies the same entries, so with one threshold for all
 // of them raft's check (every SnapshotInterval, with jitter) finds all three past it within
 // one interval of each other, and at a million locks three nodes encoding ~60 MB at once on
-// two cores stall the commit path for half a second (issue 24). Each node is therefore given
+// two cores stall the commit path for half a second. Each node is therefore given
 // its own phase: it snapshots near the indexes k*SnapshotThreshold + phase, and the phases of
 // the members are spread evenly over the threshold. The period stays SnapshotThreshold on
 // every node (a threshold per node alone would let the nodes drift into each other again);

@@ -100,6 +100,11 @@ func (w *queuedWait) awaitOutcome(ctx context.Context, queued uint64) (fsm.Event
 	n := w.n
 	backstop := time.NewTimer(w.wait + 2*n.cfg.ElectionTimeout + n.cfg.TickInterval)
 	defer backstop.Stop()
+	// A token deleted while its request waits: from protocol version 4 the deletion's
+	// entry took the lease out of the queue (the wait's end arrives as an event); before,
+	// the request leaves the queue here.
+	gone, stopGone := n.tokenGone(tokenCaller(ctx))
+	defer stopGone()
 	var keepalive <-chan time.Time
 	if w.newLease {
 		t := time.NewTicker(w.ttl / 3)
@@ -116,6 +121,11 @@ func (w *queuedWait) awaitOutcome(ctx context.Context, queued uint64) (fsm.Event
 				return e, nil
 			}
 			w.cleanupImplicitLease()
+			if acc := tokenCaller(ctx); acc != "" {
+				if _, ok := n.fsm.ACLToken(acc); !ok {
+					return fsm.Event{}, ErrTokenRevoked
+				}
+			}
 			return fsm.Event{}, ErrWaitTimeout
 		case <-keepalive:
 			if _, err := n.leases.KeepAlive(ctx, w.lease); err != nil {
@@ -123,6 +133,8 @@ func (w *queuedWait) awaitOutcome(ctx context.Context, queued uint64) (fsm.Event
 			}
 		case <-backstop.C:
 			return w.abandon(ErrWaitTimeout)
+		case <-gone:
+			return w.abandon(ErrTokenRevoked)
 		case <-ctx.Done():
 			return w.abandon(ctx.Err())
 		}

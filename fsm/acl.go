@@ -220,7 +220,15 @@ func (s *state) aclBootstrap(_ uint64, c *Command, r *Result)    { s.acl.bootstr
 func (s *state) aclSetPolicy(_ uint64, c *Command, r *Result)    { s.acl.setPolicy(&c.ACL, r) }
 func (s *state) aclDeletePolicy(_ uint64, c *Command, r *Result) { s.acl.deletePolicy(&c.ACL, r) }
 func (s *state) aclSetToken(_ uint64, c *Command, r *Result)     { s.acl.setToken(&c.ACL, r) }
-func (s *state) aclDeleteToken(_ uint64, c *Command, r *Result)  { s.acl.deleteToken(&c.ACL, r) }
+
+// aclDeleteToken deletes a token and, from version 4, revokes every lease it created in
+// the same entry (owner.go): a deleted credential holds nothing and waits for nothing.
+func (s *state) aclDeleteToken(index uint64, c *Command, r *Result) {
+	if s.acl.deleteToken(&c.ACL, r); r.Status == StatusOK {
+		s.revokeLeasesOf(index, c.ACL.Accessor)
+		s.notify(Event{Kind: EventTokenDeleted, Name: c.ACL.Accessor, Index: index})
+	}
+}
 
 func (a *acl) bootstrap(cmd *ACLCommand, r *Result) {
 	switch {

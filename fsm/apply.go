@@ -81,6 +81,8 @@ func (s *state) handle(index uint64, c *Command, r *Result) {
 		// The type byte also carries FlagSkippable, which this type is never written with.
 		// Nodes apply such an entry as a tick once the version gate has passed; a node
 		// that applied it otherwise would diverge from its peers.
+	case !s.mayUse(c, r):
+		// Another identity's lease, or a caller whose token is gone (owner.go).
 	default:
 		cmd.apply(s, index, c, r)
 	}

@@ -172,8 +172,21 @@ type Command struct {
 	// acquiring types with NewLease), recorded on the lease so that only that identity may
 	// use it. From protocol version 3 on; the leader leaves it empty before, and an empty
 	// Creator is not encoded, so a version 2 cluster writes what it always wrote.
+	//
+	// From version 4 on every command that uses a lease (usesLease) carries its caller
+	// here, CallerAnonymous for a caller without a token when ACLs are on, and the state
+	// machine refuses it when the lease is another identity's (owner.go). Empty is the
+	// node itself or a cluster without ACLs, which may use any lease.
 	Creator string
+	// Callers are the callers of a Renew's leases, one per lease in order, or nil when
+	// none has one (version 4; see Creator).
+	Callers []string
 }
+
+// CallerAnonymous is the caller (Command.Creator) of a request without a token on a
+// cluster with ACLs on, from version 4: not a valid accessor (those are hex digits and
+// dashes), so no token can pose as it.
+const CallerAnonymous = "anonymous"
 
 // ACLCommand holds the fields of the ACL commands. Which matter depends on the type; the
 // rest stay zero and are not encoded.
@@ -285,10 +298,81 @@ func (c *Command) Encode(buf []byte) []byte {
 	case TypeACLDeleteToken:
 		buf = appendString(buf, c.ACL.Accessor)
 	}
-	if c.Creator != "" && c.createsLease() {
-		buf = appendString(buf, c.Creator) // a trailing field, since version 3
+	if c.Creator != "" && c.usesLease() {
+		// A trailing field: since version 3 on the commands that create a lease, since
+		// version 4 on every one that uses one.
+		buf = appendString(buf, c.Creator)
+	}
+	if c.Type == TypeRenew && len(c.Callers) == len(c.Leases) && anyCaller(c.Callers) {
+		buf = appendCallers(buf, c.Callers) // a trailing field, since version 4
 	}
 	return buf
+}
+
+// UsesLease reports whether the command acts on the lease c.Lease names, and so carries
+// its caller (Creator) from protocol version 4 on; CreatesLease, whether it creates it, and
+// so carries its creator from version 3 on. Renew, which names many, carries Callers.
+func (c *Command) UsesLease() bool { return c.usesLease() }
+
+// CreatesLease: see UsesLease.
+func (c *Command) CreatesLease() bool { return c.createsLease() }
+
+func (c *Command) usesLease() bool {
+	switch c.Type &^ FlagSkippable {
+	case TypeCreateLease, TypeRevoke, TypeAcquire, TypeAcquireShared, TypeAcquireEx,
+		TypeSemAcquire, TypeSemAcquireEx, TypeCampaign, TypeLockSet,
+		TypeRelease, TypeSemRelease, TypeResign, TypeLockSetRelease,
+		TypeDequeue, TypeSemDequeue, TypeElectionDequeue:
+		return true
+	}
+	return false
+}
+
+// anyCaller reports whether any of a Renew's callers is set.
+func anyCaller(callers []string) bool {
+	for _, c := range callers {
+		if c != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// appendCallers appends a Renew's callers compactly, since a batch renews thousands of
+// leases of a few identities: the distinct callers in first-seen order, then per lease the
+// uvarint position of its caller in that table plus one (0: none).
+func appendCallers(buf []byte, callers []string) []byte {
+	var table []string
+	pos := make(map[string]uint64)
+	for _, c := range callers {
+		if _, ok := pos[c]; !ok && c != "" {
+			table = append(table, c)
+			pos[c] = uint64(len(table))
+		}
+	}
+	buf = appendStrings(buf, table)
+	for _, c := range callers {
+		buf = binary.AppendUvarint(buf, pos[c])
+	}
+	return buf
+}
+
+// callers reads what appendCallers wrote for n leases.
+func (d *decoder) callers(n int) []string {
+	table := d.strings()
+	out := make([]string, n)
+	for i := 0; i < n && d.err == nil; i++ {
+		switch p := d.uvarint(); {
+		case p > uint64(len(table)):
+			d.fail(ErrCorruptCommand)
+		case p > 0:
+			out[i] = table[p-1]
+		}
+	}
+	if d.err == nil && !anyCaller(out) {
+		d.fail(ErrCorruptCommand) // the encoder writes no table without a caller
+	}
+	return out
 }
 
 // createsLease reports whether the command creates a lease, and so may carry Creator.
@@ -403,8 +487,11 @@ func decodeCommand(b []byte, max uint64) (Command, error) {
 		}
 		return c, d.err
 	}
-	if d.err == nil && len(d.b) != 0 && max >= 3 && c.createsLease() {
+	if d.err == nil && len(d.b) != 0 && (max >= 3 && c.createsLease() || max >= 4 && c.usesLease()) {
 		c.Creator = d.string()
+	}
+	if d.err == nil && len(d.b) != 0 && max >= 4 && c.Type == TypeRenew {
+		c.Callers = d.callers(len(c.Leases))
 	}
 	if d.err == nil && len(d.b) != 0 {
 		d.fail(fmt.Errorf("%w: %d trailing bytes", ErrCorruptCommand, len(d.b)))

@@ -144,9 +144,19 @@ func TestFSM_LeaseCreatorEncodingGated(t *testing.T) {
 			t.Fatalf("%s: a version 3 node decodes creator %q, %v", c.Type, d.Creator, err)
 		}
 	}
-	// An acquire on an existing lease carries no creator, even if one is set.
-	c := Command{Type: TypeAcquire, Lease: id, Name: "x", Creator: "acc"}
-	if d, err := DecodeCommand(c.Encode(nil)); err != nil || d.Creator != "" {
-		t.Fatalf("acquire with lease_id: creator %q, %v", d.Creator, err)
+	// An acquire on an existing lease carries its caller from version 4 on only (owner.go):
+	// a version 3 node refuses the field there, and one without it encodes as before.
+	c := Command{Type: TypeAcquire, Lease: id, Name: "x"}
+	plain := c.Encode(nil)
+	c.Creator = "acc"
+	enc := c.Encode(nil)
+	if !bytes.HasPrefix(enc, plain) || len(enc) != len(plain)+4 {
+		t.Fatalf("acquire with lease_id and a caller %x, without %x", enc, plain)
+	}
+	if _, err := decodeCommand(enc, 3); !errors.Is(err, ErrCorruptCommand) {
+		t.Fatalf("a version 3 node decodes an acquire with lease_id and a caller: %v", err)
+	}
+	if d, err := decodeCommand(enc, 4); err != nil || d.Creator != "acc" {
+		t.Fatalf("a version 4 node decodes caller %q, %v", d.Creator, err)
 	}
 }

@@ -29,6 +29,10 @@ const (
 	// EventHistory: History happened to lock Name at Index (history.go). It is sent at
 	// every protocol version; the replicated history keeps it from version 2 on.
 	EventHistory
+	// EventTokenDeleted: the ACL token whose accessor is Name was deleted at Index, so
+	// that the requests it made that are still open (blocking queries, streams, waits)
+	// end at once instead of at their next check.
+	EventTokenDeleted
 )
 
 // Event tells an observer what an applied entry did, so that waiting requests are answered

@@ -58,7 +58,7 @@ func (s *state) renew(_ uint64, c *Command, r *Result) {
 	r.Renewed = make([]bool, len(c.Leases))
 	r.RenewedTTL = make([]int64, len(c.Leases))
 	for i, id := range c.Leases {
-		if l := s.leases[id]; l != nil {
+		if l := s.leases[id]; l != nil && s.renewAllowed(c, i, l) {
 			s.touch(l)
 			r.Renewed[i], r.RenewedTTL[i] = true, l.ttl
 		}

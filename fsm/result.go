@@ -49,6 +49,10 @@ const (
 	// StatusDeadlock: a waiting request for a lock or a lockset would close a cycle of
 	// waiting leases (Result.Cycle); nothing was queued (version 3).
 	StatusDeadlock
+	// StatusUnauthenticated: the command's caller (Command.Creator, or a Renew's caller)
+	// is no longer an ACL token: it was deleted after the request was authorized, and
+	// with it every lease it created (version 4, owner.go); nothing but time changed.
+	StatusUnauthenticated
 )
 
 // String names the status for logs and tests.
@@ -86,6 +90,8 @@ func (s Status) String() string {
 		return "election_held"
 	case StatusDeadlock:
 		return "deadlock"
+	case StatusUnauthenticated:
+		return "unauthenticated"
 	}
 	return "status(?)"
 }

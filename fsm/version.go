@@ -25,7 +25,13 @@ import (
 //     waiting locksets and wait options) and the history kinds of these endings.
 //   - 3: a lease records the ACL accessor that created it (Command.Creator on CreateLease
 //     and on an acquire with NewLease; snapshot format 3 writes it per lease).
-const Version uint64 = 3
+//   - 4: lease ownership in the state machine (owner.go): every command that uses a
+//     lease carries its caller (Command.Creator, and Command.Callers on Renew), and a
+//     command from another identity than the lease's creator is refused at apply as if
+//     the lease did not exist; a caller whose token no longer exists is refused
+//     (StatusUnauthenticated); deleting a token revokes every lease it created, in the
+//     same entry. The snapshot format stays 3 (with the active version 4 in it).
+const Version uint64 = 4
 
 // Since returns the protocol version that introduced the command type, and 0 for a type
 // this code does not know. A node that speaks an older version reads the type as unknown:
@@ -96,15 +102,20 @@ type protocol struct {
 	acl acl
 }
 
-// setVersion applies SetVersion: the active version only rises.
-func (s *state) setVersion(_ uint64, c *Command, _ *Result) {
+// setVersion applies SetVersion: the active version only rises. Reaching version 4
+// revokes the leases of tokens deleted before it (owner.go).
+func (s *state) setVersion(index uint64, c *Command, _ *Result) {
 	if c.Version <= s.version {
 		return
 	}
 	if s.version < 2 {
 		s.nodeVersions = nil // soft state becomes replicated: start it from the log alone
 	}
+	from := s.version
 	s.version = c.Version
+	if from < 4 && s.ownerChecked() {
+		s.revokeOrphans(index)
+	}
 }
 
 // registerVersion applies NodeVersion.

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Benchmarks raftlock beside etcd on this machine, in one run (what `make bench` calls).
+# Benchmarks raftlock beside etcd, ZooKeeper and Redis on this machine, in one run (what
+# `make bench` calls).
 #
 #   scripts/bench.sh [--quick] [--out DIR] [--profile]
 #
-# 1. builds bin/raftlock, bin/raftlock-bench and bin/etcd-bench (bench/etcd, its own module);
+# 1. builds bin/raftlock, bin/raftlock-bench, bin/etcd-bench (bench/etcd, its own module) and
+#    bin/peers-bench (bench/peers, its own module);
 # 2. for each log store (boltdb, the default, then wal) starts a fresh three-node raftlock
 #    cluster (scripts/cluster.sh, throwaway state) and runs the uncontended, parallel and
 #    contended workloads, the shared (90% shared, 10% exclusive) and semaphore (limit 4)
@@ -11,14 +13,24 @@
 # 3. starts a three-member etcd (scripts/etcd-local.sh, installs Debian's etcd-server if
 #    missing) and runs the same three lock workloads with concurrency.Mutex, and shared with
 #    etcd's nearest recipe (experimental/recipes RWMutex); etcd has no semaphore; stops it;
-# 4. prints each store beside etcd with the ratio and issue 13's targets for that store,
-#    then shared beside etcd's recipe, semaphore (raftlock only), keepalive and scale.
+# 4. starts a three-server ZooKeeper ensemble (scripts/zk-local.sh, installs Debian's zookeeper
+#    if missing), warms its JVM up with an unrecorded pass, and runs the three lock workloads
+#    with go-zookeeper/zk's Lock (the Curator-style recipe); it has no shared lock or
+#    semaphore recipe ("n/a"); stops it;
+# 5. starts one Redis server (scripts/redis-local.sh, installs Debian's redis-server if
+#    missing) with appendfsync everysec, then again with always, and runs the three lock
+#    workloads with SET NX PX and a Lua compare-and-delete release (UNSAFE: no fencing, no
+#    consensus); stops it;
+# 6. prints one table of every system on every workload, with the rate and server CPU per
+#    operation beside etcd's, then each store beside etcd with the ratio and round three's
+#    targets for that store, then shared beside etcd's recipe, semaphore (raftlock only),
+#    keepalive and scale, then the peers' details (recipes, fairness, notes).
 #
-# The systems run one after the other, never together, so neither steals the other's CPU.
-# Full run: about 14 minutes (10 s per workload, 1,000,000 locks for scale). --quick: about a
-# minute (3 s per workload, 50,000 locks, no snapshot wait). --out DIR keeps the JSON results
-# and the report. --profile also writes CPU profiles of the servers (bench/inproc) under the
-# parallel and contended workloads and prints their top entries.
+# The systems run one after the other, never together, so none steals another's CPU.
+# Full run: about 17 minutes (10 s per workload, 1,000,000 locks for scale). --quick: about
+# two minutes on a quiet machine (3 s per workload, 50,000 locks, no snapshot wait). --out DIR
+# keeps the JSON results and the report. --profile also writes CPU profiles of the servers
+# (bench/inproc) under the parallel and contended workloads and prints their top entries.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -39,17 +51,21 @@ if ((QUICK)); then
   LOCKFLAGS=(--duration 3s --warmup 1s)
   KAFLAGS=(--duration 5s --warmup 1s --leases 2000 --batch 1000)
   SCALEFLAGS=(--locks 50000 --snapshot=false)
+  JITFLAGS=(--duration 2s --warmup 0s)
 else
   LOCKFLAGS=(--duration 10s --warmup 2s)
   KAFLAGS=(--duration 15s --warmup 5s --leases 100000 --lease-ttl 10s --batch 1000)
   SCALEFLAGS=(--locks 1000000)
+  JITFLAGS=(--duration 5s --warmup 0s)
 fi
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/raftlock-bench.XXXXXX")
-export RAFTLOCK_STATE="$WORK/raftlock" ETCD_STATE="$WORK/etcd" RAFTLOCK_BIN=bin/raftlock
+export RAFTLOCK_STATE="$WORK/raftlock" ETCD_STATE="$WORK/etcd" ZK_STATE="$WORK/zk" REDIS_STATE="$WORK/redis" RAFTLOCK_BIN=bin/raftlock
 cleanup() {
   scripts/cluster.sh stop >/dev/null 2>&1 || true
   scripts/etcd-local.sh stop >/dev/null 2>&1 || true
+  scripts/zk-local.sh stop >/dev/null 2>&1 || true
+  scripts/redis-local.sh stop >/dev/null 2>&1 || true
   if [[ -n $OUT ]]; then
     mkdir -p "$OUT"
     cp "$WORK"/*.json "$WORK"/report.txt "$OUT"/ 2>/dev/null || true
@@ -60,9 +76,10 @@ cleanup() {
 trap cleanup EXIT
 
 port_busy() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-for p in 7001 7002 7003 8001 8002 8003 12379 22379 32379 12380 22380 32380; do
+for p in 7001 7002 7003 8001 8002 8003 12379 22379 32379 12380 22380 32380 \
+  21811 21812 21813 21821 21822 21823 21831 21832 21833 63791; do
   if port_busy "$p"; then
-    echo "bench.sh: 127.0.0.1:$p is in use; stop the local cluster first (scripts/cluster.sh stop)" >&2
+    echo "bench.sh: 127.0.0.1:$p is in use; stop the local cluster first (scripts/cluster.sh, etcd-local.sh, zk-local.sh or redis-local.sh stop)" >&2
     exit 1
   fi
 done
@@ -73,18 +90,22 @@ go build -o bin/raftlock-bench ./cmd/raftlock-bench
 # -mod=mod: bench/etcd takes benchkit from this checkout (replace ../..), so a dependency
 # added to the main module may need a go.sum line here; let the build add it.
 (cd bench/etcd && go build -mod=mod -o ../../bin/etcd-bench .)
+(cd bench/peers && go build -mod=mod -o ../../bin/peers-bench .)
 scripts/etcd-local.sh install
+scripts/zk-local.sh install
+scripts/redis-local.sh install
 
 {
   echo "raftlock benchmark, $(date -u '+%Y-%m-%d %H:%M UTC')"
   echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'), $(free -g | awk '/Mem:/{print $2}') GiB RAM, kernel $(uname -r)"
-  echo "disk: $(df -T "$WORK" | awk 'NR==2{print $2" on "$1}'); $(go version | cut -d' ' -f3); $(etcd --version | head -1)"
+  echo "disk: $(df -T "$WORK" | awk 'NR==2{print $2" on "$1}'); $(go version | cut -d' ' -f3); $(etcd --version | head -1); zookeeper $(scripts/zk-local.sh version); $(redis-server --version | cut -d' ' -f1-3)"
+  echo "load average at the start: $(cut -d' ' -f1-3 /proc/loadavg) (a quiet machine reads below 0.5)"
   ((QUICK)) && echo "mode: --quick (short runs, small sizes: figures are indicative only)"
 } >"$WORK/report.txt"
 cat "$WORK/report.txt" >&2
 
 status=0
-# Each log store gets a fresh cluster and the same workloads (issue 13: boltdb stays the
+# Each log store gets a fresh cluster and the same workloads (round three: boltdb stays the
 # default, wal is the option; both are held to their own targets beside etcd).
 for store in boltdb wal; do
   echo "== raftlock, --raft-log-store=$store" >&2
@@ -109,6 +130,23 @@ scripts/etcd-local.sh start >&2
 bin/etcd-bench "${LOCKFLAGS[@]}" --json-out "$WORK/etcd.json" uncontended parallel contended >/dev/null || status=$?
 bin/etcd-bench "${LOCKFLAGS[@]}" --json-out "$WORK/etcd-prims.json" shared >/dev/null || status=$?
 scripts/etcd-local.sh stop >&2
+sync
+
+echo "== zookeeper" >&2
+scripts/zk-local.sh start >&2
+# The servers are a JVM: an unrecorded pass first, so that the measured runs see compiled code
+# (the steady state a long-running ensemble serves from), as the other systems always do.
+bin/peers-bench --system zookeeper --quiet "${JITFLAGS[@]}" uncontended parallel contended >/dev/null || true
+bin/peers-bench --system zookeeper "${LOCKFLAGS[@]}" --json-out "$WORK/zookeeper.json" all >/dev/null || status=$?
+scripts/zk-local.sh stop >&2
+sync
+
+for fsync in everysec always; do
+  echo "== redis, appendfsync $fsync" >&2
+  scripts/redis-local.sh start "$fsync" >&2
+  bin/peers-bench --system redis --label "redis-$fsync" "${LOCKFLAGS[@]}" --json-out "$WORK/redis-$fsync.json" all >/dev/null || status=$?
+  scripts/redis-local.sh stop >&2
+done
 
 if ((PROFILE)); then
   echo "== profiling the servers in process (bench/inproc)" >&2
@@ -124,7 +162,16 @@ if ((PROFILE)); then
   done
 fi
 
+PEERS=("$WORK/zookeeper.json" "$WORK/redis-everysec.json" "$WORK/redis-always.json")
 {
+  echo
+  echo "== every system on every workload (rate/etcd and CPU/etcd: the ratio to etcd's figure in the same run)"
+  echo "   raftlock: both log stores; etcd: concurrency.Mutex, shared with experimental/recipes RWMutex;"
+  echo "   zookeeper: go-zookeeper/zk Lock (Curator-style recipe); redis: SET NX PX + Lua compare-and-delete,"
+  echo "   a held lock retried with backoff (1 ms doubling to 64 ms, jittered), UNSAFE (no fencing, no consensus)"
+  echo
+  bin/raftlock-bench systems --base etcd "$WORK"/raftlock-{boltdb,wal}.json "$WORK"/raftlock-{boltdb,wal}-prims.json \
+    "$WORK/etcd.json" "$WORK/etcd-prims.json" "${PEERS[@]}" || status=1
   echo
   for store in boltdb wal; do
     echo "== raftlock ($store) and etcd, side by side (ratio = raftlock / etcd), issue 13's $store targets"
@@ -140,6 +187,10 @@ fi
   echo "== raftlock only: keepalive and scale, both stores"
   echo
   bin/raftlock-bench table "$WORK"/raftlock-{boltdb,wal}-keepalive.json "$WORK"/raftlock-{boltdb,wal}-scale.json
+  echo
+  echo "== the peers in detail: ZooKeeper and Redis (both fsync modes)"
+  echo
+  bin/raftlock-bench table "${PEERS[@]}"
   if ((PROFILE)); then
     for wl in parallel contended; do
       echo
@@ -147,6 +198,8 @@ fi
       go tool pprof -top -cum -nodecount=25 bin/raftlock-inproc "$WORK/cpu-$wl.pprof" 2>/dev/null | sed -n '/flat%/,$p'
     done
   fi
+  echo
+  echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
 } >>"$WORK/report.txt"
 cat "$WORK/report.txt"
 if ((status == 3)); then

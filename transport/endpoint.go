@@ -28,6 +28,10 @@ type call struct {
 	// leases are the existing leases the call acts on (a lease_id, or the lease a
 	// request_id names): with ACLs on, each must be the caller's own (Server.ownLeases).
 	leases []cluster.LeaseID
+	// requestID is the request_id whose implicit lease the call acts on (a retry may find
+	// it made): checked as leases are, once the caller is known, since from protocol
+	// version 4 the lease depends on the caller (cluster.Leases.ImplicitLease).
+	requestID string
 	// wait is how long a waiting acquire or blocking query may be held: while it is
 	// served here it takes a slot of Config.MaxHeldRequests, and a forward of it may take
 	// that much longer.
@@ -62,8 +66,12 @@ func (s *Server) serve(ep endpoint) http.HandlerFunc {
 			var id cluster.ACLIdentity
 			id, err = s.auth.authorized(r, c.need, c.name, c.more...)
 			if err == nil && s.cfg.ACL {
-				err = s.ownLeases(id, c.leases)
 				ctx = cluster.WithLeaseCreator(ctx, id.Accessor)
+				leases := c.leases
+				if c.requestID != "" && s.svc.Leases != nil {
+					leases = append(leases[:len(leases):len(leases)], s.svc.Leases.ImplicitLease(ctx, c.requestID))
+				}
+				err = s.ownLeases(id, leases)
 			}
 		}
 		if err != nil {

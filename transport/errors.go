@@ -158,6 +158,7 @@ var answers = []answer{
 	{cluster.ErrLockHeld, api.CodeLockHeld, "the lock is held by another lease; retry later or pass wait_ms to queue for it"},
 	{cluster.ErrWaitTimeout, api.CodeWaitTimeout, "the wait ended before the lock was granted; the lease has left the queue"},
 	{cluster.ErrNotHolder, api.CodeNotHolder, "this lease and token do not hold the lock (it was released, expired or granted again)"},
+	{cluster.ErrTokenRevoked, api.CodeUnauthenticated, "the ACL token was revoked while the request was in flight; the leases it created were revoked with it"},
 	{cluster.ErrLeaseNotFound, api.CodeLeaseNotFound, "the lease does not exist: it expired, was revoked, or never existed; create a new one"},
 	// Before no_leader: the cluster wraps the cause (no leader, shutdown) in it once a
 	// command may have been proposed.

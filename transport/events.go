@@ -176,12 +176,29 @@ func (h eventRoutes) send(w http.ResponseWriter, r *http.Request, sub *cluster.S
 		}
 	}()
 	var buf strings.Builder
+	// The token's deletion ends the wait for the next event at once, so that the check
+	// below answers it then rather than at the next ping.
+	var gone <-chan struct{}
+	stopGone := func() {}
+	if h.auth.on {
+		gone, stopGone = h.auth.acl.Revoked(id.Accessor)
+	}
+	defer func() { stopGone() }()
 	for {
 		nctx, ncancel := context.WithTimeout(ctx, streamPing)
+		if gone != nil {
+			go func() {
+				select {
+				case <-gone:
+					ncancel()
+				case <-nctx.Done():
+				}
+			}()
+		}
 		e, err := sub.Next(nctx)
 		ncancel()
 		buf.Reset()
-		if err == nil || (ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded)) {
+		if err == nil || (ctx.Err() == nil && (errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled))) {
 			// Before each event and each ping: the token must still grant what the
 			// stream was opened with.
 			var cerr error

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/raftlock/raftlock/cluster"
+	"github.com/raftlock/raftlock/internal/mutant"
 )
 
 // DefaultHoldTimeout is how long a node holds a request while it knows no leader, as
@@ -76,6 +77,12 @@ func (h *hold) done() {
 // until this node would serve or forward a request again, and reports false when the
 // hold's bound, the caller or the held-request cap ends the hold first.
 func (h *hold) retry(err error, idempotent bool) bool {
+	if mutant.Is("hold-never-retries") {
+		return false
+	}
+	if mutant.Is("hold-retries-non-idempotent") {
+		idempotent = true
+	}
 	if h.deadline.IsZero() || !(leaderless(err) || (idempotent && ambiguous(err))) {
 		return false
 	}
@@ -157,6 +164,9 @@ func (e relayedHoldable) Error() string {
 // deniesEffect reports an answer that says a call changed nothing because what it acts on
 // is gone or no longer its own: what a repeat meets when the first attempt did take effect.
 func deniesEffect(err error) bool {
+	if mutant.Is("hold-passes-repeat-denial") {
+		return false
+	}
 	var rd relayedDenial
 	return errors.Is(err, cluster.ErrNotHolder) || errors.Is(err, cluster.ErrLeaseNotFound) || errors.As(err, &rd)
 }

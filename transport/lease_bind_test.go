@@ -13,12 +13,13 @@ import (
 	"github.com/raftlock/raftlock/test/testcluster"
 )
 
-// startACLClusterV3 is startACLCluster waiting for protocol version 3, which binds leases.
+// startACLClusterV3 is startACLCluster waiting for the newest protocol version, which
+// every node speaks: version 3 binds leases, version 4 checks them at apply.
 func startACLClusterV3(t testing.TB) *testcluster.InProcess {
 	c := startACLCluster(t)
-	c.WaitFor(30*time.Second, "protocol version 3", func() bool {
+	c.WaitFor(30*time.Second, "the newest protocol version", func() bool {
 		for _, n := range c.Nodes {
-			if n.FSM().Version() < 3 {
+			if n.FSM().Version() < n.FSM().MaxVersion() {
 				return false
 			}
 		}
@@ -57,7 +58,6 @@ func TestACL_LeaseBoundToItsCreator(t *testing.T) {
 		{"revoke", "DELETE", "/v1/leases/" + lease, ``},
 		{"revoke (body)", "POST", "/v1/leases/revoke", `{"lease_id":"` + lease + `"}`},
 		{"acquire with lease_id", "PUT", "/v1/locks/jobs/b", `{"lease_id":"` + lease + `"}`},
-		{"acquire with request_id", "PUT", "/v1/locks/jobs/c", `{"ttl_ms":60000,"request_id":"` + reqID + `"}`},
 		{"release", "DELETE", "/v1/locks/jobs/a", `{"lease_id":"` + lease + `","token":` + itoa64(g.Token) + `}`},
 		{"semaphore with lease_id", "PUT", "/v1/semaphores/jobs/s", `{"limit":2,"lease_id":"` + lease + `"}`},
 		{"campaign with lease_id", "PUT", "/v1/elections/jobs/e", `{"value":"v","lease_id":"` + lease + `"}`},
@@ -67,6 +67,18 @@ func TestACL_LeaseBoundToItsCreator(t *testing.T) {
 		if st, code := callAs(t, b, tc.method, f+tc.path, tc.body, nil); st != 404 || code != api.CodeLeaseNotFound {
 			t.Errorf("b's %s with a's lease: %d %s, want 404 lease_not_found", tc.what, st, code)
 		}
+	}
+	// The same request_id from b names b's own lease (from protocol version 4 the implicit
+	// lease is derived from the caller too): b can neither reach a's lease by it nor
+	// squat it for a.
+	var gb api.Grant
+	if st, code := callAs(t, b, "PUT", f+"/v1/locks/jobs/d", `{"ttl_ms":60000,"request_id":"`+reqID+`"}`, &gb); st != 200 || gb.LeaseID == lease {
+		t.Errorf("b's acquire with a's request_id: %d %s on lease %s (a's: %s), want a grant on a lease of its own", st, code, gb.LeaseID, lease)
+	}
+	// a's retry with its request_id still names its own lease and grant.
+	var again api.Grant
+	if st, code := callAs(t, a, "PUT", f+"/v1/locks/jobs/a", `{"ttl_ms":60000,"request_id":"`+reqID+`"}`, &again); st != 200 || again.LeaseID != lease || again.Token != g.Token {
+		t.Errorf("a's retry: %d %s %+v, want lease %s token %d", st, code, again, lease, g.Token)
 	}
 	var batch api.KeepAliveBatch
 	if st, code := callAs(t, b, "POST", f+"/v1/leases/keepalive", `{"lease_ids":["`+lease+`"]}`, &batch); st != 200 || len(batch.Leases) != 0 || !slices.Equal(batch.NotFound, []string{lease}) {
@@ -98,6 +110,21 @@ func TestACL_LeaseBoundToItsCreator(t *testing.T) {
 	}
 	if st, code := callAs(t, b, "PUT", f+"/v1/locks/jobs/s3", `{"lease_id":"`+set.LeaseID+`"}`, nil); st != 404 || code != api.CodeLeaseNotFound {
 		t.Errorf("b's acquire with the lease of a's lockset: %d %s, want 404 lease_not_found", st, code)
+	}
+	// So is one that a semaphore permit or a campaign creates.
+	for _, tc := range []struct{ what, path, body string }{
+		{"semaphore", "/v1/semaphores/jobs/sem", `{"limit":2,"ttl_ms":60000}`},
+		{"campaign", "/v1/elections/jobs/el", `{"value":"v","ttl_ms":60000}`},
+	} {
+		var made struct {
+			LeaseID string `json:"lease_id"`
+		}
+		if st, code := callAs(t, a, "PUT", f+tc.path, tc.body, &made); st != 200 || made.LeaseID == "" {
+			t.Fatalf("a's %s: %d %s %+v", tc.what, st, code, made)
+		}
+		if st, code := callAs(t, b, "PUT", f+"/v1/locks/jobs/"+tc.what, `{"lease_id":"`+made.LeaseID+`"}`, nil); st != 404 || code != api.CodeLeaseNotFound {
+			t.Errorf("b's acquire with the lease of a's %s: %d %s, want 404 lease_not_found", tc.what, st, code)
+		}
 	}
 	// a itself still uses its lease; its lookup and revoke show only names under jobs/.
 	if st, code := callAs(t, a, "POST", f+"/v1/leases/"+lease+"/keepalive", "", nil); st != 200 {

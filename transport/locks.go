@@ -71,7 +71,7 @@ func (h lockRoutes) acquire(w http.ResponseWriter, r *http.Request) (call, error
 	if err != nil {
 		return call{}, err
 	}
-	return call{body: body, need: accessLock, name: req.Name, leases: usedLeases(req.NewLease, req.RequestID, req.Lease), wait: req.Wait, traced: true, idempotent: !req.NewLease || req.RequestID != "", do: func(ctx context.Context) (any, error) {
+	return call{body: body, need: accessLock, name: req.Name, leases: usedLeases(req.NewLease, req.Lease), requestID: implicitRequest(req.NewLease, req.RequestID), wait: req.Wait, traced: true, idempotent: !req.NewLease || req.RequestID != "", do: func(ctx context.Context) (any, error) {
 		g, err := h.locks.Acquire(ctx, req)
 		mode := api.ModeExclusive
 		if g.Shared {
@@ -81,17 +81,22 @@ func (h lockRoutes) acquire(w http.ResponseWriter, r *http.Request) (call, error
 	}}, nil
 }
 
-// usedLeases returns the existing lease an acquiring call acts on, for call.leases: its
-// lease_id, or the lease its request_id names (a retry, or another identity that learnt
-// the request ID), or none for a new random lease.
-func usedLeases(newLease bool, requestID string, lease cluster.LeaseID) []cluster.LeaseID {
-	switch {
-	case !newLease:
+// usedLeases returns the existing lease an acquiring call names, for call.leases: its
+// lease_id, or none for a new lease (implicitRequest covers the lease of a request_id).
+func usedLeases(newLease bool, lease cluster.LeaseID) []cluster.LeaseID {
+	if !newLease {
 		return []cluster.LeaseID{lease}
-	case requestID != "":
-		return []cluster.LeaseID{cluster.ImplicitLeaseID(requestID)}
 	}
 	return nil
+}
+
+// implicitRequest returns the request_id whose implicit lease an acquiring call acts on,
+// for call.requestID, or "" when it names its lease or draws a new one.
+func implicitRequest(newLease bool, requestID string) string {
+	if newLease {
+		return requestID
+	}
+	return ""
 }
 
 // decodeRelease validates a DELETE /v1/locks/{name} request.

@@ -50,7 +50,7 @@ func (h lockSetRoutes) acquire(w http.ResponseWriter, r *http.Request) (call, er
 	}
 	// serve authorizes the caller on every name, binds the lease to its creator and
 	// refuses another token's lease, as for a single acquire.
-	return call{body: body, need: accessLock, name: req.Names[0], more: req.Names[1:], leases: usedLeases(req.NewLease, req.RequestID, req.Lease), wait: req.Wait, traced: true, idempotent: !req.NewLease || req.RequestID != "", do: func(ctx context.Context) (any, error) {
+	return call{body: body, need: accessLock, name: req.Names[0], more: req.Names[1:], leases: usedLeases(req.NewLease, req.Lease), requestID: implicitRequest(req.NewLease, req.RequestID), wait: req.Wait, traced: true, idempotent: !req.NewLease || req.RequestID != "", do: func(ctx context.Context) (any, error) {
 		g, err := h.sets.AcquireSet(ctx, req)
 		if err != nil {
 			return nil, err

@@ -45,7 +45,7 @@ func TestAPI_LockSetsWaitForVersion3(t *testing.T) {
 	cfg.MaxVersion = 0
 	c.SetConfig(2, cfg)
 	c.RestartNode(2)
-	c.WaitFor(30*time.Second, "protocol version 3", func() bool { return c.Nodes[0].FSM().Version() == 3 })
+	c.WaitFor(30*time.Second, "protocol version 3", func() bool { return c.Nodes[0].FSM().Version() >= 3 })
 	if a := hc.Do(http.MethodPost, url+"/v1/locksets", `{"names":["v3/b","v3/c"],"max_hold_ms":60000}`); a.Status != 200 {
 		t.Fatalf("lockset at version 3: %d %s", a.Status, a.Raw)
 	}

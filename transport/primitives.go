@@ -118,7 +118,7 @@ func (h semaphoreRoutes) acquire(w http.ResponseWriter, r *http.Request) (call, 
 	if err != nil {
 		return call{}, err
 	}
-	return call{body: body, need: accessLock, name: req.Name, leases: usedLeases(req.NewLease, req.RequestID, req.Lease), wait: req.Wait, idempotent: !req.NewLease || req.RequestID != "", do: func(ctx context.Context) (any, error) {
+	return call{body: body, need: accessLock, name: req.Name, leases: usedLeases(req.NewLease, req.Lease), requestID: implicitRequest(req.NewLease, req.RequestID), wait: req.Wait, idempotent: !req.NewLease || req.RequestID != "", do: func(ctx context.Context) (any, error) {
 		g, err := h.semaphores.Acquire(ctx, req)
 		return api.SemaphoreGrant{Name: g.Name, Token: g.Token, LeaseID: g.Lease.String(), TTLMs: ms(g.TTL), Owner: g.Owner, Limit: int64(g.Limit)}, err
 	}}, nil
@@ -139,7 +139,7 @@ func (h electionRoutes) campaign(w http.ResponseWriter, r *http.Request) (call, 
 	if err != nil {
 		return call{}, err
 	}
-	return call{body: body, need: accessLock, name: req.Name, leases: usedLeases(req.NewLease, req.RequestID, req.Lease), wait: req.Wait, idempotent: !req.NewLease || req.RequestID != "", do: func(ctx context.Context) (any, error) {
+	return call{body: body, need: accessLock, name: req.Name, leases: usedLeases(req.NewLease, req.Lease), requestID: implicitRequest(req.NewLease, req.RequestID), wait: req.Wait, idempotent: !req.NewLease || req.RequestID != "", do: func(ctx context.Context) (any, error) {
 		g, err := h.elections.Campaign(ctx, req)
 		return api.ElectionGrant{Name: g.Name, Token: g.Token, LeaseID: g.Lease.String(), TTLMs: ms(g.TTL), Owner: g.Owner, Value: g.Value, ModifyIndex: g.ModifyIndex}, err
 	}}, nil

@@ -28,6 +28,9 @@ type LeaseService interface {
 	// Creator returns the ACL accessor that created a lease ("" when none was recorded)
 	// and whether the lease exists, from this node's applied state.
 	Creator(id cluster.LeaseID) (string, bool)
+	// ImplicitLease returns the lease an acquire with requestID and no lease_id acts on
+	// for ctx's caller.
+	ImplicitLease(ctx context.Context, requestID string) cluster.LeaseID
 }
 
 // LockService grants, releases and reads locks.
@@ -144,6 +147,9 @@ type ACLStore interface {
 	Tokens() []cluster.ACLTokenView
 	// Token returns the token with accessor, and whether it exists.
 	Token(accessor string) (cluster.ACLTokenView, bool)
+	// Revoked returns a channel closed once the token with accessor is deleted (never
+	// for ""), and the func that stops watching.
+	Revoked(accessor string) (<-chan struct{}, func())
 }
 
 // EventSource serves what this node applied: the event stream, lock histories and the

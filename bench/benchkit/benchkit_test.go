@@ -18,6 +18,8 @@ type memBackend struct {
 	locks  map[string]chan struct{}
 	token  atomic.Uint64
 	broken bool
+	// noTokens makes every grant's token 0, as an unfenced system's are.
+	noTokens bool
 }
 
 func (b *memBackend) Name() string      { return "mem" }
@@ -48,6 +50,9 @@ func (s *memSession) Lock(ctx context.Context, name string) (uint64, error) {
 	}
 	select {
 	case s.b.slot(name) <- struct{}{}:
+		if s.b.noTokens {
+			return 0, nil
+		}
 		return s.b.token.Add(1), nil
 	case <-ctx.Done():
 		return 0, ctx.Err()
@@ -148,5 +153,68 @@ func TestCompare(t *testing.T) {
 	PrintTable(&buf, mk("fast", 1))
 	if !strings.Contains(buf.String(), "FIFO fairness") {
 		t.Errorf("table lacks the fairness line:\n%s", buf.String())
+	}
+}
+
+// unfencedBackend is a memBackend that says its grants carry no token, and that it is unsafe.
+type unfencedBackend struct{ *memBackend }
+
+func (unfencedBackend) Unfenced() string { return "no tokens here" }
+func (unfencedBackend) Unsafe() string   { return "a test double" }
+
+func TestRun_Unfenced(t *testing.T) {
+	for _, wl := range []string{Uncontended, Contended} {
+		cfg := Config{Workload: wl, Clients: 4, Duration: 200 * time.Millisecond}
+		// Token 0 on every grant is a violation for a fenced system...
+		r, err := Run(context.Background(), &memBackend{noTokens: true}, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Violations == 0 {
+			t.Errorf("%s: a fenced system's repeated token 0 was not flagged: %+v", wl, r)
+		}
+		// ...and not for one that says it has none, whose results carry why and the mark.
+		r, err = Run(context.Background(), unfencedBackend{&memBackend{noTokens: true}}, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Ops == 0 || r.Violations != 0 || r.Unsafe != "a test double" || !strings.Contains(strings.Join(r.Notes, "\n"), "no tokens here") {
+			t.Errorf("%s: unfenced run: %+v", wl, r)
+		}
+	}
+}
+
+func TestPrintSystems(t *testing.T) {
+	res := func(sys, wl string, rate, cpu float64) *Result {
+		return &Result{System: sys, Workload: wl, Clients: DefaultClients(wl), Op: "cycle", OpsPerSec: rate,
+			CPUMeasured: true, ServerCPUPerOp: cpu, Latency: &Latency{P50: 1, P99: 2}}
+	}
+	results := []*Result{
+		res("raftlock", Uncontended, 300, 0.5), res("raftlock", Parallel, 3000, 0.2),
+		res("etcd", Uncontended, 200, 1), res("etcd", Parallel, 1000, 0.4),
+		res("redis", Uncontended, 2000, 0.05),
+		{System: "redis", Workload: Shared, Clients: 16, Unsupported: "no read/write lock recipe"},
+	}
+	results[4].Unsafe = "no fencing"
+	var buf bytes.Buffer
+	if rows := PrintSystems(&buf, results, "etcd"); rows != 5 {
+		t.Errorf("%d rows with figures, want 5", rows)
+	}
+	out := buf.String()
+	for _, want := range []string{"1.50x", "3.00x", "0.50x", "10.00x", "n/a redis shared: no read/write lock recipe", "UNSAFE redis: no fencing"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+	// Every row of redis is marked, n/a rows included; none of the others is.
+	for _, line := range strings.Split(out, "\n") {
+		if f := strings.Fields(line); len(f) > 2 && (f[0] == Uncontended || f[0] == Parallel || f[0] == Contended || f[0] == Shared || f[0] == Semaphore) {
+			if (f[2] == "redis") != strings.Contains(line, "UNSAFE") {
+				t.Errorf("row marked wrongly: %q", line)
+			}
+		}
+	}
+	if n := strings.Count(out, "redis UNSAFE"); n != len(SystemWorkloads) {
+		t.Errorf("redis UNSAFE in %d rows, want %d:\n%s", n, len(SystemWorkloads), out)
 	}
 }

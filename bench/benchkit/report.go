@@ -58,6 +58,20 @@ type Result struct {
 	Metrics []Metric `json:"metrics,omitempty"`
 	// Notes are remarks for people.
 	Notes []string `json:"notes,omitempty"`
+	// Unsafe, when set, says why the system is not a safe lock service (Redis); every
+	// table marks its rows UNSAFE.
+	Unsafe string `json:"unsafe,omitempty"`
+	// Unsupported, when set, says why the system could not run the workload (it has no
+	// such primitive); the result holds no figures, and PrintSystems shows "n/a".
+	Unsupported string `json:"unsupported,omitempty"`
+}
+
+// Label is the system's name as tables show it: marked UNSAFE when it is.
+func (r *Result) Label() string {
+	if r.Unsafe != "" {
+		return r.System + " UNSAFE"
+	}
+	return r.System
 }
 
 // Metric is a named figure, optionally checked against a target.
@@ -157,12 +171,16 @@ func PrintTable(w io.Writer, results []*Result) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "system\tworkload\tclients\top\tops/s\tp50 ms\tp90 ms\tp99 ms\tmax ms\tsrv CPU ms/op\tsrv cores\tclient cores\tother cores\terrors\tviolations\t")
 	for _, r := range results {
+		if r.Unsupported != "" {
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\tn/a\t-\t-\t-\t-\t-\t-\t-\t-\t-\t-\t\n", r.Label(), r.Workload, r.Clients, r.Op)
+			continue
+		}
 		l := r.Latency
 		if l == nil {
 			l = &Latency{}
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t\n",
-			r.System, r.Workload, r.Clients, r.Op, f1(r.OpsPerSec), f1(l.P50), f1(l.P90), f1(l.P99), f1(l.Max),
+			r.Label(), r.Workload, r.Clients, r.Op, f1(r.OpsPerSec), f1(l.P50), f1(l.P90), f1(l.P99), f1(l.Max),
 			cpuCell(r, r.ServerCPUPerOp), cpuCell(r, r.ServerCores), f1(r.ClientCores), cpuCell(r, r.OtherCores), r.Errors, r.Violations)
 	}
 	tw.Flush()
@@ -193,13 +211,19 @@ func PrintTable(w io.Writer, results []*Result) {
 			lines = append(lines, "traffic: "+r.Target)
 		}
 		lines = append(lines, r.Notes...)
+		if r.Unsafe != "" {
+			lines = append(lines, "UNSAFE: "+r.Unsafe)
+		}
+		if r.Unsupported != "" {
+			lines = append(lines, "n/a: "+r.Unsupported)
+		}
 		for _, e := range r.ErrSamples {
 			lines = append(lines, "error: "+e)
 		}
 		if len(lines) == 0 {
 			continue
 		}
-		fmt.Fprintf(w, "\n%s %s:\n", r.System, r.Workload)
+		fmt.Fprintf(w, "\n%s %s:\n", r.Label(), r.Workload)
 		for _, l := range lines {
 			fmt.Fprintln(w, "  "+l)
 		}
@@ -233,7 +257,7 @@ type Targets struct {
 
 // TargetsFor returns the targets for a raftlock log store (docs/PERFORMANCE.md): the
 // default (boltdb) and the segment log (wal) are held to different ratios, since wal
-// exists to be faster. Any other name gets the targets of the set named "issue 5".
+// exists to be faster. Any other name gets the first round's targets (named "issue 5" in reports).
 func TargetsFor(store string) Targets {
 	switch store {
 	case "boltdb":

@@ -38,6 +38,21 @@ type Retrier interface {
 	Retries() int64
 }
 
+// Unfenced is implemented by a Backend whose grants carry no fencing token (a Redis SET NX
+// lock; a ZooKeeper client whose recipe keeps its node's sequence number to itself). Its
+// sessions return token 0 and the lock workloads check mutual exclusion with their holder
+// counter alone; Unfenced says why, for the result's notes.
+type Unfenced interface {
+	Unfenced() string
+}
+
+// Unsafer is implemented by a Backend that is not a safe lock service (Redis: no fencing,
+// no consensus, a lock lost with the one server's unsynced writes). Its results carry the
+// reason, and every table marks their rows UNSAFE.
+type Unsafer interface {
+	Unsafe() string
+}
+
 // Session is one client: a lease and the locks it takes with it.
 type Session interface {
 	// Lock takes lock name, waiting in the lock's queue while another session holds it,
@@ -116,7 +131,10 @@ func Run(ctx context.Context, b Backend, cfg Config) (*Result, error) {
 		return nil, fmt.Errorf("benchkit: unknown workload %q", cfg.Workload)
 	}
 
-	r := &run{cfg: cfg, workers: make([]worker, cfg.Clients)}
+	r := &run{cfg: cfg, workers: make([]worker, cfg.Clients), fenced: true}
+	if u, ok := b.(Unfenced); ok {
+		r.fenced, r.unfenced = false, u.Unfenced()
+	}
 	sessions, err := openSessions(ctx, b, cfg.Clients)
 	if err != nil {
 		return nil, err
@@ -190,6 +208,9 @@ type run struct {
 	sessions  []Session
 	workers   []worker
 	measuring atomic.Bool
+	// fenced is false for an Unfenced backend, whose tokens are not checked; unfenced says why.
+	fenced   bool
+	unfenced string
 
 	ops        atomic.Int64
 	errors     atomic.Int64
@@ -252,7 +273,7 @@ func (r *run) independent(i int) {
 		}
 		// After a failed unlock the lease may still hold the lock, and acquiring it again
 		// returns the same grant: the token may repeat then, never go backwards.
-		if tok < last || (tok == last && !unsure) {
+		if r.fenced && (tok < last || (tok == last && !unsure)) {
 			r.violate("lock %s: token %d after %d", name, tok, last)
 		}
 		last, unsure = tok, false
@@ -295,7 +316,7 @@ func (r *run) contended(i int) {
 		if others > 0 {
 			r.violate("client %d granted %s (token %d) while %d other client(s) held it", i, name, tok, others)
 		}
-		if tok < prev || (tok == prev && !unsure) {
+		if r.fenced && (tok < prev || (tok == prev && !unsure)) {
 			r.violate("lock %s: token %d granted after %d", name, tok, prev)
 		}
 		unsure = false
@@ -340,6 +361,12 @@ func (r *run) result(b Backend, use CPUUse) *Result {
 		gaps = append(gaps, r.workers[i].gaps...)
 	}
 	res.Latency = Summarize(lat)
+	if !r.fenced {
+		res.Notes = append(res.Notes, "tokens not checked (mutual exclusion is, by the holder counter): "+r.unfenced)
+	}
+	if u, ok := b.(Unsafer); ok {
+		res.Unsafe = u.Unsafe()
+	}
 	switch r.cfg.Workload {
 	case Shared, Semaphore:
 		res.Op = "grant"

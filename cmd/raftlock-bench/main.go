@@ -6,6 +6,7 @@
 //	raftlock-bench [flags] WORKLOAD...           uncontended parallel contended shared semaphore keepalive scale, or all
 //	raftlock-bench compare RAFTLOCK.json ETCD.json
 //	raftlock-bench table FILE.json...
+//	raftlock-bench systems [--base etcd] FILE.json...
 //
 // It talks to the cluster over the HTTP API only (no server package is linked in) and
 // sends lock traffic to the leader's endpoint, found with GET /v1/cluster, so that no
@@ -165,6 +166,28 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 					fmt.Fprintln(stdout)
 					checked, met := benchkit.Compare(stdout, a, b, benchkit.TargetsFor(c.String("targets")))
 					fmt.Fprintf(stdout, "\ntargets met: %d of %d\n", met, checked)
+					return nil
+				},
+			},
+			{
+				Name:      "systems",
+				Usage:     "print one table of every system's results saved with --json-out, workload by workload, with rate and server CPU per operation beside --base's",
+				ArgsUsage: "FILE.json...",
+				Flags: []cli.Flag{
+					&cli.StringFlag{Name: "base", Value: "etcd", Usage: "the system every other is divided by"},
+				},
+				Action: func(c *cli.Context) error {
+					var all []*benchkit.Result
+					for _, f := range c.Args().Slice() {
+						rs, err := benchkit.ReadJSON(f)
+						if err != nil {
+							return err
+						}
+						all = append(all, rs...)
+					}
+					if benchkit.PrintSystems(stdout, all, c.String("base")) == 0 {
+						return cli.Exit("systems: no results with figures", 1)
+					}
 					return nil
 				},
 			},

@@ -3,10 +3,14 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/urfave/cli/v2"
 
 	"github.com/raftlock/raftlock/bench/benchkit"
 	"github.com/raftlock/raftlock/test/testcluster"
@@ -98,4 +102,37 @@ func hasMetric(r *benchkit.Result, prefix string) bool {
 		}
 	}
 	return false
+}
+
+// TestSystemsCommand prints saved results of two systems as one table, with the ratio to
+// the base system, and refuses files that hold no figures.
+func TestSystemsCommand(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name string, results ...*benchkit.Result) string {
+		path := filepath.Join(dir, name)
+		var buf bytes.Buffer
+		if err := benchkit.WriteJSON(&buf, results); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, buf.Bytes(), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	a := write("a.json", &benchkit.Result{System: "raftlock", Workload: benchkit.Parallel, Clients: 64, Op: "cycle", OpsPerSec: 2000})
+	b := write("b.json", &benchkit.Result{System: "etcd", Workload: benchkit.Parallel, Clients: 64, Op: "cycle", OpsPerSec: 1000})
+	var out, errOut bytes.Buffer
+	if err := newApp(&out, &errOut).Run([]string{"raftlock-bench", "systems", a, b}); err != nil {
+		t.Fatalf("systems: %v\n%s", err, errOut.String())
+	}
+	if !strings.Contains(out.String(), "rate/etcd") || !strings.Contains(out.String(), "2.00x") {
+		t.Errorf("no ratio to etcd in:\n%s", out.String())
+	}
+	empty := write("empty.json", &benchkit.Result{System: "redis", Workload: benchkit.Shared, Unsupported: "none"})
+	out.Reset()
+	app := newApp(&out, &errOut)
+	app.ExitErrHandler = func(*cli.Context, error) {} // return the exit error instead of exiting
+	if err := app.Run([]string{"raftlock-bench", "systems", empty}); err == nil {
+		t.Errorf("systems over results without figures succeeded:\n%s", out.String())
+	}
 }

@@ -66,6 +66,8 @@ var registry = []Mutant{
 	// release (§1)
 	{"release-ignores-token", "a release by the holder's lease succeeds with any token"},
 	{"revoke-leaves-locks", "revoking a lease leaves its locks held"},
+	{"lease-owner-unchecked", "the state machine lets any caller use a lease another identity created"},
+	{"token-delete-keeps-leases", "deleting an ACL token leaves the leases it created alive, queued and holding"},
 	// primitives (§10)
 	{"shared-beside-exclusive", "a shared lock request is granted beside an exclusive holder"},
 	{"semaphore-extra-permit", "a semaphore grants one permit more than its limit"},
@@ -75,6 +77,10 @@ var registry = []Mutant{
 	{"lockset-partial-grant", "a lockset that cannot be granted whole takes the locks that are free"},
 	{"max-hold-ignored", "a grant outlives its maximum hold while its lease is kept alive"},
 	{"lock-delay-ignored", "a lock whose holder's lease ended is handed over at once despite its lock delay"},
+	// holding requests through an election (§12)
+	{"hold-never-retries", "a node answers no_leader or unknown_outcome at once instead of holding the request until a leader is known"},
+	{"hold-retries-non-idempotent", "a node repeats a call that is not idempotent (a lease created without request_id) after an ambiguous outcome"},
+	{"hold-passes-repeat-denial", "a repeat that meets its first attempt's own effect answers not_holder or lease_not_found instead of unknown_outcome"},
 	// fencing (§7)
 	{"fence-lt", "the SQL fence is raised only for a token strictly above it (< for <=): the holder cannot write twice"},
 	{"fence-skip-first-row", "the first fenced write of a resource does not create its fence row"},

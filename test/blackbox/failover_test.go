@@ -84,8 +84,8 @@ func waitReady(t *testing.T, p *testcluster.Processes, i int) {
 
 // Through a leader kill -9 and restart, a 5 s SIGSTOP of the new leader and a rolling
 // restart, a plain client that keeps a lease alive and takes and releases a lock every
-// ~50 ms, sending each request once to a running node, sees no 5xx answer, never loses its
-// lease, gets no answer slower than the hold bound, and sees tokens that only rise. The
+// ~50 ms, sending each request once to a running node, gets a 2xx answer to every request
+// (so never loses its lease), no answer slower than the hold bound, and tokens that only rise. The
 // nodes hold what they cannot serve during each election and repeat what is idempotent.
 func TestBlackbox_FailoverIsInvisibleToAPlainClient(t *testing.T) {
 	const n = 3
@@ -182,10 +182,12 @@ func TestBlackbox_FailoverIsInvisibleToAPlainClient(t *testing.T) {
 			codes[a.Code()]++
 			t.Errorf("5xx through a failover: %v", a)
 		case a.Status >= 300:
+			// A single sequential client that sends each request once must see every
+			// answer succeed: no_leader or unknown_outcome means a node did not hold or
+			// repeat what it could, lock_held or not_holder that a repeat went wrong, and
+			// lease_not_found that the lease was lost.
 			codes[a.Code()]++
-			if a.Code() == "lease_not_found" {
-				t.Errorf("the lease was lost: %v", a)
-			}
+			t.Errorf("not 2xx through a failover: %v", a)
 		}
 		if a.Took > time.Second {
 			t.Logf("slow answer: %s %s: %d %s after %v", a.Method, a.URL, a.Status, a.Code(), a.Took)

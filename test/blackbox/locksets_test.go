@@ -40,7 +40,7 @@ func waitVersion3(t *testing.T, p *testcluster.Processes) {
 }
 
 // Deadlock detection, locksets, the maximum hold and the lock delay, from outside, with
-// plain HTTP against three raftlock processes, the checks of issue 22's "Done when".
+// plain HTTP against three raftlock processes, the checks the locksets promise.
 func TestBlackbox_LockSetsDeadlockMaxHoldLockDelay(t *testing.T) {
 	p := testcluster.StartProcesses(t, 3)
 	waitAllReady(t, p, 3)

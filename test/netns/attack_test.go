@@ -302,7 +302,12 @@ func attackSuite(t *testing.T, acl bool) *tally {
 		roundTwo(t, ty, c, base, admin, w, other)
 	}
 
-	// 18.-21. The third round's cases at the HTTP edge (roundthree_test.go).
+	// 18.-21. Lease ownership and what a revoked token keeps (ownership_test.go).
+	if acl {
+		leaseOwnership(t, ty, c, base, admin, w, other)
+	}
+
+	// 22.-26. The third round's cases at the HTTP edge (roundthree_test.go).
 	roundThree(t, ty, c, nw, base, admin, w, worker.withToken(tok.other), worker, acl)
 
 	// 17. A backup saved through the CLI past planted symlinks (symlink_test.go).

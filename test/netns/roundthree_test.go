@@ -43,7 +43,7 @@ func roundThree(t *testing.T, ty *tally, c *testcluster.Processes, nw *network, 
 	at := func(i int) string { return c.HTTPAddr(i) }
 	noCORS := func(a rawhttp.Answer) bool { return a.Header.Get("Access-Control-Allow-Origin") == "" }
 
-	// 18. Cross-site requests from a web page (what a form with enctype text/plain, or a
+	// 22. Cross-site requests from a web page (what a form with enctype text/plain, or a
 	// fetch in no-cors mode, sends). With ACLs on, the page has no token to send and is
 	// refused as before; the case is where ACLs are off.
 	if !acl {
@@ -72,7 +72,7 @@ func roundThree(t *testing.T, ty *tally, c *testcluster.Processes, nw *network, 
 		}
 	}
 
-	// 19. DNS rebinding: the API's backup and the pprof listener's command line and
+	// 23. DNS rebinding: the API's backup and the pprof listener's command line and
 	// goroutine dump, asked for by a name the node does not go by.
 	for i := 0; i < n; i++ {
 		for _, path := range []string{"/v1/backup", "/v1/snapshot"} {
@@ -92,7 +92,7 @@ func roundThree(t *testing.T, ty *tally, c *testcluster.Processes, nw *network, 
 		return
 	}
 
-	// 20. X-Raftlock-Hops from a client: with an anonymous policy, a client without a
+	// 24. X-Raftlock-Hops from a client: with an anonymous policy, a client without a
 	// token sets the header on its streams; its 33rd stream on a node must still be 429.
 	if a := admin.do("PUT", at(0), "/v1/acl/policies/anonymous", `{"rules":[{"prefix":"netns/","access":"read"}]}`); a.Status != 200 {
 		t.Fatalf("anonymous policy: %v", a)
@@ -121,12 +121,12 @@ func roundThree(t *testing.T, ty *tally, c *testcluster.Processes, nw *network, 
 		t.Fatalf("delete the anonymous policy: %v", a)
 	}
 
-	// 22. A cycle closed by a token with rights on other/ only, through a lock of the
+	// 26. A cycle closed by a token with rights on other/ only, through a lock of the
 	// admin's under netns/secret/: the 409, the history of other/2 (every node, ?stale)
 	// and the other/ event stream say a cycle exists and never name the secret lock.
 	deadlockNames(t, ty, c, base, admin, other)
 
-	// 21. /metrics without a token and with a worker's token: no count of the cluster's
+	// 25. /metrics without a token and with a worker's token: no count of the cluster's
 	// leases or held locks (the overview withholds them from both); an admin reads them.
 	if m := admin.do("GET", at(0), "/metrics", ""); gauge(string(m.Raw), "raftlock_leases") == "" {
 		t.Fatalf("the admin's /metrics has no raftlock_leases: %v", m)
@@ -225,7 +225,7 @@ func TestNetns_BrowserAttacksPlain(t *testing.T) {
 	ty.report()
 }
 
-// deadlockNames is case 22: other (lock on other/) holds other/1; the admin's lease B
+// deadlockNames is case 26: other (lock on other/) holds other/1; the admin's lease B
 // holds other/2 and waits for netns/secret/payroll, held by its lease C, which waits for
 // other/1. other then asks for other/2 with a wait: the cycle closes.
 func deadlockNames(t *testing.T, ty *tally, c *testcluster.Processes, base view, admin, other *client) {

@@ -28,8 +28,10 @@ type bankConfig struct {
 	Name  string
 	Seed  int64
 	Nodes int
-	// Workers processes compete for Locks locks (one account each).
+	// Workers processes compete for Locks locks (one account each), each running Threads
+	// workers at once (0 means 1): a pause stops all of a process's workers.
 	Workers, Locks int
+	Threads        int
 	TTLMs, WaitMs  int64
 	// PauseEvery: one hold in PauseEvery is paused; PauseFactor: a pause is PauseFactor
 	// times the TTL.
@@ -159,7 +161,7 @@ func bankRound(t *testing.T, cfg bankConfig, res *bankResult, r int, run, dir, b
 			"--locks", strings.Join(locks, ","), "--accounts", strings.Join(accounts, ","),
 			"--opening", strconv.Itoa(bankOpening), "--ttl-ms", strconv.FormatInt(cfg.TTLMs, 10),
 			"--wait-ms", strconv.FormatInt(cfg.WaitMs, 10), "--duration", cfg.Round.String(),
-			"--worker", strconv.Itoa(w), "--seed", strconv.FormatInt(rng.Int63(), 10),
+			"--worker", strconv.Itoa(w), "--threads", strconv.Itoa(max(cfg.Threads, 1)), "--seed", strconv.FormatInt(rng.Int63(), 10),
 			"--clock-origin", strconv.FormatInt(clock.Origin(), 10), "--history", hist,
 		}
 		if cfg.PauseEvery > 0 {
@@ -278,17 +280,18 @@ func saveBankRound(t *testing.T, cfg bankConfig, backend string, r int, ops []ch
 func (res *bankResult) table(cfg bankConfig) string {
 	var b strings.Builder
 	pct := 0.0
+	frozen := res.SIGSTOPs * max(cfg.Threads, 1)
 	if res.Grants > 0 {
-		pct = 100 * float64(res.SIGSTOPs) / float64(res.Grants)
+		pct = 100 * float64(frozen) / float64(res.Grants)
 	}
 	fmt.Fprintf(&b, "bank workload, %s ledger (fenced %v), seed %d: %d rounds in %v, load average %s\n", res.Backend, cfg.Fenced, cfg.Seed, res.Rounds, res.Elapsed.Round(time.Second), res.LoadAvg)
 	fmt.Fprintf(&b, "| figure | value |\n|---|---|\n")
-	fmt.Fprintf(&b, "| worker processes, locks (= accounts) | %d, %d |\n", cfg.Workers, cfg.Locks)
-	fmt.Fprintf(&b, "| lease TTL, SIGSTOP pause (ratio) | %dms, %v (%.1fx TTL; the brief's 10 s lock would pause %.0f s) |\n",
-		cfg.TTLMs, time.Duration(cfg.PauseFactor*float64(cfg.TTLMs))*time.Millisecond, cfg.PauseFactor, 10*cfg.PauseFactor)
+	fmt.Fprintf(&b, "| worker processes x workers each, locks (= accounts) | %d x %d, %d |\n", cfg.Workers, max(cfg.Threads, 1), cfg.Locks)
+	fmt.Fprintf(&b, "| lease TTL, SIGSTOP pause (ratio) | %dms, %v (%.1fx TTL) |\n",
+		cfg.TTLMs, time.Duration(cfg.PauseFactor*float64(cfg.TTLMs))*time.Millisecond, cfg.PauseFactor)
 	fmt.Fprintf(&b, "| operations | %d |\n| holds (grants) | %d |\n", res.Ops, res.Grants)
 	fmt.Fprintf(&b, "| **bank lock competitions** | **%d** (%.0f/s, %.0f per minute) |\n", res.Competitions, float64(res.Competitions)/res.Elapsed.Seconds(), perMinute(res.Competitions, res.Elapsed))
-	fmt.Fprintf(&b, "| SIGSTOP pauses (of holds) | %d (%.2f%%), recorded by the workers: %d |\n", res.SIGSTOPs, pct, res.Pauses)
+	fmt.Fprintf(&b, "| SIGSTOP pauses, workers frozen by them (per hold) | %d, %d (%.2f%%), recorded by the workers: %d |\n", res.SIGSTOPs, frozen, pct, res.Pauses)
 	fmt.Fprintf(&b, "| pauses longer than TTL | %d of %d (stopped %v to %v) |\n", res.StopsOverTTL, res.SIGSTOPs, res.MinStop.Round(time.Millisecond), res.MaxStop.Round(time.Millisecond))
 	fmt.Fprintf(&b, "| charges applied | %d |\n| stale writes refused | %d |\n", res.Fencing.Applied, res.Fencing.RefusedStale)
 	fmt.Fprintf(&b, "| **stale writes accepted** | **%d** |\n| **duplicate charges (jobs applied twice)** | **%d** |\n", res.Fencing.StaleAccepted, res.Fencing.DoubleJobs)
@@ -304,8 +307,9 @@ func (res *bankResult) table(cfg bankConfig) string {
 }
 
 // checkBank fails t unless a fenced bank run met the claim: at least cfg.Target bank
-// competitions, a SIGSTOP pause longer than the TTL on at least 1% of holds, zero stale
-// writes accepted and zero duplicate charges, and every checker passing.
+// competitions, SIGSTOP pauses longer than the TTL freezing workers at least once per 100
+// holds (a pause freezes every worker of its process), zero stale writes accepted and zero
+// duplicate charges, and every checker passing.
 func checkBank(t *testing.T, cfg bankConfig, res *bankResult) {
 	t.Helper()
 	t.Logf("\n%s", res.table(cfg))
@@ -319,8 +323,8 @@ func checkBank(t *testing.T, cfg bankConfig, res *bankResult) {
 	} else if res.Competitions < cfg.Target {
 		t.Errorf("the bank workload made %d lock competitions, want at least %d", res.Competitions, cfg.Target)
 	}
-	if res.SIGSTOPs*100 < res.Grants {
-		t.Errorf("%d SIGSTOP pauses for %d holds: fewer than 1%%", res.SIGSTOPs, res.Grants)
+	if frozen := res.SIGSTOPs * max(cfg.Threads, 1); frozen*100 < res.Grants {
+		t.Errorf("%d SIGSTOP pauses of %d workers each for %d holds: fewer than 1%%", res.SIGSTOPs, max(cfg.Threads, 1), res.Grants)
 	}
 	if res.StopsOverTTL != res.SIGSTOPs || res.SIGSTOPs != res.Pauses {
 		t.Errorf("%d SIGSTOP pauses (the workers recorded %d), of which only %d were longer than the TTL", res.SIGSTOPs, res.Pauses, res.StopsOverTTL)
@@ -382,21 +386,31 @@ func TestBankNegativeControlFencingOff(t *testing.T) {
 	}
 	negative := func(t *testing.T, dsn string) {
 		cfg := shortBankConfig(t, "nofence")
-		cfg.Fenced, cfg.DSN = false, dsn
-		cfg.Artifacts = t.TempDir() // this run fails on purpose; keep nothing
-		cfg.PauseEvery, cfg.Round, cfg.Target = 10, 6*time.Second, 1
-		res := runBank(t, cfg)
-		t.Logf("\n%s", res.table(cfg))
-		if res.Fencing.StaleAccepted == 0 || res.Fencing.DoubleJobs == 0 {
-			t.Fatalf("with fencing off the checker found %d stale writes accepted and %d duplicate charges; it must find both",
-				res.Fencing.StaleAccepted, res.Fencing.DoubleJobs)
-		}
-		if res.Verdicts["fencing"].OK() {
-			t.Fatal("the fencing verdict passed a ledger without fencing")
-		}
+		cfg.DSN = dsn
+		cfg.PauseEvery, cfg.Round = 10, 6*time.Second
+		checkBankUnfenced(t, cfg)
 	}
 	t.Run("sqlite", func(t *testing.T) { negative(t, "") })
 	t.Run("postgres", func(t *testing.T) { negative(t, postgresDSN(t)) })
+}
+
+// checkBankUnfenced runs one round of cfg against a ledger whose fence check is off and
+// fails t unless the SIGSTOPped holders' stale writes were accepted and charged twice: the
+// negative control of a fenced run of the same shape.
+func checkBankUnfenced(t *testing.T, cfg bankConfig) {
+	t.Helper()
+	cfg.Fenced = false
+	cfg.Artifacts = t.TempDir() // this run fails on purpose; keep nothing
+	cfg.Target = 1
+	res := runBank(t, cfg)
+	t.Logf("\n%s", res.table(cfg))
+	if res.Fencing.StaleAccepted == 0 || res.Fencing.DoubleJobs == 0 {
+		t.Fatalf("with fencing off the checker found %d stale writes accepted and %d duplicate charges; it must find both",
+			res.Fencing.StaleAccepted, res.Fencing.DoubleJobs)
+	}
+	if res.Verdicts["fencing"].OK() {
+		t.Fatal("the fencing verdict passed a ledger without fencing")
+	}
 }
 
 // medianLatencies renders the median latency of each kind of definite operation.

@@ -11,7 +11,7 @@ import (
 // goal is the stop rule of the fault campaign and of the bank campaign: rounds go on until
 // Target lock competitions have been counted, however long that takes on the machine of the
 // hour, up to Max. A run that reaches Max (or its last planned round) first has failed, and
-// says at what rate it ran and what to change. The rule before issue 25 stopped the rounds at a
+// says at what rate it ran and what to change. The earlier rule stopped the rounds at a
 // fixed time budget without failing, so the same code passed or fell short of its target
 // depending on how loaded the machine was.
 type goal struct {

@@ -47,7 +47,7 @@ type campaignConfig struct {
 	SemWorkers, Semaphores  int
 	SemLimit                int64
 	ElectWorkers, Elections int
-	// The lockset workload (issue 22): SetWorkers leases taking sets of SetSize locks of
+	// The lockset workload: SetWorkers leases taking sets of SetSize locks of
 	// a pool of SetLocks, waiting SetWaitMs, some with a maximum hold of SetMaxHoldMs.
 	SetWorkers, SetLocks, SetSize int
 	SetWaitMs, SetMaxHoldMs       int64
@@ -112,7 +112,7 @@ type setStats struct{ Sets, Singles, Deadlocks, Timeouts, MaxHoldEnded int }
 // primStats counts one primitive's operations in a campaign: all of them, the grants
 // (acquires, campaigns, proclaims answered ok) and the refusals (held, full, election
 // held, mode or limit conflicts: each a competition the model judged).
-type primStats struct{ Ops, Grants, Refusals int }
+type primStats struct{ Ops, Grants, Refusals, SharedGrants, LeaderChanges int }
 
 // envSeed returns RAFTLOCK_VERIFY_SEED if set, else a fresh seed.
 func envSeed(t testing.TB) int64 {
@@ -507,10 +507,10 @@ func (res *campaignResult) table() string {
 		res.Fencing.Applied, res.Fencing.RefusedStale, res.Fencing.StaleAccepted, res.Fencing.DoubleJobs)
 	fmt.Fprintf(&b, "| slowest recovery (bound) | %v (%v) |\n| snapshots installed | %d |\n| proxy connections (unidentified) | %d (%d) |\n",
 		res.MaxRecovery.Round(time.Millisecond), res.LivenessBound, res.Snapshots, res.Net.Accepted, res.Net.Unknown)
-	fmt.Fprintf(&b, "\n| primitive | operations | grants | refusals |\n|---|---|---|---|\n")
+	fmt.Fprintf(&b, "\n| primitive | operations | grants | refusals | shared grants | leader changes |\n|---|---|---|---|---|---|\n")
 	for _, w := range primWorkloads {
 		if p := res.Prims[w]; p != nil {
-			fmt.Fprintf(&b, "| %s | %d | %d | %d |\n", primNames[w], p.Ops, p.Grants, p.Refusals)
+			fmt.Fprintf(&b, "| %s | %d | %d | %d | %d | %d |\n", primNames[w], p.Ops, p.Grants, p.Refusals, p.SharedGrants, p.LeaderChanges)
 		}
 	}
 	fmt.Fprintf(&b, "\n| lockset workload | sets granted whole | single grants | deadlock answers | waits timed out | grants ended by their maximum hold |\n|---|---|---|---|---|---|\n| | %d | %d | %d | %d | %d |\n",
@@ -639,8 +639,13 @@ func splitPrims(ops []checker.Op) (locks, prims []checker.Op) {
 }
 
 // countPrims adds a round's operations of the other primitives to the campaign's counts.
+// An election's leader changes are the campaigns won by another lease than the one that
+// won before it (in the order of their returns; every round uses fresh names).
 func (c *campaign) countPrims(ops []checker.Op) {
-	for _, o := range ops {
+	sorted := append([]checker.Op(nil), ops...)
+	sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].Return < sorted[j].Return })
+	lastWinner := map[string]string{}
+	for _, o := range sorted {
 		p := c.res.Prims[o.Workload]
 		if p == nil {
 			continue
@@ -650,6 +655,15 @@ func (c *campaign) countPrims(ops []checker.Op) {
 		case checker.OutOK:
 			if o.Kind == checker.KindAcquire || o.Kind == checker.KindSemAcquire || o.Kind == checker.KindCampaign || o.Kind == checker.KindProclaim || o.Kind == checker.KindLockSet {
 				p.Grants++
+			}
+			if o.Kind == checker.KindAcquire && o.Mode == "shared" {
+				p.SharedGrants++
+			}
+			if o.Kind == checker.KindCampaign {
+				if prev, ok := lastWinner[o.Lock]; ok && prev != o.Lease {
+					p.LeaderChanges++
+				}
+				lastWinner[o.Lock] = o.Lease
 			}
 		case checker.OutHeld, checker.OutSemFull, checker.OutElectionHeld, checker.OutModeConflict, checker.OutLimitConflict, checker.OutDeadlock, checker.OutWaitTimeout:
 			p.Refusals++

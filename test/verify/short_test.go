@@ -62,13 +62,32 @@ func TestShortCampaign(t *testing.T) {
 	}
 }
 
-// checkPrims fails t when a primitive's workload met no contention: its model then judged
-// nothing worth judging.
+// checkPrims fails t when a feature the checkers judge did not happen in the campaign: a
+// checker that met no deadlock answer, no maximum hold ending a grant or no leader change
+// judged nothing of it, and a mutant of that mechanism would pass. Each count is printed in
+// the campaign's table.
 func checkPrims(t testing.TB, res *campaignResult) {
 	t.Helper()
 	for _, w := range primWorkloads {
 		if p := res.Prims[w]; p.Grants == 0 || p.Refusals == 0 {
 			t.Errorf("the %s workload did too little: %d grants, %d refusals", primNames[w], p.Grants, p.Refusals)
+		}
+	}
+	need := []struct {
+		what string
+		n    int
+	}{
+		{"shared grants", res.Prims["rw"].SharedGrants},
+		{"semaphore permits granted", res.Prims["sem"].Grants},
+		{"election leader changes", res.Prims["elect"].LeaderChanges},
+		{"locksets granted whole", res.Sets.Sets},
+		{"lockset or lock waits refused (deadlock or timeout)", res.Sets.Deadlocks + res.Sets.Timeouts},
+		{"deadlock answers", res.Sets.Deadlocks},
+		{"grants ended by their maximum hold", res.Sets.MaxHoldEnded},
+	}
+	for _, f := range need {
+		if f.n == 0 {
+			t.Errorf("the campaign never saw %s: the checkers judged none, so a mutant of it would pass", f.what)
 		}
 	}
 }

@@ -17,6 +17,12 @@
 //	    --wait-ms 2000 --pause-every 60 --duration 30s --worker 3 --seed 42 \
 //	    --clock-origin N --history /tmp/w3.json
 //
+// With --threads N the process runs N such workers at once (numbered worker*N .. worker*N+N-1
+// in the records), as a JVM runs many threads: a pause of one stops the whole process, and
+// every other worker with it, whatever it was doing (holding, writing, renewing). One pause
+// is asked for at a time; a worker whose hold pauses while another's pause is in progress
+// asks after it.
+//
 // On its last stdout line it prints "done holds=H pauses=P ops=N".
 package main
 
@@ -31,6 +37,7 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -44,7 +51,7 @@ type config struct {
 	opening, ttlMs, waitMs     int64
 	pauseEvery, pauseOffset    int
 	duration                   time.Duration
-	worker                     int
+	worker, threads            int
 	seed, clockOrigin          int64
 }
 
@@ -78,6 +85,7 @@ func parseFlags(args []string) (config, error) {
 	fs.IntVar(&c.pauseOffset, "pause-offset", 0, "which hold modulo --pause-every pauses")
 	fs.DurationVar(&c.duration, "duration", 10*time.Second, "how long to run")
 	fs.IntVar(&c.worker, "worker", 0, "the worker's number, for the records")
+	fs.IntVar(&c.threads, "threads", 1, "how many workers the process runs at once (a pause stops them all)")
 	fs.Int64Var(&c.seed, "seed", 1, "random seed")
 	fs.Int64Var(&c.clockOrigin, "clock-origin", 0, "CLOCK_MONOTONIC reading (ns) the records count from")
 	fs.StringVar(&c.history, "history", "", "file to write the recorded requests to (required)")
@@ -92,6 +100,8 @@ func parseFlags(args []string) (config, error) {
 		return c, fmt.Errorf("--locks and --accounts must have the same number of names, got %d and %d", len(c.locks), len(c.accounts))
 	case c.opening <= 0:
 		return c, errors.New("--opening must be positive")
+	case c.threads < 1:
+		return c, errors.New("--threads must be at least 1")
 	}
 	return c, nil
 }
@@ -107,10 +117,11 @@ func split(s string) []string {
 // Pause requests go out on out and wait for a line on in.
 func run(ctx context.Context, cfg config, in io.Reader, out io.Writer) error {
 	rec := workload.NewRecorder(workload.NewSharedClock(cfg.clockOrigin))
-	c := workload.NewClient(cfg.endpoints, cfg.ledger, rec, "bank", cfg.worker, cfg.seed)
-	defer c.Close()
 	lines := bufio.NewScanner(in)
+	var pausing sync.Mutex // one pause request at a time: the harness answers them in turn
 	pause := func(ctx context.Context) error {
+		pausing.Lock()
+		defer pausing.Unlock()
 		if _, err := fmt.Fprintln(out, "pause"); err != nil {
 			return err
 		}
@@ -128,11 +139,29 @@ func run(ctx context.Context, cfg config, in io.Reader, out io.Writer) error {
 	}
 	rctx, cancel := context.WithTimeout(ctx, cfg.duration)
 	defer cancel()
-	res, runErr := workload.RunHolds(rctx, c, workload.HoldsConfig{
-		Locks: cfg.locks, Accounts: cfg.accounts, OpeningCents: cfg.opening,
-		TTLMs: cfg.ttlMs, WaitMs: cfg.waitMs,
-		PauseEvery: cfg.pauseEvery, PauseOffset: cfg.pauseOffset, Pause: pause,
-	})
+	results := make([]workload.HoldsResult, cfg.threads)
+	errs := make([]error, cfg.threads)
+	var wg sync.WaitGroup
+	for k := 0; k < cfg.threads; k++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c := workload.NewClient(cfg.endpoints, cfg.ledger, rec, "bank", cfg.worker*cfg.threads+k, cfg.seed+int64(k)*7919)
+			defer c.Close()
+			results[k], errs[k] = workload.RunHolds(rctx, c, workload.HoldsConfig{
+				Locks: cfg.locks, Accounts: cfg.accounts, OpeningCents: cfg.opening,
+				TTLMs: cfg.ttlMs, WaitMs: cfg.waitMs,
+				PauseEvery: cfg.pauseEvery, PauseOffset: (cfg.pauseOffset + k) % max(cfg.pauseEvery, 1), Pause: pause,
+			})
+		}()
+	}
+	wg.Wait()
+	var res workload.HoldsResult
+	for _, r := range results {
+		res.Holds += r.Holds
+		res.Pauses += r.Pauses
+	}
+	runErr := errors.Join(errs...)
 	ops := rec.Ops()
 	b, err := json.Marshal(ops)
 	if err != nil {

@@ -18,9 +18,9 @@ const (
 	Release     Kind = "release"
 	Status      Kind = "status"
 	Charge      Kind = "charge"
-	// The other primitives (issue 14). A shared lock uses Acquire, Release and Status with
+	// The other primitives. A shared lock uses Acquire, Release and Status with
 	// a Mode; a proclaim is a Campaign with the leader's Token.
-	// A lockset and its release (issue 22).
+	// A lockset and its release.
 	LockSet        Kind = "lockset"
 	LockSetRelease Kind = "lockset_release"
 	SemAcquire     Kind = "sem_acquire"

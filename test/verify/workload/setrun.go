@@ -18,7 +18,8 @@ type SetsConfig struct {
 	// SetProb is the share of rounds that ask for the set in one lockset; the others take
 	// its locks one by one, in a random order (the orders that deadlock).
 	SetProb float64
-	// MaxHoldProb is the share of rounds whose grants have a maximum hold of MaxHoldMs.
+	// MaxHoldProb is the share of rounds whose grants have a maximum hold of MaxHoldMs;
+	// half of those hold the complete set for twice MaxHoldMs, past the maximum hold.
 	MaxHoldProb float64
 	MaxHoldMs   int64
 	// Hold is the longest time the worker holds a complete set before releasing it.
@@ -167,7 +168,13 @@ func RunSets(ctx context.Context, c *Client, cfg SetsConfig, cleanup time.Durati
 		}
 		if ok && complete {
 			c.LockStatus(ctx, names[rng.Intn(len(names))])
-			if cfg.Hold > 0 {
+			switch {
+			case maxHold > 0 && rng.Float64() < 0.5:
+				// Past the maximum hold, so that the cluster ends the grant and the
+				// release meets not_holder: the checkers judge maximum holds only
+				// when some end.
+				sleepCtx(ctx, time.Duration(2*maxHold)*time.Millisecond)
+			case cfg.Hold > 0:
 				sleepCtx(ctx, time.Duration(rng.Int63n(int64(cfg.Hold))))
 			}
 		}

@@ -1,0 +1,248 @@
+// Command peers-bench runs raftlock's lock workloads against the lock services users weigh
+// it against besides etcd (bench/etcd): a ZooKeeper ensemble through the Curator-style
+// recipe of go-zookeeper/zk's Lock, and a Redis server through SET NX PX with a Lua
+// compare-and-delete release (go-redis). Redis is not a safe lock service (no fencing, no
+// consensus) and its results say so; it is here for what that buys.
+//
+//	peers-bench --system zookeeper|redis [flags] WORKLOAD...   uncontended parallel contended shared semaphore, or all
+//
+// Neither peer has a shared lock or a semaphore recipe in its client, so those workloads
+// produce a result that says "n/a" and why, for the one table of every system that
+// scripts/bench.sh prints. It lives in a module of its own so that raftlock itself keeps no
+// ZooKeeper or Redis dependency; the workload loops, the statistics and the report are
+// raftlock's bench/benchkit, shared with raftlock-bench and etcd-bench, so every system is
+// driven and measured the same way. Server CPU is read from /proc for the server
+// processes (--pids, the pid files of scripts/zk-local.sh or scripts/redis-local.sh, or a
+// scan for the local servers).
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/raftlock/raftlock/bench/benchkit"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	code, err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "peers-bench:", err)
+	}
+	os.Exit(code)
+}
+
+// options are the command's flags.
+type options struct {
+	system     string
+	endpoints  string
+	duration   time.Duration
+	warmup     time.Duration
+	clients    int
+	ttl        time.Duration
+	backoffMin time.Duration
+	backoffMax time.Duration
+	pids       string
+	state      string
+	label      string
+	json       bool
+	jsonOut    string
+	quiet      bool
+}
+
+// peer is a backend with what peers-bench needs besides benchkit's interfaces.
+type peer interface {
+	benchkit.Backend
+	benchkit.Unsupported
+	// Note describes the recipe, the client and the server, for every result.
+	Note() string
+}
+
+var allWorkloads = []string{benchkit.Uncontended, benchkit.Parallel, benchkit.Contended, benchkit.Shared, benchkit.Semaphore}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
+	var o options
+	fs := flag.NewFlagSet("peers-bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&o.system, "system", "", "the peer: zookeeper or redis")
+	fs.StringVar(&o.endpoints, "endpoints", "", "servers, comma-separated host:port (default: zookeeper 127.0.0.1:21811,21812,21813 of scripts/zk-local.sh; redis 127.0.0.1:63791 of scripts/redis-local.sh)")
+	fs.DurationVar(&o.duration, "duration", 10*time.Second, "measured time of each workload")
+	fs.DurationVar(&o.warmup, "warmup", 2*time.Second, "unmeasured time before each workload")
+	fs.IntVar(&o.clients, "clients", 0, "concurrent clients (0: 1 uncontended, 64 parallel, 16 contended)")
+	fs.DurationVar(&o.ttl, "ttl", 10*time.Second, "zookeeper: session timeout; redis: each lock's PX")
+	fs.DurationVar(&o.backoffMin, "backoff-min", time.Millisecond, "redis: first delay before trying a held lock again")
+	fs.DurationVar(&o.backoffMax, "backoff-max", 64*time.Millisecond, "redis: the longest delay (each retry doubles it up to this)")
+	fs.StringVar(&o.pids, "pids", "", "server pids to charge CPU to, comma-separated (default: the pid files under --state, else a scan for the local servers)")
+	fs.StringVar(&o.state, "state", "", "state directory of scripts/zk-local.sh or scripts/redis-local.sh, for pid files (default $ZK_STATE or $REDIS_STATE)")
+	fs.StringVar(&o.label, "label", "", "name the system in the results (e.g. redis-always)")
+	fs.BoolVar(&o.json, "json", false, "print the results as JSON on stdout instead of a table")
+	fs.StringVar(&o.jsonOut, "json-out", "", "also write the results as JSON to this file")
+	fs.BoolVar(&o.quiet, "quiet", false, "no progress lines")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: peers-bench --system zookeeper|redis [flags] WORKLOAD...   (uncontended, parallel, contended, shared, semaphore, or all)")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return 2, nil
+	}
+	var names []string
+	for _, a := range fs.Args() {
+		switch {
+		case a == "all":
+			names = append(names, allWorkloads...)
+		case contains(allWorkloads, a):
+			names = append(names, a)
+		default:
+			return 2, fmt.Errorf("unknown workload %q; known: %s, all", a, strings.Join(allWorkloads, ", "))
+		}
+	}
+	if len(names) == 0 {
+		fs.Usage()
+		return 2, nil
+	}
+
+	var b peer
+	switch o.system {
+	case "zookeeper":
+		if o.endpoints == "" {
+			o.endpoints = "127.0.0.1:21811,127.0.0.1:21812,127.0.0.1:21813"
+		}
+		if o.state == "" {
+			o.state = os.Getenv("ZK_STATE")
+		}
+		zb, err := newZKBackend(ctx, o)
+		if err != nil {
+			return 1, err
+		}
+		b = zb
+	case "redis":
+		if o.endpoints == "" {
+			o.endpoints = "127.0.0.1:63791"
+		}
+		if o.state == "" {
+			o.state = os.Getenv("REDIS_STATE")
+		}
+		rb, err := newRedisBackend(ctx, o)
+		if err != nil {
+			return 1, err
+		}
+		defer rb.close()
+		b = rb
+	default:
+		return 2, fmt.Errorf("--system %q: want zookeeper or redis", o.system)
+	}
+	progress := stderr
+	if o.quiet {
+		progress = nil
+	}
+	if progress != nil {
+		fmt.Fprintf(progress, "peers-bench %s on %s; %d server process(es) found for CPU readings %v; %s\n", b.Name(), benchkit.Machine(), len(b.ServerPIDs()), b.ServerPIDs(), b.Target())
+	}
+	var results []*benchkit.Result
+	for _, name := range names {
+		clients := o.clients
+		if clients == 0 {
+			clients = benchkit.DefaultClients(name)
+		}
+		var r *benchkit.Result
+		if name == benchkit.Shared || name == benchkit.Semaphore {
+			// Neither peer's client has these recipes: say so in the table rather than
+			// writing one here.
+			r = &benchkit.Result{System: b.Name(), Workload: name, Clients: clients, Op: "grant", Unsupported: b.Unsupported(name)}
+			if u, ok := b.(benchkit.Unsafer); ok {
+				r.Unsafe = u.Unsafe()
+			}
+		} else {
+			var refused0 int64
+			rb, isRedis := b.(*redisBackend)
+			if isRedis {
+				refused0 = rb.refused.Load()
+			}
+			var err error
+			r, err = benchkit.Run(ctx, b, benchkit.Config{Workload: name, Clients: clients, Duration: o.duration, Warmup: o.warmup, Progress: progress})
+			if err != nil {
+				return 1, fmt.Errorf("%s: %w", name, err)
+			}
+			r.Notes = append(r.Notes, b.Note())
+			if isRedis && r.Ops > 0 {
+				r.Notes = append(r.Notes, fmt.Sprintf("SET NX answered 'held' %d times in the run (warm-up included), %.2f per %s measured",
+					rb.refused.Load()-refused0, float64(rb.refused.Load()-refused0)/float64(r.Ops), r.Op))
+			}
+		}
+		if o.label != "" {
+			r.System = o.label
+		}
+		results = append(results, r)
+	}
+	if o.json {
+		if err := benchkit.WriteJSON(stdout, results); err != nil {
+			return 1, err
+		}
+	} else {
+		fmt.Fprintf(stdout, "peers-bench, %s, %s\n\n", benchkit.Machine(), benchkit.Stamp())
+		benchkit.PrintTable(stdout, results)
+	}
+	if o.jsonOut != "" {
+		f, err := os.Create(o.jsonOut)
+		if err != nil {
+			return 1, err
+		}
+		defer f.Close()
+		if err := benchkit.WriteJSON(f, results); err != nil {
+			return 1, err
+		}
+	}
+	for _, r := range results {
+		if r.Violations > 0 {
+			return 3, fmt.Errorf("%s: %d safety violation(s)", r.Workload, r.Violations)
+		}
+	}
+	return 0, nil
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, v := range strings.Split(s, ",") {
+		if v = strings.TrimSpace(v); v != "" {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// serverPIDs finds the server processes: pids given, the pid files under the state
+// directory (glob names the per-server subdirectories, "" for one server), or a /proc scan.
+func serverPIDs(o options, glob string, match func(args []string) bool) ([]int, error) {
+	if o.pids != "" {
+		return benchkit.ParsePIDs(o.pids)
+	}
+	if o.state != "" {
+		if pids := benchkit.ReadPIDFiles(filepath.Join(o.state, glob, "pid")); len(pids) > 0 {
+			return pids, nil
+		}
+	}
+	pids := benchkit.FindProcs(match)
+	if len(pids) == 0 {
+		return nil, errors.New("no server process found to read CPU from; pass --pids or --state")
+	}
+	return pids, nil
+}
