@@ -35,6 +35,14 @@ const (
 	// bootstrapped already, a member ID re-pointed without "replace".
 	CodeConflict = "conflict"
 	CodeInternal = "internal"
+	// CodeUnsupportedMediaType: a POST, PUT, DELETE or PATCH with a body that is not
+	// declared JSON (Content-Type: application/json); nothing was applied (415). Browsers
+	// send cross-site forms as text/plain or form data, so these are refused.
+	CodeUnsupportedMediaType = "unsupported_media_type"
+	// CodeMisdirectedRequest: the request's Host is not a name the node answers for (an
+	// IP address, localhost, its advertised name or certificate names, --allowed-hosts);
+	// nothing was done (421). This is what keeps DNS-rebinding pages out.
+	CodeMisdirectedRequest = "misdirected_request"
 )
 
 // Error codes of the coordination primitives (shared locks, semaphores, elections); each
@@ -74,6 +82,10 @@ func Status(code string) int {
 		return http.StatusForbidden
 	case CodeBodyTooLarge:
 		return http.StatusRequestEntityTooLarge
+	case CodeUnsupportedMediaType:
+		return http.StatusUnsupportedMediaType
+	case CodeMisdirectedRequest:
+		return http.StatusMisdirectedRequest
 	case CodeNoLeader, CodeUnknownOutcome:
 		return http.StatusServiceUnavailable
 	case CodeQuotaExceeded, CodeTooManyRequests:

@@ -138,7 +138,7 @@ func codeSentinel(code string) error {
 	case api.CodeElectionHeld:
 		return ErrElectionHeld
 	case api.CodeInvalidJSON, api.CodeInvalidName, api.CodeInvalidTTL, api.CodeInvalidArgument,
-		api.CodeNotFound, api.CodeMethodNotAllowed, api.CodeBodyTooLarge:
+		api.CodeNotFound, api.CodeMethodNotAllowed, api.CodeBodyTooLarge, api.CodeUnsupportedMediaType, api.CodeMisdirectedRequest:
 		return ErrInvalid
 	}
 	return ErrServer

@@ -218,10 +218,10 @@ cmd_run() {
 raftlock is running: three nodes, HTTP on 127.0.0.1:7001-7003 (n2 and n3 forward to the leader).
 Try, against a follower or any node:
 
-  curl -s -X PUT localhost:7002/v1/locks/accounts/A -d '{"owner":"worker-1"}'
-  curl -s -X PUT localhost:7003/v1/locks/accounts/A -d '{"owner":"worker-2"}'        # 409 lock_held
-  curl -s -X PUT localhost:7003/v1/locks/accounts/A -d '{"owner":"worker-2","wait_ms":30000}' &
-  curl -s -X DELETE localhost:7001/v1/locks/accounts/A -d '{"lease_id":"<lease_id from the first answer>","token":<token>}'
+  curl -s -X PUT localhost:7002/v1/locks/accounts/A --json '{"owner":"worker-1"}'
+  curl -s -X PUT localhost:7003/v1/locks/accounts/A --json '{"owner":"worker-2"}'        # 409 lock_held
+  curl -s -X PUT localhost:7003/v1/locks/accounts/A --json '{"owner":"worker-2","wait_ms":30000}' &
+  curl -s -X DELETE localhost:7001/v1/locks/accounts/A --json '{"lease_id":"<lease_id from the first answer>","token":<token>}'
   curl -s localhost:7001/v1/locks/accounts/A
   curl -s localhost:7001/v1/cluster
 

@@ -220,6 +220,7 @@ func TestAPI_NoLeaderIs503NotAHang(t *testing.T) {
 		{"POST", "/v1/leases", `{}`},
 	} {
 		req, _ := http.NewRequest(probe.method, c.URL(survivor)+probe.path, bytes.NewBufferString(probe.body))
+		req.Header.Set("Content-Type", "application/json")
 		resp, err := client.Do(req)
 		if err != nil {
 			t.Fatalf("%s %s without a quorum: %v (want a prompt 503)", probe.method, probe.path, err)

@@ -42,8 +42,8 @@ const benchLease = "0123456789abcdef0123456789abcdef"
 // cycle sends an acquire and a release of one lock straight to h.
 func cycle(tb testing.TB, h http.Handler, token string) {
 	for _, rq := range []*http.Request{
-		httptest.NewRequest(http.MethodPut, "/v1/locks/accounts/A", strings.NewReader(`{"lease_id":"`+benchLease+`"}`)),
-		httptest.NewRequest(http.MethodDelete, "/v1/locks/accounts/A", strings.NewReader(`{"lease_id":"`+benchLease+`","token":`+token+`}`)),
+		apiRequest(http.MethodPut, "/v1/locks/accounts/A", strings.NewReader(`{"lease_id":"`+benchLease+`"}`)),
+		apiRequest(http.MethodDelete, "/v1/locks/accounts/A", strings.NewReader(`{"lease_id":"`+benchLease+`","token":`+token+`}`)),
 	} {
 		w := httptest.NewRecorder()
 		h.ServeHTTP(w, rq)
@@ -69,7 +69,7 @@ func TestBudget_TracesLockRequests(t *testing.T) {
 	rec := budget.New()
 	h := newBudgetServer(t, rec)
 	cycle(t, h, "1")
-	req := httptest.NewRequest(http.MethodPut, "/v1/locks/accounts/B", strings.NewReader(`{"lease_id":"`+benchLease+`"}`))
+	req := apiRequest(http.MethodPut, "/v1/locks/accounts/B", strings.NewReader(`{"lease_id":"`+benchLease+`"}`))
 	req.Header.Set(traceHeader, "42")
 	req.Header.Set(budgetTagHeader, "t1")
 	h.ServeHTTP(httptest.NewRecorder(), req)

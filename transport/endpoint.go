@@ -145,7 +145,7 @@ func (s *Server) writeFailure(w http.ResponseWriter, r *http.Request, err error)
 	if r.Header.Get(hopHeader) != "" && leaderless(err) {
 		w.Header().Set(holdableHeader, "1")
 	}
-	writeError(w, err)
+	writeError(w, s.deadlockFor(r, err))
 }
 
 // writeAnswer writes a call's answer: JSON with 200, or as its type says.

@@ -49,7 +49,7 @@ func TestEndpoint_FakeRole(t *testing.T) {
 	lease := strings.Repeat("ab", 16)
 	put := func(body string) *httptest.ResponseRecorder {
 		w := httptest.NewRecorder()
-		s.Handler().ServeHTTP(w, httptest.NewRequest(http.MethodPut, "/v1/semaphores/pool/db", strings.NewReader(body)))
+		s.Handler().ServeHTTP(w, apiRequest(http.MethodPut, "/v1/semaphores/pool/db", strings.NewReader(body)))
 		return w
 	}
 	cases := []struct {
@@ -94,7 +94,7 @@ func TestEndpoint_WaitHoldsASlot(t *testing.T) {
 		}}, nil
 	})
 	w := httptest.NewRecorder()
-	h(w, httptest.NewRequest(http.MethodGet, "/", nil))
+	h(w, apiRequest(http.MethodGet, "/", nil))
 	if w.Code != http.StatusCreated || strings.TrimSpace(w.Body.String()) != `{"n":1}` || during != 1 || s.held.held.Load() != 0 {
 		t.Fatalf("answer %d %s, %d held during the call, %d after", w.Code, w.Body, during, s.held.held.Load())
 	}

@@ -103,7 +103,7 @@ func errorFor(err error) failure {
 	case errors.As(err, &lc):
 		ae = api.Errorf(api.CodeLimitConflict, "the semaphore is in use with limit %d; ask with that limit, or wait until it is not in use to set another", lc.Limit)
 	case errors.As(err, &dl):
-		ae = api.Errorf(api.CodeDeadlock, "waiting would close a cycle of waiting leases: %s; nothing was queued. Release a lock of the cycle, or ask for all of them at once with POST /v1/locksets", fsm.DescribeCycle(dl.Cycle))
+		ae = deadlockError(fsm.DescribeCycle(dl.Cycle))
 	case errors.As(err, &ne) && errors.Is(err, cluster.ErrLockHeld):
 		ae = api.Errorf(api.CodeLockHeld, "held by other leases: %s; nothing was taken. Retry later or pass wait_ms to queue for all of them at once", strings.Join(ne.Names, ", "))
 	case errors.As(err, &ne) && errors.Is(err, cluster.ErrNotHolder):

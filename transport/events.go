@@ -32,10 +32,16 @@ var streamPing = 15 * time.Second // a variable only so that tests can shorten i
 // streamWriteTimeout bounds one write of an event stream.
 const streamWriteTimeout = 30 * time.Second
 
-func historyEvent(name string, e cluster.HistoryEvent) api.HistoryEvent {
+// historyEvent is e as the API shows it to a caller that may read the names may accepts
+// (nil: every name): a refused wait's cycle names only those (detailFor).
+func historyEvent(name string, e cluster.HistoryEvent, may func(string) bool) api.HistoryEvent {
+	detail := e.Detail
+	if may != nil && detail != "" {
+		detail = detailFor(detail, may)
+	}
 	return api.HistoryEvent{
 		Name: name, Kind: e.Kind.String(), Index: e.Index, TimeMs: e.Time, Token: e.Token, Owner: e.Owner,
-		Lease: e.Lease.String(), FromQueue: e.FromQueue, WaitedMs: e.Waited, DeadlineMs: e.Deadline, RenewedMs: e.Renewed, Detail: e.Detail,
+		Lease: e.Lease.String(), FromQueue: e.FromQueue, WaitedMs: e.Waited, DeadlineMs: e.Deadline, RenewedMs: e.Renewed, Detail: detail,
 	}
 }
 
@@ -64,8 +70,9 @@ func (h eventRoutes) history(w http.ResponseWriter, r *http.Request) (call, erro
 			return nil, err
 		}
 		out := api.History{Name: name, Events: make([]api.HistoryEvent, 0, len(evs)), ClusterTimeMs: now.Milliseconds()}
+		may := h.auth.mayRead(r)
 		for _, e := range evs {
-			out.Events = append(out.Events, historyEvent("", e))
+			out.Events = append(out.Events, historyEvent("", e, may))
 		}
 		return out, nil
 	}}, nil
@@ -206,7 +213,7 @@ func (h eventRoutes) send(w http.ResponseWriter, r *http.Request, sub *cluster.S
 				if h.auth.on && (id.Access(ev.Name) < fsm.AccessRead || id.Access(ev.Name) == fsm.AccessDeny) {
 					continue // under the prefix, but a rule denies this name
 				}
-				out.Events = append(out.Events, historyEvent(ev.Name, ev.HistoryEvent))
+				out.Events = append(out.Events, historyEvent(ev.Name, ev.HistoryEvent, streamReader(h.auth.on, id)))
 			}
 			if len(out.Events) == 0 {
 				continue
@@ -232,5 +239,17 @@ func (h eventRoutes) send(w http.ResponseWriter, r *http.Request, sub *cluster.S
 		if rc.Flush() != nil {
 			return
 		}
+	}
+}
+
+// streamReader is the names identity id may read, for a stream's events; nil with ACLs
+// off.
+func streamReader(on bool, id cluster.ACLIdentity) func(string) bool {
+	if !on {
+		return nil
+	}
+	return func(name string) bool {
+		a := id.Access(name)
+		return a >= fsm.AccessRead && a != fsm.AccessDeny
 	}
 }

@@ -24,7 +24,7 @@ func BenchmarkForwardAcquire(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		w := httptest.NewRecorder()
-		h.ServeHTTP(w, httptest.NewRequest(http.MethodPut, "/v1/locks/accounts/A", strings.NewReader(body)))
+		h.ServeHTTP(w, apiRequest(http.MethodPut, "/v1/locks/accounts/A", strings.NewReader(body)))
 		if w.Code != http.StatusOK {
 			b.Fatalf("forwarded acquire: %d %s", w.Code, w.Body)
 		}

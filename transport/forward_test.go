@@ -240,6 +240,7 @@ func TestServer_HeldRequestLimit(t *testing.T) {
 	defer cancel()
 	go func() {
 		req, _ := http.NewRequestWithContext(ctx, "PUT", ts.URL+"/v1/locks/a", strings.NewReader(`{"wait_ms":10000}`))
+		req.Header.Set("Content-Type", "application/json")
 		if resp, err := http.DefaultClient.Do(req); err == nil {
 			resp.Body.Close()
 		}

@@ -69,7 +69,9 @@ func (p *perIdentity) acquire(key string) (release func(), ok bool) {
 // request's token (by accessor) when the token is known here, else the node whose
 // certificate speaks for itself, else the anonymous identity, which every caller without
 // a token shares. A request forwarded by another node without a known token gets the empty
-// key (no per-identity cap): the node the client sent it to counted it. With ACLs off
+// key (no per-identity cap): the node the client sent it to counted it. Only a member's
+// node certificate proves a forward: without it (TLS off, or a client that sets the hop
+// header itself) the request is its caller's, anonymous without a token. With ACLs off
 // there are no identities to tell apart (every caller may do everything, and an address
 // is not an identity behind a NAT or a proxy): only the node-wide caps apply.
 func (s *Server) callerKey(r *http.Request) string {
@@ -84,7 +86,7 @@ func (s *Server) callerKey(r *http.Request) string {
 	if id := callerNode(r, s.svc.Members); id != "" {
 		return "node:" + id
 	}
-	if r.Header.Get(hopHeader) != "" {
+	if r.Header.Get(hopHeader) != "" && s.fromMember(r) {
 		return ""
 	}
 	return "anonymous"

@@ -15,7 +15,10 @@ import (
 // metrics holds the server's Prometheus collectors, in a registry of its own (not the
 // process-wide default), so that several servers in one test process do not collide.
 type metrics struct {
-	reg       *prometheus.Registry
+	reg *prometheus.Registry
+	// open is reg without the cluster's usage counts (nodeMetric.usage): what /metrics
+	// shows, with ACLs on, to a caller without admin on the empty prefix.
+	open      *prometheus.Registry
 	requests  *prometheus.CounterVec
 	latency   *prometheus.HistogramVec
 	forwarded prometheus.Counter
@@ -23,7 +26,8 @@ type metrics struct {
 
 func newMetrics(status StatusReporter) *metrics {
 	m := &metrics{
-		reg: prometheus.NewRegistry(),
+		reg:  prometheus.NewRegistry(),
+		open: prometheus.NewRegistry(),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "raftlock_http_requests_total",
 			Help: "HTTP requests answered by this node, by route and status code.",
@@ -38,10 +42,13 @@ func newMetrics(status StatusReporter) *metrics {
 			Help: "Requests this node forwarded to the leader.",
 		}),
 	}
-	m.reg.MustRegister(m.requests, m.latency, m.forwarded,
-		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	for _, reg := range []*prometheus.Registry{m.reg, m.open} {
+		reg.MustRegister(m.requests, m.latency, m.forwarded,
+			collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	}
 	if status != nil {
-		m.reg.MustRegister(nodeCollector{status})
+		m.reg.MustRegister(nodeCollector{status: status})
+		m.open.MustRegister(nodeCollector{status: status, withoutUsage: true})
 	}
 	return m
 }
@@ -52,6 +59,10 @@ type nodeMetric struct {
 	name, help string
 	kind       prometheus.ValueType
 	value      func(cluster.Metrics) float64
+	// usage marks a count of the whole cluster's leases, locks, semaphores, elections or
+	// grants: with ACLs on, only a token with admin on the empty prefix reads it, as the
+	// overview's lease counts (docs/SECURITY.md, "/metrics").
+	usage bool
 }
 
 // nodeMetrics are the node's state (gauges) and apply counters at scrape time.
@@ -61,36 +72,44 @@ var nodeMetrics = []nodeMetric{
 			return 1
 		}
 		return 0
-	}},
-	{"raftlock_raft_term", "Current Raft term.", prometheus.GaugeValue, func(m cluster.Metrics) float64 { return float64(m.Term) }},
-	{"raftlock_raft_commit_index", "Raft commit index seen by this node.", prometheus.GaugeValue, func(m cluster.Metrics) float64 { return float64(m.CommitIndex) }},
-	{"raftlock_applied_index", "Index of the last entry applied to the lock state machine.", prometheus.GaugeValue, func(m cluster.Metrics) float64 { return float64(m.AppliedIndex) }},
-	{"raftlock_cluster_time_ms", "The state machine's cluster time.", prometheus.GaugeValue, func(m cluster.Metrics) float64 { return float64(m.ClusterTime.Milliseconds()) }},
-	{"raftlock_leases", "Live leases.", prometheus.GaugeValue, func(m cluster.Metrics) float64 { return float64(m.Leases) }},
-	{"raftlock_locks_held", "Held locks.", prometheus.GaugeValue, func(m cluster.Metrics) float64 { return float64(m.LocksHeld) }},
-	{"raftlock_semaphores_in_use", "Semaphores with at least one permit held.", prometheus.GaugeValue, func(m cluster.Metrics) float64 { return float64(m.SemaphoresInUse) }},
-	{"raftlock_semaphore_permits", "Semaphore permits held, over all semaphores.", prometheus.GaugeValue, func(m cluster.Metrics) float64 { return float64(m.SemaphorePermits) }},
-	{"raftlock_elections_led", "Elections with a leader.", prometheus.GaugeValue, func(m cluster.Metrics) float64 { return float64(m.ElectionsLed) }},
-	{"raftlock_snapshot_lag_entries", "Entries applied since the last snapshot's Persist: what the next one replays into the snapshot shadow before it encodes.", prometheus.GaugeValue, func(m cluster.Metrics) float64 { return float64(m.SnapshotLagEntries) }},
-	{"raftlock_grants_total", "Locks granted by the entries this node applied (every node applies every entry, so any node's rate is the cluster's).", prometheus.CounterValue, func(m cluster.Metrics) float64 { return float64(m.GrantsTotal) }},
-	{"raftlock_handovers_total", "Grants to a waiter, made by the release, revoke or expiry that freed the lock, in the same entry, as applied by this node.", prometheus.CounterValue, func(m cluster.Metrics) float64 { return float64(m.HandoversTotal) }},
-	{"raftlock_raft_peers_refused_total", "Connections to the Raft port refused at or after the TLS handshake (not a node of the cluster CA, not a member, or no handshake in time).", prometheus.CounterValue, func(m cluster.Metrics) float64 { return float64(m.RaftPeersRefused) }},
-	{"raftlock_raft_peers_dropped_total", "Connections to the Raft port closed unread because too many handshakes were pending.", prometheus.CounterValue, func(m cluster.Metrics) float64 { return float64(m.RaftPeersDropped) }},
-	{"raftlock_renew_entries_total", "Renew entries (one per batch of keepalives) applied by this node.", prometheus.CounterValue, func(m cluster.Metrics) float64 { return float64(m.RenewEntriesTotal) }},
+	}, false},
+	{"raftlock_raft_term", "Current Raft term.", prometheus.GaugeValue, func(m cluster.Metrics) float64 { return float64(m.Term) }, false},
+	{"raftlock_raft_commit_index", "Raft commit index seen by this node.", prometheus.GaugeValue, func(m cluster.Metrics) float64 { return float64(m.CommitIndex) }, false},
+	{"raftlock_applied_index", "Index of the last entry applied to the lock state machine.", prometheus.GaugeValue, func(m cluster.Metrics) float64 { return float64(m.AppliedIndex) }, false},
+	{"raftlock_cluster_time_ms", "The state machine's cluster time.", prometheus.GaugeValue, func(m cluster.Metrics) float64 { return float64(m.ClusterTime.Milliseconds()) }, false},
+	{"raftlock_leases", "Live leases.", prometheus.GaugeValue, func(m cluster.Metrics) float64 { return float64(m.Leases) }, true},
+	{"raftlock_locks_held", "Held locks.", prometheus.GaugeValue, func(m cluster.Metrics) float64 { return float64(m.LocksHeld) }, true},
+	{"raftlock_semaphores_in_use", "Semaphores with at least one permit held.", prometheus.GaugeValue, func(m cluster.Metrics) float64 { return float64(m.SemaphoresInUse) }, true},
+	{"raftlock_semaphore_permits", "Semaphore permits held, over all semaphores.", prometheus.GaugeValue, func(m cluster.Metrics) float64 { return float64(m.SemaphorePermits) }, true},
+	{"raftlock_elections_led", "Elections with a leader.", prometheus.GaugeValue, func(m cluster.Metrics) float64 { return float64(m.ElectionsLed) }, true},
+	{"raftlock_snapshot_lag_entries", "Entries applied since the last snapshot's Persist: what the next one replays into the snapshot shadow before it encodes.", prometheus.GaugeValue, func(m cluster.Metrics) float64 { return float64(m.SnapshotLagEntries) }, false},
+	{"raftlock_grants_total", "Locks granted by the entries this node applied (every node applies every entry, so any node's rate is the cluster's).", prometheus.CounterValue, func(m cluster.Metrics) float64 { return float64(m.GrantsTotal) }, true},
+	{"raftlock_handovers_total", "Grants to a waiter, made by the release, revoke or expiry that freed the lock, in the same entry, as applied by this node.", prometheus.CounterValue, func(m cluster.Metrics) float64 { return float64(m.HandoversTotal) }, true},
+	{"raftlock_raft_peers_refused_total", "Connections to the Raft port refused at or after the TLS handshake (not a node of the cluster CA, not a member, or no handshake in time).", prometheus.CounterValue, func(m cluster.Metrics) float64 { return float64(m.RaftPeersRefused) }, false},
+	{"raftlock_raft_peers_dropped_total", "Connections to the Raft port closed unread because too many handshakes were pending.", prometheus.CounterValue, func(m cluster.Metrics) float64 { return float64(m.RaftPeersDropped) }, false},
+	{"raftlock_renew_entries_total", "Renew entries (one per batch of keepalives) applied by this node.", prometheus.CounterValue, func(m cluster.Metrics) float64 { return float64(m.RenewEntriesTotal) }, true},
 }
 
 // nodeCollector reports the node's metrics at scrape time.
-type nodeCollector struct{ status StatusReporter }
+type nodeCollector struct {
+	status       StatusReporter
+	withoutUsage bool // leave out the usage counts (nodeMetric.usage)
+}
 
 func (c nodeCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, nm := range nodeMetrics {
-		ch <- prometheus.NewDesc(nm.name, nm.help, nil, nil)
+		if !(nm.usage && c.withoutUsage) {
+			ch <- prometheus.NewDesc(nm.name, nm.help, nil, nil)
+		}
 	}
 }
 
 func (c nodeCollector) Collect(ch chan<- prometheus.Metric) {
 	m := c.status.Metrics()
 	for _, nm := range nodeMetrics {
+		if nm.usage && c.withoutUsage {
+			continue
+		}
 		ch <- prometheus.MustNewConstMetric(prometheus.NewDesc(nm.name, nm.help, nil, nil), nm.kind, nm.value(m))
 	}
 }
@@ -110,8 +129,19 @@ func (m *metrics) instrument(next http.Handler) http.Handler {
 	})
 }
 
-func (m *metrics) handler() http.Handler {
-	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
+// handler serves /metrics: everything to whoever may read the cluster's usage (anyone
+// with ACLs off; a token with admin on the empty prefix with ACLs on), the node's health
+// without the usage counts to everyone else. /metrics itself needs no token.
+func (m *metrics) handler(auth *guard) http.HandlerFunc {
+	full := promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
+	open := promhttp.HandlerFor(m.open, promhttp.HandlerOpts{})
+	return func(w http.ResponseWriter, r *http.Request) {
+		if auth.on && auth.authorize(r, accessAdmin, "") != nil {
+			open.ServeHTTP(w, r)
+			return
+		}
+		full.ServeHTTP(w, r)
+	}
 }
 
 // statusWriter remembers the status code written.

@@ -320,6 +320,7 @@ func TestAPI_PrimitivesWaitForVersion2(t *testing.T) {
 		{"PUT", "/v1/locks/l", `{"mode":"shared"}`},
 	} {
 		req, _ := http.NewRequest(r.method, f+r.path, strings.NewReader(r.body))
+		req.Header.Set("Content-Type", "application/json")
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)

@@ -60,7 +60,7 @@ func (s *Server) apiRoutes() []route {
 		{"GET /v1/acl/token/self", s.serve(acl.tokenSelf)},
 		{"GET /healthz", s.serve(members.healthz)},
 		{"GET /readyz", s.serve(members.readyz)},
-		{"GET /metrics", s.met.handler().ServeHTTP},
+		{"GET /metrics", s.met.handler(s.auth)},
 		{"GET /v1/openapi.json", s.serve(openAPIDoc)},
 		{"GET /v1/history/{name...}", s.serve(events.history)},
 		{"GET /v1/events", s.serve(events.stream)},

@@ -68,6 +68,13 @@ type Config struct {
 	// RegisterInterval is how often a follower checks that the state machine holds its
 	// HTTP address; zero means 1 s.
 	RegisterInterval time.Duration
+	// AllowedHosts are names, besides IP addresses, localhost, the node's advertised HTTP
+	// host and its certificate's DNS names, that requests may carry in Host (a load
+	// balancer's, a Kubernetes Service's). See BrowserPolicy.
+	AllowedHosts []string
+	// AllowedOrigins are the web origins (scheme://host[:port]) whose pages may call the
+	// API besides the node's own dashboard; empty means none. See BrowserPolicy.
+	AllowedOrigins []string
 	// Budget, when non-nil, traces every request for the latency budget (bench/budget):
 	// when it began, was decoded, was forwarded and was answered. nil (the default) traces
 	// nothing and costs a nil check in the lock handlers.
@@ -149,7 +156,8 @@ func NewServer(cfg Config) (*Server, error) {
 	}
 	s.met = newMetrics(cfg.Services.Status)
 	s.routes()
-	handler := s.met.instrument(s.recoverer(s.forwardUnknownTokens(s.mux)))
+	browser := &BrowserPolicy{AllowedHosts: cfg.AllowedHosts, AllowedOrigins: cfg.AllowedOrigins, Names: s.ownNames, RequireJSON: true}
+	handler := s.met.instrument(s.recoverer(browser.Wrap(s.onlyNodesSpeakForNodes(s.forwardUnknownTokens(s.mux)))))
 	if cfg.Budget != nil {
 		handler = s.traced(handler)
 	}

@@ -9,14 +9,16 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/raftlock/raftlock/transport"
 )
 
 // startPprof serves Go's runtime profiles (/debug/pprof/) on addr, on a listener of its
 // own rather than the API's: the profiles carry no ACL or TLS, so they must never share a
-// port that clients reach. It is off unless --pprof-addr is given, and a non-loopback addr
+// port that clients reach. browser keeps web pages out (transport.BrowserPolicy). It is off unless --pprof-addr is given, and a non-loopback addr
 // is refused, because a goroutine dump names every lock being waited for. The returned
 // function stops the server.
-func startPprof(addr string, logger hclog.Logger) (func(), error) {
+func startPprof(addr string, browser *transport.BrowserPolicy, logger hclog.Logger) (func(), error) {
 	if addr == "" {
 		return func() {}, nil
 	}
@@ -37,7 +39,11 @@ func startPprof(addr string, logger hclog.Logger) (func(), error) {
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	// A page in a browser on this machine reaches loopback too: the listener answers only
+	// for an IP address, localhost or --allowed-hosts (not a rebinding page's name) and
+	// never for another origin's page. Nothing here changes state, so no content type is
+	// asked for (go tool pprof posts addresses to /symbol as text).
+	srv := &http.Server{Handler: browser.Wrap(mux), ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			logger.Warn("pprof server stopped", "error", err)

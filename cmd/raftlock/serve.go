@@ -71,6 +71,8 @@ func serveFlags() []cli.Flag {
 		altsrc.NewIntFlag(&cli.IntFlag{Name: "max-held-requests", Usage: "waiting acquires, blocking queries and requests held for a leader that this node holds open at once", Value: 10_000, EnvVars: env("max-held-requests")}),
 		&cli.Uint64Flag{Name: "max-protocol-version", Hidden: true, Usage: "for upgrade tests: speak at most this protocol version, as a node of an older release would (0: this release's)", EnvVars: env("max-protocol-version")},
 		altsrc.NewDurationFlag(&cli.DurationFlag{Name: "max-hold-ceiling", Usage: "cap on the max_hold_ms a request may ask for (protocol version 3); 0: no cap. Applied by the leader: give every node the same value", EnvVars: env("max-hold-ceiling")}),
+		str("allowed-hosts", "further names clients may send in Host, comma-separated (a load balancer's, a Kubernetes Service's); IP addresses, localhost, the --http-advertise host and the certificate's DNS names are always allowed, any other name is refused with 421 (DNS rebinding)", ""),
+		str("allowed-origins", "web origins (scheme://host[:port]), comma-separated, whose pages may call the API and the pprof listener besides the node's own dashboard; a request with any other Origin is refused with 403", ""),
 		str("pprof-addr", "serve Go's /debug/pprof profiles on this loopback address (127.0.0.1:6060), apart from the API and without its ACLs; off when empty", ""),
 		str("memory-limit", "soft limit on this process's Go heap (900MiB, 2GiB; 0: none beyond GOMEMLIMIT): the collector runs sooner near it instead of letting the heap reach twice the live state; give about 90% of the memory the node may use (docs/OPERATIONS.md, sizing)", "0"),
 		altsrc.NewDurationFlag(&cli.DurationFlag{Name: "hold-timeout", Usage: "how long a request that finds no leader is held, waiting for one, before it answers 503 (0 answers at once)", Value: transport.DefaultHoldTimeout, EnvVars: env("hold-timeout")}),
@@ -200,7 +202,7 @@ func serveConfig(c *cli.Context, logger hclog.Logger) (cluster.Config, serveOpti
 	if c.Bool("acl") && reloader == nil && nodeToken == "" {
 		logger.Warn("ACLs are on and TLS is off: this node registers its HTTP address only when it leads (no node certificate or --acl-node-token-file proves who it is), so right after it first takes office other nodes answer 503 for a moment; use TLS")
 	}
-	return cfg, serveOptions{join: c.String("join"), maxHeld: c.Int("max-held-requests"), holdTimeout: c.Duration("hold-timeout"), httpListen: c.String("http-addr"), acl: c.Bool("acl"), nodeToken: nodeToken, memoryLimit: memLimit, pprofAddr: c.String("pprof-addr")}, nil
+	return cfg, serveOptions{join: c.String("join"), maxHeld: c.Int("max-held-requests"), holdTimeout: c.Duration("hold-timeout"), httpListen: c.String("http-addr"), acl: c.Bool("acl"), nodeToken: nodeToken, memoryLimit: memLimit, pprofAddr: c.String("pprof-addr"), allowedHosts: commaList(c.String("allowed-hosts")), allowedOrigins: commaList(c.String("allowed-origins"))}, nil
 }
 
 // advertiseAddr returns the address other nodes use for this node: adv when given, else
@@ -267,7 +269,7 @@ func runServe(ctx context.Context, cfg cluster.Config, opts serveOptions, logger
 	if limit := applyMemoryLimit(opts.memoryLimit); limit != math.MaxInt64 {
 		logger.Info("soft memory limit", "limit", formatBytes(limit))
 	}
-	stopPprof, err := startPprof(opts.pprofAddr, logger)
+	stopPprof, err := startPprof(opts.pprofAddr, &transport.BrowserPolicy{AllowedHosts: opts.allowedHosts, AllowedOrigins: opts.allowedOrigins}, logger)
 	if err != nil {
 		return err
 	}
@@ -281,7 +283,8 @@ func runServe(ctx context.Context, cfg cluster.Config, opts serveOptions, logger
 		l.Close()
 		return err
 	}
-	srv, err := transport.NewServer(transport.Config{Services: transport.NodeServices(node), Logger: logger, MaxHeldRequests: opts.maxHeld, HoldTimeout: holdTimeout(opts.holdTimeout), TLS: cfg.TLS, ACL: opts.acl, NodeToken: opts.nodeToken})
+	srv, err := transport.NewServer(transport.Config{Services: transport.NodeServices(node), Logger: logger, MaxHeldRequests: opts.maxHeld, HoldTimeout: holdTimeout(opts.holdTimeout), TLS: cfg.TLS, ACL: opts.acl, NodeToken: opts.nodeToken,
+		Addr: opts.httpListen, AllowedHosts: opts.allowedHosts, AllowedOrigins: opts.allowedOrigins})
 	if err != nil {
 		l.Close()
 		node.Shutdown()
@@ -356,6 +359,20 @@ type serveOptions struct {
 	memoryLimit int64
 	// pprofAddr is --pprof-addr: where Go's profiles are served; "" for nowhere.
 	pprofAddr string
+	// allowedHosts and allowedOrigins are --allowed-hosts and --allowed-origins, for the
+	// API and the pprof listener (transport.BrowserPolicy).
+	allowedHosts, allowedOrigins []string
+}
+
+// commaList splits a comma-separated flag value, dropping empty items.
+func commaList(s string) []string {
+	var out []string
+	for _, v := range strings.Split(s, ",") {
+		if v = strings.TrimSpace(v); v != "" {
+			out = append(out, v)
+		}
+	}
+	return out
 }
 
 // parseBootstrap parses "n1=127.0.0.1:8001,n2=127.0.0.1:8002".

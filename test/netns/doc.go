@@ -15,5 +15,7 @@
 // foreign and missing certificates, Raft RPCs from hashicorp/raft's own transport, forged
 // headers and membership changes, guessed lease IDs and tokens without rights. Every case
 // must be refused; then the happy path runs over the same network, and no node's log may
-// contain a lease ID or ACL secret issued during the test.
+// contain a lease ID or ACL secret issued during the test. TestNetns_BrowserAttacksPlain
+// plays a web page against a cluster without TLS or ACLs (cross-site requests, DNS
+// rebinding of the API and of the pprof listener), as the suite does in its TLS modes.
 package netns

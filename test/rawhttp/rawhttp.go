@@ -97,7 +97,8 @@ func (a Answer) path() string {
 }
 
 // Do sends method to url with body ("" sends none, anything else is sent as JSON) and
-// the headers given as name, value pairs.
+// the headers given as name, value pairs (Host among them, as a client that names another
+// host would send it).
 func (c Client) Do(method, url, body string, header ...string) Answer {
 	return c.Send(context.Background(), method, url, body, header...)
 }
@@ -117,6 +118,10 @@ func (c Client) Send(ctx context.Context, method, url, body string, header ...st
 		req.Header.Set("Authorization", "Bearer "+c.Token)
 	}
 	for i := 0; i+1 < len(header); i += 2 {
+		if http.CanonicalHeaderKey(header[i]) == "Host" {
+			req.Host = header[i+1] // net/http sends req.Host, never Header["Host"]
+			continue
+		}
 		req.Header.Set(header[i], header[i+1])
 	}
 	hc := c.HTTP

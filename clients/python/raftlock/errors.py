@@ -187,6 +187,8 @@ _BY_CODE: dict[str, type[RaftlockError]] = {
     "not_found": InvalidRequest,
     "method_not_allowed": InvalidRequest,
     "body_too_large": InvalidRequest,
+    "unsupported_media_type": InvalidRequest,
+    "misdirected_request": InvalidRequest,
 }
 
 

@@ -73,7 +73,8 @@ export class DeadlockError extends RaftlockError {}
 /**
  * The request is malformed and retrying cannot help: 400 invalid_json, invalid_name,
  * invalid_ttl, invalid_argument; 404 not_found; 405 method_not_allowed; 413 body_too_large;
- * and the same checks made by the client before sending. `code` says which.
+ * 415 unsupported_media_type; 421 misdirected_request; and the same checks made by the
+ * client before sending. `code` says which.
  */
 export class InvalidError extends RaftlockError {}
 /** The server failed (500) or answered something that is not the API. */
@@ -119,6 +120,8 @@ const byCode: Record<string, ErrorClass> = {
   not_found: InvalidError,
   method_not_allowed: InvalidError,
   body_too_large: InvalidError,
+  unsupported_media_type: InvalidError,
+  misdirected_request: InvalidError,
   unavailable: UnavailableError,
   tls: TLSError,
   lease_lost: LeaseLostError,
