@@ -54,6 +54,8 @@ public class RaftLockException extends RuntimeException {
             case "not_found": return new NotFoundException(message, retryAfter, null);
             case "method_not_allowed": return new MethodNotAllowedException(message, retryAfter, null);
             case "body_too_large": return new BodyTooLargeException(message, retryAfter, null);
+            case "unsupported_media_type": return new UnsupportedMediaTypeException(message, retryAfter, null);
+            case "misdirected_request": return new MisdirectedRequestException(message, retryAfter, null);
             case "lock_held": return new LockHeldException(message, retryAfter, null);
             case "wait_timeout": return new WaitTimeoutException(message, retryAfter, null);
             case "not_holder": return new NotHolderException(message, retryAfter, null);

@@ -222,12 +222,28 @@ class RetryTest {
             {"permission_denied", "PermissionDeniedException"}, {"invalid_json", "InvalidJsonException"}, {"invalid_name", "InvalidNameException"},
             {"invalid_ttl", "InvalidTtlException"}, {"invalid_argument", "InvalidArgumentException"}, {"not_found", "NotFoundException"},
             {"method_not_allowed", "MethodNotAllowedException"}, {"body_too_large", "BodyTooLargeException"}, {"internal", "InternalException"},
-            {"version_inactive", "VersionInactiveException"}, {"index_compacted", "IndexCompactedException"}};
+            {"version_inactive", "VersionInactiveException"}, {"index_compacted", "IndexCompactedException"},
+            {"unsupported_media_type", "UnsupportedMediaTypeException"}, {"misdirected_request", "MisdirectedRequestException"}};
         for (String[] cm : m) {
             RaftLockException e = RaftLockException.forCode(cm[0], "m", null);
             assertEquals(cm[1], e.getClass().getSimpleName());
             assertEquals(cm[0], e.code());
         }
         assertEquals("brand_new", RaftLockException.forCode("brand_new", "m", null).code());
+    }
+
+    /** Every code the server declares (api/errors.go) has its own exception class, so a new code cannot be forgotten here. */
+    @Test
+    void everyServerCodeHasItsClass() throws Exception {
+        java.nio.file.Path go = java.nio.file.Path.of("..", "..", "api", "errors.go");
+        java.util.regex.Matcher m = java.util.regex.Pattern.compile("(?m)^\\s*Code\\w+\\s*=\\s*\"([a-z_]+)\"").matcher(java.nio.file.Files.readString(go));
+        int n = 0;
+        while (m.find()) {
+            n++;
+            RaftLockException e = RaftLockException.forCode(m.group(1), "m", null);
+            assertNotEquals(RaftLockException.class, e.getClass(), "no exception class for the server's code " + m.group(1));
+            assertEquals(m.group(1), e.code());
+        }
+        assertTrue(n >= 20, "found only " + n + " codes in " + go);
     }
 }
