@@ -149,7 +149,7 @@ func NewServer(cfg Config) (*Server, error) {
 	}
 	s.met = newMetrics(cfg.Services.Status)
 	s.routes()
-	handler := s.met.instrument(s.recoverer(s.forwardUnknownTokens(s.mux)))
+	handler := s.met.instrument(s.recoverer(s.checkNames(s.forwardUnknownTokens(s.mux))))
 	if cfg.Budget != nil {
 		handler = s.traced(handler)
 	}
