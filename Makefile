@@ -38,6 +38,7 @@ test-clients: build
 	@python3 -c 'import sys; sys.exit(sys.version_info < (3, 11))' || { echo "test-clients: python3 >= 3.11 is required (apt-get install python3)" >&2; exit 1; }
 	cd clients/python && python3 -m unittest discover -s tests
 	python3 clients/python/tests/conformance.py
+	RAFTLOCK_BIN=$(CURDIR)/$(BIN) clients/python/tests/install_check.sh
 	$(MAKE) --no-print-directory test-ts
 
 fuzz:
