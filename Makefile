@@ -87,6 +87,7 @@ test-ts: build
 	cd clients/typescript && npm ci --no-audit --no-fund --prefer-offline --ignore-scripts --loglevel=error && npm run --silent build
 	cd clients/typescript && RAFTLOCK_BIN=$(CURDIR)/$(BIN) npm test --silent
 	cd clients/typescript && RAFTLOCK_BIN=$(CURDIR)/$(BIN) npm run --silent conformance
+	cd clients/typescript && RAFTLOCK_BIN=$(CURDIR)/$(BIN) npm run --silent consumers
 
 ## demo-ts: the GC-pause demo with Node worker processes (clients/typescript/examples; about 10 s)
 demo-ts: build

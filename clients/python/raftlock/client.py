@@ -230,7 +230,9 @@ class Held:
 
     def __exit__(self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None) -> None:
         # Read before the release, which closes the lease (and so sets lost).
-        lost = self.lost.is_set()
+        why = self.lease.error
+        # A loss, not a release or close by the caller inside the block (code lease_closed).
+        lost = self.lost.is_set() and (why is None or why.code != "lease_closed")
         why = self.lease.error
         try:
             self.release()

@@ -77,6 +77,9 @@ class SemanticsTest(unittest.TestCase):
                 self.c.revoke(held.lease_id)
                 wait_for(held.lost.is_set, 10, "the loss to be noticed")
         self.assertIn("lost inside the with block", str(cm.exception))
+        # A release inside the block is not a loss.
+        with self.c.lock("py2/lost-in-with", ttl=1) as held:
+            held.release()
         # The block's own exception wins.
         with self.assertRaises(KeyError):
             with self.c.lock("py2/lost-in-with", ttl=1) as held:
