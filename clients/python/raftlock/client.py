@@ -236,8 +236,10 @@ class Held:
         why = self.lease.error
         try:
             self.release()
-        except (NotHolder, LeaseNotFound, NotLocked):
-            pass  # the grant was lost meanwhile; the hold is over either way
+        except (NotHolder, LeaseNotFound):
+            lost = True  # the cluster says the grant was gone before the block ended
+        except NotLocked:
+            pass  # released inside the block
         except RaftlockError:
             if et is None and not lost:
                 raise

@@ -871,7 +871,15 @@ export class Client implements LeaseHost {
       await held.release().catch(() => undefined); // the lease is gone or going: nothing to give back
       throw new LeaseLostError("lease_lost", `lock ${JSON.stringify(name)} was lost while withLock's function ran${why?.message ? ` (${why.message})` : ""}`, { cause: why });
     }
-    await held.release();
+    try {
+      await held.release();
+    } catch (err) {
+      // The cluster says the grant was gone before fn ended: a loss, as above.
+      if (err instanceof NotHolderError || err instanceof LeaseNotFoundError) {
+        throw new LeaseLostError("lease_lost", `lock ${JSON.stringify(name)} was lost while withLock's function ran (${err.message})`, { cause: err });
+      }
+      throw err;
+    }
     return result;
   }
 
