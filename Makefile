@@ -45,6 +45,7 @@ test-clients: build
 	@python3 -c 'import sys; sys.exit(sys.version_info < (3, 11))' || { echo "test-clients: python3 >= 3.11 is required (apt-get install python3)" >&2; exit 1; }
 	cd clients/python && python3 -m unittest discover -s tests
 	python3 clients/python/tests/conformance.py
+	RAFTLOCK_BIN=$(CURDIR)/$(BIN) clients/python/tests/install_check.sh
 	$(MAKE) --no-print-directory test-ts
 	$(MAKE) --no-print-directory test-java
 
@@ -97,6 +98,7 @@ test-ts: build
 	cd clients/typescript && npm ci --no-audit --no-fund --prefer-offline --ignore-scripts --loglevel=error && npm run --silent build
 	cd clients/typescript && RAFTLOCK_BIN=$(CURDIR)/$(BIN) npm test --silent
 	cd clients/typescript && RAFTLOCK_BIN=$(CURDIR)/$(BIN) npm run --silent conformance
+	cd clients/typescript && RAFTLOCK_BIN=$(CURDIR)/$(BIN) npm run --silent consumers
 
 ## test-java: the Java client (clients/java), built offline against Debian's Maven repository
 ## (scripts/ci-java.sh installs it): unit tests, JDBC fencing on PostgreSQL

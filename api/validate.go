@@ -1,6 +1,7 @@
 package api
 
 import (
+	"strings"
 	"unicode"
 	"unicode/utf8"
 )
@@ -38,27 +39,55 @@ const (
 	MaxListLimit     = 10000
 )
 
-// ValidateName checks a lock name: 1 to MaxNameLen bytes of UTF-8 with no control
-// characters. Slashes are allowed, so names can be paths such as "accounts/A".
+// NameRule states what a valid name is. Every client says the same after "invalid <kind>
+// name: ", so that a user meets one rule whichever language refuses the name.
+const NameRule = `a name is 1 to 512 bytes of UTF-8, segments separated by "/", with no empty segment, no "." or ".." segment, and no control characters`
+
+// ValidateName checks a lock name (see ValidateNameOf).
 func ValidateName(name string) *Error { return ValidateNameOf("lock", name) }
 
 // ValidateNameOf checks the name of a primitive of kind ("lock", "semaphore",
-// "election"): every primitive's names follow the lock name rules, and the messages say
-// which kind of name was wrong.
+// "election"): 1 to MaxNameLen bytes of UTF-8 without control characters, whose
+// "/"-separated segments are neither empty nor "." or "..". The segment rules keep a name
+// from aliasing another once a path is cleaned ("a/./b" is "a/b") and from turning into a
+// redirect or another route ("/abs", "a//b", "../up"). The message is the rule itself,
+// the same in every client.
 func ValidateNameOf(kind, name string) *Error {
-	if name == "" {
-		return Errorf(CodeInvalidName, "%s name is empty", kind)
+	if !ValidNameChars(name) || len(name) == 0 {
+		return invalidName(kind)
 	}
-	if len(name) > MaxNameLen {
-		return Errorf(CodeInvalidName, "%s name is %d bytes; at most %d are allowed", kind, len(name), MaxNameLen)
-	}
-	if !utf8.ValidString(name) {
-		return Errorf(CodeInvalidName, "%s name is not valid UTF-8", kind)
-	}
-	for _, r := range name {
-		if unicode.IsControl(r) {
-			return Errorf(CodeInvalidName, "%s name contains the control character %U", kind, r)
+	for seg := range strings.SplitSeq(name, "/") {
+		if seg == "" || seg == "." || seg == ".." {
+			return invalidName(kind)
 		}
+	}
+	return nil
+}
+
+func invalidName(kind string) *Error {
+	return Errorf(CodeInvalidName, "invalid %s name: %s", kind, NameRule)
+}
+
+// ValidNameChars reports whether s is at most MaxNameLen bytes of UTF-8 without control
+// characters: the rule of a name without its segment rules, which a name prefix (of a
+// list or an event stream, such as "accounts/") also follows.
+func ValidNameChars(s string) bool {
+	if len(s) > MaxNameLen || !utf8.ValidString(s) {
+		return false
+	}
+	for _, r := range s {
+		if unicode.IsControl(r) {
+			return false
+		}
+	}
+	return true
+}
+
+// ValidatePrefix checks a name prefix: empty, or 1 to MaxNameLen bytes of UTF-8 without
+// control characters. A prefix may end in "/" ("accounts/"), which no name may.
+func ValidatePrefix(prefix string) *Error {
+	if !ValidNameChars(prefix) {
+		return Errorf(CodeInvalidName, "invalid prefix: a prefix is at most %d bytes of UTF-8 with no control characters", MaxNameLen)
 	}
 	return nil
 }

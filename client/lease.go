@@ -156,8 +156,15 @@ func (l *Lease) SafeUntil() time.Time {
 	return l.safeUntil
 }
 
-// Done returns a channel closed when the lease is lost or closed. Err says why.
-func (l *Lease) Done() <-chan struct{} { return l.done }
+// Done returns a channel closed when the lease is lost or closed. Err says why. Once
+// SafeUntil has passed, the channel it returns is closed, even when the watchdog timer has
+// not run yet (right after a pause of the whole process, which delays timers too).
+func (l *Lease) Done() <-chan struct{} {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.expireIfPassedLocked()
+	return l.done
+}
 
 // Err returns nil while the lease is live; after Done is closed, an error matching
 // ErrLeaseLost (the cluster said the lease is gone, or SafeUntil passed without an
@@ -165,7 +172,16 @@ func (l *Lease) Done() <-chan struct{} { return l.done }
 func (l *Lease) Err() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.expireIfPassedLocked()
 	return l.err
+}
+
+// expireIfPassedLocked loses the lease when SafeUntil has passed, so that a reader never
+// sees it live after its safe time however late the watchdog runs.
+func (l *Lease) expireIfPassedLocked() {
+	if l.err == nil && !time.Now().Before(l.safeUntil) {
+		l.loseLocked(l.expiredErr())
+	}
 }
 
 // Close stops the keepalives and revokes the lease, which releases its locks at once

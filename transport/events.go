@@ -92,7 +92,7 @@ func (h eventRoutes) stream(w http.ResponseWriter, r *http.Request) (call, error
 	prefix := q.Get("prefix")
 	var from uint64
 	if err == nil && prefix != "" {
-		if e := api.ValidateName(prefix); e != nil {
+		if e := api.ValidatePrefix(prefix); e != nil {
 			err = e
 		}
 	}

@@ -157,7 +157,7 @@ func NewServer(cfg Config) (*Server, error) {
 	s.met = newMetrics(cfg.Services.Status)
 	s.routes()
 	browser := &BrowserPolicy{AllowedHosts: cfg.AllowedHosts, AllowedOrigins: cfg.AllowedOrigins, Names: s.ownNames, RequireJSON: true}
-	handler := s.met.instrument(s.recoverer(browser.Wrap(s.onlyNodesSpeakForNodes(s.forwardUnknownTokens(s.mux)))))
+	handler := s.met.instrument(s.recoverer(browser.Wrap(s.onlyNodesSpeakForNodes(s.checkNames(s.forwardUnknownTokens(s.mux))))))
 	if cfg.Budget != nil {
 		handler = s.traced(handler)
 	}

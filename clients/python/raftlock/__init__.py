@@ -10,7 +10,9 @@
 
 Every grant carries a fencing token; ``held.lost`` (a threading.Event) is set as soon as
 the client can no longer assume the lease is alive, before the cluster can have expired it
-(``held.safe_until()``, on time.monotonic()'s clock). See README.md.
+(``held.safe_until()``, on time.monotonic()'s clock), and reads as set once safe-until has
+passed even if nothing noticed yet (after a pause of the whole process). Leaving the ``with``
+block raises LeaseLost when the lock was lost inside it. See README.md.
 """
 
 from .client import (
@@ -20,6 +22,7 @@ from .client import (
     Held,
     History,
     Leadership,
+    Lock,
     LockStatus,
     SemaphoreStatus,
     new_request_id,
@@ -48,6 +51,7 @@ from .errors import (
     Unauthenticated,
     Unavailable,
     UnknownOutcome,
+    Unreachable,
     WaitTimeout,
 )
 from .fencing import FencedDB, StaleToken
@@ -68,6 +72,7 @@ __all__ = [
     "InvalidRequest",
     "Leadership",
     "Lease",
+    "Lock",
     "LeaseLost",
     "LeaseNotFound",
     "LimitConflict",
@@ -89,6 +94,7 @@ __all__ = [
     "Unauthenticated",
     "Unavailable",
     "UnknownOutcome",
+    "Unreachable",
     "WaitTimeout",
     "new_request_id",
     "tls_context",

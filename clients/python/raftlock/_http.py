@@ -12,6 +12,7 @@ import socket
 import ssl
 import threading
 import time
+import unicodedata
 import urllib.parse
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -27,6 +28,7 @@ from .errors import (
     Unauthenticated,
     Unavailable,
     UnknownOutcome,
+    Unreachable,
     error_for,
 )
 
@@ -34,8 +36,30 @@ from .errors import (
 LEADER_HEADER = "X-Raftlock-Leader"
 #: An absurd Retry-After is capped at a day.
 MAX_RETRY_AFTER = 24 * 3600.0
-#: How long a connection attempt may take (as the Go client's dialer).
+#: How long a connection attempt to one endpoint may take (as the Go client's dialer).
 DIAL_TIMEOUT = 2.0
+
+#: The rule every name follows, word for word the server's (api.NameRule).
+NAME_RULE = 'a name is 1 to 512 bytes of UTF-8, segments separated by "/", with no empty segment, no "." or ".." segment, and no control characters'
+
+
+def check_name(kind: str, name: object) -> None:
+    """Raise InvalidRequest (code invalid_name) unless name is a valid name of a lock
+    (semaphore, election): the server's rule, with the server's message, checked before
+    anything is sent."""
+    from .errors import InvalidRequest
+
+    ok = isinstance(name, str)
+    if ok:
+        assert isinstance(name, str)
+        try:
+            n = len(name.encode("utf-8"))
+        except UnicodeEncodeError:
+            n = 0
+        ok = 1 <= n <= 512 and not any(unicodedata.category(c) == "Cc" for c in name)
+        ok = ok and all(seg not in ("", ".", "..") for seg in name.split("/"))
+    if not ok:
+        raise InvalidRequest(f"invalid {kind} name: {NAME_RULE}", code="invalid_name")
 
 
 @dataclass
@@ -46,6 +70,7 @@ class Endpoint:
     scheme: str
     host: str
     port: int
+    prefix: str = ""  # the endpoint URL's path (a proxy's mount point), kept before every route
 
     @property
     def hostport(self) -> str:
@@ -72,7 +97,9 @@ def parse_endpoints(endpoints: list[str] | str, tls_on: bool) -> list[Endpoint]:
         if u.scheme == "http" and tls_on:
             raise ValueError(f"endpoint {e!r} is plain HTTP but TLS is configured: use https://{u.netloc}")
         port = u.port or (443 if u.scheme == "https" else 80)
-        out.append(Endpoint(base=e.rstrip("/"), scheme=u.scheme, host=u.hostname, port=port))
+        if u.query or u.fragment:
+            raise ValueError(f"endpoint {e!r} has a query or fragment; give a base URL such as http://127.0.0.1:7001")
+        out.append(Endpoint(base=e.rstrip("/"), scheme=u.scheme, host=u.hostname, port=port, prefix=u.path.rstrip("/")))
     if not out:
         raise ValueError("no endpoints given")
     return out
@@ -262,7 +289,7 @@ class Transport:
         if req.wait is not None:
             timeout += req.wait()
         timeout = max(min(timeout, deadline - _mono()), 0.001)
-        path = req.path
+        path = e.prefix + req.path
         if req.query:
             path += "?" + urllib.parse.urlencode(req.query)
         headers = {"Accept": "application/json"}
@@ -375,10 +402,22 @@ class Transport:
             max_backoff = req.max_backoff
             backoff = min(backoff, max_backoff)
         last: RaftlockError | None = None
+        seen: dict[str, str] = {}  # each endpoint's last error, for Unreachable
 
         def fail(err: RaftlockError) -> RaftlockError:
             err.result = res  # type: ignore[attr-defined]
             return err
+
+        def unreachable(err: RaftlockError) -> RaftlockError:
+            # The deadline passed with no endpoint answering: name every endpoint's error,
+            # not only the last one's.
+            if not isinstance(err, Unavailable):
+                return fail(err)
+            parts = "; ".join(f"{base}: {seen.get(base, 'not tried before the deadline')}" for base in (x.base for x in self.endpoints))
+            u = Unreachable(f"{req.op}: no endpoint answered before the deadline ({parts})", errors=seen)
+            u.sent = getattr(err, "sent", 0.0)  # type: ignore[attr-defined]
+            u.dialed = getattr(err, "dialed", False)  # type: ignore[attr-defined]
+            return fail(u)
 
         while True:
             throttled = 0.0
@@ -396,8 +435,9 @@ class Transport:
                     if isinstance(err, LeaseLost) or not retryable(err):
                         raise fail(err) from None
                     last = err
+                    seen[self.endpoints[ep].base] = err.message.split(f"{self.endpoints[ep].base}: ", 1)[-1]
                     if _mono() >= deadline:
-                        raise fail(err) from None
+                        raise unreachable(err) from None
                     if isinstance(err, TLSError):
                         tls_fails += 1
                     if isinstance(err, TooManyRequests):
@@ -420,7 +460,7 @@ class Transport:
                 if throttled > 0:
                     raise fail(last)  # it cannot be served before the caller gives up
                 time.sleep(max(deadline - _mono(), 0))
-                raise fail(last)
+                raise unreachable(last)
             time.sleep(pause)
             backoff = min(2 * backoff, max_backoff)
 
@@ -433,8 +473,13 @@ def may_have_applied(err: RaftlockError) -> bool:
     return isinstance(err, Unavailable) and not getattr(err, "dialed", False)
 
 
+_KINDS = {"/v1/semaphores/": "semaphore", "/v1/elections/": "election"}
+
+
 def name_path(route: str, name: str) -> str:
-    """route followed by name with each segment escaped ('accounts/A' stays two segments)."""
+    """route followed by name with each segment escaped ('accounts/A' stays two segments),
+    once the name is checked against the server's rule (InvalidRequest otherwise)."""
+    check_name(_KINDS.get(route, "lock"), name)
     return route + "/".join(urllib.parse.quote(s, safe="") for s in name.split("/"))
 
 
@@ -451,6 +496,7 @@ __all__ = [
     "Request",
     "Result",
     "Transport",
+    "check_name",
     "may_have_applied",
     "ms",
     "name_path",

@@ -4,11 +4,12 @@ whose leases are kept alive in the background."""
 from __future__ import annotations
 
 import logging
+import os
 import secrets
 import ssl
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, Iterator
 
@@ -17,6 +18,7 @@ from .errors import (
     InvalidRequest,
     LeaseLost,
     LeaseNotFound,
+    LockHeld,
     NotHolder,
     NotLocked,
     RaftlockError,
@@ -57,12 +59,21 @@ def tls_context(ca: str | None = None, cert: str | None = None, key: str | None 
     return ctx
 
 
+def _check_seconds(what: str, v: object) -> None:
+    # A numeric string ("10") would fail deep inside with a TypeError, or be read as
+    # milliseconds by a reader of another client: say what a duration is here.
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise InvalidRequest(f"{what} {v!r} is a {type(v).__name__}; durations are seconds as a number (int or float), such as 10 or 0.5")
+
+
 def _check_ttl(ttl: float) -> None:
+    _check_seconds("TTL", ttl)
     if not MIN_TTL <= ttl <= MAX_TTL:
         raise InvalidRequest(f"TTL {ttl}s is outside {MIN_TTL}s to {MAX_TTL}s", code="invalid_ttl")
 
 
 def _check_wait(wait: float) -> None:
+    _check_seconds("wait", wait)
     if wait < 0:
         raise InvalidRequest(f"wait {wait}s is negative")
 
@@ -73,7 +84,7 @@ class Grant:
 
     name: str
     token: int
-    lease_id: str
+    lease_id: str = field(repr=False)  # a secret: not in repr()
     ttl_ms: int
     owner: str = ""
     mode: str = ""
@@ -143,8 +154,9 @@ class Held:
         mode: "exclusive" or "shared" for a lock, "" otherwise.
     """
 
-    def __init__(self, client: Client, kind: str, route: str, name: str, token: int, lease: Lease, mode: str = "") -> None:
+    def __init__(self, client: Client, kind: str, route: str, name: str, token: int, lease: Lease, mode: str = "", own_lease: bool = True) -> None:
         self._client = client
+        self._own_lease = own_lease
         self.kind = kind
         self._route = route
         self.name = name
@@ -159,6 +171,10 @@ class Held:
     def lease_id(self) -> str:
         """The ID of the lease holding the grant (a secret: never log it)."""
         return self.lease.id
+
+    def __repr__(self) -> str:
+        # Neither the lease ID (a secret) nor anything derived from it.
+        return f"<raftlock.Held {self.kind} {self.name!r} token={self.token} lost={self.lost.is_set()}>"
 
     def safe_until(self) -> float:
         """The latest moment (time.monotonic()) at which the grant may still be assumed
@@ -187,6 +203,14 @@ class Held:
         except RaftlockError as e:
             err = e
         gone = err is None or isinstance(err, (NotHolder, LeaseNotFound))
+        if not self._own_lease:
+            # The lease holds other grants too (Lease.lock): it stays open.
+            if gone:
+                with self._mu:
+                    self._held = False
+            if err is not None:
+                raise err
+            return
         try:
             self.lease.close(timeout=timeout)
             if not gone:
@@ -205,13 +229,148 @@ class Held:
         return self
 
     def __exit__(self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None) -> None:
+        # Read before the release, which closes the lease (and so sets lost).
+        why = self.lease.error
+        # A loss, not a release or close by the caller inside the block (code lease_closed).
+        lost = self.lost.is_set() and (why is None or why.code != "lease_closed")
+        why = self.lease.error
         try:
             self.release()
-        except (NotHolder, LeaseNotFound, NotLocked):
-            pass  # the grant was lost meanwhile; the hold is over either way
+        except (NotHolder, LeaseNotFound):
+            lost = True  # the cluster says the grant was gone before the block ended
+        except NotLocked:
+            pass  # released inside the block
         except RaftlockError:
-            if et is None:
+            if et is None and not lost:
                 raise
+        if lost and et is None:
+            # The block ran (at least partly) without the lock: it must not look like a
+            # success. An exception of the block's own wins over this one.
+            raise LeaseLost(f"{self.kind} {self.name!r} was lost inside the with block ({why.message if why else 'its safe time passed'})")
+
+
+#: What Lock.acquire waits for when blocking without a timeout (re-issued in chunks).
+_FOREVER = 1e9
+
+
+class Lock:
+    """A reusable lock, in the manner of threading.Lock and redis-py's Lock:
+    ``acquire(blocking=True, timeout=None)`` returns True once held (False when not
+    blocking and held elsewhere, or when ``timeout`` seconds passed), ``release()`` gives it
+    back, ``locked()`` says whether this object holds it now (its lease not lost), and
+    ``extend()`` renews the lease at once. Each acquire takes the lock with a lease of its
+    own, kept alive in the background, unless the Lock was made on a lease (Lease.lock
+    semantics: the lease stays open after release). Usable as ``with lock:``, which raises
+    LeaseLost on exit when the lock was lost inside the block.
+
+    Attributes:
+        name: the lock's name.
+        token: the fencing token of the current grant (0 when not held).
+    """
+
+    def __init__(self, client: Client, name: str, ttl: float = DEFAULT_TTL, *, mode: str = "exclusive", owner: str = "", lease: Lease | None = None) -> None:
+        from ._http import check_name
+
+        check_name("lock", name)
+        _check_ttl(ttl)
+        if mode not in ("exclusive", "shared"):
+            raise InvalidRequest(f"mode {mode!r}: want exclusive or shared")
+        self._client = client
+        self.name = name
+        self._ttl = ttl
+        self._mode = mode
+        self._owner = owner
+        self._lease = lease
+        self._held: Held | None = None
+        self._mu = threading.Lock()
+
+    @property
+    def token(self) -> int:
+        h = self._held
+        return h.token if h is not None else 0
+
+    @property
+    def lost(self) -> threading.Event | None:
+        """The current grant's loss signal (None when not held)."""
+        h = self._held
+        return h.lost if h is not None else None
+
+    def acquire(self, blocking: bool = True, timeout: float | None = None) -> bool:
+        """Take the lock: at once or not at all when ``blocking`` is False; else waiting in
+        the server's queue up to ``timeout`` seconds (forever when None). Returns whether
+        it is held. Raises InvalidRequest when this object already holds it."""
+        with self._mu:
+            if self._held is not None and not self._held.lost.is_set():
+                raise InvalidRequest(f"acquire {self.name!r}: this Lock already holds it; release it first")
+            if not blocking:
+                if timeout is not None and timeout != -1:
+                    raise ValueError("a timeout applies only to a blocking acquire")
+                wait = 0.0
+            elif timeout is None or timeout == -1:
+                wait = _FOREVER
+            else:
+                _check_wait(timeout)
+                wait = float(timeout)
+            fields = {"mode": "shared"} if self._mode == "shared" else {}
+            try:
+                if self._lease is not None:
+                    h = self._lease_take(fields, wait)
+                else:
+                    h = self._client._hold("lock", LOCKS, self.name, fields, ttl=self._ttl, wait=wait, owner=self._owner, mode=self._mode, drift=None, interval=None, timeout=None)
+            except (LockHeld, WaitTimeout):
+                return False
+            self._held = h
+            return True
+
+    def _lease_take(self, fields: dict[str, Any], wait: float) -> Held:
+        assert self._lease is not None
+        return self._client._take_with("lock", LOCKS, self.name, fields, self._lease, wait, self._owner, self._mode, Held, own_lease=False)
+
+    def release(self) -> None:
+        """Give the lock back (see Held.release). NotLocked when this object holds nothing."""
+        with self._mu:
+            h, self._held = self._held, None
+        if h is None:
+            raise NotLocked(f"release {self.name!r}: this Lock holds nothing")
+        h.release()
+
+    def locked(self) -> bool:
+        """Whether this object holds the lock now: acquired, not released, lease not lost
+        (safe-until not passed). Unlike threading.Lock, it says nothing of other holders:
+        read Client.status for that."""
+        h = self._held
+        return h is not None and not h.lost.is_set()
+
+    def extend(self, timeout: float | None = None) -> float:
+        """Renew the lock's lease now (besides the background keepalives); returns the new
+        safe-until (time.monotonic()). Raises LeaseLost when the lease is already lost."""
+        h = self._held
+        if h is None:
+            raise NotLocked(f"extend {self.name!r}: this Lock holds nothing")
+        if h.lost.is_set():
+            raise LeaseLost(f"extend {self.name!r}: the lease is lost")
+        sent = time.monotonic()
+        try:
+            self._client.keepalive(h.lease.id, timeout=timeout)
+        except LeaseNotFound:
+            h.lease._lose(LeaseLost("the cluster no longer knows the lease (it expired or was revoked)"))
+            raise LeaseLost(f"extend {self.name!r}: the lease is gone") from None
+        if not h.lease.observe(sent):
+            raise LeaseLost(f"extend {self.name!r}: the lease was lost before the renewal was answered")
+        return h.lease.safe_until()
+
+    def __enter__(self) -> Lock:
+        self.acquire()
+        return self
+
+    def __exit__(self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None) -> None:
+        with self._mu:
+            h, self._held = self._held, None
+        if h is not None:
+            h.__exit__(et, ev, tb)
+
+    def __repr__(self) -> str:
+        return f"<raftlock.Lock {self.name!r} locked={self.locked()} token={self.token}>"
 
 
 class Leadership(Held):
@@ -262,7 +421,7 @@ class Client:
 
     def __init__(
         self,
-        endpoints: list[str] | str,
+        endpoints: list[str] | str | None = None,
         token: str | None = None,
         tls: ssl.SSLContext | bool | None = None,
         *,
@@ -271,6 +430,12 @@ class Client:
         min_backoff: float = 0.05,
         max_backoff: float = 1.0,
     ) -> None:
+        if endpoints is None:
+            endpoints = os.environ.get("RAFTLOCK_ENDPOINTS", "")
+            if not endpoints.strip():
+                raise ValueError("no endpoints given, and RAFTLOCK_ENDPOINTS is not set")
+        if token is None:
+            token = os.environ.get("RAFTLOCK_TOKEN") or None
         ctx: ssl.SSLContext | None
         if tls is True:
             ctx = ssl.create_default_context()
@@ -295,10 +460,21 @@ class Client:
         return [e.base for e in self._t.endpoints]
 
     def close(self) -> None:
-        """End the keepalive thread (every lease still open is lost, not revoked: it expires
-        a TTL after its last keepalive) and close the connections."""
+        """Revoke every lease still open (which frees its grants at once, each to its next
+        waiter; all the revokes together take at most ``timeout`` seconds, after which the
+        rest expire by themselves a TTL after their last keepalive), end the keepalive
+        thread and close the connections. Every hold's ``lost`` is set."""
+        end = time.monotonic() + self.timeout
+        for lease in self._keepaliver.leases():
+            try:
+                lease.close(timeout=max(end - time.monotonic(), 0.001))
+            except RaftlockError:
+                pass
         self._keepaliver.stop()
         self._t.close()
+
+    def __repr__(self) -> str:
+        return f"<raftlock.Client endpoints={self.endpoints!r}>"
 
     def __enter__(self) -> Client:
         return self
@@ -475,16 +651,22 @@ class Client:
                 pass
             raise
 
-    def _take_with(self, kind: str, route: str, name: str, fields: dict[str, Any], lease: Lease, wait: float, owner: str, mode: str, cls: type[Held]) -> Held:
+    def _take_with(
+        self, kind: str, route: str, name: str, fields: dict[str, Any], lease: Lease, wait: float, owner: str, mode: str, cls: type[Held],
+        own_lease: bool = True,
+    ) -> Held:
         """Take the grant with lease, waiting at most ``wait`` seconds in the server's
-        queue (re-issued in chunks); the request is cut off when the lease is lost."""
+        queue (re-issued in chunks; one attempt without a wait when ``wait`` is 0); the
+        request is cut off when the lease is lost."""
         end = time.monotonic() + wait
+        first = True
         while True:
             if lease.is_lost():
                 raise LeaseLost(f"acquire {name!r}: the lease is lost")
-            left = end - time.monotonic()
-            if left <= 0:
+            left = max(end - time.monotonic(), 0.0)
+            if left <= 0 and not first:
                 raise WaitTimeout(f"acquire {name!r}: the wait ended")
+            first = False
             cancel = Cancel()
             lease.on_lost(lambda: cancel.cancel(LeaseLost(f"acquire {name!r}: the lease was lost while waiting")))
             try:
@@ -502,7 +684,7 @@ class Client:
                 except RaftlockError:
                     pass
                 raise LeaseLost(f"acquire {name!r}: the lease was lost as it was granted")
-            return cls(self, kind, route, name, int(out["token"]), lease, mode)
+            return cls(self, kind, route, name, int(out["token"]), lease, mode, own_lease)
 
     def lock(
         self, name: str, ttl: float = DEFAULT_TTL, wait: float = 0.0, *, mode: str = "exclusive", owner: str = "",
@@ -521,6 +703,11 @@ class Client:
             raise InvalidRequest(f"mode {mode!r}: want exclusive or shared")
         fields = {"mode": "shared"} if mode == "shared" else {}
         return self._hold("lock", LOCKS, name, fields, ttl=ttl, wait=wait, owner=owner, mode=mode, drift=drift, interval=interval, timeout=timeout)
+
+    def Lock(self, name: str, ttl: float = DEFAULT_TTL, *, mode: str = "exclusive", owner: str = "", lease: Lease | None = None) -> Lock:
+        """A reusable lock object for ``name`` (see Lock), on a lease of its own per
+        acquire, or on ``lease`` (several locks on one kept-alive lease)."""
+        return Lock(self, name, ttl, mode=mode, owner=owner, lease=lease)
 
     def semaphore(
         self, name: str, limit: int, ttl: float = DEFAULT_TTL, wait: float = 0.0, *, owner: str = "",
@@ -612,6 +799,7 @@ class Client:
 
 __all__ = [
     "Client",
+    "Lock",
     "ElectionStatus",
     "Grant",
     "Held",

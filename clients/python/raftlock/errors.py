@@ -145,6 +145,22 @@ class Unavailable(RaftlockError):
     code = "unavailable"
 
 
+class Unreachable(Unavailable):
+    """No endpoint answered before the call's deadline: the message names every endpoint
+    and the last error each one gave (a connection refused, a connect timeout...). A
+    subclass of Unavailable, so ``except Unavailable`` still catches it.
+
+    Attributes:
+        errors: the endpoints' base URLs, each with the message of its last error.
+    """
+
+    code = "unavailable"
+
+    def __init__(self, message: str = "", *, errors: dict[str, str] | None = None, code: str | None = None, retry_after: float | None = None) -> None:
+        super().__init__(message, code=code, retry_after=retry_after)
+        self.errors = dict(errors or {})
+
+
 class TLSError(RaftlockError):
     """The TLS handshake failed in a way retrying cannot fix (an untrusted certificate...)."""
 

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Callable
 from .errors import LeaseLost, LeaseNotFound, RaftlockError, ServerError
 
 if TYPE_CHECKING:
-    from .client import Client
+    from .client import Client, Held
 
 log = logging.getLogger("raftlock")
 
@@ -47,6 +47,41 @@ def _jittered(d: float) -> float:
     return d - random.uniform(0, d / 10)
 
 
+class LostSignal(threading.Event):
+    """A lease's loss signal: a threading.Event that also reads as set once the lease's
+    safe-until time has passed, even before the keepalive thread (which may itself be
+    paused, as the whole process can be) has noticed. So ``held.lost.is_set()`` cannot say
+    "not lost" after a pause longer than the lease's safe time, and ``lost.wait(t)``
+    returns by safe-until at the latest."""
+
+    def __init__(self, lease: Lease) -> None:
+        super().__init__()
+        self._lease = lease
+
+    def is_set(self) -> bool:  # noqa: D102 - documented on the class
+        if super().is_set():
+            return True
+        if time.monotonic() >= self._lease.safe_until():
+            self._lease._lose(LeaseLost("its safe time passed without an answered keepalive"))
+            return True
+        return False
+
+    isSet = is_set
+
+    def wait(self, timeout: float | None = None) -> bool:  # noqa: D102
+        end = None if timeout is None else time.monotonic() + timeout
+        while True:
+            if self.is_set():
+                return True
+            now = time.monotonic()
+            step = self._lease.safe_until() - now
+            if end is not None:
+                if now >= end:
+                    return False
+                step = min(step, end - now)
+            super().wait(max(step, 0.0) + 0.001)
+
+
 class Lease:
     """A lease kept alive in the background by its client's keepalive thread.
 
@@ -55,7 +90,8 @@ class Lease:
         ttl: the lease's TTL in seconds.
         drift: the margin (seconds) between safe-until and send time + TTL.
         interval: the pause between keepalives (seconds; default TTL/3).
-        lost: a threading.Event set when the lease is lost or closed.
+        lost: a LostSignal (a threading.Event) that is set when the lease is lost or
+            closed, and reads as set once safe-until has passed.
     """
 
     def __init__(self, client: Client, lease_id: str, ttl: float, sent: float, drift: float | None, interval: float | None) -> None:
@@ -68,8 +104,8 @@ class Lease:
             raise ValueError(f"drift margin {self.drift}s must be positive and shorter than the TTL {ttl}s")
         if not 0 < self.interval < ttl - self.drift:
             raise ValueError(f"keepalive interval {self.interval}s must be positive and shorter than TTL - drift margin")
-        self.lost = threading.Event()
         self._mu = threading.Lock()
+        self.lost: threading.Event = LostSignal(self)
         self._last_sent = sent
         self._safe_until = sent + ttl - self.drift
         self._error: RaftlockError | None = None
@@ -90,13 +126,13 @@ class Lease:
             return self._error
 
     def is_lost(self) -> bool:
-        """Whether the lease is lost: its loss signal is set, or safe-until has passed."""
-        if self.lost.is_set():
-            return True
-        if time.monotonic() >= self.safe_until():
-            self._lose(LeaseLost("its safe time passed without an answered keepalive"))
-            return True
-        return False
+        """Whether the lease is lost: its loss signal is set, or safe-until has passed
+        (the same as ``lost.is_set()``)."""
+        return self.lost.is_set()
+
+    def __repr__(self) -> str:
+        # The ID is a secret: it authorizes keepalive, release and revoke.
+        return f"<raftlock.Lease ttl={self.ttl}s lost={self.lost.is_set()}>"
 
     def on_lost(self, fn: Callable[[], None]) -> None:
         """Call fn (from the thread that notices) when the lease is lost; at once if it is."""
@@ -121,6 +157,20 @@ class Lease:
             self._client.revoke(self.id, timeout=timeout if timeout is not None else self._client.timeout)
         except LeaseNotFound:
             pass
+
+    def lock(self, name: str, wait: float = 0.0, *, mode: str = "exclusive", owner: str = "") -> Held:
+        """Take lock ``name`` with this lease, which then holds it beside its other grants
+        (several locks on one kept-alive lease). Releasing the returned hold gives back this
+        lock only; closing the lease gives back every one. ``wait`` as in Client.lock."""
+        from .client import LOCKS, Held, _check_wait
+
+        _check_wait(wait)
+        if mode not in ("exclusive", "shared"):
+            from .errors import InvalidRequest
+
+            raise InvalidRequest(f"mode {mode!r}: want exclusive or shared")
+        fields = {"mode": "shared"} if mode == "shared" else {}
+        return self._client._take_with("lock", LOCKS, name, fields, self, wait, owner, mode, Held, own_lease=False)
 
     # --- used by the keepaliver and the holds ------------------------------------------
 
@@ -203,6 +253,11 @@ class Keepaliver:
         with self._cond:
             self._leases.pop(lease, None)
             self._cond.notify_all()
+
+    def leases(self) -> list[Lease]:
+        """The leases scheduled now."""
+        with self._cond:
+            return list(self._leases)
 
     def stop(self) -> None:
         """Lose every lease (without revoking) and end the thread."""

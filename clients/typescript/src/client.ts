@@ -6,6 +6,7 @@
  * exactly when the Go client retries it.
  */
 import { randomBytes } from "node:crypto";
+import { inspect } from "node:util";
 import {
   AbortedError,
   ErrorOptions,
@@ -20,6 +21,7 @@ import {
   TooManyRequestsError,
   UnauthenticatedError,
   UnavailableError,
+  UnreachableError,
   WaitTimeoutError,
   errorFor,
 } from "./errors.js";
@@ -34,6 +36,7 @@ import {
   LeaseHost,
   LeaseTimingOptions,
   leaseConfig,
+  checkDuration,
   now,
   redactID,
 } from "./lease.js";
@@ -52,7 +55,7 @@ import type {
 /** Defaults of the client's options (the Go client's). */
 export const DEFAULT_TIMEOUT_MS = 5000;
 export const DEFAULT_MIN_BACKOFF_MS = 50;
-export const DEFAULT_DEADLINE_MS = 60_000;
+export const DEFAULT_DEADLINE_MS = 30_000;
 /** The longest single server-side wait a lock/semaphore/campaign asks for; longer waits are re-issued. */
 export const DEFAULT_WAIT_CHUNK_MS = 240_000;
 /** The most one wait may last on the server (api.MaxWaitMs). */
@@ -67,8 +70,8 @@ export interface ClientOptions {
    * means http, or https with `tls`), as an array or one comma-separated string. One is
    * enough, since any node answers any request; listing every node survives the loss of one.
    */
-  endpoints: string[] | string;
-  /** An ACL token's secret, sent as "Authorization: Bearer"; never logged or put in an error. */
+  endpoints?: string[] | string;
+  /** An ACL token's secret, sent as "Authorization: Bearer"; never logged or put in an error. Default: RAFTLOCK_TOKEN. */
   token?: string;
   /**
    * TLS: PEM contents of the cluster's CA and, when the cluster asks for client certificates,
@@ -80,7 +83,7 @@ export interface ClientOptions {
   timeoutMs?: number;
   /**
    * Bounds a whole call (all its retries) that has no signal, on top of its own wait
-   * (default 60000 ms). The Go client has no such default because every Go call has a
+   * (default 30000 ms, as the Python client's call_timeout). The Go client has no such default because every Go call has a
    * context; here a call without a signal would otherwise retry forever.
    */
   deadlineMs?: number;
@@ -198,12 +201,20 @@ export function newRequestID(): string {
   return randomBytes(16).toString("hex");
 }
 
+/** The rule every name follows, word for word the server's (api.NameRule). */
+export const NAME_RULE = 'a name is 1 to 512 bytes of UTF-8, segments separated by "/", with no empty segment, no "." or ".." segment, and no control characters';
+
+/** Checks a name against the server's rule, with the server's message, before anything is sent. */
 function checkName(op: string, kind: string, name: string): void {
-  if (typeof name !== "string" || name === "") throw new InvalidError("invalid_name", `${op}: ${kind} name is empty`);
-  const n = Buffer.byteLength(name);
-  if (n > 512) throw new InvalidError("invalid_name", `${op}: ${kind} name is ${n} bytes; at most 512 are allowed`);
-  // eslint-disable-next-line no-control-regex
-  if (/[\u0000-\u001f\u007f-\u009f]/.test(name)) throw new InvalidError("invalid_name", `${op}: ${kind} name contains a control character`);
+  const ok =
+    typeof name === "string" &&
+    !/\p{Cs}/u.test(name) && // a lone surrogate is not UTF-8
+    Buffer.byteLength(name) >= 1 &&
+    Buffer.byteLength(name) <= 512 &&
+    // eslint-disable-next-line no-control-regex
+    !/[\u0000-\u001f\u007f-\u009f]/.test(name) &&
+    name.split("/").every((seg) => seg !== "" && seg !== "." && seg !== "..");
+  if (!ok) throw new InvalidError("invalid_name", `${op}: invalid ${kind} name: ${NAME_RULE}`);
 }
 
 function checkWait(op: string, wait: number): void {
@@ -288,6 +299,16 @@ export class Held {
   private releasing: Promise<void> | undefined;
   private releasedAt: number | undefined;
 
+  /** What util.inspect and console.log show: never the lease ID, which is a secret. */
+  [inspect.custom](): string {
+    return `${this.constructor.name} { kind: ${JSON.stringify(this.kind)}, name: ${JSON.stringify(this.name)}, token: ${this.token}, lost: ${this.lease.lost.aborted} }`;
+  }
+
+  /** What JSON.stringify writes: never the lease ID. */
+  toJSON(): { kind: string; name: string; token: number; mode?: string } {
+    return { kind: this.kind, name: this.name, token: this.token, mode: this.mode };
+  }
+
   /** @internal Made by Client.lock, semaphore and campaign. */
   constructor(client: Client, kind: string, route: string, name: string, token: number, lease: Lease, ownLease: boolean, mode?: string) {
     this.client = client;
@@ -316,6 +337,7 @@ export class Held {
    * was released. Its reason is a LeaseLostError. Stop writing under the grant when it aborts.
    */
   get lost(): AbortSignal {
+    void this.lease.lost; // reading the lease's signal notices a passed safe time at once (after a pause)
     return this.ctl.signal;
   }
 
@@ -416,9 +438,11 @@ export class Client implements LeaseHost {
   /** @internal The one keepalive loop of this client. */
   readonly keepaliver: Keepaliver;
 
-  constructor(opts: ClientOptions) {
+  constructor(opts: ClientOptions = {}) {
     const tlsOn = opts.tls !== undefined && opts.tls !== false;
-    const raw = typeof opts.endpoints === "string" ? opts.endpoints.split(",") : opts.endpoints;
+    // Without endpoints (or token) the client reads the CLI's environment variables.
+    const given = opts.endpoints ?? process.env.RAFTLOCK_ENDPOINTS ?? "";
+    const raw = typeof given === "string" ? given.split(",") : given;
     const eps: string[] = [];
     let plain = false;
     for (let e of raw ?? []) {
@@ -440,13 +464,13 @@ export class Client implements LeaseHost {
       plain ||= u.protocol === "http:";
       eps.push(e.replace(/\/+$/, ""));
     }
-    if (eps.length === 0) throw new InvalidError("invalid_argument", "no endpoints given");
+    if (eps.length === 0) throw new InvalidError("invalid_argument", "no endpoints given, and RAFTLOCK_ENDPOINTS is not set");
     this.endpoints = eps;
     this.timeoutMs = opts.timeoutMs && opts.timeoutMs > 0 ? opts.timeoutMs : DEFAULT_TIMEOUT_MS;
     this.deadlineMs = opts.deadlineMs && opts.deadlineMs > 0 ? opts.deadlineMs : DEFAULT_DEADLINE_MS;
     this.minBackoffMs = opts.minBackoffMs && opts.minBackoffMs > 0 ? opts.minBackoffMs : DEFAULT_MIN_BACKOFF_MS;
     this.maxBackoffMs = Math.max(this.minBackoffMs, opts.maxBackoffMs && opts.maxBackoffMs > 0 ? opts.maxBackoffMs : DEFAULT_MAX_BACKOFF_MS);
-    const tok = opts.token?.trim();
+    const tok = (opts.token ?? process.env.RAFTLOCK_TOKEN)?.trim();
     if (tok) {
       if (/[\s\u0000-\u001f]/.test(tok)) throw new InvalidError("invalid_argument", "the ACL token contains white space or a control character");
       this.tokenSecret = tok;
@@ -458,6 +482,11 @@ export class Client implements LeaseHost {
     if (plain && this.authHeader) {
       this.log("warn", "an ACL token is sent over plain HTTP, where anyone on the path can read it; use https endpoints and TLS");
     }
+  }
+
+  /** What util.inspect and console.log show: never the ACL token. */
+  [inspect.custom](): string {
+    return `Client { endpoints: ${JSON.stringify(this.endpoints)} }`;
   }
 
   /** @internal */
@@ -509,21 +538,23 @@ export class Client implements LeaseHost {
     let attempts = 0;
     let first = 0;
     let last: RaftlockError | undefined;
+    const seen: Record<string, string> = {}; // each endpoint's last error, for UnreachableError
     const failed = (err: RaftlockError, sent: number): Outcome<T> => ({ ok: false, err, sent, first, attempts });
     for (;;) {
       let throttled = 0;
       let tlsFails = 0;
       for (let i = 0; i < n; i++) {
         const ep = (idx + i) % n;
-        if (scope.signal.aborted) return failed(this.abortErr(r.op, scope, last), 0);
+        if (scope.signal.aborted) return failed(this.abortErr(r.op, scope, last, seen), 0);
         attempts++;
         const a = await this.attempt<T>(ep, r, scope);
         if (attempts === 1) first = a.sent;
         if (a.err === undefined) return { ok: true, out: a.out as T, sent: a.sent, first, attempts };
         const err = a.err;
         if (!retryable(err)) return failed(err, a.sent);
-        if (scope.signal.aborted) return failed(this.abortErr(r.op, scope, last ?? err), a.sent);
         last = err;
+        seen[this.endpoints[ep]] = err.message.startsWith(`${r.op}: `) ? err.message.slice(r.op.length + 2) : err.message;
+        if (scope.signal.aborted) return failed(this.abortErr(r.op, scope, last, seen), a.sent);
         if (err instanceof TLSError) tlsFails++;
         if (err instanceof TooManyRequestsError) {
           // The node is busy, not gone: wait as it asked before asking again.
@@ -541,7 +572,7 @@ export class Client implements LeaseHost {
         pause = Math.max(pause, throttled);
         if (scope.deadline - now() < pause && last) return failed(last, 0); // it cannot be served before the caller gives up
       }
-      if (!(await sleep(pause, scope.signal))) return failed(this.abortErr(r.op, scope, last), 0);
+      if (!(await sleep(pause, scope.signal))) return failed(this.abortErr(r.op, scope, last, seen), 0);
       backoff = Math.min(2 * backoff, maxBackoff);
     }
   }
@@ -553,8 +584,13 @@ export class Client implements LeaseHost {
     return o;
   }
 
-  private abortErr(op: string, scope: Scope, last: RaftlockError | undefined): AbortedError {
+  private abortErr(op: string, scope: Scope, last: RaftlockError | undefined, seen: Record<string, string> = {}): AbortedError | UnreachableError {
     const reason = scope.signal.reason as { name?: string; message?: string } | undefined;
+    if (reason?.name === "TimeoutError" && last instanceof UnavailableError) {
+      // The call's deadline passed with no endpoint answering: name every endpoint's error.
+      const parts = this.endpoints.map((e) => `${e}: ${seen[e] ?? "not tried before the deadline"}`).join("; ");
+      return new UnreachableError("unavailable", `${op}: no endpoint answered before the deadline (${parts})`, { cause: last, errors: seen });
+    }
     const why = reason?.name === "TimeoutError" ? "the call's deadline passed" : `aborted${reason?.message ? `: ${reason.message}` : ""}`;
     return new AbortedError("aborted", `${op}: ${why}${last ? `; last error: ${last.message}` : ""}`, { cause: last ?? scope.signal.reason });
   }
@@ -814,7 +850,12 @@ export class Client implements LeaseHost {
     }, (token, lease, own) => new Held(this, "lock", "/v1/locks/", name, token, lease, own, mode));
   }
 
-  /** Runs fn while holding lock `name`, and releases it afterwards (fn's error wins over the release's). */
+  /**
+   * Runs fn while holding lock `name`, and releases it afterwards. When the lock was lost
+   * while fn ran, it rejects with LeaseLostError (the loss's reason as its cause), as Python's
+   * `with` raises LeaseLost: fn ran, at least partly, without the lock. fn's own error wins
+   * over both.
+   */
   async withLock<T>(name: string, fn: (held: Held) => Promise<T> | T, opts: LockOptions = {}): Promise<T> {
     const held = await this.lock(name, opts);
     let result: T;
@@ -824,7 +865,21 @@ export class Client implements LeaseHost {
       await held.release().catch((rerr: unknown) => this.log("debug", `release after a failure failed: ${(rerr as Error).message}`));
       throw err;
     }
-    await held.release();
+    // A loss, not a release or close by the caller inside fn (whose reason is LeaseClosedError).
+    if (held.lost.aborted && !(held.lost.reason instanceof LeaseClosedError)) {
+      const why = held.lost.reason as Error | undefined;
+      await held.release().catch(() => undefined); // the lease is gone or going: nothing to give back
+      throw new LeaseLostError("lease_lost", `lock ${JSON.stringify(name)} was lost while withLock's function ran${why?.message ? ` (${why.message})` : ""}`, { cause: why });
+    }
+    try {
+      await held.release();
+    } catch (err) {
+      // The cluster says the grant was gone before fn ended: a loss, as above.
+      if (err instanceof NotHolderError || err instanceof LeaseNotFoundError) {
+        throw new LeaseLostError("lease_lost", `lock ${JSON.stringify(name)} was lost while withLock's function ran (${err.message})`, { cause: err });
+      }
+      throw err;
+    }
     return result;
   }
 
@@ -868,6 +923,8 @@ export class Client implements LeaseHost {
     make: (token: number, lease: Lease, ownLease: boolean) => H,
   ): Promise<H> {
     const wait = opts.wait ?? 0;
+    checkDuration(op, "wait", wait);
+    if (opts.ttl !== undefined) checkDuration(op, "ttl", opts.ttl);
     if (!(wait >= 0)) throw new InvalidError("invalid_argument", `${op}: wait ${wait} ms is negative`);
     const ttl = opts.ttl ?? DEFAULT_TTL_MS;
     const scope = this.scope(opts.signal, wait);

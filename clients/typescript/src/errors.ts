@@ -81,6 +81,20 @@ export class InvalidError extends RaftlockError {}
 export class ServerError extends RaftlockError {}
 /** code "unavailable": no endpoint could be reached or answered in time before the call's deadline. */
 export class UnavailableError extends RaftlockError {}
+/**
+ * code "unavailable", when a call's deadline passed and no endpoint answered: the message
+ * names every endpoint with its last error, and `errors` holds them (base URL to message).
+ * A subclass of UnavailableError.
+ */
+export class UnreachableError extends UnavailableError {
+  /** Each endpoint's base URL with the message of its last error. */
+  readonly errors: Readonly<Record<string, string>>;
+
+  constructor(code: string, message: string, opts: ErrorOptions & { errors?: Record<string, string> } = {}) {
+    super(code, message, opts);
+    this.errors = { ...(opts.errors ?? {}) };
+  }
+}
 /** code "tls": the TLS handshake failed in a way waiting cannot fix (untrusted certificate, refused client certificate). */
 export class TLSError extends RaftlockError {}
 /**

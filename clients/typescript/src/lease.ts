@@ -12,6 +12,7 @@
  * (a watchdog timer) — before the cluster can have expired it and granted the lock to
  * somebody else.
  */
+import { inspect } from "node:util";
 import { LeaseLostError, LeaseNotFoundError, RaftlockError, ServerError, InvalidError } from "./errors.js";
 
 /** The smallest default drift margin, in ms. */
@@ -45,8 +46,16 @@ export interface LeaseConfig {
   intervalMs: number;
 }
 
+/** Refuses a duration that is not a number (a string "10000", null): durations are ms as numbers. */
+export function checkDuration(op: string, what: string, v: unknown): void {
+  if (typeof v !== "number") {
+    throw new InvalidError("invalid_argument", `${op}: ${what} ${JSON.stringify(v)} is ${v === null ? "null" : `a ${typeof v}`}; durations are milliseconds as a number, such as 10000`);
+  }
+}
+
 /** Checks ttlMs and the timing options the way the Go client does (newLeaseConfig). */
 export function leaseConfig(op: string, ttlMs: number, opts: LeaseTimingOptions): LeaseConfig {
+  checkDuration(op, "ttl", ttlMs);
   const cfg = {
     driftMs: opts.driftMarginMs ?? Math.max(ttlMs / 10, MIN_DRIFT_MARGIN_MS),
     intervalMs: opts.keepaliveIntervalMs ?? ttlMs / 3,
@@ -144,8 +153,24 @@ export class Lease {
     host.keepaliver.add(this, sent + jittered(cfg.intervalMs));
   }
 
-  /** Aborts when the lease is lost or closed; its reason (a LeaseLostError) says why. */
+  /** What util.inspect and console.log show: never the ID, which is a secret. */
+  [inspect.custom](): string {
+    return `Lease { ttlMs: ${this.ttlMs}, lost: ${this.ctl.signal.aborted} }`;
+  }
+
+  /** What JSON.stringify writes: never the ID. */
+  toJSON(): { ttlMs: number; lost: boolean } {
+    return { ttlMs: this.ttlMs, lost: this.ctl.signal.aborted };
+  }
+
+  /**
+   * Aborts when the lease is lost or closed; its reason (a LeaseLostError) says why. Reading
+   * it also compares safeUntil() with the clock, so after a pause of the whole process (which
+   * delays the watchdog timer too) it reads as aborted at once, never "not lost" past the
+   * safe time.
+   */
   get lost(): AbortSignal {
+    if (!this.ctl.signal.aborted && now() >= this.safe) this.lose(this.expired());
     return this.ctl.signal;
   }
 

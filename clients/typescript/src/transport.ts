@@ -13,8 +13,8 @@
  * from one that failed after the request may have been sent, which fetch folds into one
  * TypeError.
  */
-import http from "node:http";
-import https from "node:https";
+import * as http from "node:http";
+import * as https from "node:https";
 
 /** A TLS configuration: PEM contents (strings or Buffers), not file names. */
 export interface TLSOptions {
@@ -76,7 +76,10 @@ function isTLSCode(code: string | undefined): boolean {
 }
 
 /** Codes of a connection that failed before it was made. */
-const dialCodes = new Set(["ECONNREFUSED", "ENOTFOUND", "EAI_AGAIN", "EHOSTUNREACH", "ENETUNREACH", "EADDRNOTAVAIL"]);
+const dialCodes = new Set(["ECONNTIMEOUT", "ECONNREFUSED", "ENOTFOUND", "EAI_AGAIN", "EHOSTUNREACH", "ENETUNREACH", "EADDRNOTAVAIL"]);
+
+/** How long connecting to one endpoint may take (as the Go client's dialer), ms. */
+export const CONNECT_TIMEOUT_MS = 2000;
 
 /** Keep-alive agents of one client, one per scheme. */
 export class Agents {
@@ -149,8 +152,15 @@ export function send(
         connected = true; // a kept-alive connection
         return;
       }
+      // A node that drops SYNs must cost a connect timeout, not the attempt's whole timeout.
+      const ct = setTimeout(() => {
+        if (!connected) req.destroy(Object.assign(new Error(`connect timed out after ${CONNECT_TIMEOUT_MS} ms`), { code: "ECONNTIMEOUT" }));
+      }, CONNECT_TIMEOUT_MS);
+      ct.unref();
+      s.once("close", () => clearTimeout(ct));
       s.once(isTLS ? "secureConnect" : "connect", () => {
         connected = true;
+        clearTimeout(ct);
       });
     });
     req.on("error", fail);
