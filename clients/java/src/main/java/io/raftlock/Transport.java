@@ -14,6 +14,7 @@ import java.time.Duration;
 import java.time.ZonedDateTime;
 import java.time.format.DateTimeFormatter;
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CancellationException;
@@ -316,6 +317,7 @@ final class Transport {
             backoff = Math.min(backoff, maxBackoff);
         }
         RaftLockException last = null;
+        RaftLockException[] lastByEndpoint = new RaftLockException[n];
         long[] sent = new long[1];
         while (true) {
             long throttled = 0;
@@ -342,8 +344,9 @@ final class Transport {
                         throw fail(e, res);
                     }
                     last = e;
+                    lastByEndpoint[ep] = e;
                     if (System.nanoTime() - deadline >= 0) {
-                        throw fail(e, res);
+                        throw fail(unreachable(r, e, lastByEndpoint), res);
                     }
                     if (e instanceof TlsException) {
                         tlsFails++;
@@ -367,11 +370,29 @@ final class Transport {
                 if (throttled == 0) {
                     sleepNanos(deadline - System.nanoTime());
                 }
-                throw fail(last, res);
+                throw fail(unreachable(r, last, lastByEndpoint), res);
             }
             sleepNanos(pause);
             backoff = Math.min(2 * backoff, maxBackoff);
         }
+    }
+
+    /**
+     * The error a call that ran out of time ends in: an UnreachableException naming every
+     * endpoint's last error when every endpoint was tried and none answered (each failed to
+     * connect or timed out), else the last error as it was.
+     */
+    private RaftLockException unreachable(Request r, RaftLockException last, RaftLockException[] byEndpoint) {
+        Map<String, String> errors = new LinkedHashMap<>();
+        for (int i = 0; i < byEndpoint.length; i++) {
+            RaftLockException e = byEndpoint[i];
+            if (!(e instanceof UnavailableException)) {
+                return last;
+            }
+            String msg = e.getMessage(), prefix = r.op + ": " + endpoints.get(i) + ": ";
+            errors.put(endpoints.get(i).toString(), msg.startsWith(prefix) ? msg.substring(prefix.length()) : msg);
+        }
+        return new UnreachableException(r.op, errors);
     }
 
     private static RaftLockException fail(RaftLockException e, Result res) {

@@ -36,6 +36,24 @@ class NamesTest {
         }
     }
 
+    /** An unreachable cluster is one UnreachableException naming every endpoint with its last error. */
+    @Test
+    void unreachableNamesEveryEndpoint() throws Exception {
+        int[] ports = new int[2];
+        for (int i = 0; i < 2; i++) {
+            try (java.net.ServerSocket s = new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+                ports[i] = s.getLocalPort(); // closed again at once: connections are refused
+            }
+        }
+        String a = "http://127.0.0.1:" + ports[0], b = "http://127.0.0.1:" + ports[1];
+        try (RaftLock c = RaftLock.builder().endpoints(a, b).callTimeout(Duration.ofMillis(300)).build()) {
+            UnreachableException e = assertThrows(UnreachableException.class, () -> c.status("fine"));
+            assertEquals(2, e.errors().size(), e.errors().toString());
+            assertTrue(e.getMessage().contains(a) && e.getMessage().contains(b), e.getMessage());
+            assertEquals("unavailable", e.code());
+        }
+    }
+
     @Test
     void escaping() {
         assertEquals("/v1/locks/a/b%20c/%25", Transport.namePath("/v1/locks/", "a/b c/%"));
