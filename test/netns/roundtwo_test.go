@@ -10,7 +10,7 @@ import (
 	"github.com/raftlock/raftlock/test/testcluster"
 )
 
-// roundTwo runs the cases of the second security round that need ACLs (issue 21): the
+// roundTwo runs the cases of the second security round that need ACLs: the
 // cursor walk, a lease used by another token, a revoked event stream and a stream-slot
 // flood by one token. Each checks the kind of refusal and that nothing changed (the
 // cluster's leader, terms and members; the locks and leases involved); what the cases set
