@@ -293,3 +293,34 @@ class Cluster:
         for i in range(len(self.ids)):
             self.kill(i)
         shutil.rmtree(self.dir, ignore_errors=True)
+
+
+class ModuleCluster:
+    """One fresh three-node cluster for a test module, started by its setUpModule and
+    stopped by its tearDownModule:
+
+        _CLUSTER = ModuleCluster()
+        setUpModule, tearDownModule = _CLUSTER.start, _CLUSTER.stop
+    """
+
+    def __init__(self) -> None:
+        self.cluster: Cluster | None = None
+
+    def start(self) -> None:
+        self.cluster = Cluster()
+        try:
+            self.cluster.start_fresh()
+        except BaseException:
+            self.cluster.stop()
+            raise
+
+    def stop(self) -> None:
+        if self.cluster is not None:
+            self.cluster.stop()
+
+    def get(self) -> Cluster:
+        assert self.cluster is not None, "the module's cluster is not started (setUpModule)"
+        return self.cluster
+
+    def endpoints(self) -> list[str]:
+        return self.get().endpoints

@@ -13,31 +13,13 @@ sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
 import raftlock  # noqa: E402
-from cluster import Cluster, free_port  # noqa: E402
+from cluster import ModuleCluster, free_port  # noqa: E402
 from raftlock._http import NAME_RULE  # noqa: E402
 from raftlock.aio import AsyncClient  # noqa: E402
 
-CLUSTER: Cluster | None = None
-
-
-def setUpModule() -> None:
-    global CLUSTER
-    CLUSTER = Cluster()
-    try:
-        CLUSTER.start_fresh()
-    except BaseException:
-        CLUSTER.stop()
-        raise
-
-
-def tearDownModule() -> None:
-    if CLUSTER is not None:
-        CLUSTER.stop()
-
-
-def endpoints() -> list[str]:
-    assert CLUSTER is not None
-    return CLUSTER.endpoints
+_CLUSTER = ModuleCluster()
+setUpModule, tearDownModule = _CLUSTER.start, _CLUSTER.stop
+endpoints = _CLUSTER.endpoints
 
 
 class AioTest(unittest.IsolatedAsyncioTestCase):

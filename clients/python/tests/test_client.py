@@ -24,31 +24,13 @@ sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
 import raftlock  # noqa: E402
-from cluster import Cluster, free_port  # noqa: E402
+from cluster import Cluster, ModuleCluster, free_port  # noqa: E402
 from conformance import FaultProxy, ProxyState, Scenario, StepFailure  # noqa: E402
 from raftlock.fencing import FencedDB, StaleToken  # noqa: E402
 
-CLUSTER: Cluster | None = None
-
-
-def setUpModule() -> None:
-    global CLUSTER
-    CLUSTER = Cluster()
-    try:
-        CLUSTER.start_fresh()
-    except BaseException:
-        CLUSTER.stop()
-        raise
-
-
-def tearDownModule() -> None:
-    if CLUSTER is not None:
-        CLUSTER.stop()
-
-
-def cluster() -> Cluster:
-    assert CLUSTER is not None
-    return CLUSTER
+_CLUSTER = ModuleCluster()
+setUpModule, tearDownModule = _CLUSTER.start, _CLUSTER.stop
+cluster = _CLUSTER.get
 
 
 def wait_for(cond, timeout: float, what: str) -> None:
