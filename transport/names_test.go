@@ -73,7 +73,7 @@ func TestNames_RawPathRefusedNeverRedirected(t *testing.T) {
 			t.Errorf("PUT %s: %d %s, want 200", p, a.Status, a.Raw)
 		}
 	}
-	c.WaitFor(30*time.Second, "protocol version 3", func() bool { return c.Nodes[0].FSM().Version() == 3 })
+	c.WaitFor(30*time.Second, "protocol version 3 or later", func() bool { return c.Nodes[0].FSM().Version() >= 3 })
 	if a := raw.Do("POST", base+"/v1/locksets", `{"names":["ls/ü","ls/b"]}`); a.Status != 200 {
 		t.Errorf("lockset of valid names: %d %s", a.Status, a.Raw)
 	}
