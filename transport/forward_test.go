@@ -19,13 +19,11 @@ import (
 )
 
 // followerNode is a follower that knows a leader at leaderAddr: every operation answers
-// ErrNotLeader, so the server forwards it. It fakes the roles forwarding uses (Routing,
-// and Self of Membership) and the two the tests send (leases, locks); methods a test does
-// not need are left to the embedded nil interfaces (calling them panics, which fails the
-// test).
+// ErrNotLeader, so the server forwards it. It fakes the role forwarding uses (Routing)
+// and the two the tests send (leases, locks); methods a test does not need are left to
+// the embedded nil interfaces (calling them panics, which fails the test).
 type followerNode struct {
 	Routing
-	Membership
 	LeaseService
 	LockService
 	leaderAddr string
@@ -41,17 +39,14 @@ func newFollowerNode(leaderAddr string) *followerNode {
 
 // services returns the roles the follower fakes.
 func (f *followerNode) services() Services {
-	return Services{Routing: f, Members: f, Leases: f, Locks: f}
+	return Services{Routing: f, Leases: f, Locks: f}
 }
 
-func (f *followerNode) ID() string { return "n2" }
-func (f *followerNode) Self() cluster.NodeInfo {
-	return cluster.NodeInfo{ID: "n2", HTTPAddr: "127.0.0.1:1"}
-}
+func (f *followerNode) ID() string                     { return "n2" }
+func (f *followerNode) HTTPAddr() string               { return "127.0.0.1:1" }
 func (f *followerNode) LeaderHTTPAddr() string         { return f.leaderAddr }
 func (f *followerNode) ElectionTimeout() time.Duration { return 100 * time.Millisecond }
 func (f *followerNode) IsLeader() bool                 { return false }
-func (f *followerNode) NeedsRegistration() bool        { return false }
 func (f *followerNode) Serving() string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
