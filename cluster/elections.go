@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"context"
-	"time"
 
 	"github.com/raftlock/raftlock/fsm"
 )
@@ -22,13 +21,9 @@ type CampaignRequest struct {
 	Holder
 }
 
-// ElectionGrant is a leadership held by a lease.
+// ElectionGrant is a leadership held by a lease, and the value it published.
 type ElectionGrant struct {
-	Name        string
-	Token       uint64
-	Lease       LeaseID
-	TTL         time.Duration
-	Owner       string
+	Granted
 	Value       string
 	ModifyIndex uint64
 }
@@ -47,7 +42,7 @@ func (el *Elections) Campaign(ctx context.Context, req CampaignRequest) (Electio
 	c.Value, c.Token = req.Value, req.Token
 	w := &queuedWait{n: n, space: fsm.SpaceElection, holder: req.Holder, dequeue: fsm.TypeElectionDequeue, release: el.Resign}
 	return acquire(ctx, w, c, n.prop.applyAs(ctx), func(r *fsm.Result) ElectionGrant {
-		return ElectionGrant{Name: req.Name, Lease: req.Lease, TTL: dur(r.TTL), Token: r.Token, Owner: r.Owner, Value: r.Value, ModifyIndex: r.Modify}
+		return ElectionGrant{Granted: granted(req.Name, req.Lease, r), Value: r.Value, ModifyIndex: r.Modify}
 	})
 }
 

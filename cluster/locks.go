@@ -14,11 +14,7 @@ type Locks struct{ n *Node }
 
 // Grant is a lock held by a lease.
 type Grant struct {
-	Name  string
-	Token uint64
-	Lease LeaseID
-	TTL   time.Duration
-	Owner string
+	Granted
 	// Shared reports a grant in shared mode.
 	Shared bool
 }
@@ -55,12 +51,12 @@ func (l *Locks) Acquire(ctx context.Context, req AcquireRequest) (Grant, error) 
 		c.Type, c.Shared, c.MaxHold, c.LockDelay = fsm.TypeAcquireEx, req.Shared, ms(n.capHold(req.MaxHold)), ms(req.LockDelay)
 	}
 	if mutant.Is("grant-without-commit") && !n.IsLeader() && !n.fsm.Lock(req.Name).Held {
-		return Grant{Name: req.Name, Lease: req.Lease, TTL: req.TTL, Token: n.fsm.AppliedIndex() + 1, Owner: req.Owner}, nil
+		return Grant{Granted: Granted{Name: req.Name, Lease: req.Lease, TTL: req.TTL, Token: n.fsm.AppliedIndex() + 1, Owner: req.Owner}}, nil
 	}
 	w := &queuedWait{n: n, space: fsm.SpaceLock, holder: req.Holder, dequeue: fsm.TypeDequeue, release: l.Release}
 	propose := func(c *fsm.Command) (*fsm.Result, error) { return n.prop.propose(ctx, c) }
 	return acquire(ctx, w, c, propose, func(r *fsm.Result) Grant {
-		return Grant{Name: req.Name, Lease: req.Lease, TTL: dur(r.TTL), Token: r.Token, Owner: r.Owner, Shared: req.Shared}
+		return Grant{Granted: granted(req.Name, req.Lease, r), Shared: req.Shared}
 	})
 }
 

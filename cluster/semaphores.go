@@ -26,11 +26,7 @@ type SemaphoreRequest struct {
 
 // SemaphoreGrant is a permit held by a lease.
 type SemaphoreGrant struct {
-	Name  string
-	Token uint64
-	Lease LeaseID
-	TTL   time.Duration
-	Owner string
+	Granted
 	Limit uint64
 }
 
@@ -53,7 +49,7 @@ func (s *Semaphores) Acquire(ctx context.Context, req SemaphoreRequest) (Semapho
 	}
 	w := &queuedWait{n: n, space: fsm.SpaceSemaphore, holder: req.Holder, dequeue: fsm.TypeSemDequeue, release: s.Release}
 	return acquire(ctx, w, c, n.prop.applyAs(ctx), func(r *fsm.Result) SemaphoreGrant {
-		return SemaphoreGrant{Name: req.Name, Lease: req.Lease, TTL: dur(r.TTL), Token: r.Token, Owner: r.Owner, Limit: req.Limit}
+		return SemaphoreGrant{Granted: granted(req.Name, req.Lease, r), Limit: req.Limit}
 	})
 }
 

@@ -23,6 +23,22 @@ type Holder struct {
 	Owner     string
 }
 
+// Granted is what every grant of a request that can queue carries (a lock, a permit, a
+// leadership): the name granted, the grant's fencing token, the lease that holds it with
+// the lease's TTL, and the grant's owner label.
+type Granted struct {
+	Name  string
+	Token uint64
+	Lease LeaseID
+	TTL   time.Duration
+	Owner string
+}
+
+// granted is the Granted of name to lease that result r answers.
+func granted(name string, lease LeaseID, r *fsm.Result) Granted {
+	return Granted{Name: name, Token: r.Token, Lease: lease, TTL: dur(r.TTL), Owner: r.Owner}
+}
+
 // command settles the lease the request acts on (a new lease's ID, see Holder) and
 // returns the command of type t for name that carries the holder.
 func (h *Holder) command(ctx context.Context, n *Node, t fsm.Type, name string) *fsm.Command {
