@@ -27,6 +27,7 @@ type followerNode struct {
 	LeaseService
 	LockService
 	leaderAddr string
+	self       string // its own HTTP address; "" for 127.0.0.1:1
 	mu         sync.Mutex
 	leaderID   string
 	changed    chan struct{}
@@ -42,8 +43,13 @@ func (f *followerNode) services() Services {
 	return Services{Routing: f, Leases: f, Locks: f}
 }
 
-func (f *followerNode) ID() string                     { return "n2" }
-func (f *followerNode) HTTPAddr() string               { return "127.0.0.1:1" }
+func (f *followerNode) ID() string { return "n2" }
+func (f *followerNode) HTTPAddr() string {
+	if f.self != "" {
+		return f.self
+	}
+	return "127.0.0.1:1"
+}
 func (f *followerNode) LeaderHTTPAddr() string         { return f.leaderAddr }
 func (f *followerNode) ElectionTimeout() time.Duration { return 100 * time.Millisecond }
 func (f *followerNode) IsLeader() bool                 { return false }
@@ -112,6 +118,21 @@ func hungLeader(t *testing.T) (addr string, hits *atomic.Int64) {
 	}))
 	t.Cleanup(func() { close(release); ts.Close() })
 	return strings.TrimPrefix(ts.URL, "http://"), hits
+}
+
+// A node never forwards to its own HTTP address (Routing.HTTPAddr): raft may name a
+// leader whose registered address is still this node's (a stale registration after an
+// address moved), and the forward would come back to it. It answers no_leader instead.
+func TestForward_NeverToItsOwnAddress(t *testing.T) {
+	addr, hits := hungLeader(t)
+	f := newFollowerNode(addr)
+	f.self = addr
+	ts := newTestServer(t, f.services(), nil)
+	a := send(t, "POST", ts.URL+keepalivePath, "")
+	wantError(t, a, 503, api.CodeNoLeader)
+	if n := hits.Load(); n != 0 {
+		t.Fatalf("forwarded %d times to its own address", n)
+	}
 }
 
 // send is a plain client with a long timeout, as a stranger would use; header holds
