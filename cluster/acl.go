@@ -4,24 +4,9 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 
 	"github.com/raftlock/raftlock/fsm"
-)
-
-// ACL errors. Transport maps them to 409, 404 and 400.
-var (
-	// ErrACLConflict: the ACL request collides with the state (a second bootstrap, the
-	// built-in policy, a secret already in use).
-	ErrACLConflict = errors.New("cluster: ACL conflict")
-	// ErrACLNotFound: the policy or token named does not exist.
-	ErrACLNotFound = errors.New("cluster: ACL policy or token not found")
-	// ErrACLInvalid: the ACL request breaks a rule of names, sizes or rights.
-	ErrACLInvalid = errors.New("cluster: invalid ACL request")
-	// ErrACLInactive: the cluster does not speak the protocol version that ACLs need yet
-	// (a member runs an older release).
-	ErrACLInactive = errors.New("cluster: ACLs need protocol version 2 on every member")
 )
 
 // randomHex draws n random bytes as hex: token secrets and accessors.

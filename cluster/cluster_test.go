@@ -29,7 +29,7 @@ func TestCluster_ExpiryNoEarlierThanTTLAfterLastKeepalive(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.Locks().Acquire(ctx, cluster.AcquireRequest{Name: "job", Lease: holder}); err != nil {
+	if _, err := l.Locks().Acquire(ctx, cluster.AcquireRequest{Name: "job", Holder: cluster.Holder{Lease: holder}}); err != nil {
 		t.Fatal(err)
 	}
 	var lastSent time.Time
@@ -40,7 +40,7 @@ func TestCluster_ExpiryNoEarlierThanTTLAfterLastKeepalive(t *testing.T) {
 		}
 		lastSent = sent
 	}
-	g, err := l.Locks().Acquire(ctx, cluster.AcquireRequest{Name: "job", NewLease: true, TTL: 10_000 * time.Millisecond, Wait: 30 * time.Second})
+	g, err := l.Locks().Acquire(ctx, cluster.AcquireRequest{Name: "job", Holder: cluster.Holder{NewLease: true, TTL: 10_000 * time.Millisecond, Wait: 30 * time.Second}})
 	granted := time.Now()
 	if err != nil {
 		t.Fatalf("waiter: %v", err)
@@ -60,7 +60,7 @@ func TestCluster_TimeStandsStillWithoutLeader(t *testing.T) {
 	c := clustertest.Start(t, 3, nil)
 	ctx := clustertest.Ctx(t, 60*time.Second)
 	l := leaderNode(c)
-	if _, err := l.Locks().Acquire(ctx, cluster.AcquireRequest{Name: "x", NewLease: true, TTL: 60_000 * time.Millisecond}); err != nil {
+	if _, err := l.Locks().Acquire(ctx, cluster.AcquireRequest{Name: "x", Holder: cluster.Holder{NewLease: true, TTL: 60_000 * time.Millisecond}}); err != nil {
 		t.Fatal(err)
 	}
 	survivor := c.Follower()
@@ -111,7 +111,7 @@ func TestCluster_RestartKeepsEverything(t *testing.T) {
 	l := leaderNode(c)
 	var grants []cluster.Grant
 	for i := 0; i < 20; i++ {
-		g, err := l.Locks().Acquire(ctx, cluster.AcquireRequest{Name: fmt.Sprintf("acct/%d", i), NewLease: true, TTL: 120_000 * time.Millisecond, Owner: "w"})
+		g, err := l.Locks().Acquire(ctx, cluster.AcquireRequest{Name: fmt.Sprintf("acct/%d", i), Holder: cluster.Holder{NewLease: true, TTL: 120_000 * time.Millisecond, Owner: "w"}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -139,7 +139,7 @@ func TestCluster_RestartKeepsEverything(t *testing.T) {
 			t.Fatalf("after a full restart %s = %+v, want holder %s token %d", g.Name, v, g.Lease, g.Token)
 		}
 	}
-	g, err := l.Locks().Acquire(ctx, cluster.AcquireRequest{Name: "acct/0", NewLease: true, TTL: 10_000 * time.Millisecond})
+	g, err := l.Locks().Acquire(ctx, cluster.AcquireRequest{Name: "acct/0", Holder: cluster.Holder{NewLease: true, TTL: 10_000 * time.Millisecond}})
 	if err != nil || g.Token <= grants[len(grants)-1].Token {
 		t.Fatalf("new grant after restart: %+v %v; tokens must keep rising", g, err)
 	}
@@ -187,7 +187,7 @@ func TestCluster_SnapshotInstallOnLaggingFollower(t *testing.T) {
 	c.Stop(f)
 	l := leaderNode(c)
 	for i := 0; i < 150; i++ {
-		if _, err := l.Locks().Acquire(ctx, cluster.AcquireRequest{Name: fmt.Sprintf("s/%d", i), NewLease: true, TTL: 120_000 * time.Millisecond}); err != nil {
+		if _, err := l.Locks().Acquire(ctx, cluster.AcquireRequest{Name: fmt.Sprintf("s/%d", i), Holder: cluster.Holder{NewLease: true, TTL: 120_000 * time.Millisecond}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -216,7 +216,7 @@ func TestCluster_ReadsAreLinearizable(t *testing.T) {
 	l := leaderNode(c)
 	for i := 0; i < 30; i++ {
 		name := fmt.Sprintf("r/%d", i)
-		g, err := l.Locks().Acquire(ctx, cluster.AcquireRequest{Name: name, NewLease: true, TTL: 60_000 * time.Millisecond})
+		g, err := l.Locks().Acquire(ctx, cluster.AcquireRequest{Name: name, Holder: cluster.Holder{NewLease: true, TTL: 60_000 * time.Millisecond}})
 		if err != nil {
 			t.Fatal(err)
 		}

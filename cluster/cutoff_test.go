@@ -91,7 +91,7 @@ func TestCluster_ReadOnCutOffLeaderIsRefused(t *testing.T) {
 	newNode := c.Nodes[next]
 	c.WaitFor(10*time.Second, newNode.ID()+" to lead", newNode.IsLeader)
 	led := time.Since(cut)
-	g, err := newNode.Locks().Acquire(ctx, cluster.AcquireRequest{Name: "job", NewLease: true, TTL: 60_000 * time.Millisecond, Owner: "new-term"})
+	g, err := newNode.Locks().Acquire(ctx, cluster.AcquireRequest{Name: "job", Holder: cluster.Holder{NewLease: true, TTL: 60_000 * time.Millisecond, Owner: "new-term"}})
 	if err != nil {
 		t.Fatalf("acquire on the new leader: %v", err)
 	}
@@ -148,7 +148,7 @@ func TestCluster_NoGrantWithoutMajority(t *testing.T) {
 	if !oldNode.IsLeader() {
 		t.Fatalf("precondition: %s stepped down %v after the cut, before the acquire was sent", oldNode.ID(), time.Since(cut))
 	}
-	g, err := oldNode.Locks().Acquire(ctx, cluster.AcquireRequest{Name: "card/1", NewLease: true, TTL: 60_000 * time.Millisecond, Owner: "minority"})
+	g, err := oldNode.Locks().Acquire(ctx, cluster.AcquireRequest{Name: "card/1", Holder: cluster.Holder{NewLease: true, TTL: 60_000 * time.Millisecond, Owner: "minority"}})
 	if err == nil {
 		t.Fatalf("the cut-off leader answered an acquire with a grant %+v (%v after the cut), though no follower could have stored the entry", g, time.Since(cut))
 	}

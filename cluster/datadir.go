@@ -1,7 +1,6 @@
 package cluster
 
 import (
-	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -29,9 +28,6 @@ func openDataDir(dir string) (release func(), err error) {
 	}
 	return lockDataDir(dir)
 }
-
-// ErrDataDirInUse: another process holds the data directory's lock.
-var ErrDataDirInUse = errors.New("cluster: data directory in use")
 
 // privateSnapshots wraps a snapshot store so that every snapshot it writes is readable by
 // the node's user only, whatever the process umask.

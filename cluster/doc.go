@@ -33,9 +33,9 @@
 //	config.go     Config, its defaults and Validate
 //	types.go      the aliases of fsm names, LeaseView, Query, Metrics, Status, Member
 //	status.go     Node.Status, Node.Metrics, the apply counters
-//	routing.go    leadership as a router sees it: IsLeader, Serving, LeaderWatch, LeaderHTTPAddr
-//	errors.go     the error values, raftError (raft's errors), afterProposal
-//	outcome.go    outcomeError: the one table from fsm.Status to the node's errors
+//	routing.go    leadership as a router sees it: IsLeader, Serving, LeaderWatch, HTTPAddr, LeaderHTTPAddr
+//	errors.go     every error value and error type, raftError (raft's errors), afterProposal
+//	outcome.go    outcomes: the one table from fsm.Status to the node's errors, for every path
 //
 // The leader and the way a command travels:
 //
@@ -43,7 +43,7 @@
 //	upgrade.go    the leader's upgrade loop: protocol versions and limits
 //	proposer.go   proposer: stamp, raft.Apply, wait, refused outcomes
 //	renew.go      renewer: keepalives batched into Renew entries
-//	wait.go       acquire and queuedWait: the one flow and wait of acquires, semaphores and campaigns
+//	wait.go       Holder, capHold, acquire and queuedWait: the one flow and wait of every request that may queue
 //	registry.go   registry: state machine events to waits and blocking-query watches; appliedWaiter
 //	reads.go      ReadBarrier, the blocking read of status queries and statusRead
 //
@@ -51,6 +51,7 @@
 //
 //	leases.go     Leases: create, keepalive, revoke, lookup; lease IDs
 //	locks.go      Locks: acquire (exclusive or shared), release, status, list
+//	locksets.go   Locks: acquire and release several locks in one entry (protocol version 3)
 //	semaphores.go Semaphores: acquire, release, status
 //	elections.go  Elections: campaign, resign, status
 //	members.go    Members: add, remove, transfer leadership, registration, versions; ID and address rules

@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"context"
-	"time"
 
 	"github.com/raftlock/raftlock/fsm"
 )
@@ -13,27 +12,18 @@ import (
 type Elections struct{ n *Node }
 
 // CampaignRequest campaigns for an election, or proclaims a new value from the leader's
-// lease; the lease fields work as in AcquireRequest. A non-zero Token makes it a proclaim
+// lease; the Holder works as in AcquireRequest. A non-zero Token makes it a proclaim
 // only: it never campaigns.
 type CampaignRequest struct {
-	Name      string
-	Value     string
-	Token     uint64
-	Lease     LeaseID
-	NewLease  bool
-	RequestID string
-	TTL       time.Duration // for NewLease
-	Wait      time.Duration
-	Owner     string
+	Name  string
+	Value string
+	Token uint64
+	Holder
 }
 
-// ElectionGrant is a leadership held by a lease.
+// ElectionGrant is a leadership held by a lease, and the value it published.
 type ElectionGrant struct {
-	Name        string
-	Token       uint64
-	Lease       LeaseID
-	TTL         time.Duration
-	Owner       string
+	Granted
 	Value       string
 	ModifyIndex uint64
 }
@@ -45,15 +35,14 @@ type ElectionGrant struct {
 // queue (and resigns a leadership won meanwhile) before it returns.
 func (el *Elections) Campaign(ctx context.Context, req CampaignRequest) (ElectionGrant, error) {
 	n := el.n
-	req.Lease = n.leaseOf(ctx, req.NewLease, req.RequestID, req.Lease)
-	if err := n.prop.versionReady(ctx, fsm.TypeCampaign); err != nil {
+	c, err := n.primCommand(ctx, &req.Holder, fsm.TypeCampaign, req.Name)
+	if err != nil {
 		return ElectionGrant{}, err
 	}
-	c := &fsm.Command{Type: fsm.TypeCampaign, Name: req.Name, Value: req.Value, Token: req.Token, Lease: req.Lease, NewLease: req.NewLease, TTL: ms(req.TTL), Wait: waitMs(req.Wait), Owner: req.Owner}
-	c.Creator = n.callerOf(ctx, c) // proposed through apply, which does not stamp it
-	w := &queuedWait{n: n, space: fsm.SpaceElection, ttl: req.TTL, wait: req.Wait, dequeue: fsm.TypeElectionDequeue, release: el.Resign}
-	return acquire(ctx, w, c, n.prop.apply, func(r *fsm.Result) ElectionGrant {
-		return ElectionGrant{Name: req.Name, Lease: req.Lease, TTL: dur(r.TTL), Token: r.Token, Owner: r.Owner, Value: r.Value, ModifyIndex: r.Modify}
+	c.Value, c.Token = req.Value, req.Token
+	w := &queuedWait{n: n, space: fsm.SpaceElection, holder: req.Holder, dequeue: fsm.TypeElectionDequeue, release: el.Resign}
+	return acquire(ctx, w, c, n.prop.applyAs(ctx), func(r *fsm.Result) ElectionGrant {
+		return ElectionGrant{Granted: granted(req.Name, req.Lease, r), Value: r.Value, ModifyIndex: r.Modify}
 	})
 }
 

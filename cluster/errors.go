@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/raftlock/raftlock/fsm"
 )
 
 // Errors returned by Node. Transport maps each to an HTTP status.
@@ -69,6 +71,122 @@ var ErrInvalidMember = errors.New("cluster: invalid member")
 // ErrMemberConflict: a membership request would re-point an existing member without
 // asking to replace it.
 var ErrMemberConflict = errors.New("cluster: member exists at another address")
+
+// Errors of locksets, maximum holds and lock delays (protocol version 3).
+var (
+	// ErrDeadlock: a waiting request would have closed a cycle of waiting leases; nothing
+	// was queued. The error is a *DeadlockError naming the cycle.
+	ErrDeadlock = errors.New("cluster: deadlock")
+	// ErrV3Inactive: the cluster has not activated protocol version 3, which locksets,
+	// maximum holds and lock delays need; nothing was proposed. The error is an
+	// *InactiveError too.
+	ErrV3Inactive = errors.New("cluster: locksets, max_hold_ms and lock_delay_ms need protocol version 3 on every member")
+)
+
+// DeadlockError is the ErrDeadlock of one request: the cycle its wait would have closed,
+// by lease fingerprints (never IDs) and lock names, starting with the requester, and
+// that cycle described in words, so that its callers need not ask the state machine to
+// write it.
+type DeadlockError struct {
+	Cycle []CycleStep
+	// Described is the cycle as the state machine writes it: "lease F waits for lock N
+	// (held or asked for ahead of it by lease F), which waits for lock N (...)".
+	Described string
+}
+
+// deadlockError is the DeadlockError of cycle.
+func deadlockError(cycle []CycleStep) *DeadlockError {
+	return &DeadlockError{Cycle: cycle, Described: fsm.DescribeCycle(cycle)}
+}
+
+func (e *DeadlockError) Error() string { return "cluster: deadlock: " + e.Described }
+
+// Is makes errors.Is(err, ErrDeadlock) hold.
+func (e *DeadlockError) Is(target error) bool { return target == ErrDeadlock }
+
+// NamesError is an ErrLockHeld or ErrNotHolder of a lockset: the locks concerned.
+type NamesError struct {
+	Err   error // ErrLockHeld or ErrNotHolder
+	Names []string
+}
+
+func (e *NamesError) Error() string { return fmt.Sprintf("%v: %s", e.Err, strings.Join(e.Names, ", ")) }
+
+// Unwrap gives the error it names locks for.
+func (e *NamesError) Unwrap() error { return e.Err }
+
+// v3Inactive marks an InactiveError of a version 3 command as ErrV3Inactive.
+func v3Inactive(err error) error {
+	var ie *InactiveError
+	if errors.As(err, &ie) {
+		return errors.Join(ErrV3Inactive, err)
+	}
+	return err
+}
+
+// ACL errors. Transport maps them to 409, 404 and 400.
+var (
+	// ErrACLConflict: the ACL request collides with the state (a second bootstrap, the
+	// built-in policy, a secret already in use).
+	ErrACLConflict = errors.New("cluster: ACL conflict")
+	// ErrACLNotFound: the policy or token named does not exist.
+	ErrACLNotFound = errors.New("cluster: ACL policy or token not found")
+	// ErrACLInvalid: the ACL request breaks a rule of names, sizes or rights.
+	ErrACLInvalid = errors.New("cluster: invalid ACL request")
+	// ErrACLInactive: the cluster does not speak the protocol version that ACLs need yet
+	// (a member runs an older release).
+	ErrACLInactive = errors.New("cluster: ACLs need protocol version 2 on every member")
+)
+
+// Event stream errors.
+var (
+	// ErrIndexCompacted: the stream cannot start at the index asked for, because this
+	// node no longer holds (or never held) every event after it. The error is an
+	// *IndexCompactedError giving the oldest index that can be asked for.
+	ErrIndexCompacted = errors.New("cluster: events before this index are no longer retained")
+	// ErrTooManySubscribers: the node serves its maximum number of event subscribers.
+	ErrTooManySubscribers = errors.New("cluster: too many event subscribers")
+	// ErrSubscriberLagging: the subscriber read too slowly and more than the backlog
+	// piled up for it; it was dropped, and may resume from its last index.
+	ErrSubscriberLagging = errors.New("cluster: event subscriber too slow; resume from the last index received")
+	// ErrStreamReset: the node replaced its state with a snapshot, so the events between
+	// its old and new state are unknown to it; resume elsewhere or start live again.
+	ErrStreamReset = errors.New("cluster: state restored from a snapshot; events before it are unknown here")
+)
+
+// IndexCompactedError is the ErrIndexCompacted of one request.
+type IndexCompactedError struct {
+	// Oldest is the smallest from index that is served now.
+	Oldest uint64
+}
+
+func (e *IndexCompactedError) Error() string {
+	return fmt.Sprintf("%v: the oldest index served is %d", ErrIndexCompacted, e.Oldest)
+}
+
+// Is makes errors.Is(err, ErrIndexCompacted) hold.
+func (e *IndexCompactedError) Is(target error) bool { return target == ErrIndexCompacted }
+
+// Errors of the node's storage and data directory.
+var (
+	// ErrStorage: this node cannot write its Raft log or stable store (a full or failing
+	// disk). It answers no request until a write succeeds again; the rest of the cluster
+	// goes on without it.
+	ErrStorage = errors.New("cluster: this node cannot write its data directory")
+	// ErrDataDirInUse: another process holds the data directory's lock.
+	ErrDataDirInUse = errors.New("cluster: data directory in use")
+	// ErrLogStoreMismatch: the data directory holds a Raft log written by another kind of
+	// log store than the one configured. The node refuses to start rather than start
+	// empty beside its real log; the error says how to convert the node.
+	ErrLogStoreMismatch = errors.New("cluster: data directory holds another kind of log store")
+	// ErrExistingState: the data directory already holds Raft state (a log, a term, a
+	// snapshot). A restore (RestoreIndex, RestoreDataDir) writes only into an empty one,
+	// never over a live node's state.
+	ErrExistingState = errors.New("cluster: data directory already holds raft state")
+	// ErrRestoreIndex: the restore index cannot be computed (it would overflow) or does
+	// not match the state.
+	ErrRestoreIndex = errors.New("cluster: bad restore index")
+)
 
 // raftError maps an error of a raft future to the node's errors. It is the one place that
 // reads raft's errors; each mapping says what the caller may conclude:

@@ -93,3 +93,44 @@ func TestOutcomeError_Table(t *testing.T) {
 		t.Errorf("quota error %v, want max_leases 7", err)
 	}
 }
+
+// The outcomes that carry values give them to their errors, on every path: a lockset's
+// locks, a deadlock's cycle described as the state machine writes it.
+func TestOutcomeError_CarriesValues(t *testing.T) {
+	none := func() fsm.Limits { return fsm.Limits{} }
+	var ne *NamesError
+	err := outcomeError(fsm.TypeLockSet, &fsm.Result{Status: fsm.StatusLockHeld, Held: []string{"a", "b"}}, none)
+	if !errors.As(err, &ne) || !errors.Is(err, ErrLockHeld) || len(ne.Names) != 2 {
+		t.Errorf("lockset held: %v, want a *NamesError of ErrLockHeld naming a and b", err)
+	}
+	err = outcomeError(fsm.TypeLockSetRelease, &fsm.Result{Status: fsm.StatusNotHolder, Held: []string{"a"}}, none)
+	if !errors.As(err, &ne) || !errors.Is(err, ErrNotHolder) {
+		t.Errorf("lockset release: %v, want a *NamesError of ErrNotHolder", err)
+	}
+	cycle := []CycleStep{{Lease: Fingerprint{1, 2, 3, 4}, Lock: "a"}, {Lease: Fingerprint{5, 6, 7, 8}, Lock: "b"}}
+	var de *DeadlockError
+	err = outcomeError(fsm.TypeAcquireEx, &fsm.Result{Status: fsm.StatusDeadlock, Cycle: cycle}, none)
+	if !errors.As(err, &de) || !errors.Is(err, ErrDeadlock) || len(de.Cycle) != 2 || de.Described != fsm.DescribeCycle(cycle) {
+		t.Errorf("deadlock: %v, want a *DeadlockError with its cycle described", err)
+	}
+}
+
+// Every outcome the state machine has is a row of the table, so that a new one cannot
+// reach a caller as "unexpected"; exactly the outcomes that refuse a whole entry are
+// answered by the proposer.
+func TestOutcomes_EveryStatusIsARow(t *testing.T) {
+	refused := map[fsm.Status]bool{fsm.StatusInvalid: true, fsm.StatusHalted: true, fsm.StatusQuotaExceeded: true}
+	n := 0
+	for s := fsm.Status(0); s.String() != "status(?)"; s++ {
+		n++
+		if _, ok := outcomes[s]; !ok {
+			t.Errorf("outcome %s has no row in outcomes", s)
+		}
+		if refusedEntry(s) != refused[s] {
+			t.Errorf("refusedEntry(%s) = %v, want %v", s, refusedEntry(s), refused[s])
+		}
+	}
+	if n != len(outcomes) {
+		t.Errorf("outcomes has %d rows for %d statuses", len(outcomes), n)
+	}
+}

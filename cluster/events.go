@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -10,35 +9,6 @@ import (
 
 	"github.com/raftlock/raftlock/fsm"
 )
-
-// Event stream errors.
-var (
-	// ErrIndexCompacted: the stream cannot start at the index asked for, because this
-	// node no longer holds (or never held) every event after it. The error is an
-	// *IndexCompactedError giving the oldest index that can be asked for.
-	ErrIndexCompacted = errors.New("cluster: events before this index are no longer retained")
-	// ErrTooManySubscribers: the node serves its maximum number of event subscribers.
-	ErrTooManySubscribers = errors.New("cluster: too many event subscribers")
-	// ErrSubscriberLagging: the subscriber read too slowly and more than the backlog
-	// piled up for it; it was dropped, and may resume from its last index.
-	ErrSubscriberLagging = errors.New("cluster: event subscriber too slow; resume from the last index received")
-	// ErrStreamReset: the node replaced its state with a snapshot, so the events between
-	// its old and new state are unknown to it; resume elsewhere or start live again.
-	ErrStreamReset = errors.New("cluster: state restored from a snapshot; events before it are unknown here")
-)
-
-// IndexCompactedError is the ErrIndexCompacted of one request.
-type IndexCompactedError struct {
-	// Oldest is the smallest from index that is served now.
-	Oldest uint64
-}
-
-func (e *IndexCompactedError) Error() string {
-	return fmt.Sprintf("%v: the oldest index served is %d", ErrIndexCompacted, e.Oldest)
-}
-
-// Is makes errors.Is(err, ErrIndexCompacted) hold.
-func (e *IndexCompactedError) Is(target error) bool { return target == ErrIndexCompacted }
 
 // Defaults of the event stream.
 const (

@@ -25,7 +25,7 @@ func TestLeader_FailedTickIsRetried(t *testing.T) {
 	li := c.Leader(15 * time.Second)
 	l := c.Nodes[li]
 	cluster.InjectTickFaults(l, 3, errInjected)
-	g, err := l.Locks().Acquire(ctx, cluster.AcquireRequest{Name: "tick/retried", NewLease: true, TTL: 500 * time.Millisecond})
+	g, err := l.Locks().Acquire(ctx, cluster.AcquireRequest{Name: "tick/retried", Holder: cluster.Holder{NewLease: true, TTL: 500 * time.Millisecond}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +46,7 @@ func TestLeader_StepsDownWhenItCannotTick(t *testing.T) {
 	li := c.Leader(15 * time.Second)
 	l := c.Nodes[li]
 	cluster.InjectTickFaults(l, -1, errInjected)
-	g, err := l.Locks().Acquire(ctx, cluster.AcquireRequest{Name: "tick/stuck", NewLease: true, TTL: 500 * time.Millisecond})
+	g, err := l.Locks().Acquire(ctx, cluster.AcquireRequest{Name: "tick/stuck", Holder: cluster.Holder{NewLease: true, TTL: 500 * time.Millisecond}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +88,7 @@ func TestNode_DataDirPrivateAndExclusive(t *testing.T) {
 	c := clustertest.Start(t, 1, nil)
 	ctx := clustertest.Ctx(t, 30*time.Second)
 	n := c.Nodes[c.Leader(15*time.Second)]
-	if _, err := n.Locks().Acquire(ctx, cluster.AcquireRequest{Name: "a", NewLease: true, TTL: 60000 * time.Millisecond}); err != nil {
+	if _, err := n.Locks().Acquire(ctx, cluster.AcquireRequest{Name: "a", Holder: cluster.Holder{NewLease: true, TTL: 60000 * time.Millisecond}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := n.Raft().Snapshot().Error(); err != nil {
@@ -154,7 +154,7 @@ func TestNode_RequestIDMakesImplicitAcquireIdempotent(t *testing.T) {
 	c := clustertest.Start(t, 3, nil)
 	ctx := clustertest.Ctx(t, 60*time.Second)
 	l := c.Nodes[c.Leader(15*time.Second)]
-	req := cluster.AcquireRequest{Name: "rid/a", NewLease: true, TTL: 60000 * time.Millisecond, RequestID: "retry-me-0123456789abcdef"}
+	req := cluster.AcquireRequest{Name: "rid/a", Holder: cluster.Holder{NewLease: true, TTL: 60000 * time.Millisecond, RequestID: "retry-me-0123456789abcdef"}}
 	g1, err := l.Locks().Acquire(ctx, req)
 	if err != nil {
 		t.Fatal(err)
@@ -170,7 +170,7 @@ func TestNode_RequestIDMakesImplicitAcquireIdempotent(t *testing.T) {
 		t.Fatalf("%d leases after a retried implicit acquire, want 1", n)
 	}
 	// Two attempts of one waiting request take one place in the queue.
-	wreq := cluster.AcquireRequest{Name: "rid/a", NewLease: true, TTL: 60000 * time.Millisecond, RequestID: "waiter-0123456789abcdef", Wait: 30 * time.Second}
+	wreq := cluster.AcquireRequest{Name: "rid/a", Holder: cluster.Holder{NewLease: true, TTL: 60000 * time.Millisecond, RequestID: "waiter-0123456789abcdef", Wait: 30 * time.Second}}
 	done := make(chan error, 2)
 	for i := 0; i < 2; i++ {
 		go func() { _, err := l.Locks().Acquire(ctx, wreq); done <- err }()

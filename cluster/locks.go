@@ -14,31 +14,20 @@ type Locks struct{ n *Node }
 
 // Grant is a lock held by a lease.
 type Grant struct {
-	Name  string
-	Token uint64
-	Lease LeaseID
-	TTL   time.Duration
-	Owner string
+	Granted
 	// Shared reports a grant in shared mode.
 	Shared bool
 }
 
-// AcquireRequest asks for a lock. With NewLease the node creates the lease with TTL in the
-// same entry as the acquire: its ID is derived from RequestID when one is given (so that a
-// retried request acts on the same lease), and drawn at random otherwise.
+// AcquireRequest asks for a lock; the Holder says by which lease and how long it waits.
 type AcquireRequest struct {
-	Name      string
-	Lease     LeaseID
-	NewLease  bool
-	RequestID string
-	TTL       time.Duration // for NewLease
-	Wait      time.Duration
-	Owner     string
+	Name string
+	Holder
 	// Shared asks for the lock in shared mode (protocol version 2).
 	Shared bool
 	// MaxHold ends the grant at most this long after it, however long the lease lives,
 	// and LockDelay keeps the lock from everyone this long after the lease ended without
-	// a release (exclusive only); zero for none (protocol version 3, locksets.go).
+	// a release (exclusive only); zero for none (protocol version 3).
 	MaxHold, LockDelay time.Duration
 }
 
@@ -48,37 +37,26 @@ type AcquireRequest struct {
 // meanwhile, releases it) before Acquire returns.
 func (l *Locks) Acquire(ctx context.Context, req AcquireRequest) (Grant, error) {
 	n := l.n
-	req.Lease = n.leaseOf(ctx, req.NewLease, req.RequestID, req.Lease)
-	typ := fsm.TypeAcquire
+	c := req.Holder.command(ctx, n, fsm.TypeAcquire, req.Name)
 	if req.Shared {
-		typ = fsm.TypeAcquireShared
-		if err := n.prop.versionReady(ctx, typ); err != nil {
+		c.Type = fsm.TypeAcquireShared
+		if err := n.prop.versionReady(ctx, c.Type); err != nil {
 			return Grant{}, err
 		}
 	}
 	if req.MaxHold > 0 || req.LockDelay > 0 {
-		typ = fsm.TypeAcquireEx
-		if err := n.prop.versionReady(ctx, typ); err != nil {
+		if err := n.prop.versionReady(ctx, fsm.TypeAcquireEx); err != nil {
 			return Grant{}, v3Inactive(err)
 		}
+		c.Type, c.Shared, c.MaxHold, c.LockDelay = fsm.TypeAcquireEx, req.Shared, ms(n.capHold(req.MaxHold)), ms(req.LockDelay)
 	}
 	if mutant.Is("grant-without-commit") && !n.IsLeader() && !n.fsm.Lock(req.Name).Held {
-		return Grant{Name: req.Name, Lease: req.Lease, TTL: req.TTL, Token: n.fsm.AppliedIndex() + 1, Owner: req.Owner}, nil
+		return Grant{Granted: Granted{Name: req.Name, Lease: req.Lease, TTL: req.TTL, Token: n.fsm.AppliedIndex() + 1, Owner: req.Owner}}, nil
 	}
-	c := &fsm.Command{Type: typ, Name: req.Name, Lease: req.Lease, NewLease: req.NewLease, TTL: ms(req.TTL), Wait: waitMs(req.Wait), Owner: req.Owner}
-	if typ == fsm.TypeAcquireEx {
-		c.Shared, c.MaxHold, c.LockDelay = req.Shared, ms(n.capHold(req.MaxHold)), ms(req.LockDelay)
-	}
-	w := &queuedWait{n: n, space: fsm.SpaceLock, ttl: req.TTL, wait: req.Wait, dequeue: fsm.TypeDequeue, release: l.Release}
-	propose := func(c *fsm.Command) (*fsm.Result, error) {
-		r, err := n.prop.propose(ctx, c)
-		if err == nil && r.Status == fsm.StatusDeadlock {
-			return nil, v3Outcome(r)
-		}
-		return r, err
-	}
+	w := &queuedWait{n: n, space: fsm.SpaceLock, holder: req.Holder, dequeue: fsm.TypeDequeue, release: l.Release}
+	propose := func(c *fsm.Command) (*fsm.Result, error) { return n.prop.propose(ctx, c) }
 	return acquire(ctx, w, c, propose, func(r *fsm.Result) Grant {
-		return Grant{Name: req.Name, Lease: req.Lease, TTL: dur(r.TTL), Token: r.Token, Owner: r.Owner, Shared: req.Shared}
+		return Grant{Granted: granted(req.Name, req.Lease, r), Shared: req.Shared}
 	})
 }
 

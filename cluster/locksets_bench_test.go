@@ -30,7 +30,7 @@ func BenchmarkCluster_ThreeLocks(b *testing.B) {
 	}
 	b.Run("lockset", func(b *testing.B) {
 		for b.Loop() {
-			g, err := locks.AcquireSet(ctx, cluster.LockSetRequest{Names: names(), Lease: lease})
+			g, err := locks.AcquireSet(ctx, cluster.LockSetRequest{Names: names(), Holder: cluster.Holder{Lease: lease}})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -43,7 +43,7 @@ func BenchmarkCluster_ThreeLocks(b *testing.B) {
 		for b.Loop() {
 			var held []cluster.Grant
 			for _, n := range names() {
-				g, err := locks.Acquire(ctx, cluster.AcquireRequest{Name: n, Lease: lease})
+				g, err := locks.Acquire(ctx, cluster.AcquireRequest{Name: n, Holder: cluster.Holder{Lease: lease}})
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -34,7 +34,7 @@ func TestNode_LockSetsDeadlocksAndMaxHold(t *testing.T) {
 	l := v3Leader(t, c)
 	locks := l.Locks()
 
-	g, err := locks.AcquireSet(ctx, cluster.LockSetRequest{Names: []string{"c", "a", "b"}, NewLease: true, TTL: 10 * time.Second})
+	g, err := locks.AcquireSet(ctx, cluster.LockSetRequest{Names: []string{"c", "a", "b"}, Holder: cluster.Holder{NewLease: true, TTL: 10 * time.Second}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +43,7 @@ func TestNode_LockSetsDeadlocksAndMaxHold(t *testing.T) {
 	}
 	// One held name: nothing taken.
 	var ne *cluster.NamesError
-	if _, err := locks.AcquireSet(ctx, cluster.LockSetRequest{Names: []string{"a", "z"}, NewLease: true, TTL: 10 * time.Second}); !errors.As(err, &ne) || !errors.Is(err, cluster.ErrLockHeld) || len(ne.Names) != 1 || ne.Names[0] != "a" {
+	if _, err := locks.AcquireSet(ctx, cluster.LockSetRequest{Names: []string{"a", "z"}, Holder: cluster.Holder{NewLease: true, TTL: 10 * time.Second}}); !errors.As(err, &ne) || !errors.Is(err, cluster.ErrLockHeld) || len(ne.Names) != 1 || ne.Names[0] != "a" {
 		t.Fatalf("held set: %v", err)
 	}
 	if l.FSM().Lock("z").Held {
@@ -52,7 +52,7 @@ func TestNode_LockSetsDeadlocksAndMaxHold(t *testing.T) {
 	// A waiting set, granted when the first set is released.
 	done := make(chan cluster.LockSetGrant, 1)
 	go func() {
-		g2, err := locks.AcquireSet(ctx, cluster.LockSetRequest{Names: []string{"a", "z"}, NewLease: true, TTL: 10 * time.Second, Wait: 30 * time.Second})
+		g2, err := locks.AcquireSet(ctx, cluster.LockSetRequest{Names: []string{"a", "z"}, Holder: cluster.Holder{NewLease: true, TTL: 10 * time.Second, Wait: 30 * time.Second}})
 		if err != nil {
 			t.Errorf("waiting set: %v", err)
 		}
@@ -68,22 +68,22 @@ func TestNode_LockSetsDeadlocksAndMaxHold(t *testing.T) {
 	}
 
 	// Deadlock: A holds x and waits for y; B holds y and asks for x.
-	ga, err := locks.Acquire(ctx, cluster.AcquireRequest{Name: "x", NewLease: true, TTL: 10 * time.Second})
+	ga, err := locks.Acquire(ctx, cluster.AcquireRequest{Name: "x", Holder: cluster.Holder{NewLease: true, TTL: 10 * time.Second}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	gb, err := locks.Acquire(ctx, cluster.AcquireRequest{Name: "y", NewLease: true, TTL: 10 * time.Second})
+	gb, err := locks.Acquire(ctx, cluster.AcquireRequest{Name: "y", Holder: cluster.Holder{NewLease: true, TTL: 10 * time.Second}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	waitA := make(chan error, 1)
 	go func() {
-		_, err := locks.Acquire(ctx, cluster.AcquireRequest{Name: "y", Lease: ga.Lease, Wait: 20 * time.Second})
+		_, err := locks.Acquire(ctx, cluster.AcquireRequest{Name: "y", Holder: cluster.Holder{Lease: ga.Lease, Wait: 20 * time.Second}})
 		waitA <- err
 	}()
 	c.WaitFor(10*time.Second, "A queued for y", func() bool { return len(l.FSM().Lock("y").Waiters) == 1 })
 	start := time.Now()
-	_, err = locks.Acquire(ctx, cluster.AcquireRequest{Name: "x", Lease: gb.Lease, Wait: 20 * time.Second})
+	_, err = locks.Acquire(ctx, cluster.AcquireRequest{Name: "x", Holder: cluster.Holder{Lease: gb.Lease, Wait: 20 * time.Second}})
 	var de *cluster.DeadlockError
 	if !errors.As(err, &de) || len(de.Cycle) != 2 || de.Cycle[0].Lease != fsm.LeaseFingerprint(gb.Lease) {
 		t.Fatalf("deadlock: %v", err)
@@ -97,7 +97,7 @@ func TestNode_LockSetsDeadlocksAndMaxHold(t *testing.T) {
 	}
 
 	// Maximum hold: kept alive, still ended, handed to the waiter with a higher token.
-	gm, err := locks.Acquire(ctx, cluster.AcquireRequest{Name: "m", NewLease: true, TTL: 3 * time.Second, MaxHold: 1500 * time.Millisecond})
+	gm, err := locks.Acquire(ctx, cluster.AcquireRequest{Name: "m", Holder: cluster.Holder{NewLease: true, TTL: 3 * time.Second}, MaxHold: 1500 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +116,7 @@ func TestNode_LockSetsDeadlocksAndMaxHold(t *testing.T) {
 	}()
 	defer close(stop)
 	start = time.Now()
-	gw, err := locks.Acquire(ctx, cluster.AcquireRequest{Name: "m", NewLease: true, TTL: 10 * time.Second, Wait: 20 * time.Second})
+	gw, err := locks.Acquire(ctx, cluster.AcquireRequest{Name: "m", Holder: cluster.Holder{NewLease: true, TTL: 10 * time.Second, Wait: 20 * time.Second}})
 	if err != nil {
 		t.Fatal(err)
 	}

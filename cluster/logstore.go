@@ -33,11 +33,6 @@ const (
 // LogStoreKinds lists the valid kinds, the default first.
 var LogStoreKinds = []LogStoreKind{LogStoreBoltDB, LogStoreWAL}
 
-// ErrLogStoreMismatch: the data directory holds a Raft log written by another kind of log
-// store than the one configured. The node refuses to start rather than start empty beside
-// its real log; the error says how to convert the node.
-var ErrLogStoreMismatch = errors.New("cluster: data directory holds another kind of log store")
-
 // String returns the kind's name, "boltdb" for the zero value.
 func (k LogStoreKind) String() string {
 	if k == "" {

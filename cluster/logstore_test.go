@@ -34,7 +34,7 @@ func acquireMany(t *testing.T, l *cluster.Node, prefix string, n int) []cluster.
 	ctx := clustertest.Ctx(t, 60*time.Second)
 	var gs []cluster.Grant
 	for i := 0; i < n; i++ {
-		g, err := l.Locks().Acquire(ctx, cluster.AcquireRequest{Name: fmt.Sprintf("%s/%d", prefix, i), NewLease: true, TTL: 120_000 * time.Millisecond, Owner: "w"})
+		g, err := l.Locks().Acquire(ctx, cluster.AcquireRequest{Name: fmt.Sprintf("%s/%d", prefix, i), Holder: cluster.Holder{NewLease: true, TTL: 120_000 * time.Millisecond, Owner: "w"}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -171,7 +171,7 @@ func (m *Members) Has(id string) bool {
 // Self returns this node's registration.
 func (m *Members) Self() NodeInfo {
 	n := m.n
-	return fsm.NodeInfo{ID: n.cfg.ID, RaftAddr: n.RaftAddr(), HTTPAddr: n.cfg.HTTPAddr}
+	return fsm.NodeInfo{ID: n.cfg.ID, RaftAddr: n.RaftAddr(), HTTPAddr: n.HTTPAddr()}
 }
 
 // NeedsRegistration reports whether the state machine lacks this node's current

@@ -26,7 +26,7 @@ func TestCluster_NoKeepaliveOrReleaseWithoutMajority(t *testing.T) {
 	ctx := clustertest.Ctx(t, 60*time.Second)
 	old := c.Leader(15 * time.Second)
 	oldNode := c.Nodes[old]
-	g, err := oldNode.Locks().Acquire(ctx, cluster.AcquireRequest{Name: "card/2", NewLease: true, TTL: 60_000 * time.Millisecond, Owner: "holder"})
+	g, err := oldNode.Locks().Acquire(ctx, cluster.AcquireRequest{Name: "card/2", Holder: cluster.Holder{NewLease: true, TTL: 60_000 * time.Millisecond, Owner: "holder"}})
 	if err != nil {
 		t.Fatal(err)
 	}

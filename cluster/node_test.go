@@ -14,22 +14,22 @@ func TestNode_AcquireConflictAndHandover(t *testing.T) {
 	ctx := clustertest.Ctx(t, 30*time.Second)
 	l := c.Nodes[c.Leader(10*time.Second)]
 
-	a, err := l.Locks().Acquire(ctx, cluster.AcquireRequest{Name: "card/1", NewLease: true, TTL: 10_000 * time.Millisecond, Owner: "A"})
+	a, err := l.Locks().Acquire(ctx, cluster.AcquireRequest{Name: "card/1", Holder: cluster.Holder{NewLease: true, TTL: 10_000 * time.Millisecond, Owner: "A"}})
 	if err != nil {
 		t.Fatalf("acquire: %v", err)
 	}
-	if _, err := l.Locks().Acquire(ctx, cluster.AcquireRequest{Name: "card/1", NewLease: true, TTL: 10_000 * time.Millisecond}); !errors.Is(err, cluster.ErrLockHeld) {
+	if _, err := l.Locks().Acquire(ctx, cluster.AcquireRequest{Name: "card/1", Holder: cluster.Holder{NewLease: true, TTL: 10_000 * time.Millisecond}}); !errors.Is(err, cluster.ErrLockHeld) {
 		t.Fatalf("second acquire without wait: %v, want ErrLockHeld", err)
 	}
 	follower := c.Nodes[c.Follower()]
-	if _, err := follower.Locks().Acquire(ctx, cluster.AcquireRequest{Name: "x", NewLease: true, TTL: 1000 * time.Millisecond}); !errors.Is(err, cluster.ErrNotLeader) {
+	if _, err := follower.Locks().Acquire(ctx, cluster.AcquireRequest{Name: "x", Holder: cluster.Holder{NewLease: true, TTL: 1000 * time.Millisecond}}); !errors.Is(err, cluster.ErrNotLeader) {
 		t.Fatalf("acquire on a follower: %v, want ErrNotLeader", err)
 	}
 
 	got := make(chan cluster.Grant, 1)
 	errc := make(chan error, 1)
 	go func() {
-		g, err := l.Locks().Acquire(ctx, cluster.AcquireRequest{Name: "card/1", NewLease: true, TTL: 10_000 * time.Millisecond, Wait: 20 * time.Second, Owner: "B"})
+		g, err := l.Locks().Acquire(ctx, cluster.AcquireRequest{Name: "card/1", Holder: cluster.Holder{NewLease: true, TTL: 10_000 * time.Millisecond, Wait: 20 * time.Second, Owner: "B"}})
 		got <- g
 		errc <- err
 	}()
@@ -66,7 +66,7 @@ func TestNode_BlockingQueryOnFreeLockWakes(t *testing.T) {
 		got <- time.Since(start)
 	}()
 	c.WaitFor(5*time.Second, "the query to register", func() bool { return l.Events().Watches() > 0 })
-	if _, err := l.Locks().Acquire(ctx, cluster.AcquireRequest{Name: "free", NewLease: true, TTL: 10_000 * time.Millisecond}); err != nil {
+	if _, err := l.Locks().Acquire(ctx, cluster.AcquireRequest{Name: "free", Holder: cluster.Holder{NewLease: true, TTL: 10_000 * time.Millisecond}}); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -84,14 +84,14 @@ func TestNode_RepeatedReleaseAnswersAsTheFirst(t *testing.T) {
 	c := clustertest.Start(t, 3, nil)
 	ctx := clustertest.Ctx(t, 30*time.Second)
 	l := v2Leader(t, c) // lock histories are kept from protocol version 2
-	a, err := l.Locks().Acquire(ctx, cluster.AcquireRequest{Name: "card/2", NewLease: true, TTL: 10_000 * time.Millisecond})
+	a, err := l.Locks().Acquire(ctx, cluster.AcquireRequest{Name: "card/2", Holder: cluster.Holder{NewLease: true, TTL: 10_000 * time.Millisecond}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := l.Locks().Release(ctx, "card/2", a.Lease, a.Token); err != nil {
 		t.Fatal(err)
 	}
-	b, err := l.Locks().Acquire(ctx, cluster.AcquireRequest{Name: "card/2", NewLease: true, TTL: 10_000 * time.Millisecond})
+	b, err := l.Locks().Acquire(ctx, cluster.AcquireRequest{Name: "card/2", Holder: cluster.Holder{NewLease: true, TTL: 10_000 * time.Millisecond}})
 	if err != nil {
 		t.Fatal(err)
 	}

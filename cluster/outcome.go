@@ -7,51 +7,94 @@ import (
 	"github.com/raftlock/raftlock/fsm"
 )
 
-// outcomeError is the one table from the state machine's outcomes (fsm.Status) to the
-// node's errors, for every command; nil for the outcomes that are not failures (ok,
-// queued, skipped). limits gives the quotas in force, read only for a refused quota.
-func outcomeError(t fsm.Type, r *fsm.Result, limits func() fsm.Limits) error {
-	switch r.Status {
-	case fsm.StatusOK, fsm.StatusQueued, fsm.StatusSkipped:
-		return nil
-	case fsm.StatusLockHeld:
-		return ErrLockHeld
-	case fsm.StatusLeaseNotFound:
-		return ErrLeaseNotFound
-	case fsm.StatusUnauthenticated:
-		return ErrTokenRevoked
-	case fsm.StatusNotHolder:
-		return ErrNotHolder
-	case fsm.StatusModeConflict:
-		return ErrModeConflict
-	case fsm.StatusSemaphoreFull:
-		return ErrSemaphoreFull
-	case fsm.StatusLimitConflict:
+// outcome is how the node answers one of the state machine's outcomes (fsm.Status).
+type outcome struct {
+	// err builds the outcome's error from the command's type, its result and the quotas
+	// in force (read only for a refused quota); nil for the outcomes that are not
+	// failures.
+	err func(t fsm.Type, r *fsm.Result, limits func() fsm.Limits) error
+	// refusesEntry marks the outcomes that any command can meet, where the entry as a
+	// whole was refused (malformed, a halted state machine, a quota): the proposer answers
+	// them with their error, so that no caller takes them for its command's own outcome.
+	refusesEntry bool
+}
+
+// outcomes is the one table from the state machine's outcomes to the node's errors, for
+// every command and on every path: an acquire that waits, a lockset, a release and the
+// proposer's refusals all read it through outcomeError. An outcome that carries more than
+// its status (the locks of a lockset, a deadlock's cycle, a semaphore's limit, a quota)
+// gives its error those values.
+var outcomes = map[fsm.Status]outcome{
+	fsm.StatusOK:              {},
+	fsm.StatusQueued:          {},
+	fsm.StatusSkipped:         {},
+	fsm.StatusLockHeld:        {err: naming(ErrLockHeld)},
+	fsm.StatusNotHolder:       {err: naming(ErrNotHolder)},
+	fsm.StatusLeaseNotFound:   {err: always(ErrLeaseNotFound)},
+	fsm.StatusUnauthenticated: {err: always(ErrTokenRevoked)},
+	fsm.StatusModeConflict:    {err: always(ErrModeConflict)},
+	fsm.StatusSemaphoreFull:   {err: always(ErrSemaphoreFull)},
+	fsm.StatusElectionHeld:    {err: always(ErrElectionHeld)},
+	fsm.StatusLimitConflict: {err: func(_ fsm.Type, r *fsm.Result, _ func() fsm.Limits) error {
 		return &LimitConflictError{Limit: r.Limit}
-	case fsm.StatusElectionHeld:
-		return ErrElectionHeld
-	case fsm.StatusConflict:
-		return fmt.Errorf("%w: %v", ErrACLConflict, r.Err)
-	case fsm.StatusNotFound:
-		return fmt.Errorf("%w: %v", ErrACLNotFound, r.Err)
-	case fsm.StatusInvalid:
+	}},
+	fsm.StatusDeadlock: {err: func(_ fsm.Type, r *fsm.Result, _ func() fsm.Limits) error {
+		return deadlockError(r.Cycle)
+	}},
+	fsm.StatusConflict: {err: explained(ErrACLConflict)},
+	fsm.StatusNotFound: {err: explained(ErrACLNotFound)},
+	fsm.StatusInvalid: {refusesEntry: true, err: func(t fsm.Type, r *fsm.Result, _ func() fsm.Limits) error {
 		if isACL(t) {
 			return fmt.Errorf("%w: %v", ErrACLInvalid, r.Err)
 		}
 		return errors.Join(ErrInvalidCommand, r.Err)
-	case fsm.StatusHalted:
+	}},
+	fsm.StatusHalted: {refusesEntry: true, err: func(_ fsm.Type, r *fsm.Result, _ func() fsm.Limits) error {
 		return errors.Join(ErrHalted, r.Err)
-	case fsm.StatusQuotaExceeded:
+	}},
+	fsm.StatusQuotaExceeded: {refusesEntry: true, err: func(_ fsm.Type, r *fsm.Result, limits func() fsm.Limits) error {
 		return quotaError(r.Quota, limits())
-	}
-	return fmt.Errorf("cluster: %s: unexpected outcome %s", t, r.Status)
+	}},
 }
 
-// refusedEntry reports the outcomes that any command can meet, where the entry as a whole
-// was refused (malformed, a halted state machine, a quota). The proposer answers them
-// with an error; every other outcome is the caller's to read.
-func refusedEntry(s fsm.Status) bool {
-	return s == fsm.StatusInvalid || s == fsm.StatusHalted || s == fsm.StatusQuotaExceeded
+// outcomeError is the error of result r of a command of type t, as the outcomes table
+// says; nil for the outcomes that are not failures (ok, queued, skipped).
+func outcomeError(t fsm.Type, r *fsm.Result, limits func() fsm.Limits) error {
+	o, ok := outcomes[r.Status]
+	if !ok {
+		return fmt.Errorf("cluster: %s: unexpected outcome %s", t, r.Status)
+	}
+	if o.err == nil {
+		return nil
+	}
+	return o.err(t, r, limits)
+}
+
+// refusedEntry reports the outcomes where the entry as a whole was refused, whatever its
+// command; the proposer answers them with an error.
+func refusedEntry(s fsm.Status) bool { return outcomes[s].refusesEntry }
+
+// always answers an outcome known by its status alone.
+func always(err error) func(fsm.Type, *fsm.Result, func() fsm.Limits) error {
+	return func(fsm.Type, *fsm.Result, func() fsm.Limits) error { return err }
+}
+
+// naming answers err, or, for a lockset's outcome that names the locks concerned, a
+// *NamesError of err with them.
+func naming(err error) func(fsm.Type, *fsm.Result, func() fsm.Limits) error {
+	return func(_ fsm.Type, r *fsm.Result, _ func() fsm.Limits) error {
+		if len(r.Held) > 0 {
+			return &NamesError{Err: err, Names: r.Held}
+		}
+		return err
+	}
+}
+
+// explained answers err with the state machine's explanation of the ACL outcome.
+func explained(err error) func(fsm.Type, *fsm.Result, func() fsm.Limits) error {
+	return func(_ fsm.Type, r *fsm.Result, _ func() fsm.Limits) error {
+		return fmt.Errorf("%w: %v", err, r.Err)
+	}
 }
 
 // isACL reports the ACL commands, whose malformed requests are ErrACLInvalid.

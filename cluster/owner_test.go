@@ -41,33 +41,33 @@ func TestNode_LeaseCallerCheckedAtApply(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := l.Locks().Acquire(a, cluster.AcquireRequest{Name: "x", Lease: lease})
+	g, err := l.Locks().Acquire(a, cluster.AcquireRequest{Name: "x", Holder: cluster.Holder{Lease: lease}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	sg, err := l.Semaphores().Acquire(a, cluster.SemaphoreRequest{Name: "s", Limit: 2, Lease: lease})
+	sg, err := l.Semaphores().Acquire(a, cluster.SemaphoreRequest{Name: "s", Limit: 2, Holder: cluster.Holder{Lease: lease}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	eg, err := l.Elections().Campaign(a, cluster.CampaignRequest{Name: "e", Value: "v", Lease: lease})
+	eg, err := l.Elections().Campaign(a, cluster.CampaignRequest{Name: "e", Value: "v", Holder: cluster.Holder{Lease: lease}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for what, op := range map[string]func() error{
 		"acquire": func() error {
-			_, err := l.Locks().Acquire(b, cluster.AcquireRequest{Name: "y", Lease: lease})
+			_, err := l.Locks().Acquire(b, cluster.AcquireRequest{Name: "y", Holder: cluster.Holder{Lease: lease}})
 			return err
 		},
 		"semaphore": func() error {
-			_, err := l.Semaphores().Acquire(b, cluster.SemaphoreRequest{Name: "s2", Limit: 2, Lease: lease})
+			_, err := l.Semaphores().Acquire(b, cluster.SemaphoreRequest{Name: "s2", Limit: 2, Holder: cluster.Holder{Lease: lease}})
 			return err
 		},
 		"campaign": func() error {
-			_, err := l.Elections().Campaign(b, cluster.CampaignRequest{Name: "e2", Value: "v", Lease: lease})
+			_, err := l.Elections().Campaign(b, cluster.CampaignRequest{Name: "e2", Value: "v", Holder: cluster.Holder{Lease: lease}})
 			return err
 		},
 		"lockset": func() error {
-			_, err := l.Locks().AcquireSet(b, cluster.LockSetRequest{Names: []string{"z1", "z2"}, Lease: lease})
+			_, err := l.Locks().AcquireSet(b, cluster.LockSetRequest{Names: []string{"z1", "z2"}, Holder: cluster.Holder{Lease: lease}})
 			return err
 		},
 		"release":     func() error { return l.Locks().Release(b, "x", lease, g.Token) },

@@ -42,20 +42,20 @@ func TestNode_PrimWaitsAnsweredByTheFreeingCommit(t *testing.T) {
 	ctx := clustertest.Ctx(t, 60*time.Second)
 	l := v2Leader(t, c)
 
-	p, err := l.Semaphores().Acquire(ctx, cluster.SemaphoreRequest{Name: "pool", Limit: 1, NewLease: true, TTL: 10_000 * time.Millisecond})
+	p, err := l.Semaphores().Acquire(ctx, cluster.SemaphoreRequest{Name: "pool", Limit: 1, Holder: cluster.Holder{NewLease: true, TTL: 10_000 * time.Millisecond}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.Semaphores().Acquire(ctx, cluster.SemaphoreRequest{Name: "pool", Limit: 1, NewLease: true, TTL: 10_000 * time.Millisecond}); !errors.Is(err, cluster.ErrSemaphoreFull) {
+	if _, err := l.Semaphores().Acquire(ctx, cluster.SemaphoreRequest{Name: "pool", Limit: 1, Holder: cluster.Holder{NewLease: true, TTL: 10_000 * time.Millisecond}}); !errors.Is(err, cluster.ErrSemaphoreFull) {
 		t.Fatalf("full: %v", err)
 	}
 	var lc *cluster.LimitConflictError
-	if _, err := l.Semaphores().Acquire(ctx, cluster.SemaphoreRequest{Name: "pool", Limit: 4, NewLease: true, TTL: 10_000 * time.Millisecond}); !errors.As(err, &lc) || lc.Limit != 1 {
+	if _, err := l.Semaphores().Acquire(ctx, cluster.SemaphoreRequest{Name: "pool", Limit: 4, Holder: cluster.Holder{NewLease: true, TTL: 10_000 * time.Millisecond}}); !errors.As(err, &lc) || lc.Limit != 1 {
 		t.Fatalf("limit conflict: %v", err)
 	}
 	semDone := make(chan cluster.SemaphoreGrant, 1)
 	go func() {
-		g, err := l.Semaphores().Acquire(ctx, cluster.SemaphoreRequest{Name: "pool", Limit: 1, NewLease: true, TTL: 10_000 * time.Millisecond, Wait: 30 * time.Second})
+		g, err := l.Semaphores().Acquire(ctx, cluster.SemaphoreRequest{Name: "pool", Limit: 1, Holder: cluster.Holder{NewLease: true, TTL: 10_000 * time.Millisecond, Wait: 30 * time.Second}})
 		if err != nil {
 			t.Errorf("waiting permit: %v", err)
 		}
@@ -70,13 +70,13 @@ func TestNode_PrimWaitsAnsweredByTheFreeingCommit(t *testing.T) {
 		t.Fatalf("handover: grant %+v, state %+v", g, v)
 	}
 
-	e, err := l.Elections().Campaign(ctx, cluster.CampaignRequest{Name: "svc", Value: "a", NewLease: true, TTL: 10_000 * time.Millisecond})
+	e, err := l.Elections().Campaign(ctx, cluster.CampaignRequest{Name: "svc", Value: "a", Holder: cluster.Holder{NewLease: true, TTL: 10_000 * time.Millisecond}})
 	if err != nil || e.Value != "a" || e.ModifyIndex != e.Token {
 		t.Fatalf("campaign: %+v %v", e, err)
 	}
 	elDone := make(chan cluster.ElectionGrant, 1)
 	go func() {
-		g, err := l.Elections().Campaign(ctx, cluster.CampaignRequest{Name: "svc", Value: "b", Owner: "B", NewLease: true, TTL: 10_000 * time.Millisecond, Wait: 30 * time.Second})
+		g, err := l.Elections().Campaign(ctx, cluster.CampaignRequest{Name: "svc", Value: "b", Holder: cluster.Holder{Owner: "B", NewLease: true, TTL: 10_000 * time.Millisecond, Wait: 30 * time.Second}})
 		if err != nil {
 			t.Errorf("waiting candidate: %v", err)
 		}
@@ -90,17 +90,17 @@ func TestNode_PrimWaitsAnsweredByTheFreeingCommit(t *testing.T) {
 		t.Fatalf("elected candidate: %+v", g)
 	}
 
-	w, err := l.Locks().Acquire(ctx, cluster.AcquireRequest{Name: "db", NewLease: true, TTL: 10_000 * time.Millisecond})
+	w, err := l.Locks().Acquire(ctx, cluster.AcquireRequest{Name: "db", Holder: cluster.Holder{NewLease: true, TTL: 10_000 * time.Millisecond}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.Locks().Acquire(ctx, cluster.AcquireRequest{Name: "db", Lease: w.Lease, Shared: true}); !errors.Is(err, cluster.ErrModeConflict) {
+	if _, err := l.Locks().Acquire(ctx, cluster.AcquireRequest{Name: "db", Holder: cluster.Holder{Lease: w.Lease}, Shared: true}); !errors.Is(err, cluster.ErrModeConflict) {
 		t.Fatalf("downgrade: %v", err)
 	}
 	readers := make(chan cluster.Grant, 2)
 	for i := 0; i < 2; i++ {
 		go func() {
-			g, err := l.Locks().Acquire(ctx, cluster.AcquireRequest{Name: "db", Shared: true, NewLease: true, TTL: 10_000 * time.Millisecond, Wait: 30 * time.Second})
+			g, err := l.Locks().Acquire(ctx, cluster.AcquireRequest{Name: "db", Shared: true, Holder: cluster.Holder{NewLease: true, TTL: 10_000 * time.Millisecond, Wait: 30 * time.Second}})
 			if err != nil {
 				t.Errorf("waiting reader: %v", err)
 			}
@@ -123,10 +123,10 @@ func TestNode_AbandonedPrimWaitsAreDequeued(t *testing.T) {
 	c := clustertest.Start(t, 3, nil)
 	ctx := clustertest.Ctx(t, 60*time.Second)
 	l := v2Leader(t, c)
-	if _, err := l.Semaphores().Acquire(ctx, cluster.SemaphoreRequest{Name: "s", Limit: 1, NewLease: true, TTL: 10_000 * time.Millisecond}); err != nil {
+	if _, err := l.Semaphores().Acquire(ctx, cluster.SemaphoreRequest{Name: "s", Limit: 1, Holder: cluster.Holder{NewLease: true, TTL: 10_000 * time.Millisecond}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.Elections().Campaign(ctx, cluster.CampaignRequest{Name: "e", Value: "v", NewLease: true, TTL: 10_000 * time.Millisecond}); err != nil {
+	if _, err := l.Elections().Campaign(ctx, cluster.CampaignRequest{Name: "e", Value: "v", Holder: cluster.Holder{NewLease: true, TTL: 10_000 * time.Millisecond}}); err != nil {
 		t.Fatal(err)
 	}
 	// With its own lease, which stays: only the dequeue takes it out of the queue.
@@ -139,11 +139,11 @@ func TestNode_AbandonedPrimWaitsAreDequeued(t *testing.T) {
 		leases := l.FSM().LeaseCount()
 		for _, try := range []func(ctx context.Context) error{
 			func(ctx context.Context) error {
-				_, err := l.Semaphores().Acquire(ctx, cluster.SemaphoreRequest{Name: "s", Limit: 1, Lease: own, NewLease: newLease, TTL: 10_000 * time.Millisecond, Wait: time.Minute})
+				_, err := l.Semaphores().Acquire(ctx, cluster.SemaphoreRequest{Name: "s", Limit: 1, Holder: cluster.Holder{Lease: own, NewLease: newLease, TTL: 10_000 * time.Millisecond, Wait: time.Minute}})
 				return err
 			},
 			func(ctx context.Context) error {
-				_, err := l.Elections().Campaign(ctx, cluster.CampaignRequest{Name: "e", Value: "w", Lease: own, NewLease: newLease, TTL: 10_000 * time.Millisecond, Wait: time.Minute})
+				_, err := l.Elections().Campaign(ctx, cluster.CampaignRequest{Name: "e", Value: "w", Holder: cluster.Holder{Lease: own, NewLease: newLease, TTL: 10_000 * time.Millisecond, Wait: time.Minute}})
 				return err
 			},
 		} {
@@ -164,7 +164,7 @@ func TestNode_AbandonedPrimWaitsAreDequeued(t *testing.T) {
 	}
 	// A wait that ends in the state machine answers wait_timeout and leaves nothing.
 	leases := l.FSM().LeaseCount()
-	if _, err := l.Semaphores().Acquire(ctx, cluster.SemaphoreRequest{Name: "s", Limit: 1, NewLease: true, TTL: 10_000 * time.Millisecond, Wait: 300 * time.Millisecond}); !errors.Is(err, cluster.ErrWaitTimeout) {
+	if _, err := l.Semaphores().Acquire(ctx, cluster.SemaphoreRequest{Name: "s", Limit: 1, Holder: cluster.Holder{NewLease: true, TTL: 10_000 * time.Millisecond, Wait: 300 * time.Millisecond}}); !errors.Is(err, cluster.ErrWaitTimeout) {
 		t.Fatalf("timed-out wait: %v", err)
 	}
 	testkit.WaitFor(t, 10*time.Second, "implicit lease revoked", func() bool { return l.FSM().LeaseCount() == leases })
@@ -176,7 +176,7 @@ func TestNode_ElectionStatusBlocksUntilAChange(t *testing.T) {
 	c := clustertest.Start(t, 3, nil)
 	ctx := clustertest.Ctx(t, 60*time.Second)
 	l := v2Leader(t, c)
-	e, err := l.Elections().Campaign(ctx, cluster.CampaignRequest{Name: "svc", Value: "v1", NewLease: true, TTL: 10_000 * time.Millisecond})
+	e, err := l.Elections().Campaign(ctx, cluster.CampaignRequest{Name: "svc", Value: "v1", Holder: cluster.Holder{NewLease: true, TTL: 10_000 * time.Millisecond}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -199,11 +199,11 @@ func TestNode_ElectionStatusBlocksUntilAChange(t *testing.T) {
 		}
 		return n >= 1
 	})
-	same, err := l.Elections().Campaign(ctx, cluster.CampaignRequest{Name: "svc", Value: "v1", Lease: e.Lease, Token: e.Token})
+	same, err := l.Elections().Campaign(ctx, cluster.CampaignRequest{Name: "svc", Value: "v1", Holder: cluster.Holder{Lease: e.Lease}, Token: e.Token})
 	if err != nil || same.ModifyIndex != e.Token {
 		t.Fatalf("proclaim of the same value: %+v %v", same, err)
 	}
-	p, err := l.Elections().Campaign(ctx, cluster.CampaignRequest{Name: "svc", Value: "v2", Lease: e.Lease, Token: e.Token})
+	p, err := l.Elections().Campaign(ctx, cluster.CampaignRequest{Name: "svc", Value: "v2", Holder: cluster.Holder{Lease: e.Lease}, Token: e.Token})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -227,7 +227,7 @@ func TestNode_ElectionStatusBlocksUntilAChange(t *testing.T) {
 		v, _ := l.Semaphores().Status(ctx, "idle", cluster.Query{WaitIndex: sv.ModifyIndex, Wait: time.Minute})
 		woke <- v
 	}()
-	g, err := l.Semaphores().Acquire(ctx, cluster.SemaphoreRequest{Name: "other", Limit: 1, NewLease: true, TTL: 10_000 * time.Millisecond})
+	g, err := l.Semaphores().Acquire(ctx, cluster.SemaphoreRequest{Name: "other", Limit: 1, Holder: cluster.Holder{NewLease: true, TTL: 10_000 * time.Millisecond}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -255,16 +255,16 @@ func TestNode_PrimsRefusedWhileAMemberSpeaksVersion1(t *testing.T) {
 	ctx := clustertest.Ctx(t, 60*time.Second)
 	l := leaderNode(c)
 	before := l.FSM().AppliedIndex()
-	if _, err := l.Semaphores().Acquire(ctx, cluster.SemaphoreRequest{Name: "s", Limit: 1, NewLease: true, TTL: 10_000 * time.Millisecond}); !errors.Is(err, cluster.ErrPrimsInactive) {
+	if _, err := l.Semaphores().Acquire(ctx, cluster.SemaphoreRequest{Name: "s", Limit: 1, Holder: cluster.Holder{NewLease: true, TTL: 10_000 * time.Millisecond}}); !errors.Is(err, cluster.ErrPrimsInactive) {
 		t.Fatalf("semaphore at version 1: %v", err)
 	}
-	if _, err := l.Elections().Campaign(ctx, cluster.CampaignRequest{Name: "e", NewLease: true, TTL: 10_000 * time.Millisecond}); !errors.Is(err, cluster.ErrPrimsInactive) {
+	if _, err := l.Elections().Campaign(ctx, cluster.CampaignRequest{Name: "e", Holder: cluster.Holder{NewLease: true, TTL: 10_000 * time.Millisecond}}); !errors.Is(err, cluster.ErrPrimsInactive) {
 		t.Fatalf("campaign at version 1: %v", err)
 	}
-	if _, err := l.Locks().Acquire(ctx, cluster.AcquireRequest{Name: "x", Shared: true, NewLease: true, TTL: 10_000 * time.Millisecond}); !errors.Is(err, cluster.ErrPrimsInactive) {
+	if _, err := l.Locks().Acquire(ctx, cluster.AcquireRequest{Name: "x", Shared: true, Holder: cluster.Holder{NewLease: true, TTL: 10_000 * time.Millisecond}}); !errors.Is(err, cluster.ErrPrimsInactive) {
 		t.Fatalf("shared lock at version 1: %v", err)
 	}
-	if _, err := l.Locks().Acquire(ctx, cluster.AcquireRequest{Name: "x", NewLease: true, TTL: 10_000 * time.Millisecond}); err != nil {
+	if _, err := l.Locks().Acquire(ctx, cluster.AcquireRequest{Name: "x", Holder: cluster.Holder{NewLease: true, TTL: 10_000 * time.Millisecond}}); err != nil {
 		t.Fatalf("exclusive lock at version 1: %v", err)
 	}
 	if l.FSM().Version() != 1 || l.FSM().LeaseCount() != 1 || l.FSM().AppliedIndex() <= before {

@@ -80,16 +80,24 @@ func (p *proposer) applyTraced(c *fsm.Command, tr *budget.Trace) (*fsm.Result, e
 	return r, nil
 }
 
+// applyAs is apply for the requests of ctx's caller that waited for a ready leader
+// already (versionReady): it stamps the caller, which apply does not.
+func (p *proposer) applyAs(ctx context.Context) func(*fsm.Command) (*fsm.Result, error) {
+	return func(c *fsm.Command) (*fsm.Result, error) {
+		if c.Creator == "" {
+			c.Creator = p.n.callerOf(ctx, c)
+		}
+		return p.apply(c)
+	}
+}
+
 // releaseGrant proposes the release of a semaphore permit or an election's leadership,
 // both of protocol version 2, and answers its outcome.
 func (p *proposer) releaseGrant(ctx context.Context, c *fsm.Command) error {
 	if err := p.versionReady(ctx, c.Type); err != nil {
 		return err
 	}
-	if c.Creator == "" {
-		c.Creator = p.n.callerOf(ctx, c)
-	}
-	r, err := p.apply(c)
+	r, err := p.applyAs(ctx)(c)
 	if err != nil {
 		return err
 	}

@@ -1,7 +1,6 @@
 package cluster
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"path/filepath"
@@ -20,16 +19,6 @@ import (
 // grant after the restore has a token above every token the lost cluster issued. A billion
 // entries is years of a busy cluster, and costs nothing: an index is a uint64.
 const DefaultTokenGap uint64 = 1_000_000_000
-
-// Errors of RestoreIndex and RestoreDataDir.
-var (
-	// ErrExistingState: the data directory already holds Raft state (a log, a term, a
-	// snapshot). A restore writes only into an empty one, never over a live node's state.
-	ErrExistingState = errors.New("cluster: data directory already holds raft state")
-	// ErrRestoreIndex: the restore index cannot be computed (it would overflow) or does
-	// not match the state.
-	ErrRestoreIndex = errors.New("cluster: bad restore index")
-)
 
 // RestoreIndex returns the log index a cluster rebuilt from a backup taken at
 // snapshotIndex starts at: max(snapshotIndex + gap, floor). Every grant after the restore

@@ -44,7 +44,7 @@ func TestCluster_BackupRestoreStartsAboveIndex(t *testing.T) {
 		}
 	}
 	old.WaitFor(15*time.Second, "protocol version 2", func() bool { return l.FSM().Version() == fsm.Version })
-	g, err := l.Locks().Acquire(ctx, cluster.AcquireRequest{Name: "accounts/A", NewLease: true, TTL: 60_000 * time.Millisecond})
+	g, err := l.Locks().Acquire(ctx, cluster.AcquireRequest{Name: "accounts/A", Holder: cluster.Holder{NewLease: true, TTL: 60_000 * time.Millisecond}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +99,7 @@ func TestCluster_BackupRestoreStartsAboveIndex(t *testing.T) {
 		}
 	})
 	l = leaderNode(c)
-	g2, err := l.Locks().Acquire(ctx, cluster.AcquireRequest{Name: "accounts/A", NewLease: true, TTL: 60_000 * time.Millisecond})
+	g2, err := l.Locks().Acquire(ctx, cluster.AcquireRequest{Name: "accounts/A", Holder: cluster.Holder{NewLease: true, TTL: 60_000 * time.Millisecond}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,10 @@ import (
 // IsLeader reports whether this node is a ready leader.
 func (n *Node) IsLeader() bool { return n.leader.ready.Load() }
 
+// HTTPAddr returns the HTTP address this node advertises (Config.HTTPAddr): the one it
+// registers, and so the one other nodes forward to when it leads.
+func (n *Node) HTTPAddr() string { return n.cfg.HTTPAddr }
+
 // LeaderHTTPAddr returns the leader's registered HTTP address, or "" when no leader is
 // known or it has not registered yet.
 func (n *Node) LeaderHTTPAddr() string {

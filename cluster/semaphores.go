@@ -13,17 +13,12 @@ import (
 // blocking queries on the modify index.
 type Semaphores struct{ n *Node }
 
-// SemaphoreRequest asks for one permit of a semaphore; the lease fields work as in
+// SemaphoreRequest asks for one permit of a semaphore; the Holder works as in
 // AcquireRequest.
 type SemaphoreRequest struct {
-	Name      string
-	Limit     uint64
-	Lease     LeaseID
-	NewLease  bool
-	RequestID string
-	TTL       time.Duration // for NewLease
-	Wait      time.Duration
-	Owner     string
+	Name  string
+	Limit uint64
+	Holder
 	// MaxHold ends the permit at most this long after it, however long the lease lives;
 	// zero for none (protocol version 3).
 	MaxHold time.Duration
@@ -31,11 +26,7 @@ type SemaphoreRequest struct {
 
 // SemaphoreGrant is a permit held by a lease.
 type SemaphoreGrant struct {
-	Name  string
-	Token uint64
-	Lease LeaseID
-	TTL   time.Duration
-	Owner string
+	Granted
 	Limit uint64
 }
 
@@ -45,21 +36,20 @@ type SemaphoreGrant struct {
 // a permit granted meanwhile) before it returns.
 func (s *Semaphores) Acquire(ctx context.Context, req SemaphoreRequest) (SemaphoreGrant, error) {
 	n := s.n
-	req.Lease = n.leaseOf(ctx, req.NewLease, req.RequestID, req.Lease)
-	if err := n.prop.versionReady(ctx, fsm.TypeSemAcquire); err != nil {
+	c, err := n.primCommand(ctx, &req.Holder, fsm.TypeSemAcquire, req.Name)
+	if err != nil {
 		return SemaphoreGrant{}, err
 	}
-	c := &fsm.Command{Type: fsm.TypeSemAcquire, Name: req.Name, Limit: req.Limit, Lease: req.Lease, NewLease: req.NewLease, TTL: ms(req.TTL), Wait: waitMs(req.Wait), Owner: req.Owner}
+	c.Limit = req.Limit
 	if req.MaxHold > 0 {
 		if err := n.prop.versionReady(ctx, fsm.TypeSemAcquireEx); err != nil {
 			return SemaphoreGrant{}, v3Inactive(err)
 		}
 		c.Type, c.MaxHold = fsm.TypeSemAcquireEx, ms(n.capHold(req.MaxHold))
 	}
-	c.Creator = n.callerOf(ctx, c) // proposed through apply, which does not stamp it
-	w := &queuedWait{n: n, space: fsm.SpaceSemaphore, ttl: req.TTL, wait: req.Wait, dequeue: fsm.TypeSemDequeue, release: s.Release}
-	return acquire(ctx, w, c, n.prop.apply, func(r *fsm.Result) SemaphoreGrant {
-		return SemaphoreGrant{Name: req.Name, Lease: req.Lease, TTL: dur(r.TTL), Token: r.Token, Owner: r.Owner, Limit: req.Limit}
+	w := &queuedWait{n: n, space: fsm.SpaceSemaphore, holder: req.Holder, dequeue: fsm.TypeSemDequeue, release: s.Release}
+	return acquire(ctx, w, c, n.prop.applyAs(ctx), func(r *fsm.Result) SemaphoreGrant {
+		return SemaphoreGrant{Granted: granted(req.Name, req.Lease, r), Limit: req.Limit}
 	})
 }
 

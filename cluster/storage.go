@@ -1,7 +1,6 @@
 package cluster
 
 import (
-	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -11,11 +10,6 @@ import (
 
 	"github.com/raftlock/raftlock/internal/budget"
 )
-
-// ErrStorage: this node cannot write its Raft log or stable store (a full or failing
-// disk). It answers no request until a write succeeds again; the rest of the cluster goes
-// on without it.
-var ErrStorage = errors.New("cluster: this node cannot write its data directory")
 
 // storageHealth remembers whether the node's last write to its log or stable store failed.
 // raft retries on its own (a follower gets the same entries again with the leader's next

@@ -36,7 +36,35 @@ type (
 	BackupSummary = fsm.SnapshotSummary
 	// Limits are the quotas of the replicated state.
 	Limits = fsm.Limits
+	// Access is the right an ACL rule grants on the names it matches, ordered from
+	// AccessRead up (AccessDeny sits below it, so a check "at least read" refuses it).
+	Access = fsm.Access
+	// CycleStep is one step of a deadlock's wait-for cycle: the lease (by fingerprint)
+	// that waits for a lock.
+	CycleStep = fsm.CycleStep
+	// Fingerprint names a lease in histories and cycles without giving away its ID.
+	Fingerprint = fsm.Fingerprint
+	// LockDetail is a held lock as the dashboard's overview lists it.
+	LockDetail = fsm.LockDetail
+	// Holding is one grant of a lock or one permit of a semaphore: lease, token, owner.
+	Holding = fsm.Holding
 )
+
+// The rights of Access.
+const (
+	AccessNone  = fsm.AccessNone
+	AccessDeny  = fsm.AccessDeny
+	AccessRead  = fsm.AccessRead
+	AccessLock  = fsm.AccessLock
+	AccessAdmin = fsm.AccessAdmin
+)
+
+// ParseAccess reads a rule's right as the API spells it ("deny", "read", "lock",
+// "admin"); "none" is refused, so that a rule that grants nothing says deny.
+func ParseAccess(s string) (Access, error) { return fsm.ParseAccess(s) }
+
+// ParseLeaseID reads a lease ID as the API spells it.
+func ParseLeaseID(s string) (LeaseID, error) { return fsm.ParseLeaseID(s) }
 
 // LeaseView is a lease as a lookup answers it.
 type LeaseView struct {

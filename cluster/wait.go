@@ -8,20 +8,76 @@ import (
 	"github.com/raftlock/raftlock/fsm"
 )
 
+// Holder is what every request that can wait in a queue carries besides its name and
+// its own options (a lock's acquire, a lockset, a semaphore's permit, a campaign): the
+// lease it holds by, how long it waits, and the owner label of its grant. With NewLease
+// the node creates the lease with TTL in the same entry as the request: its ID is derived
+// from RequestID when one is given (so that a retried request acts on the same lease), and
+// drawn at random otherwise.
+type Holder struct {
+	Lease     LeaseID
+	NewLease  bool
+	RequestID string
+	TTL       time.Duration // for NewLease
+	Wait      time.Duration
+	Owner     string
+}
+
+// Granted is what every grant of a request that can queue carries (a lock, a permit, a
+// leadership): the name granted, the grant's fencing token, the lease that holds it with
+// the lease's TTL, and the grant's owner label.
+type Granted struct {
+	Name  string
+	Token uint64
+	Lease LeaseID
+	TTL   time.Duration
+	Owner string
+}
+
+// granted is the Granted of name to lease that result r answers.
+func granted(name string, lease LeaseID, r *fsm.Result) Granted {
+	return Granted{Name: name, Token: r.Token, Lease: lease, TTL: dur(r.TTL), Owner: r.Owner}
+}
+
+// command settles the lease the request acts on (a new lease's ID, see Holder) and
+// returns the command of type t for name that carries the holder.
+func (h *Holder) command(ctx context.Context, n *Node, t fsm.Type, name string) *fsm.Command {
+	h.Lease = n.leaseOf(ctx, h.NewLease, h.RequestID, h.Lease)
+	return &fsm.Command{Type: t, Name: name, Lease: h.Lease, NewLease: h.NewLease, TTL: ms(h.TTL), Wait: waitMs(h.Wait), Owner: h.Owner}
+}
+
+// primCommand is Holder.command for a request of a primitive of protocol version 2 or
+// later (a semaphore's permit, a campaign), refused with an *InactiveError while the
+// cluster has not activated the version that t needs.
+func (n *Node) primCommand(ctx context.Context, h *Holder, t fsm.Type, name string) (*fsm.Command, error) {
+	c := h.command(ctx, n, t, name)
+	if err := n.prop.versionReady(ctx, t); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// capHold applies the node's maximum hold ceiling (Config.MaxHoldCeiling) to a request's
+// maximum hold. A request without one is left without one.
+func (n *Node) capHold(d time.Duration) time.Duration {
+	if c := n.cfg.MaxHoldCeiling; c > 0 && d > c {
+		return c
+	}
+	return d
+}
+
 // queuedWait is one request that may wait in a queue of the state machine: an acquire of
-// a lock (either mode) or of a semaphore permit, or a campaign. It is the one wait they
-// all use. The request registers for its outcome before it proposes (the grant may be
-// applied before the proposal returns), and once the state machine answers "queued" it
-// awaits the commit that grants it or ends its wait.
+// a lock (either mode), of a lockset or of a semaphore permit, or a campaign. It is the
+// one wait they all use. The request registers for its outcome before it proposes (the
+// grant may be applied before the proposal returns), and once the state machine answers
+// "queued" it awaits the commit that grants it or ends its wait.
 type queuedWait struct {
-	n        *Node
-	space    fsm.Space
-	name     string
-	lease    LeaseID
-	newLease bool          // the request created the lease itself, so only it knows the ID
-	ttl      time.Duration // the lease's TTL, for newLease
-	wait     time.Duration
-	dequeue  fsm.Type // the command that takes the lease out of the queue
+	n      *Node
+	space  fsm.Space
+	name   string
+	holder Holder // its lease (settled: see Holder.command), TTL and wait
+	// dequeue is the command that takes the lease out of the queue.
+	dequeue fsm.Type
 	// release gives back a grant that arrived after the caller went away: the role's own
 	// release (Locks.Release, Semaphores.Release, Elections.Resign).
 	release func(ctx context.Context, name string, lease LeaseID, token uint64) error
@@ -34,11 +90,11 @@ type queuedWait struct {
 // answers grant of the result once the lease holds the grant, at once or, when the state
 // machine queues it, after the commit that grants it (the result then carries that
 // event's token, owner, value and modify index). Any other outcome is its error. The wait
-// takes its name, lease and newLease from c, and registers before the proposal only when
-// c may queue: it waits, and is not a proclaim (which carries the token it holds).
+// takes its name from c, and registers before the proposal only when c may queue: it
+// waits, and is not a proclaim (which carries the token it holds).
 func acquire[G any](ctx context.Context, w *queuedWait, c *fsm.Command, propose func(*fsm.Command) (*fsm.Result, error), grant func(*fsm.Result) G) (G, error) {
 	var none G
-	w.name, w.lease, w.newLease = c.Name, c.Lease, c.NewLease
+	w.name = c.Name
 	if c.Wait > 0 && c.Token == 0 {
 		w.register()
 		defer w.done()
@@ -64,7 +120,7 @@ func acquire[G any](ctx context.Context, w *queuedWait, c *fsm.Command, propose 
 
 // register starts listening for the outcome of the wait; done stops.
 func (w *queuedWait) register() {
-	w.events, w.cancel = w.n.registry.waitFor(w.space, w.name, w.lease)
+	w.events, w.cancel = w.n.registry.waitFor(w.space, w.name, w.holder.Lease)
 }
 
 // done unregisters the wait, if it was registered.
@@ -98,7 +154,7 @@ func (w *queuedWait) await(ctx context.Context, queued uint64) (fsm.Event, error
 // a grant it already released. Only an event after the queueing entry is this wait's.
 func (w *queuedWait) awaitOutcome(ctx context.Context, queued uint64) (fsm.Event, error) {
 	n := w.n
-	backstop := time.NewTimer(w.wait + 2*n.cfg.ElectionTimeout + n.cfg.TickInterval)
+	backstop := time.NewTimer(w.holder.Wait + 2*n.cfg.ElectionTimeout + n.cfg.TickInterval)
 	defer backstop.Stop()
 	// A token deleted while its request waits: from protocol version 4 the deletion's
 	// entry took the lease out of the queue (the wait's end arrives as an event); before,
@@ -106,8 +162,8 @@ func (w *queuedWait) awaitOutcome(ctx context.Context, queued uint64) (fsm.Event
 	gone, stopGone := n.tokenGone(tokenCaller(ctx))
 	defer stopGone()
 	var keepalive <-chan time.Time
-	if w.newLease {
-		t := time.NewTicker(w.ttl / 3)
+	if w.holder.NewLease {
+		t := time.NewTicker(w.holder.TTL / 3)
 		defer t.Stop()
 		keepalive = t.C
 	}
@@ -128,7 +184,7 @@ func (w *queuedWait) awaitOutcome(ctx context.Context, queued uint64) (fsm.Event
 			}
 			return fsm.Event{}, ErrWaitTimeout
 		case <-keepalive:
-			if _, err := n.leases.KeepAlive(ctx, w.lease); err != nil {
+			if _, err := n.leases.KeepAlive(ctx, w.holder.Lease); err != nil {
 				n.log.Debug("keepalive for a waiting request failed", "error", err)
 			}
 		case <-backstop.C:
@@ -149,21 +205,21 @@ func (w *queuedWait) awaitOutcome(ctx context.Context, queued uint64) (fsm.Event
 // a long wait in chunks), the lease stays queued: that request now owns the wait.
 func (w *queuedWait) abandon(cause error) (fsm.Event, error) {
 	n := w.n
-	if n.registry.waiting(w.space, w.name, w.lease) > 1 {
+	if n.registry.waiting(w.space, w.name, w.holder.Lease) > 1 {
 		return fsm.Event{}, cause
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.ApplyTimeout)
 	defer cancel()
-	r, err := n.prop.propose(ctx, &fsm.Command{Type: w.dequeue, Name: w.name, Lease: w.lease})
+	r, err := n.prop.propose(ctx, &fsm.Command{Type: w.dequeue, Name: w.name, Lease: w.holder.Lease})
 	if err != nil {
 		return fsm.Event{}, err
 	}
 	if r.Status == fsm.StatusOK { // granted just before the wait ended
-		e := fsm.Event{Kind: fsm.EventGranted, Space: w.space, Name: w.name, Lease: w.lease, Token: r.Token, Owner: r.Owner, Value: r.Value, Index: r.Modify}
+		e := fsm.Event{Kind: fsm.EventGranted, Space: w.space, Name: w.name, Lease: w.holder.Lease, Token: r.Token, Owner: r.Owner, Value: r.Value, Index: r.Modify}
 		if errors.Is(cause, ErrWaitTimeout) {
 			return e, nil
 		}
-		if err := w.release(ctx, w.name, w.lease, r.Token); err != nil {
+		if err := w.release(ctx, w.name, w.holder.Lease, r.Token); err != nil {
 			n.log.Warn("giving back a grant to an abandoned wait failed", "space", w.space, "name", w.name, "error", err)
 		}
 	}
@@ -174,12 +230,12 @@ func (w *queuedWait) abandon(cause error) (fsm.Event, error) {
 // cleanupImplicitLease revokes a lease the request created itself when its wait fails:
 // the caller never learned its ID, so it could never be used.
 func (w *queuedWait) cleanupImplicitLease() {
-	if !w.newLease {
+	if !w.holder.NewLease {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), w.n.cfg.ApplyTimeout)
 	defer cancel()
-	if _, err := w.n.leases.Revoke(ctx, w.lease); err != nil && !errors.Is(err, ErrLeaseNotFound) {
+	if _, err := w.n.leases.Revoke(ctx, w.holder.Lease); err != nil && !errors.Is(err, ErrLeaseNotFound) {
 		w.n.log.Debug("revoking the lease of a failed wait", "error", err)
 	}
 }

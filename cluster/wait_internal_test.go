@@ -19,7 +19,7 @@ import (
 func TestAcquire_IgnoresEventsBeforeItsQueueingEntry(t *testing.T) {
 	n := &Node{cfg: Config{ElectionTimeout: time.Second, TickInterval: 10 * time.Millisecond}, log: hclog.NewNullLogger(), registry: newRegistry()}
 	lease := fsm.LeaseID{1}
-	w := &queuedWait{n: n, space: fsm.SpaceLock, wait: 10 * time.Second}
+	w := &queuedWait{n: n, space: fsm.SpaceLock, holder: Holder{Lease: lease, Wait: 10 * time.Second}}
 	c := &fsm.Command{Type: fsm.TypeAcquire, Name: "bank/1", Lease: lease, Wait: 10_000}
 	const queuedAt = 100
 	propose := func(*fsm.Command) (*fsm.Result, error) {

@@ -9,7 +9,6 @@ import (
 
 	"github.com/raftlock/raftlock/api"
 	"github.com/raftlock/raftlock/cluster"
-	"github.com/raftlock/raftlock/fsm"
 )
 
 // aclRoutes serves /v1/acl: bootstrap, policies and tokens. Every route but bootstrap
@@ -74,7 +73,7 @@ func (h aclRoutes) setPolicy(w http.ResponseWriter, r *http.Request) (call, erro
 		if err != nil {
 			break
 		}
-		a, perr := fsm.ParseAccess(rule.Access)
+		a, perr := cluster.ParseAccess(rule.Access)
 		if perr != nil {
 			err = api.Errorf(api.CodeInvalidArgument, "rule for prefix %q: access must be deny, read, lock or admin", rule.Prefix)
 		}

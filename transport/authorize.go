@@ -10,7 +10,6 @@ import (
 
 	"github.com/raftlock/raftlock/api"
 	"github.com/raftlock/raftlock/cluster"
-	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/tlsconf"
 )
 
@@ -23,17 +22,18 @@ const (
 	accessAdmin
 )
 
-func (a access) fsm() fsm.Access {
+// right is the ACL right a route's need is.
+func (a access) right() cluster.Access {
 	switch a {
 	case accessRead:
-		return fsm.AccessRead
+		return cluster.AccessRead
 	case accessLock:
-		return fsm.AccessLock
+		return cluster.AccessLock
 	}
-	return fsm.AccessAdmin
+	return cluster.AccessAdmin
 }
 
-func (a access) String() string { return a.fsm().String() }
+func (a access) String() string { return a.right().String() }
 
 // anyName asks authorize for a right on some name: lease operations name no lock.
 const anyName = "\x00any"
@@ -98,10 +98,10 @@ func (g *guard) authorized(r *http.Request, need access, name string, more ...st
 // grants reports whether id has need on name (see authorize for anyName and "").
 func grants(id cluster.ACLIdentity, need access, name string) bool {
 	if name == anyName {
-		return id.AnyAccess(need.fsm())
+		return id.AnyAccess(need.right())
 	}
 	a := id.Access(name)
-	return a >= need.fsm() && a != fsm.AccessDeny
+	return a >= need.right() && a != cluster.AccessDeny
 }
 
 // denied is the error for a caller that lacks need on name: unauthenticated without a

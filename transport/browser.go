@@ -175,10 +175,8 @@ func (s *Server) ownNames() []string {
 	if s.cfg.Addr != "" {
 		out = append(out, s.cfg.Addr)
 	}
-	if s.svc.Members != nil {
-		if a := s.svc.Members.Self().HTTPAddr; a != "" {
-			out = append(out, a)
-		}
+	if a := s.svc.Routing.HTTPAddr(); a != "" {
+		out = append(out, a)
 	}
 	if s.cfg.TLS != nil {
 		if c := s.cfg.TLS.Certificate(); c != nil {

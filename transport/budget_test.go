@@ -28,7 +28,7 @@ func (n *instantLeader) IsLeader() bool { return true }
 func (n *instantLeader) Acquire(ctx context.Context, req cluster.AcquireRequest) (cluster.Grant, error) {
 	n.index++
 	budget.FromContext(ctx).Proposed(n.index)
-	return cluster.Grant{Name: req.Name, Lease: req.Lease, Token: n.index, TTL: 10_000}, nil
+	return cluster.Grant{Granted: cluster.Granted{Name: req.Name, Lease: req.Lease, Token: n.index, TTL: 10_000}}, nil
 }
 
 func (n *instantLeader) Release(ctx context.Context, name string, lease cluster.LeaseID, token uint64) error {

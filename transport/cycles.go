@@ -8,7 +8,6 @@ import (
 
 	"github.com/raftlock/raftlock/api"
 	"github.com/raftlock/raftlock/cluster"
-	"github.com/raftlock/raftlock/fsm"
 )
 
 // Words that stand, in a deadlock's cycle, for what the caller may not read.
@@ -17,8 +16,9 @@ const (
 	hiddenLease = "a lease outside your prefixes"
 )
 
-// The parts of fsm.DescribeCycle's text: "lease F waits for lock N (held or asked for
-// ahead of it by lease F), which waits for lock N (...)".
+// The parts of a cycle as the state machine describes it (cluster.DeadlockError.Described,
+// a history's deadlock_refused detail): "lease F waits for lock N (held or asked for ahead
+// of it by lease F), which waits for lock N (...)".
 const (
 	cycleFirst = "lease "
 	cycleWaits = " waits for lock "
@@ -27,12 +27,12 @@ const (
 	cycleEnd   = ")"
 )
 
-// describeCycleFor writes a wait-for cycle as fsm.DescribeCycle does, for a caller that
-// may read the names may accepts: a lock it may not read is hiddenLock, and a lease is
+// describeCycleFor writes a wait-for cycle as the state machine describes it, for a caller
+// that may read the names may accepts: a lock it may not read is hiddenLock, and a lease is
 // hiddenLease unless one of the two locks the cycle ties it to (the one it waits for, the
 // one it holds or is queued ahead on) is readable, since that lock's history shows its
-// fingerprint anyway. With every name readable the text is fsm.DescribeCycle's.
-func describeCycleFor(cycle []fsm.CycleStep, may func(string) bool) string {
+// fingerprint anyway. With every name readable the text is the state machine's.
+func describeCycleFor(cycle []cluster.CycleStep, may func(string) bool) string {
 	n := len(cycle)
 	readable := make([]bool, n)
 	for i, st := range cycle {
@@ -63,14 +63,14 @@ func describeCycleFor(cycle []fsm.CycleStep, may func(string) bool) string {
 	return b.String()
 }
 
-// parseCycle reads fsm.DescribeCycle's text back into its steps, cutting at every place
-// the text's separators occur (the finest reading). The text alone cannot say whether a
+// parseCycle reads a described cycle back into its steps, cutting at every place the
+// text's separators occur (the finest reading). The text alone cannot say whether a
 // lock name contains a separator (every cycle of n steps also reads as fewer steps with
 // longer names), so a name that contains one comes back in pieces: a piece is then shown
 // only when the caller may read it as a name of its own, and a name without separators is
 // always one piece (docs/SECURITY.md, "Names in messages"). ok is false for a text that is
 // not such a cycle.
-func parseCycle(text string) (cycle []fsm.CycleStep, ok bool) {
+func parseCycle(text string) (cycle []cluster.CycleStep, ok bool) {
 	rest, found := strings.CutPrefix(text, cycleFirst)
 	if !found {
 		return nil, false
@@ -95,18 +95,18 @@ func parseCycle(text string) (cycle []fsm.CycleStep, ok bool) {
 			continue
 		}
 		if tail == cycleEnd && next == first {
-			return append(cycle, fsm.CycleStep{Lease: lease, Lock: name}), true
+			return append(cycle, cluster.CycleStep{Lease: lease, Lock: name}), true
 		}
 		if t, ok := strings.CutPrefix(tail, cycleNext); ok {
-			cycle = append(cycle, fsm.CycleStep{Lease: lease, Lock: name})
+			cycle = append(cycle, cluster.CycleStep{Lease: lease, Lock: name})
 			lease, rest, from = next, t, 0
 		}
 	}
 }
 
 // cutFingerprint reads a lease fingerprint at the start of s.
-func cutFingerprint(s string) (fsm.Fingerprint, string, bool) {
-	var f fsm.Fingerprint
+func cutFingerprint(s string) (cluster.Fingerprint, string, bool) {
+	var f cluster.Fingerprint
 	if len(s) < 2*len(f) {
 		return f, s, false
 	}

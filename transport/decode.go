@@ -11,7 +11,7 @@ import (
 	"strconv"
 
 	"github.com/raftlock/raftlock/api"
-	"github.com/raftlock/raftlock/fsm"
+	"github.com/raftlock/raftlock/cluster"
 )
 
 // readBody reads at most api.MaxBodyBytes of the request body.
@@ -57,12 +57,58 @@ func decodeStrict(body []byte, v any, optional bool) error {
 	return nil
 }
 
-// parseLeaseID validates and parses a lease ID from a path or body.
-func parseLeaseID(s string) (fsm.LeaseID, error) {
-	if e := api.ValidateLeaseID(s); e != nil {
-		return fsm.LeaseID{}, e
+// holderFields are the fields of every request that can wait in a queue (PUT on a lock, a
+// lockset, a semaphore, an election): they become its cluster.Holder.
+type holderFields struct {
+	LeaseID, RequestID, Owner string
+	TTLMs, WaitMs             int64
+}
+
+// validate checks the fields that do not depend on whether a lease is given: the wait,
+// the owner label and the request ID.
+func (f holderFields) validate() error {
+	if e := api.ValidateWait(f.WaitMs); e != nil {
+		return e
 	}
-	id, err := fsm.ParseLeaseID(s)
+	if e := api.ValidateOwner(f.Owner); e != nil {
+		return e
+	}
+	if e := api.ValidateRequestID(f.RequestID); e != nil {
+		return e
+	}
+	return nil
+}
+
+// holder is the Holder of validated fields: a lease ID, or none and a TTL (the default
+// when not given) with an optional request ID. what names the request ("an acquire", "a
+// request") in the message that refuses a request ID beside a lease ID.
+func (f holderFields) holder(what string) (cluster.Holder, error) {
+	h := cluster.Holder{Wait: fromMs(f.WaitMs), Owner: f.Owner}
+	if f.LeaseID != "" {
+		if f.TTLMs != 0 {
+			return h, api.Errorf(api.CodeInvalidArgument, "ttl_ms applies only when a lease is created; omit it when passing lease_id")
+		}
+		if f.RequestID != "" {
+			return h, api.Errorf(api.CodeInvalidArgument, "request_id applies only when a lease is created; omit it when passing lease_id (%s with a lease is already idempotent)", what)
+		}
+		lease, err := parseLeaseID(f.LeaseID)
+		h.Lease = lease
+		return h, err
+	}
+	ttl, e := api.NormalizeTTL(f.TTLMs)
+	if e != nil {
+		return h, e
+	}
+	h.NewLease, h.RequestID, h.TTL = true, f.RequestID, fromMs(ttl)
+	return h, nil
+}
+
+// parseLeaseID validates and parses a lease ID from a path or body.
+func parseLeaseID(s string) (cluster.LeaseID, error) {
+	if e := api.ValidateLeaseID(s); e != nil {
+		return cluster.LeaseID{}, e
+	}
+	id, err := cluster.ParseLeaseID(s)
 	if err != nil {
 		return id, api.Errorf(api.CodeInvalidArgument, "%v", err)
 	}

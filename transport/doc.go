@@ -45,8 +45,9 @@
 //	                          (LeaseService, LockService, ...) and Services, one field per role
 //	services.go               NodeServices: the roles of a *cluster.Node, and ms/fromMs
 //	authorize.go              ACL checks (guard), node certificates, tokens unknown here
-//	decode.go                 strict body and query decoding
-//	register.go               the follower's registration loop, and Join
+//	decode.go                 strict body and query decoding; holderFields, the
+//	                          cluster.Holder of every request that can queue
+//	register.go               the follower's registration loop (the Registrar role), and Join
 //	budget.go                 the latency budget's trace hooks (Config.Budget)
 //
 // A new route is a pattern in routes.go and an endpoint in its area's file; an error it

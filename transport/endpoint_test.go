@@ -32,7 +32,7 @@ func (f *fakeSemaphores) Acquire(_ context.Context, req cluster.SemaphoreRequest
 	if f.err != nil {
 		return cluster.SemaphoreGrant{}, f.err
 	}
-	g := cluster.SemaphoreGrant{Name: req.Name, Token: 7, Lease: req.Lease, Owner: req.Owner, Limit: req.Limit}
+	g := cluster.SemaphoreGrant{Granted: cluster.Granted{Name: req.Name, Token: 7, Lease: req.Lease, Owner: req.Owner}, Limit: req.Limit}
 	g.TTL = fromMs(10_000)
 	return g, nil
 }

@@ -10,7 +10,6 @@ import (
 
 	"github.com/raftlock/raftlock/api"
 	"github.com/raftlock/raftlock/cluster"
-	"github.com/raftlock/raftlock/fsm"
 )
 
 // The server's own reasons to refuse a request; errorFor says how each is answered.
@@ -103,7 +102,7 @@ func errorFor(err error) failure {
 	case errors.As(err, &lc):
 		ae = api.Errorf(api.CodeLimitConflict, "the semaphore is in use with limit %d; ask with that limit, or wait until it is not in use to set another", lc.Limit)
 	case errors.As(err, &dl):
-		ae = deadlockError(fsm.DescribeCycle(dl.Cycle))
+		ae = deadlockError(dl.Described)
 	case errors.As(err, &ne) && errors.Is(err, cluster.ErrLockHeld):
 		ae = api.Errorf(api.CodeLockHeld, "held by other leases: %s; nothing was taken. Retry later or pass wait_ms to queue for all of them at once", strings.Join(ne.Names, ", "))
 	case errors.As(err, &ne) && errors.Is(err, cluster.ErrNotHolder):

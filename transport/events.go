@@ -12,7 +12,6 @@ import (
 
 	"github.com/raftlock/raftlock/api"
 	"github.com/raftlock/raftlock/cluster"
-	"github.com/raftlock/raftlock/fsm"
 )
 
 // eventRoutes serves what this node applied: GET /v1/history/{name...} and the event
@@ -210,7 +209,7 @@ func (h eventRoutes) send(w http.ResponseWriter, r *http.Request, sub *cluster.S
 		case err == nil:
 			out := api.EventEntry{Index: e.Index}
 			for _, ev := range e.Events {
-				if h.auth.on && (id.Access(ev.Name) < fsm.AccessRead || id.Access(ev.Name) == fsm.AccessDeny) {
+				if h.auth.on && (id.Access(ev.Name) < cluster.AccessRead || id.Access(ev.Name) == cluster.AccessDeny) {
 					continue // under the prefix, but a rule denies this name
 				}
 				out.Events = append(out.Events, historyEvent(ev.Name, ev.HistoryEvent, streamReader(h.auth.on, id)))
@@ -250,6 +249,6 @@ func streamReader(on bool, id cluster.ACLIdentity) func(string) bool {
 	}
 	return func(name string) bool {
 		a := id.Access(name)
-		return a >= fsm.AccessRead && a != fsm.AccessDeny
+		return a >= cluster.AccessRead && a != cluster.AccessDeny
 	}
 }

@@ -71,7 +71,7 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, body []byte, wa
 	}
 	leaderID, changed := s.svc.Routing.LeaderWatch()
 	addr := s.svc.Routing.LeaderHTTPAddr()
-	if leaderID == "" || addr == "" || addr == s.svc.Members.Self().HTTPAddr {
+	if leaderID == "" || addr == "" || addr == s.svc.Routing.HTTPAddr() {
 		return cluster.ErrNoLeader
 	}
 	bound := s.svc.Routing.ElectionTimeout() + s.cfg.ForwardMargin + wait

@@ -19,16 +19,15 @@ import (
 )
 
 // followerNode is a follower that knows a leader at leaderAddr: every operation answers
-// ErrNotLeader, so the server forwards it. It fakes the roles forwarding uses (Routing,
-// and Self of Membership) and the two the tests send (leases, locks); methods a test does
-// not need are left to the embedded nil interfaces (calling them panics, which fails the
-// test).
+// ErrNotLeader, so the server forwards it. It fakes the role forwarding uses (Routing)
+// and the two the tests send (leases, locks); methods a test does not need are left to
+// the embedded nil interfaces (calling them panics, which fails the test).
 type followerNode struct {
 	Routing
-	Membership
 	LeaseService
 	LockService
 	leaderAddr string
+	self       string // its own HTTP address; "" for 127.0.0.1:1
 	mu         sync.Mutex
 	leaderID   string
 	changed    chan struct{}
@@ -41,17 +40,19 @@ func newFollowerNode(leaderAddr string) *followerNode {
 
 // services returns the roles the follower fakes.
 func (f *followerNode) services() Services {
-	return Services{Routing: f, Members: f, Leases: f, Locks: f}
+	return Services{Routing: f, Leases: f, Locks: f}
 }
 
 func (f *followerNode) ID() string { return "n2" }
-func (f *followerNode) Self() cluster.NodeInfo {
-	return cluster.NodeInfo{ID: "n2", HTTPAddr: "127.0.0.1:1"}
+func (f *followerNode) HTTPAddr() string {
+	if f.self != "" {
+		return f.self
+	}
+	return "127.0.0.1:1"
 }
 func (f *followerNode) LeaderHTTPAddr() string         { return f.leaderAddr }
 func (f *followerNode) ElectionTimeout() time.Duration { return 100 * time.Millisecond }
 func (f *followerNode) IsLeader() bool                 { return false }
-func (f *followerNode) NeedsRegistration() bool        { return false }
 func (f *followerNode) Serving() string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -117,6 +118,21 @@ func hungLeader(t *testing.T) (addr string, hits *atomic.Int64) {
 	}))
 	t.Cleanup(func() { close(release); ts.Close() })
 	return strings.TrimPrefix(ts.URL, "http://"), hits
+}
+
+// A node never forwards to its own HTTP address (Routing.HTTPAddr): raft may name a
+// leader whose registered address is still this node's (a stale registration after an
+// address moved), and the forward would come back to it. It answers no_leader instead.
+func TestForward_NeverToItsOwnAddress(t *testing.T) {
+	addr, hits := hungLeader(t)
+	f := newFollowerNode(addr)
+	f.self = addr
+	ts := newTestServer(t, f.services(), nil)
+	a := send(t, "POST", ts.URL+keepalivePath, "")
+	wantError(t, a, 503, api.CodeNoLeader)
+	if n := hits.Load(); n != 0 {
+		t.Fatalf("forwarded %d times to its own address", n)
+	}
 }
 
 // send is a plain client with a long timeout, as a stranger would use; header holds

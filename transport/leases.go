@@ -7,7 +7,6 @@ import (
 
 	"github.com/raftlock/raftlock/api"
 	"github.com/raftlock/raftlock/cluster"
-	"github.com/raftlock/raftlock/fsm"
 )
 
 // leaseRoutes serves /v1/leases: create, keep alive, look up and revoke. The body forms
@@ -231,7 +230,7 @@ func parseLeaseIDs(req api.KeepAliveRequest) ([]cluster.LeaseID, error) {
 		if api.ValidateLeaseID(s) != nil {
 			return nil, api.Errorf(api.CodeInvalidArgument, "lease_ids[%d] must be %d lowercase hex characters", i, api.LeaseIDLen)
 		}
-		id, err := fsm.ParseLeaseID(s)
+		id, err := cluster.ParseLeaseID(s)
 		if err != nil {
 			return nil, api.Errorf(api.CodeInvalidArgument, "lease_ids[%d] must be %d lowercase hex characters", i, api.LeaseIDLen)
 		}

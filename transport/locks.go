@@ -25,14 +25,9 @@ func decodeAcquire(name string, body []byte) (cluster.AcquireRequest, error) {
 	if err := decodeStrict(body, &req, true); err != nil {
 		return cluster.AcquireRequest{}, err
 	}
-	if e := api.ValidateWait(req.WaitMs); e != nil {
-		return cluster.AcquireRequest{}, e
-	}
-	if e := api.ValidateOwner(req.Owner); e != nil {
-		return cluster.AcquireRequest{}, e
-	}
-	if e := api.ValidateRequestID(req.RequestID); e != nil {
-		return cluster.AcquireRequest{}, e
+	fields := holderFields{req.LeaseID, req.RequestID, req.Owner, req.TTLMs, req.WaitMs}
+	if err := fields.validate(); err != nil {
+		return cluster.AcquireRequest{}, err
 	}
 	mode, e := api.NormalizeMode(req.Mode)
 	if e != nil {
@@ -41,29 +36,8 @@ func decodeAcquire(name string, body []byte) (cluster.AcquireRequest, error) {
 	if e := api.ValidateHoldOptions(req.MaxHoldMs, req.LockDelayMs, mode == api.ModeShared); e != nil {
 		return cluster.AcquireRequest{}, e
 	}
-	out := cluster.AcquireRequest{Name: name, Wait: time.Duration(req.WaitMs) * time.Millisecond, Owner: req.Owner, Shared: mode == api.ModeShared,
-		MaxHold: fromMs(req.MaxHoldMs), LockDelay: fromMs(req.LockDelayMs)}
-	if req.LeaseID != "" {
-		if req.TTLMs != 0 {
-			return out, api.Errorf(api.CodeInvalidArgument, "ttl_ms applies only when a lease is created; omit it when passing lease_id")
-		}
-		if req.RequestID != "" {
-			return out, api.Errorf(api.CodeInvalidArgument, "request_id applies only when a lease is created; omit it when passing lease_id (an acquire with a lease is already idempotent)")
-		}
-		id, err := parseLeaseID(req.LeaseID)
-		if err != nil {
-			return out, err
-		}
-		out.Lease = id
-		return out, nil
-	}
-	ttl, e := api.NormalizeTTL(req.TTLMs)
-	if e != nil {
-		return out, e
-	}
-	out.NewLease, out.RequestID = true, req.RequestID
-	out.TTL = fromMs(ttl)
-	return out, nil
+	h, err := fields.holder("an acquire")
+	return cluster.AcquireRequest{Name: name, Holder: h, Shared: mode == api.ModeShared, MaxHold: fromMs(req.MaxHoldMs), LockDelay: fromMs(req.LockDelayMs)}, err
 }
 
 func (h lockRoutes) acquire(w http.ResponseWriter, r *http.Request) (call, error) {

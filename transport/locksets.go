@@ -35,8 +35,7 @@ func decodeLockSet(body []byte) (cluster.LockSetRequest, error) {
 	if err != nil {
 		return cluster.LockSetRequest{}, err
 	}
-	return cluster.LockSetRequest{Names: req.Names, Lease: acq.Lease, NewLease: acq.NewLease, RequestID: acq.RequestID, TTL: acq.TTL,
-		Wait: acq.Wait, Owner: acq.Owner, Shared: acq.Shared, MaxHold: acq.MaxHold, LockDelay: acq.LockDelay}, nil
+	return cluster.LockSetRequest{Names: req.Names, Holder: acq.Holder, Shared: acq.Shared, MaxHold: acq.MaxHold, LockDelay: acq.LockDelay}, nil
 }
 
 func (h lockSetRoutes) acquire(w http.ResponseWriter, r *http.Request) (call, error) {

@@ -10,7 +10,6 @@ import (
 
 	"github.com/raftlock/raftlock/api"
 	"github.com/raftlock/raftlock/cluster"
-	"github.com/raftlock/raftlock/fsm"
 )
 
 // overviewRoutes serves GET /v1/overview, the dashboard's data. Without an EventSource
@@ -64,9 +63,9 @@ func (h overviewRoutes) overview(w http.ResponseWriter, r *http.Request) (call, 
 		var o cluster.Overview
 		first, canRead := true, h.auth.reader(r)
 		details, truncated, _ := readablePage(int(limit), q.Get("after"),
-			func(d fsm.LockDetail) bool { return canRead(d.Name) },
-			func(d fsm.LockDetail) string { return d.Name },
-			func(after string, n int) ([]fsm.LockDetail, bool, error) {
+			func(d cluster.LockDetail) bool { return canRead(d.Name) },
+			func(d cluster.LockDetail) string { return d.Name },
+			func(after string, n int) ([]cluster.LockDetail, bool, error) {
 				page := h.events.Overview(q.Get("prefix"), after, n, soon)
 				if first {
 					o, first = page, false // the lease counts and the time of the first reading

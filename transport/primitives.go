@@ -3,11 +3,9 @@ package transport
 import (
 	"context"
 	"net/http"
-	"time"
 
 	"github.com/raftlock/raftlock/api"
 	"github.com/raftlock/raftlock/cluster"
-	"github.com/raftlock/raftlock/fsm"
 )
 
 // The coordination primitives beside locks: /v1/semaphores/{name...} and
@@ -22,72 +20,31 @@ type semaphoreRoutes struct{ semaphores SemaphoreService }
 // electionRoutes serves /v1/elections.
 type electionRoutes struct{ elections ElectionService }
 
-// leaseFields are the lease fields every acquiring request shares with PUT /v1/locks.
-type leaseFields struct {
-	LeaseID, RequestID, Owner string
-	TTLMs, WaitMs             int64
-}
-
-// acquiring is what decodeLease makes of leaseFields.
-type acquiring struct {
-	lease    cluster.LeaseID
-	newLease bool
-	ttl      time.Duration // for newLease
-	wait     time.Duration
-}
-
-// decodeLease validates leaseFields: a lease ID, or none and a TTL (default) with an
-// optional request ID, as decodeAcquire does for locks.
-func decodeLease(f leaseFields) (acquiring, error) {
-	if e := api.ValidateWait(f.WaitMs); e != nil {
-		return acquiring{}, e
-	}
-	if e := api.ValidateOwner(f.Owner); e != nil {
-		return acquiring{}, e
-	}
-	if e := api.ValidateRequestID(f.RequestID); e != nil {
-		return acquiring{}, e
-	}
-	wait := time.Duration(f.WaitMs) * time.Millisecond
-	if f.LeaseID != "" {
-		if f.TTLMs != 0 {
-			return acquiring{}, api.Errorf(api.CodeInvalidArgument, "ttl_ms applies only when a lease is created; omit it when passing lease_id")
-		}
-		if f.RequestID != "" {
-			return acquiring{}, api.Errorf(api.CodeInvalidArgument, "request_id applies only when a lease is created; omit it when passing lease_id (a request with a lease is already idempotent)")
-		}
-		lease, err := parseLeaseID(f.LeaseID)
-		return acquiring{lease: lease, wait: wait}, err
-	}
-	ttl, e := api.NormalizeTTL(f.TTLMs)
-	if e != nil {
-		return acquiring{}, e
-	}
-	return acquiring{newLease: true, ttl: fromMs(ttl), wait: wait}, nil
-}
-
 // decodePrimitive decodes a PUT on name, a primitive of kind, into its API request R. own
-// checks what is R's own and gives the lease fields, which decodeLease validates after it.
-func decodePrimitive[R any](kind, name string, body []byte, own func(R) (*api.Error, leaseFields)) (R, acquiring, error) {
+// checks what is R's own and gives the holder's fields, which are checked after it.
+func decodePrimitive[R any](kind, name string, body []byte, own func(R) (*api.Error, holderFields)) (R, cluster.Holder, error) {
 	var req R
 	if e := api.ValidateNameOf(kind, name); e != nil {
-		return req, acquiring{}, e
+		return req, cluster.Holder{}, e
 	}
 	if err := decodeStrict(body, &req, false); err != nil {
-		return req, acquiring{}, err
+		return req, cluster.Holder{}, err
 	}
 	e, fields := own(req)
 	if e != nil {
-		return req, acquiring{}, e
+		return req, cluster.Holder{}, e
 	}
-	a, err := decodeLease(fields)
-	return req, a, err
+	if err := fields.validate(); err != nil {
+		return req, cluster.Holder{}, err
+	}
+	h, err := fields.holder("a request")
+	return req, h, err
 }
 
 // decodeSemaphoreAcquire turns a PUT /v1/semaphores/{name} request into the node's.
 func decodeSemaphoreAcquire(name string, body []byte) (cluster.SemaphoreRequest, error) {
-	req, a, err := decodePrimitive("semaphore", name, body, func(req api.SemaphoreAcquireRequest) (*api.Error, leaseFields) {
-		return api.ValidateSemaphoreLimit(req.Limit), leaseFields{req.LeaseID, req.RequestID, req.Owner, req.TTLMs, req.WaitMs}
+	req, h, err := decodePrimitive("semaphore", name, body, func(req api.SemaphoreAcquireRequest) (*api.Error, holderFields) {
+		return api.ValidateSemaphoreLimit(req.Limit), holderFields{req.LeaseID, req.RequestID, req.Owner, req.TTLMs, req.WaitMs}
 	})
 	if err != nil {
 		return cluster.SemaphoreRequest{}, err
@@ -95,22 +52,21 @@ func decodeSemaphoreAcquire(name string, body []byte) (cluster.SemaphoreRequest,
 	if e := api.ValidateHoldOptions(req.MaxHoldMs, 0, false); e != nil {
 		return cluster.SemaphoreRequest{}, e
 	}
-	return cluster.SemaphoreRequest{Name: name, Limit: uint64(req.Limit), Lease: a.lease, NewLease: a.newLease, RequestID: req.RequestID, TTL: a.ttl, Wait: a.wait, Owner: req.Owner,
-		MaxHold: fromMs(req.MaxHoldMs)}, nil
+	return cluster.SemaphoreRequest{Name: name, Limit: uint64(req.Limit), Holder: h, MaxHold: fromMs(req.MaxHoldMs)}, nil
 }
 
 // decodeCampaign turns a PUT /v1/elections/{name} request into the node's.
 func decodeCampaign(name string, body []byte) (cluster.CampaignRequest, error) {
-	req, a, err := decodePrimitive("election", name, body, func(req api.CampaignRequest) (*api.Error, leaseFields) {
-		return api.ValidateElectionValue(req.Value), leaseFields{req.LeaseID, req.RequestID, req.Owner, req.TTLMs, req.WaitMs}
+	req, h, err := decodePrimitive("election", name, body, func(req api.CampaignRequest) (*api.Error, holderFields) {
+		return api.ValidateElectionValue(req.Value), holderFields{req.LeaseID, req.RequestID, req.Owner, req.TTLMs, req.WaitMs}
 	})
 	if err != nil {
 		return cluster.CampaignRequest{}, err
 	}
-	if req.Token != 0 && (a.newLease || a.wait > 0) {
+	if req.Token != 0 && (h.NewLease || h.Wait > 0) {
 		return cluster.CampaignRequest{}, api.Errorf(api.CodeInvalidArgument, "token makes the request a proclaim by the leader: it needs lease_id and takes no wait_ms")
 	}
-	return cluster.CampaignRequest{Name: name, Value: req.Value, Token: req.Token, Lease: a.lease, NewLease: a.newLease, RequestID: req.RequestID, TTL: a.ttl, Wait: a.wait, Owner: req.Owner}, nil
+	return cluster.CampaignRequest{Name: name, Value: req.Value, Token: req.Token, Holder: h}, nil
 }
 
 func (h semaphoreRoutes) acquire(w http.ResponseWriter, r *http.Request) (call, error) {
@@ -156,7 +112,7 @@ func (h electionRoutes) status(w http.ResponseWriter, r *http.Request) (call, er
 }
 
 // holders turns the holders of a lock or the permits of a semaphore into the API's.
-func holders(hs []fsm.Holding) []api.Holder {
+func holders(hs []cluster.Holding) []api.Holder {
 	out := make([]api.Holder, 0, len(hs))
 	for _, h := range hs {
 		out = append(out, api.Holder{Owner: h.Owner, Token: h.Token})

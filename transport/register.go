@@ -24,9 +24,9 @@ import (
 // 10 ms, doubling up to RegisterInterval, and at once when the leader changes): the first
 // leader of a fresh cluster waits for the versions before it serves.
 func (s *Server) registerLoop(ctx context.Context) {
-	members, routing := s.svc.Members, s.svc.Routing
+	members, routing := s.svc.Registrar, s.svc.Routing
 	if members == nil {
-		return // a server without Membership has nothing to register
+		return // a server without a Registrar has nothing to register
 	}
 	const firstRetry = 10 * time.Millisecond
 	retry := firstRetry

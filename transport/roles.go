@@ -85,22 +85,30 @@ type Membership interface {
 	RaftAddr(id string) (string, bool)
 	// Has reports whether id is a member.
 	Has(id string) bool
-	// Self returns this node's ID and addresses.
+	// RegisterVersion records that member id speaks protocol versions up to v.
+	RegisterVersion(ctx context.Context, id string, v uint64) error
+}
+
+// Registrar is what this node registers with the leader so that the cluster knows it:
+// its addresses and the protocol version it speaks. Only the server's register loop
+// (register.go) uses it.
+type Registrar interface {
+	// Self returns this node's ID and addresses, as it registers them.
 	Self() cluster.NodeInfo
-	// NeedsRegistration reports whether the state machine lacks this node's HTTP address.
+	// NeedsRegistration reports whether the state machine lacks this node's addresses.
 	NeedsRegistration() bool
 	// NeedsVersionRegistration reports whether the state machine lacks this node's protocol version.
 	NeedsVersionRegistration() bool
 	// MaxVersion returns the highest protocol version this node speaks.
 	MaxVersion() uint64
-	// RegisterVersion records that member id speaks protocol versions up to v.
-	RegisterVersion(ctx context.Context, id string, v uint64) error
 }
 
 // Routing says who this node is, who leads, and whether it serves; the server forwards by it.
 type Routing interface {
 	// ID returns this node's ID.
 	ID() string
+	// HTTPAddr returns the HTTP address this node advertises (and registers), or "".
+	HTTPAddr() string
 	// IsLeader reports whether this node is the ready leader.
 	IsLeader() bool
 	// LeaderWatch returns the leader's ID ("" for none) and a channel closed when it changes.
@@ -176,21 +184,37 @@ type Backups interface {
 }
 
 // Services are the roles a Server serves, one field per role. NewServer needs Routing.
-// A route whose role is nil answers 500 (its handler panics and is recovered), except the
-// history, events and overview routes, which answer 404 without an EventSource; without
-// Status /metrics exports no node metrics, and without Members the server registers
-// nothing with the leader.
+// A route whose role is nil answers 500 (its handler panics and is recovered), except
+// where a field says otherwise.
 type Services struct {
-	Leases     LeaseService
-	Locks      LockService
+	// Leases serves /v1/leases, and tells whose a lease is for the ACL checks of every
+	// route that names one.
+	Leases LeaseService
+	// Locks serves /v1/locks (exclusive and shared).
+	Locks LockService
+	// Semaphores serves /v1/semaphores (protocol version 2).
 	Semaphores SemaphoreService
-	Elections  ElectionService
-	Members    Membership
-	Routing    Routing
-	Status     StatusReporter
-	ACL        ACLStore
-	Events     EventSource
-	Backups    Backups
+	// Elections serves /v1/elections (protocol version 2).
+	Elections ElectionService
+	// Members serves /v1/cluster/nodes and /v1/cluster/transfer-leader, and tells which
+	// callers are member nodes; without it no caller is taken for a node.
+	Members Membership
+	// Registrar is what the server registers with the leader; without it the server
+	// registers nothing.
+	Registrar Registrar
+	// Routing is this node's identity, its leader and whether it serves: the forwarding
+	// of every write and the readiness checks. Required.
+	Routing Routing
+	// Status serves GET /v1/cluster and the overview's cluster part; without it /metrics
+	// exports no node metrics.
+	Status StatusReporter
+	// ACL serves /v1/acl and resolves the callers' tokens (Config.ACL).
+	ACL ACLStore
+	// Events serves /v1/events, /v1/history and /v1/overview; without it those routes
+	// answer 404.
+	Events EventSource
+	// Backups serves /v1/backup (and its older name, /v1/snapshot).
+	Backups Backups
 	// LockSets serves /v1/locksets (protocol version 3).
 	LockSets LockSetService
 }

@@ -15,6 +15,7 @@ func NodeServices(n *cluster.Node) Services {
 		Semaphores: n.Semaphores(),
 		Elections:  n.Elections(),
 		Members:    n.Members(),
+		Registrar:  n.Members(),
 		Routing:    n,
 		Status:     n,
 		ACL:        n.ACL(),

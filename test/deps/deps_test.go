@@ -28,7 +28,7 @@ var allowed = map[string][]string{
 	"cluster":             {"fsm", "leases", "fencing", "tlsconf", "internal/mutant", "internal/budget"},
 	"tlsconf":             {},
 	"cluster/clustertest": {"cluster", "test/testkit"},
-	"transport":           {"cluster", "fsm", "leases", "api", "tlsconf", "internal/mutant", "internal/budget"},
+	"transport":           {"cluster", "leases", "api", "tlsconf", "internal/mutant", "internal/budget"},
 	"client":              {"api"},
 	"ledger":              {"fencing", "api"},
 	"fencing/fencingtest": {"fencing"},
