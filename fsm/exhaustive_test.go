@@ -623,11 +623,22 @@ func TestFSM_ExhaustiveAlphabetCoversEveryCommand(t *testing.T) {
 	m := newPModel()
 	m.apply(1, &exRoot)
 	made := map[Type][]string{}
+	var late, leap, forever bool
 	for _, a := range exAlphabet() {
-		if a.cmd != nil {
-			typ := a.cmd(m).Type &^ FlagSkippable
-			made[typ] = append(made[typ], a.name)
+		if a.cmd == nil {
+			continue
 		}
+		c := a.cmd(m)
+		made[c.Type&^FlagSkippable] = append(made[c.Type&^FlagSkippable], a.name)
+		late = late || c.Now < m.time
+		leap = leap || c.Now > m.time+MaxTimeStep
+		forever = forever || c.Wait == math.MaxInt64
+	}
+	// The stamps and waits that the time mutants need: without a late stamp time going
+	// back is never seen, without a leap the clamp never acts, without an endless wait no
+	// deadline saturates.
+	if !late || !leap || !forever {
+		t.Errorf("the alphabet lacks a command stamped before cluster time (%v), one beyond a step (%v) or an endless wait (%v)", late, leap, forever)
 	}
 	known := 0
 	for i := 1; i < int(FlagSkippable); i++ {
@@ -640,7 +651,7 @@ func TestFSM_ExhaustiveAlphabetCoversEveryCommand(t *testing.T) {
 			t.Errorf("command type %d (%s, since version %d) is made by no letter of exAlphabet", i, typ, typ.Since())
 		}
 	}
-	t.Logf("%d command types, each made by a letter of the %d", known, len(exAlphabet()))
+	t.Logf("%d command types known, an alphabet of %d letters", known, len(exAlphabet()))
 }
 
 // exNode is a state of the search: the SHA-256 of its snapshot bytes (the dedup key) and
