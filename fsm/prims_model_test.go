@@ -327,6 +327,38 @@ func (m *pmodel) setQuotaHit(c *Command, l *modelLease, need []string, already b
 	return false
 }
 
+// admit checks the quotas of a request for a grant (already: the lease holds or waits
+// for it) against queue, the primitive's queue, and when none is hit creates or renews
+// the lease; it reports a refusal.
+func (m *pmodel) admit(c *Command, l *modelLease, already bool, queue []pWaiter, stamp int64) bool {
+	if m.quotaHit(c, l, already, len(queue)) {
+		return true
+	}
+	m.leaseFor(c, l, stamp)
+	return false
+}
+
+func (lk *pLock) waiting() []pWaiter {
+	if lk == nil {
+		return nil
+	}
+	return lk.queue
+}
+
+func (sm *pSem) waiting() []pWaiter {
+	if sm == nil {
+		return nil
+	}
+	return sm.queue
+}
+
+func (el *pElection) waiting() []pWaiter {
+	if el == nil {
+		return nil
+	}
+	return el.queue
+}
+
 func (m *pmodel) leaseFor(c *Command, l *modelLease, stamp int64) {
 	if l == nil {
 		l = &modelLease{ttl: c.TTL}
@@ -402,19 +434,6 @@ func (m *pmodel) apply(index uint64, c *Command) (Status, uint64) {
 	st, tok := m.command(index, c, m.stamp)
 	m.fill(index)
 	return st, tok
-}
-
-// usesLeaseModel lists the commands that act on the lease c.Lease names, and so are
-// checked for its owner from version 4 on.
-func usesLeaseModel(t Type) bool {
-	switch t {
-	case TypeCreateLease, TypeRevoke, TypeAcquire, TypeAcquireShared, TypeAcquireEx,
-		TypeSemAcquire, TypeSemAcquireEx, TypeCampaign, TypeLockSet,
-		TypeRelease, TypeSemRelease, TypeResign, TypeLockSetRelease,
-		TypeDequeue, TypeSemDequeue, TypeElectionDequeue:
-		return true
-	}
-	return false
 }
 
 // callerLive: the node itself, the anonymous caller, or an existing token.
@@ -553,7 +572,7 @@ func (m *pmodel) command(index uint64, c *Command, stamp int64) (Status, uint64)
 		return StatusInvalid, 0
 	}
 	l := m.leases[c.Lease]
-	if m.version >= 4 && usesLeaseModel(c.Type) {
+	if m.version >= 4 && c.UsesLease() { // which commands carry a caller is wire format, pinned by golden_pins_test.go
 		if !m.callerLive(c.Creator) {
 			return StatusUnauthenticated, 0
 		}
@@ -670,14 +689,9 @@ func (m *pmodel) command(index uint64, c *Command, stamp int64) (Status, uint64)
 		if !mine && !free && c.Wait <= 0 {
 			return StatusSemaphoreFull, 0
 		}
-		qlen := 0
-		if sm != nil {
-			qlen = len(sm.queue)
-		}
-		if m.quotaHit(c, l, mine || waiting, qlen) {
+		if m.admit(c, l, mine || waiting, sm.waiting(), stamp) {
 			return StatusQuotaExceeded, 0
 		}
-		m.leaseFor(c, l, stamp)
 		req := pWaiter{lease: c.Lease, owner: c.Owner, maxHold: c.MaxHold}
 		switch {
 		case sm == nil:
@@ -723,14 +737,10 @@ func (m *pmodel) command(index uint64, c *Command, stamp int64) (Status, uint64)
 		if el != nil && !leads && c.Wait <= 0 {
 			return StatusElectionHeld, 0
 		}
-		waiting, qlen := false, 0
-		if el != nil {
-			waiting, qlen = l != nil && waitsIn(el.queue, c.Lease) >= 0, len(el.queue)
-		}
-		if m.quotaHit(c, l, leads || waiting, qlen) {
+		waiting := l != nil && waitsIn(el.waiting(), c.Lease) >= 0
+		if m.admit(c, l, leads || waiting, el.waiting(), stamp) {
 			return StatusQuotaExceeded, 0
 		}
-		m.leaseFor(c, l, stamp)
 		switch {
 		case el == nil:
 			m.elections[c.Name] = &pElection{leader: pHold{lease: c.Lease, token: index, owner: c.Owner}, value: c.Value}
@@ -792,14 +802,9 @@ func (m *pmodel) acquire(index uint64, c *Command, l *modelLease, stamp int64) (
 			return StatusDeadlock, 0
 		}
 	}
-	qlen := 0
-	if lk != nil {
-		qlen = len(lk.queue)
-	}
-	if m.quotaHit(c, l, mine || waiting, qlen) {
+	if m.admit(c, l, mine || waiting, lk.waiting(), stamp) {
 		return StatusQuotaExceeded, 0
 	}
-	m.leaseFor(c, l, stamp)
 	req := pWaiter{lease: c.Lease, owner: c.Owner, maxHold: c.MaxHold, delay: c.LockDelay}
 	switch {
 	case lk == nil:
