@@ -68,7 +68,7 @@ verify: build
 	$(GO) test -tags verify -count=1 -timeout 60m -run TestCampaign -v ./test/verify/
 	$(GO) test -tags verify -count=1 -timeout 75m -run '^TestBankCampaign$$' -v ./test/verify/
 	$(GO) test -tags verify -count=1 -timeout 90m -run '^TestSeedCampaign$$' -v ./test/verify/
-	RAFTLOCK_EXHAUSTIVE_DEPTH=5 $(GO) test -count=1 -timeout 60m -run '^TestFSM_ExhaustiveSmallBounds$$' -v ./fsm
+	RAFTLOCK_EXHAUSTIVE_DEPTH=4 $(GO) test -count=1 -timeout 60m -run '^TestFSM_ExhaustiveSmallBounds$$' -v ./fsm
 	scripts/mutants.sh
 	scripts/gc-pause-demo.sh
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"maps"
 	"math/rand"
 	"slices"
 	"sort"
@@ -11,39 +12,75 @@ import (
 )
 
 // pmodel is the reference for the coordination primitives (shared locks, semaphores,
-// elections) and the leases under them, written as plainly as possible: slices scanned in
-// full, and after every entry a "fill" that grants whatever the rules allow, which is what
+// elections, and from protocol version 3 maximum holds, lock delays, locksets and
+// deadlock refusals), for lease ownership (version 4), and for the leases under them,
+// written as plainly as possible: slices scanned in full, and after every entry a "fill"
+// that grants whatever the rules allow until nothing more can be granted, which is what
 // "handover in the same commit" means. The state machine must agree with it on every
 // status, token, holder, queue and lease.
+//
+// Deadlocks are decided semantically, not with a wait-for graph: a request that would
+// wait is refused when, with it queued, its lease would wait for ever once every lease
+// that waits for nothing let go of its locks (deadlockedAfter).
 type pmodel struct {
-	time      int64
-	leases    map[LeaseID]*modelLease
-	locks     map[string]*pLock
-	sems      map[string]*pSem
-	elections map[string]*pElection
-	limits    Limits
-	quota     string
+	time     int64
+	stamp    int64 // the current entry's stamp: where a maximum hold granted by it starts
+	version  uint64
+	leases   map[LeaseID]*modelLease
+	creators map[LeaseID]string // the creator each lease recorded (version 3 on)
+	locks    map[string]*pLock
+	sems     map[string]*pSem
+	// elections are the elections with a leader.
+	elections    map[string]*pElection
+	limits       Limits
+	quota        string
+	tokens       []uint64 // a LockSet's tokens (Result.Tokens) from the last apply
+	acl          modelACL
+	nodes        map[string]NodeInfo
+	nodeVersions map[string]uint64
 }
 
+// pHold is a grant: maxUntil is when its maximum hold ends it (0: none), delay the lock
+// delay its lock keeps when its lease ends (an exclusive lock grant only).
 type pHold struct {
-	lease LeaseID
-	token uint64
-	owner string
+	lease    LeaseID
+	token    uint64
+	owner    string
+	maxUntil int64
+	delay    int64
 }
 
+// pWaiter is a waiting request; one of a lockset has set, shared with the waiters of its
+// other locks.
 type pWaiter struct {
 	lease    LeaseID
 	owner    string
 	deadline int64
 	shared   bool
 	value    string
+	maxHold  int64
+	delay    int64
+	set      *pSet
 }
 
-type pLock struct {
+// pSet is a waiting lockset: names are the locks it waits for.
+type pSet struct {
+	lease   LeaseID
+	names   []string
 	shared  bool
-	holders []pHold
-	queue   []pWaiter
+	maxHold int64
+	delay   int64
 }
+
+// pLock is a lock in use: held, waited for, or kept by a lock delay (delayUntil).
+type pLock struct {
+	shared     bool
+	holders    []pHold
+	queue      []pWaiter
+	delayUntil int64
+}
+
+func (lk *pLock) isShared() bool { return lk.shared && len(lk.holders) > 0 }
 
 type pSem struct {
 	limit   uint64
@@ -58,7 +95,9 @@ type pElection struct {
 }
 
 func newPModel() *pmodel {
-	return &pmodel{leases: map[LeaseID]*modelLease{}, locks: map[string]*pLock{}, sems: map[string]*pSem{}, elections: map[string]*pElection{}}
+	return &pmodel{version: 1, leases: map[LeaseID]*modelLease{}, creators: map[LeaseID]string{},
+		locks: map[string]*pLock{}, sems: map[string]*pSem{}, elections: map[string]*pElection{},
+		acl: newModelACL(), nodes: map[string]NodeInfo{}, nodeVersions: map[string]uint64{}}
 }
 
 func holdsIn(hs []pHold, id LeaseID) int {
@@ -92,31 +131,114 @@ func (m *pmodel) count(id LeaseID) int {
 	return n
 }
 
-// fill grants, at index, everything the rules allow, and deletes what is not in use.
-func (m *pmodel) fill(index uint64) {
-	for name, lk := range m.locks {
-		if len(lk.holders) == 0 && len(lk.queue) > 0 && !lk.queue[0].shared {
-			w := lk.queue[0]
-			lk.queue = lk.queue[1:]
-			lk.shared, lk.holders = false, []pHold{{w.lease, index, w.owner}}
+// hold is the grant of waiter w (or a request with w's fields) at index.
+func (m *pmodel) hold(w pWaiter, index uint64, exclusive bool) pHold {
+	h := pHold{lease: w.lease, token: index, owner: w.owner}
+	if w.maxHold > 0 {
+		h.maxUntil = sat(m.stamp, w.maxHold)
+	}
+	if exclusive {
+		h.delay = w.delay
+	}
+	return h
+}
+
+// setReady reports whether every lock set waits for is free for it: the set at the head
+// of its queue, no lock delay, and nobody holding it (or, for a shared set, held shared).
+func (m *pmodel) setReady(set *pSet) bool {
+	for _, name := range set.names {
+		lk := m.locks[name]
+		if lk == nil || len(lk.queue) == 0 || lk.queue[0].set != set || lk.delayUntil != 0 ||
+			len(lk.holders) > 0 && !(set.shared && lk.isShared()) {
+			return false
 		}
-		if len(lk.holders) == 0 || lk.shared {
-			for len(lk.queue) > 0 && lk.queue[0].shared {
-				w := lk.queue[0]
+	}
+	return true
+}
+
+// grantSet grants every lock of set at index.
+func (m *pmodel) grantSet(index uint64, set *pSet) {
+	for _, name := range set.names {
+		lk := m.locks[name]
+		w := lk.queue[0]
+		lk.queue = lk.queue[1:]
+		w.maxHold, w.delay = set.maxHold, set.delay
+		if set.shared {
+			lk.shared, lk.holders = true, append(lk.holders, m.hold(w, index, false))
+		} else {
+			lk.shared, lk.holders = false, []pHold{m.hold(w, index, true)}
+		}
+	}
+}
+
+// dropSet takes a waiting set out of every queue.
+func (m *pmodel) dropSet(set *pSet) {
+	for _, name := range set.names {
+		if lk := m.locks[name]; lk != nil {
+			lk.queue = dropWait(lk.queue, func(w pWaiter) bool { return w.set == set })
+		}
+	}
+}
+
+// leaveLockQueue takes lease id out of lock name's queue: its whole set when it waits
+// there as part of one.
+func (m *pmodel) leaveLockQueue(name string, id LeaseID) {
+	lk := m.locks[name]
+	i := waitsIn(lk.queue, id)
+	if i < 0 {
+		return
+	}
+	if set := lk.queue[i].set; set != nil {
+		m.dropSet(set)
+		return
+	}
+	lk.queue = slices.Delete(lk.queue, i, i+1)
+}
+
+// fill grants, at index, everything the rules allow, until nothing more can be granted,
+// and deletes what is not in use.
+func (m *pmodel) fill(index uint64) {
+	for changed := true; changed; {
+		changed = false
+		for _, name := range slices.Sorted(maps.Keys(m.locks)) {
+			lk := m.locks[name]
+			if len(lk.queue) == 0 || lk.delayUntil != 0 {
+				continue
+			}
+			w := lk.queue[0]
+			switch {
+			case w.set != nil:
+				if m.setReady(w.set) {
+					m.grantSet(index, w.set)
+					changed = true
+				}
+			case len(lk.holders) == 0 && !w.shared:
 				lk.queue = lk.queue[1:]
+				lk.shared, lk.holders = false, []pHold{m.hold(w, index, true)}
+				changed = true
+			case w.shared && (len(lk.holders) == 0 || lk.isShared()):
+				for len(lk.queue) > 0 && lk.queue[0].shared && lk.queue[0].set == nil {
+					lk.holders = append(lk.holders, m.hold(lk.queue[0], index, false))
+					lk.queue = lk.queue[1:]
+				}
 				lk.shared = true
-				lk.holders = append(lk.holders, pHold{w.lease, index, w.owner})
+				changed = true
 			}
 		}
+	}
+	for name, lk := range m.locks {
 		if len(lk.holders) == 0 {
-			delete(m.locks, name)
+			lk.shared = false
+			if len(lk.queue) == 0 && lk.delayUntil == 0 {
+				delete(m.locks, name)
+			}
 		}
 	}
 	for name, sm := range m.sems {
 		for uint64(len(sm.permits)) < sm.limit && len(sm.queue) > 0 {
 			w := sm.queue[0]
 			sm.queue = sm.queue[1:]
-			sm.permits = append(sm.permits, pHold{w.lease, index, w.owner})
+			sm.permits = append(sm.permits, m.hold(w, index, false))
 		}
 		if len(sm.permits) == 0 {
 			delete(m.sems, name)
@@ -126,7 +248,7 @@ func (m *pmodel) fill(index uint64) {
 		if el.leader.lease == (LeaseID{}) && len(el.queue) > 0 {
 			w := el.queue[0]
 			el.queue = el.queue[1:]
-			el.leader, el.value = pHold{w.lease, index, w.owner}, w.value
+			el.leader, el.value = pHold{lease: w.lease, token: index, owner: w.owner}, w.value
 		}
 		if el.leader.lease == (LeaseID{}) {
 			delete(m.elections, name)
@@ -134,14 +256,22 @@ func (m *pmodel) fill(index uint64) {
 	}
 }
 
-// remove takes leases out of every queue and every grant.
+// remove ends leases (expired, revoked, their token deleted): out of every queue and
+// every grant, an exclusive lock grant with a lock delay leaving its lock kept until the
+// delay has passed.
 func (m *pmodel) remove(ids []LeaseID) {
 	gone := func(id LeaseID) bool { return slices.Contains(ids, id) }
 	for _, id := range ids {
 		delete(m.leases, id)
+		delete(m.creators, id)
 	}
 	for _, lk := range m.locks {
 		lk.queue = dropWait(lk.queue, func(w pWaiter) bool { return gone(w.lease) })
+	}
+	for _, lk := range m.locks {
+		if len(lk.holders) == 1 && !lk.shared && gone(lk.holders[0].lease) && lk.holders[0].delay > 0 {
+			lk.delayUntil = sat(m.time, lk.holders[0].delay)
+		}
 		lk.holders = slices.DeleteFunc(lk.holders, func(h pHold) bool { return gone(h.lease) })
 	}
 	for _, sm := range m.sems {
@@ -175,10 +305,67 @@ func (m *pmodel) quotaHit(c *Command, l *modelLease, already bool, queueLen int)
 	return false
 }
 
+// setQuotaHit is quotaHit for a lockset that needs the locks need.
+func (m *pmodel) setQuotaHit(c *Command, l *modelLease, need []string, already bool) bool {
+	if l == nil && m.limits.MaxLeases != 0 && uint64(len(m.leases)) >= m.limits.MaxLeases {
+		m.quota = QuotaLeases
+		return true
+	}
+	if already || len(need) == 0 {
+		return false
+	}
+	if max := m.limits.MaxLocksPerLease; max != 0 && uint64(m.count(c.Lease)+len(need)) > max {
+		m.quota = QuotaLocksPerLease
+		return true
+	}
+	for _, name := range need {
+		if max := m.limits.MaxWaitersPerLock; max != 0 && m.locks[name] != nil && uint64(len(m.locks[name].queue)) >= max {
+			m.quota = QuotaWaitersPerLock
+			return true
+		}
+	}
+	return false
+}
+
+// admit checks the quotas of a request for a grant (already: the lease holds or waits
+// for it) against queue, the primitive's queue, and when none is hit creates or renews
+// the lease; it reports a refusal.
+func (m *pmodel) admit(c *Command, l *modelLease, already bool, queue []pWaiter, stamp int64) bool {
+	if m.quotaHit(c, l, already, len(queue)) {
+		return true
+	}
+	m.leaseFor(c, l, stamp)
+	return false
+}
+
+func (lk *pLock) waiting() []pWaiter {
+	if lk == nil {
+		return nil
+	}
+	return lk.queue
+}
+
+func (sm *pSem) waiting() []pWaiter {
+	if sm == nil {
+		return nil
+	}
+	return sm.queue
+}
+
+func (el *pElection) waiting() []pWaiter {
+	if el == nil {
+		return nil
+	}
+	return el.queue
+}
+
 func (m *pmodel) leaseFor(c *Command, l *modelLease, stamp int64) {
 	if l == nil {
 		l = &modelLease{ttl: c.TTL}
 		m.leases[c.Lease] = l
+		if m.version >= 3 {
+			m.creators[c.Lease] = c.Creator
+		}
 	}
 	l.deadline = sat(stamp, l.ttl)
 }
@@ -187,20 +374,38 @@ func (m *pmodel) leaseFor(c *Command, l *modelLease, stamp int64) {
 func queueUp(q []pWaiter, c *Command, stamp int64, shared bool) []pWaiter {
 	if i := waitsIn(q, c.Lease); i >= 0 {
 		q[i].deadline = sat(stamp, c.Wait)
-		q[i].value = c.Value
+		if q[i].set == nil {
+			q[i].value = c.Value
+		}
 		return q
 	}
-	return append(q, pWaiter{lease: c.Lease, owner: c.Owner, deadline: sat(stamp, c.Wait), shared: shared, value: c.Value})
+	return append(q, pWaiter{lease: c.Lease, owner: c.Owner, deadline: sat(stamp, c.Wait), shared: shared, value: c.Value, maxHold: c.MaxHold, delay: c.LockDelay})
 }
 
-// apply applies c at index (the state is at version 2 throughout) and returns the status
-// and, for a grant, its token.
+// apply applies c at index and returns the status and, for a grant, its token.
 func (m *pmodel) apply(index uint64, c *Command) (Status, uint64) {
-	m.quota = ""
-	stamp := max(m.time, c.Now)
-	m.time = max(m.time, min(c.Now, sat(m.time, MaxTimeStep)))
+	m.quota, m.tokens = "", nil
+	if c.Type == TypeSetVersion && c.Version > Version {
+		return StatusInvalid, 0 // refused before anything, time included
+	}
+	m.stamp = max(m.time, c.Now)
+	if m.version >= 2 {
+		m.time = max(m.time, min(c.Now, sat(m.time, MaxTimeStep)))
+	} else {
+		m.time = m.stamp
+	}
+	// Waits end, then leases, then maximum holds, then lock delays.
+	var sets []*pSet
 	for _, lk := range m.locks {
-		lk.queue = dropWait(lk.queue, func(w pWaiter) bool { return w.deadline <= m.time })
+		lk.queue = dropWait(lk.queue, func(w pWaiter) bool {
+			if w.deadline <= m.time && w.set != nil {
+				sets = append(sets, w.set)
+			}
+			return w.deadline <= m.time && w.set == nil
+		})
+	}
+	for _, set := range sets {
+		m.dropSet(set)
 	}
 	for _, sm := range m.sems {
 		sm.queue = dropWait(sm.queue, func(w pWaiter) bool { return w.deadline <= m.time })
@@ -215,16 +420,192 @@ func (m *pmodel) apply(index uint64, c *Command) (Status, uint64) {
 		}
 	}
 	m.remove(dead)
+	overdue := func(h pHold) bool { return h.maxUntil != 0 && h.maxUntil <= m.time }
+	for _, lk := range m.locks {
+		lk.holders = slices.DeleteFunc(lk.holders, overdue)
+		if lk.delayUntil != 0 && lk.delayUntil <= m.time {
+			lk.delayUntil = 0
+		}
+	}
+	for _, sm := range m.sems {
+		sm.permits = slices.DeleteFunc(sm.permits, overdue)
+	}
 	m.fill(index)
-	st, tok := m.command(index, c, stamp)
+	st, tok := m.command(index, c, m.stamp)
 	m.fill(index)
 	return st, tok
 }
 
+// callerLive: the node itself, the anonymous caller, or an existing token.
+func (m *pmodel) callerLive(caller string) bool {
+	_, ok := m.acl.tokens[caller]
+	return caller == "" || caller == CallerAnonymous || ok
+}
+
+// owns: the lease's creator, anyone when it recorded none, the node itself, or a token
+// with admin rights on every name.
+func (m *pmodel) owns(id LeaseID, caller string) bool {
+	creator := m.creators[id]
+	if creator == "" || caller == "" || creator == caller {
+		return true
+	}
+	t, ok := m.acl.tokens[caller]
+	return ok && m.acl.access(t.policies, "") >= AccessAdmin
+}
+
+// revokeWhere ends the leases whose creator matches.
+func (m *pmodel) revokeWhere(match func(creator string) bool) {
+	var ids []LeaseID
+	for id := range m.leases {
+		if match(m.creators[id]) {
+			ids = append(ids, id)
+		}
+	}
+	m.remove(ids)
+}
+
+// waitsForLock reports whether lease id waits for any lock, and holdsLock whether it
+// holds any.
+func (m *pmodel) waitsForLock(id LeaseID) bool {
+	for _, lk := range m.locks {
+		if waitsIn(lk.queue, id) >= 0 {
+			return true
+		}
+	}
+	return false
+}
+
+func (m *pmodel) holdsLock(id LeaseID) bool {
+	for _, lk := range m.locks {
+		if holdsIn(lk.holders, id) >= 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// deadlockedAfter reports whether lease id, once queue has queued its request on a copy
+// of the model, waits for ever: on the copy every lock delay is over and every lease
+// that waits for no lock lets go of every lock it holds, until nothing changes (no wait
+// or lease ends meanwhile); a lease still waiting then waits for ever.
+func (m *pmodel) deadlockedAfter(index uint64, id LeaseID, queue func(x *pmodel)) bool {
+	x := m.clone()
+	queue(x)
+	for changed := true; changed; {
+		changed = false
+		for _, lk := range x.locks {
+			if lk.delayUntil != 0 {
+				lk.delayUntil, changed = 0, true
+			}
+		}
+		x.fill(index)
+		for lid := range x.leases {
+			if x.waitsForLock(lid) || !x.holdsLock(lid) {
+				continue
+			}
+			for _, lk := range x.locks {
+				lk.holders = slices.DeleteFunc(lk.holders, func(h pHold) bool { return h.lease == lid })
+			}
+			changed = true
+		}
+		x.fill(index)
+	}
+	return x.waitsForLock(id)
+}
+
+// holdingTokens returns lease id's token of each lock of names (0 where it holds none).
+func (m *pmodel) holdingTokens(names []string, id LeaseID) []uint64 {
+	out := make([]uint64, len(names))
+	for i, name := range names {
+		if lk := m.locks[name]; lk != nil {
+			if j := holdsIn(lk.holders, id); j >= 0 {
+				out[i] = lk.holders[j].token
+			}
+		}
+	}
+	return out
+}
+
+// clone is a deep copy of the model; the waiters of one set share the copy of it.
+func (m *pmodel) clone() *pmodel {
+	c := *m
+	c.leases = make(map[LeaseID]*modelLease, len(m.leases))
+	for id, l := range m.leases {
+		l := *l
+		c.leases[id] = &l
+	}
+	c.creators = maps.Clone(m.creators)
+	sets := map[*pSet]*pSet{}
+	cloneQueue := func(q []pWaiter) []pWaiter {
+		out := slices.Clone(q)
+		for i, w := range out {
+			if w.set != nil {
+				if sets[w.set] == nil {
+					s := *w.set
+					sets[w.set] = &s
+				}
+				out[i].set = sets[w.set]
+			}
+		}
+		return out
+	}
+	c.locks = make(map[string]*pLock, len(m.locks))
+	for n, lk := range m.locks {
+		c.locks[n] = &pLock{shared: lk.shared, holders: slices.Clone(lk.holders), queue: cloneQueue(lk.queue), delayUntil: lk.delayUntil}
+	}
+	c.sems = make(map[string]*pSem, len(m.sems))
+	for n, sm := range m.sems {
+		c.sems[n] = &pSem{limit: sm.limit, permits: slices.Clone(sm.permits), queue: slices.Clone(sm.queue)}
+	}
+	c.elections = make(map[string]*pElection, len(m.elections))
+	for n, el := range m.elections {
+		c.elections[n] = &pElection{leader: el.leader, value: el.value, queue: slices.Clone(el.queue)}
+	}
+	c.acl = modelACL{bootstrapped: m.acl.bootstrapped, policies: maps.Clone(m.acl.policies), tokens: maps.Clone(m.acl.tokens)}
+	c.nodes, c.nodeVersions = maps.Clone(m.nodes), maps.Clone(m.nodeVersions)
+	c.tokens = slices.Clone(m.tokens)
+	return &c
+}
+
 func (m *pmodel) command(index uint64, c *Command, stamp int64) (Status, uint64) {
+	if t := c.Type; t != TypeSetVersion && t != TypeNodeVersion && t.Since() > m.version {
+		return StatusInvalid, 0
+	}
 	l := m.leases[c.Lease]
+	if m.version >= 4 && c.UsesLease() { // which commands carry a caller is wire format, pinned by golden_pins_test.go
+		if !m.callerLive(c.Creator) {
+			return StatusUnauthenticated, 0
+		}
+		if l != nil && !m.owns(c.Lease, c.Creator) {
+			return StatusLeaseNotFound, 0
+		}
+	}
 	switch c.Type {
-	case TypeSetVersion, TypeTick:
+	case TypeTick:
+	case TypeSetVersion:
+		from := m.version
+		m.version = max(m.version, c.Version)
+		if from < 4 && m.version >= 4 {
+			m.revokeWhere(func(creator string) bool { return creator != "" && !m.callerLive(creator) })
+		}
+	case TypeNodeVersion:
+		if c.Node.ID == "" || c.Version == 0 {
+			return StatusInvalid, 0
+		}
+		m.nodeVersions[c.Node.ID] = c.Version
+	case TypeRegisterNode:
+		m.nodes[c.Node.ID] = c.Node
+	case TypeRemoveNode:
+		delete(m.nodes, c.Node.ID)
+		delete(m.nodeVersions, c.Node.ID)
+	case TypeACLBootstrap, TypeACLSetPolicy, TypeACLDeletePolicy, TypeACLSetToken:
+		return m.acl.apply(c), 0
+	case TypeACLDeleteToken:
+		st := m.acl.apply(c)
+		if st == StatusOK && m.version >= 4 {
+			m.revokeWhere(func(creator string) bool { return creator == c.ACL.Accessor })
+		}
+		return st, 0
 	case TypeSetLimits:
 		m.limits = c.Limits
 	case TypeCreateLease:
@@ -233,56 +614,28 @@ func (m *pmodel) command(index uint64, c *Command, stamp int64) (Status, uint64)
 			return StatusQuotaExceeded, 0
 		}
 		if l == nil {
-			m.leases[c.Lease] = &modelLease{ttl: c.TTL, deadline: sat(stamp, c.TTL)}
+			m.leaseFor(c, l, stamp)
 		}
 	case TypeRenew:
-		for _, id := range c.Leases {
-			if l := m.leases[id]; l != nil {
-				l.deadline = sat(stamp, l.ttl)
+		for i, id := range c.Leases {
+			l := m.leases[id]
+			if l == nil {
+				continue
 			}
+			if m.version >= 4 && len(c.Callers) == len(c.Leases) && !(m.callerLive(c.Callers[i]) && m.owns(id, c.Callers[i])) {
+				continue
+			}
+			l.deadline = sat(stamp, l.ttl)
 		}
 	case TypeRevoke:
 		if l == nil {
 			return StatusLeaseNotFound, 0
 		}
 		m.remove([]LeaseID{c.Lease})
-	case TypeAcquire, TypeAcquireShared:
-		shared := c.Type == TypeAcquireShared
-		if l == nil && !c.NewLease {
-			return StatusLeaseNotFound, 0
-		}
-		lk := m.locks[c.Name]
-		mine, waiting := false, false
-		if lk != nil && l != nil {
-			mine, waiting = holdsIn(lk.holders, c.Lease) >= 0, waitsIn(lk.queue, c.Lease) >= 0
-			if mine && lk.shared != shared || waiting && lk.queue[waitsIn(lk.queue, c.Lease)].shared != shared {
-				return StatusModeConflict, 0
-			}
-		}
-		join := shared && lk != nil && !mine && len(lk.queue) == 0 && lk.shared
-		if lk != nil && !mine && !join && c.Wait <= 0 {
-			return StatusLockHeld, 0
-		}
-		qlen := 0
-		if lk != nil {
-			qlen = len(lk.queue)
-		}
-		if m.quotaHit(c, l, mine || waiting, qlen) {
-			return StatusQuotaExceeded, 0
-		}
-		m.leaseFor(c, l, stamp)
-		switch {
-		case lk == nil:
-			m.locks[c.Name] = &pLock{shared: shared, holders: []pHold{{c.Lease, index, c.Owner}}}
-			return StatusOK, index
-		case mine:
-			return StatusOK, lk.holders[holdsIn(lk.holders, c.Lease)].token
-		case join:
-			lk.holders = append(lk.holders, pHold{c.Lease, index, c.Owner})
-			return StatusOK, index
-		}
-		lk.queue = queueUp(lk.queue, c, stamp, shared)
-		return StatusQueued, 0
+	case TypeAcquire, TypeAcquireShared, TypeAcquireEx:
+		return m.acquire(index, c, l, stamp)
+	case TypeLockSet:
+		return m.lockSet(index, c, l, stamp)
 	case TypeRelease:
 		if l == nil {
 			return StatusLeaseNotFound, 0
@@ -292,6 +645,20 @@ func (m *pmodel) command(index uint64, c *Command, stamp int64) (Status, uint64)
 			return StatusNotHolder, 0
 		}
 		lk.holders = slices.Delete(lk.holders, holdsIn(lk.holders, c.Lease), holdsIn(lk.holders, c.Lease)+1)
+	case TypeLockSetRelease:
+		if l == nil {
+			return StatusLeaseNotFound, 0
+		}
+		for i, name := range c.Names {
+			lk := m.locks[name]
+			if lk == nil || holdsIn(lk.holders, c.Lease) < 0 || lk.holders[holdsIn(lk.holders, c.Lease)].token != c.Tokens[i] {
+				return StatusNotHolder, 0
+			}
+		}
+		for _, name := range c.Names {
+			lk := m.locks[name]
+			lk.holders = slices.Delete(lk.holders, holdsIn(lk.holders, c.Lease), holdsIn(lk.holders, c.Lease)+1)
+		}
 	case TypeDequeue:
 		lk := m.locks[c.Name]
 		if lk != nil {
@@ -299,11 +666,11 @@ func (m *pmodel) command(index uint64, c *Command, stamp int64) (Status, uint64)
 				return StatusOK, lk.holders[i].token
 			}
 			if l != nil {
-				lk.queue = dropWait(lk.queue, func(w pWaiter) bool { return w.lease == c.Lease })
+				m.leaveLockQueue(c.Name, c.Lease)
 			}
 		}
 		return StatusNotHolder, 0
-	case TypeSemAcquire:
+	case TypeSemAcquire, TypeSemAcquireEx:
 		if c.Limit == 0 {
 			return StatusInvalid, 0
 		}
@@ -322,22 +689,18 @@ func (m *pmodel) command(index uint64, c *Command, stamp int64) (Status, uint64)
 		if !mine && !free && c.Wait <= 0 {
 			return StatusSemaphoreFull, 0
 		}
-		qlen := 0
-		if sm != nil {
-			qlen = len(sm.queue)
-		}
-		if m.quotaHit(c, l, mine || waiting, qlen) {
+		if m.admit(c, l, mine || waiting, sm.waiting(), stamp) {
 			return StatusQuotaExceeded, 0
 		}
-		m.leaseFor(c, l, stamp)
+		req := pWaiter{lease: c.Lease, owner: c.Owner, maxHold: c.MaxHold}
 		switch {
 		case sm == nil:
-			m.sems[c.Name] = &pSem{limit: c.Limit, permits: []pHold{{c.Lease, index, c.Owner}}}
+			m.sems[c.Name] = &pSem{limit: c.Limit, permits: []pHold{m.hold(req, index, false)}}
 			return StatusOK, index
 		case mine:
 			return StatusOK, sm.permits[holdsIn(sm.permits, c.Lease)].token
 		case free:
-			sm.permits = append(sm.permits, pHold{c.Lease, index, c.Owner})
+			sm.permits = append(sm.permits, m.hold(req, index, false))
 			return StatusOK, index
 		}
 		sm.queue = queueUp(sm.queue, c, stamp, false)
@@ -374,17 +737,13 @@ func (m *pmodel) command(index uint64, c *Command, stamp int64) (Status, uint64)
 		if el != nil && !leads && c.Wait <= 0 {
 			return StatusElectionHeld, 0
 		}
-		waiting, qlen := false, 0
-		if el != nil {
-			waiting, qlen = l != nil && waitsIn(el.queue, c.Lease) >= 0, len(el.queue)
-		}
-		if m.quotaHit(c, l, leads || waiting, qlen) {
+		waiting := l != nil && waitsIn(el.waiting(), c.Lease) >= 0
+		if m.admit(c, l, leads || waiting, el.waiting(), stamp) {
 			return StatusQuotaExceeded, 0
 		}
-		m.leaseFor(c, l, stamp)
 		switch {
 		case el == nil:
-			m.elections[c.Name] = &pElection{leader: pHold{c.Lease, index, c.Owner}, value: c.Value}
+			m.elections[c.Name] = &pElection{leader: pHold{lease: c.Lease, token: index, owner: c.Owner}, value: c.Value}
 			return StatusOK, index
 		case leads:
 			el.value = c.Value
@@ -414,6 +773,131 @@ func (m *pmodel) command(index uint64, c *Command, stamp int64) (Status, uint64)
 		return StatusNotHolder, 0
 	}
 	return StatusOK, 0
+}
+
+// acquire applies Acquire, AcquireShared and AcquireEx.
+func (m *pmodel) acquire(index uint64, c *Command, l *modelLease, stamp int64) (Status, uint64) {
+	shared := c.Type == TypeAcquireShared || c.Type == TypeAcquireEx && c.Shared
+	if l == nil && !c.NewLease {
+		return StatusLeaseNotFound, 0
+	}
+	lk := m.locks[c.Name]
+	mine, waiting := false, false
+	if lk != nil && l != nil {
+		i, j := holdsIn(lk.holders, c.Lease), waitsIn(lk.queue, c.Lease)
+		mine, waiting = i >= 0, j >= 0
+		if mine && lk.shared != shared || waiting && lk.queue[j].shared != shared {
+			return StatusModeConflict, 0
+		}
+	}
+	join := shared && lk != nil && !mine && len(lk.queue) == 0 && lk.isShared()
+	if lk != nil && !mine && !join {
+		if c.Wait <= 0 {
+			return StatusLockHeld, 0
+		}
+		if m.version >= 3 && l != nil && !waiting && m.deadlockedAfter(index, c.Lease, func(x *pmodel) {
+			lk := x.locks[c.Name]
+			lk.queue = queueUp(lk.queue, c, stamp, shared)
+		}) {
+			return StatusDeadlock, 0
+		}
+	}
+	if m.admit(c, l, mine || waiting, lk.waiting(), stamp) {
+		return StatusQuotaExceeded, 0
+	}
+	req := pWaiter{lease: c.Lease, owner: c.Owner, maxHold: c.MaxHold, delay: c.LockDelay}
+	switch {
+	case lk == nil:
+		m.locks[c.Name] = &pLock{shared: shared, holders: []pHold{m.hold(req, index, !shared)}}
+		return StatusOK, index
+	case mine:
+		return StatusOK, lk.holders[holdsIn(lk.holders, c.Lease)].token
+	case join:
+		lk.holders = append(lk.holders, m.hold(req, index, false))
+		return StatusOK, index
+	}
+	lk.queue = queueUp(lk.queue, c, stamp, shared)
+	return StatusQueued, 0
+}
+
+// lockSet applies LockSet: every lock of c.Names at once or none.
+func (m *pmodel) lockSet(index uint64, c *Command, l *modelLease, stamp int64) (Status, uint64) {
+	if c.Shared && c.LockDelay > 0 {
+		return StatusInvalid, 0
+	}
+	if l == nil && !c.NewLease {
+		return StatusLeaseNotFound, 0
+	}
+	var need, blocked []string
+	var waitingSet *pSet
+	for _, name := range c.Names {
+		lk := m.locks[name]
+		if lk != nil && l != nil {
+			if holdsIn(lk.holders, c.Lease) >= 0 {
+				if lk.shared != c.Shared {
+					return StatusModeConflict, 0
+				}
+				continue
+			}
+			if j := waitsIn(lk.queue, c.Lease); j >= 0 {
+				w := lk.queue[j]
+				if w.set == nil || w.set.shared != c.Shared || waitingSet != nil && waitingSet != w.set {
+					return StatusModeConflict, 0
+				}
+				waitingSet = w.set
+			}
+		}
+		need = append(need, name)
+		if !(lk == nil || c.Shared && lk.isShared() && len(lk.queue) == 0) {
+			blocked = append(blocked, name)
+		}
+	}
+	if waitingSet != nil && !slices.Equal(waitingSet.names, need) {
+		return StatusModeConflict, 0
+	}
+	if len(blocked) > 0 && c.Wait <= 0 {
+		return StatusLockHeld, 0
+	}
+	queueSet := func(x *pmodel) {
+		set := &pSet{lease: c.Lease, names: need, shared: c.Shared, maxHold: c.MaxHold, delay: c.LockDelay}
+		for _, name := range need {
+			lk := x.locks[name]
+			if lk == nil {
+				lk = &pLock{}
+				x.locks[name] = lk
+			}
+			lk.queue = append(lk.queue, pWaiter{lease: c.Lease, owner: c.Owner, deadline: sat(stamp, c.Wait), shared: c.Shared, set: set})
+		}
+	}
+	if len(blocked) > 0 && waitingSet == nil && m.version >= 3 && l != nil && m.deadlockedAfter(index, c.Lease, queueSet) {
+		return StatusDeadlock, 0
+	}
+	if m.setQuotaHit(c, l, need, waitingSet != nil) {
+		return StatusQuotaExceeded, 0
+	}
+	m.leaseFor(c, l, stamp)
+	switch {
+	case len(blocked) == 0:
+		req := pWaiter{lease: c.Lease, owner: c.Owner, maxHold: c.MaxHold, delay: c.LockDelay}
+		for _, name := range need {
+			if lk := m.locks[name]; lk == nil {
+				m.locks[name] = &pLock{shared: c.Shared, holders: []pHold{m.hold(req, index, !c.Shared)}}
+			} else {
+				lk.holders = append(lk.holders, m.hold(req, index, false))
+			}
+		}
+		m.tokens = m.holdingTokens(c.Names, c.Lease)
+		return StatusOK, m.tokens[0]
+	case waitingSet != nil:
+		for _, name := range waitingSet.names {
+			lk := m.locks[name]
+			lk.queue[waitsIn(lk.queue, c.Lease)].deadline = sat(stamp, c.Wait)
+		}
+	default:
+		queueSet(m)
+	}
+	m.tokens = m.holdingTokens(c.Names, c.Lease)
+	return StatusQueued, 0
 }
 
 // pgen draws commands over a small universe (six leases, three names used by every
@@ -590,17 +1074,24 @@ func checkPrims(t *testing.T, index uint64, f *FSM, m *pmodel, g *pgen) {
 	}
 	for _, name := range g.names {
 		v, mk := f.Lock(name), m.locks[name]
-		if v.Held != (mk != nil) {
-			t.Fatalf("step %d: lock %q held=%v, model %v", index, name, v.Held, mk != nil)
+		if held := mk != nil && len(mk.holders) > 0; v.Held != held {
+			t.Fatalf("step %d: lock %q held=%v, model %v", index, name, v.Held, held)
 		}
 		// Invariant: one exclusive holder, or only shared holders.
 		if v.Held && (len(v.Holders) == 0 || !v.Shared && len(v.Holders) != 1) {
 			t.Fatalf("step %d: lock %q holders %+v shared=%v", index, name, v.Holders, v.Shared)
 		}
 		if mk != nil {
-			if v.Shared != mk.shared || !slices.Equal(sortHolds(v.Holders), modelHolds(mk.holders)) || !slices.Equal(v.Waiters, waiterIDs(mk.queue)) {
+			var maxUntil int64
+			if len(mk.holders) == 1 && !mk.shared {
+				maxUntil = mk.holders[0].maxUntil
+			}
+			if v.Shared != mk.isShared() || !slices.Equal(sortHolds(v.Holders), modelHolds(mk.holders)) || !slices.Equal(v.Waiters, waiterIDs(mk.queue)) ||
+				v.DelayedUntil != mk.delayUntil || v.MaxHoldUntil != maxUntil {
 				t.Fatalf("step %d: lock %q = %+v, model %+v", index, name, v, *mk)
 			}
+		} else if len(v.Waiters) > 0 || v.DelayedUntil != 0 {
+			t.Fatalf("step %d: lock %q = %+v, model: not in use", index, name, v)
 		}
 		sm, ms := f.Semaphore(name), m.sems[name]
 		if (sm.Limit != 0) != (ms != nil) || uint64(len(sm.Permits)) > sm.Limit {
@@ -620,7 +1111,7 @@ func checkPrims(t *testing.T, index uint64, f *FSM, m *pmodel, g *pgen) {
 	for _, id := range g.ids {
 		v, ok := f.Lease(id)
 		ml := m.leases[id]
-		if ok != (ml != nil) || ok && (v.Deadline != ml.deadline || v.TTL != ml.ttl) {
+		if ok != (ml != nil) || ok && (v.Deadline != ml.deadline || v.TTL != ml.ttl || v.Creator != m.creators[id]) {
 			t.Fatalf("step %d: lease %s = %+v (%v), model %+v", index, id, v, ok, ml)
 		}
 	}
@@ -665,6 +1156,9 @@ func checkPrimsConsistent(t *testing.T, index uint64, f *FSM) {
 		}
 	}
 	for name, lk := range s.locks {
+		if lk.holder == (LeaseID{}) {
+			continue // held by nobody: reserved for a lockset or kept by a lock delay, as the model says
+		}
 		n := 0
 		if lk.isShared() {
 			for g := lk.ro().readers.head; g != nil; g = g.next {
@@ -676,7 +1170,7 @@ func checkPrimsConsistent(t *testing.T, index uint64, f *FSM) {
 			if h := lk.ro().readers.head; h.lease != lk.holder || h.token != lk.token {
 				fail("lock %q does not mirror its oldest reader", name)
 			}
-			if lk.ro().queue.head != nil && lk.ro().queue.head.shared {
+			if h := lk.ro().queue.head; h != nil && h.shared && h.set == nil { // a lockset waits for its other locks
 				fail("lock %q held shared with shared waiters at its head", name)
 			}
 		}
