@@ -4,8 +4,10 @@ import (
 	"fmt"
 	"math"
 	"runtime/debug"
+	"runtime/metrics"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // memoryUnits are the suffixes --memory-limit takes: the ones GOMEMLIMIT takes, so that an
@@ -59,4 +61,59 @@ func formatBytes(n int64) string {
 		}
 	}
 	return strconv.FormatInt(n, 10) + "B"
+}
+
+// gcHeadroomMaxPercent caps the GC percent the headroom asks for, so that a node whose
+// live heap is near zero (just started, nothing held) still collects now and then.
+const gcHeadroomMaxPercent = 2000
+
+// headroomPercent is the GC percent that lets the heap grow by at least headroom bytes
+// over live before the next collection, never below base (GOGC, 100 by default). A
+// small live heap otherwise makes the collector run after every few MiB allocated, which
+// under request load is many cycles a second; a large one is left at base, so the heap's
+// peak (and a node's RSS at 1,000,000 locks) does not change.
+func headroomPercent(live, headroom uint64, base int) int {
+	if base < 0 || headroom == 0 {
+		return base
+	}
+	if live == 0 {
+		return max(base, gcHeadroomMaxPercent)
+	}
+	p := headroom * 100 / live
+	if p > gcHeadroomMaxPercent {
+		p = gcHeadroomMaxPercent
+	}
+	return max(base, int(p))
+}
+
+// gcHeadroom keeps the GC percent at headroomPercent of the live heap until stop is
+// closed, reading the live heap each interval and setting the percent only when it moves
+// by more than a tenth. It returns at once when headroom is 0 or GOGC is off.
+func gcHeadroom(headroom uint64, interval time.Duration, stop <-chan struct{}) {
+	base := debug.SetGCPercent(100)
+	debug.SetGCPercent(base)
+	if headroom == 0 || base < 0 {
+		return
+	}
+	sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	current := base
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		metrics.Read(sample)
+		var live uint64
+		if sample[0].Value.Kind() == metrics.KindUint64 {
+			live = sample[0].Value.Uint64()
+		}
+		if p := headroomPercent(live, headroom, base); p*10 > current*11 || p*11 < current*10 {
+			debug.SetGCPercent(p)
+			current = p
+		}
+		select {
+		case <-t.C:
+		case <-stop:
+			debug.SetGCPercent(base)
+			return
+		}
+	}
 }

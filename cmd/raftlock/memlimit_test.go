@@ -56,3 +56,28 @@ func TestApplyMemoryLimit(t *testing.T) {
 		t.Errorf("formatBytes(1000) = %q", s)
 	}
 }
+
+// TestHeadroomPercent: a small live heap gets a GC percent that leaves the headroom
+// between collections (capped), a large one keeps GOGC's, and GOGC=off or no headroom
+// change nothing.
+func TestHeadroomPercent(t *testing.T) {
+	const mib = 1 << 20
+	cases := []struct {
+		live, headroom uint64
+		base, want     int
+	}{
+		{live: 16 * mib, headroom: 64 * mib, base: 100, want: 400},
+		{live: 32 * mib, headroom: 64 * mib, base: 100, want: 200},
+		{live: 500 * mib, headroom: 64 * mib, base: 100, want: 100},
+		{live: 500 * mib, headroom: 64 * mib, base: 150, want: 150},
+		{live: 1 * mib, headroom: 64 * mib, base: 100, want: 2000},
+		{live: 0, headroom: 64 * mib, base: 100, want: 2000},
+		{live: 16 * mib, headroom: 0, base: 100, want: 100},
+		{live: 16 * mib, headroom: 64 * mib, base: -1, want: -1},
+	}
+	for _, c := range cases {
+		if got := headroomPercent(c.live, c.headroom, c.base); got != c.want {
+			t.Errorf("headroomPercent(live %d MiB, headroom %d MiB, base %d) = %d; want %d", c.live/mib, c.headroom/mib, c.base, got, c.want)
+		}
+	}
+}
