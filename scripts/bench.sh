@@ -98,8 +98,10 @@ cleanup() {
 trap cleanup EXIT
 
 port_busy() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-PORTS=(7001 7002 7003 8001 8002 8003 12379 22379 32379 12380 22380 32380 \
-  21811 21812 21813 21821 21822 21823 21831 21832 21833 63791)
+PORTS=(7001 7002 7003 8001 8002 8003 12379 22379 32379 12380 22380 32380)
+if ((!ONLY)); then
+  PORTS+=(21811 21812 21813 21821 21822 21823 21831 21832 21833 63791)
+fi
 if ((PROFILE)); then
   # raftlock's members serve /debug/pprof on 6061-6063 (scripts/cluster.sh), etcd's on its
   # client URLs
