@@ -3,11 +3,12 @@ package main
 import (
 	"fmt"
 	"math"
+	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
 	"strconv"
 	"strings"
-	"time"
+	"sync"
 )
 
 // memoryUnits are the suffixes --memory-limit takes: the ones GOMEMLIMIT takes, so that an
@@ -87,33 +88,57 @@ func headroomPercent(live, headroom uint64, base int) int {
 }
 
 // gcHeadroom keeps the GC percent at headroomPercent of the live heap until stop is
-// closed, reading the live heap each interval and setting the percent only when it moves
-// by more than a tenth. It returns at once when headroom is 0 or GOGC is off.
-func gcHeadroom(headroom uint64, interval time.Duration, stop <-chan struct{}) {
+// closed, recomputing it after every collection: the live heap is known then, and setting
+// the percent at once also moves the goal of the cycle just begun. A timer would not do: a
+// node restoring 1,000,000 locks grows its live heap a hundredfold between two ticks, and a
+// percent chosen for an empty heap would let the heap reach twenty times the state before
+// the next one. It returns at once when headroom is 0 or GOGC is off; base is GOGC's
+// percent, restored at the end.
+func gcHeadroom(headroom uint64, stop <-chan struct{}) {
 	base := debug.SetGCPercent(100)
 	debug.SetGCPercent(base)
 	if headroom == 0 || base < 0 {
 		return
 	}
 	sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
-	current := base
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
+	var mu sync.Mutex
+	current, stopped := base, false
+	update := func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		if stopped {
+			return false
+		}
 		metrics.Read(sample)
 		var live uint64
 		if sample[0].Value.Kind() == metrics.KindUint64 {
 			live = sample[0].Value.Uint64()
 		}
-		if p := headroomPercent(live, headroom, base); p*10 > current*11 || p*11 < current*10 {
+		if p := headroomPercent(live, headroom, base); p != current {
 			debug.SetGCPercent(p)
 			current = p
 		}
-		select {
-		case <-t.C:
-		case <-stop:
-			debug.SetGCPercent(base)
-			return
+		return true
+	}
+	update()
+	afterEveryGC(update)
+	<-stop
+	mu.Lock()
+	stopped = true
+	debug.SetGCPercent(base)
+	mu.Unlock()
+}
+
+// afterEveryGC calls f on the finalizer goroutine after each collection, for as long as f
+// returns true: a sentinel that nothing references is finalized by every cycle and set up
+// again by its finalizer.
+func afterEveryGC(f func() bool) {
+	type sentinel struct{ _ [16]byte } // not zero-sized: those may never be finalized
+	var again func(*sentinel)
+	again = func(s *sentinel) {
+		if f() {
+			runtime.SetFinalizer(s, again)
 		}
 	}
+	runtime.SetFinalizer(&sentinel{}, again)
 }

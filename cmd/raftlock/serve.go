@@ -278,7 +278,7 @@ func runServe(ctx context.Context, cfg cluster.Config, opts serveOptions, logger
 	if opts.gcHeadroom > 0 {
 		stopGC := make(chan struct{})
 		defer close(stopGC)
-		go gcHeadroom(opts.gcHeadroom, time.Second, stopGC)
+		go gcHeadroom(opts.gcHeadroom, stopGC)
 		logger.Info("GC headroom", "headroom", formatBytes(int64(opts.gcHeadroom)))
 	}
 	stopPprof, err := startPprof(opts.pprofAddr, &transport.BrowserPolicy{AllowedHosts: opts.allowedHosts, AllowedOrigins: opts.allowedOrigins}, logger)
