@@ -56,6 +56,9 @@ serve_flags() { # serve_flags ID: the TLS and ACL flags for node ID
     echo --tls-cert "$TLSDIR/$1.pem" --tls-key "$TLSDIR/$1-key.pem" --tls-ca "$TLSDIR/ca.pem" --tls-client-auth require
   fi
   if ((ACL)); then echo --acl; fi
+  # the benchmark's profiles (scripts/bench.sh --profile): node nK serves /debug/pprof on
+  # 127.0.0.1:$RAFTLOCK_PPROF_BASE+K
+  if [[ -n ${RAFTLOCK_PPROF_BASE:-} ]]; then echo --pprof-addr "127.0.0.1:$((RAFTLOCK_PPROF_BASE + ${1#n}))"; fi
 }
 
 abspath() { if [[ $1 == /* ]]; then echo "$1"; else echo "$PWD/$1"; fi; }

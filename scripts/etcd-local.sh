@@ -9,8 +9,12 @@
 # Client URLs http://127.0.0.1:12379, 22379, 32379; peer URLs 12380, 22380, 32380 (not the
 # default 2379, so a system etcd started by the Debian package cannot collide). Data, logs
 # and pid files live under $ETCD_STATE (default ${TMPDIR:-/tmp}/raftlock-etcd)/m1..m3.
-# Tuning is etcd's default; logs go to $ETCD_STATE/mN/log at warning level.
+# Tuning is etcd's default; logs go to $ETCD_STATE/mN/log at warning level. ETCD_PPROF=1 adds
+# --enable-pprof: each member then serves /debug/pprof on its client URL (scripts/bench.sh
+# --profile fetches CPU profiles there).
 set -euo pipefail
+# shellcheck source=scripts/lib-local.sh
+. "$(dirname "$0")/lib-local.sh"
 
 STATE=${ETCD_STATE:-${TMPDIR:-/tmp}/raftlock-etcd}
 ETCD=${ETCD_BIN:-etcd}
@@ -23,18 +27,7 @@ for m in "${MEMBERS[@]}"; do
 done
 
 cmd_install() {
-  if command -v "$ETCD" >/dev/null 2>&1; then
-    return 0
-  fi
-  echo "etcd-local.sh: etcd not found; installing Debian's etcd-server" >&2
-  local sudo=""
-  if [[ $(id -u) -ne 0 ]]; then sudo="sudo"; fi
-  # policy-rc.d keeps the package from starting a system etcd on 2379 where that is possible.
-  if ! $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq etcd-server >/dev/null; then
-    $sudo apt-get update -qq
-    $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq etcd-server >/dev/null
-  fi
-  command -v "$ETCD" >/dev/null 2>&1 || { echo "etcd-local.sh: etcd still missing after install" >&2; exit 1; }
+  need_command etcd-local.sh "$ETCD" etcd-server
 }
 
 pid_of() {
@@ -48,19 +41,16 @@ healthy() { # healthy MEMBER
 
 cmd_start() {
   cmd_install
-  for m in "${MEMBERS[@]}"; do
-    if pid=$(pid_of "$m"); then
-      echo "etcd-local.sh: $m already running (pid $pid); run stop first" >&2
-      exit 1
-    fi
-  done
+  refuse_running etcd-local.sh "" "${MEMBERS[@]}"
   rm -rf "$STATE"
   for m in "${MEMBERS[@]}"; do
     mkdir -p "$STATE/$m"
     local c p
     c="http://127.0.0.1:$(client_port "$m")"
     p="http://127.0.0.1:$(peer_port "$m")"
-    "$ETCD" --name "$m" --data-dir "$STATE/$m/data" \
+    local extra=()
+    if [[ ${ETCD_PPROF:-0} == 1 ]]; then extra+=(--enable-pprof); fi
+    "$ETCD" --name "$m" --data-dir "$STATE/$m/data" "${extra[@]}" \
       --listen-client-urls "$c" --advertise-client-urls "$c" \
       --listen-peer-urls "$p" --initial-advertise-peer-urls "$p" \
       --initial-cluster "$INITIAL" --initial-cluster-token raftlock-bench --initial-cluster-state new \
@@ -68,36 +58,17 @@ cmd_start() {
     echo $! >"$STATE/$m/pid"
     echo "started etcd $m: client $c, peer $p, log $STATE/$m/log"
   done
-  local deadline=$((SECONDS + 30))
-  printf 'waiting for etcd' >&2
-  while ((SECONDS < deadline)); do
-    local ok=0
-    for m in "${MEMBERS[@]}"; do healthy "$m" && ok=$((ok + 1)); done
-    if ((ok == ${#MEMBERS[@]})); then
-      printf ' ready (%s)\n' "$("$ETCD" --version | head -1)" >&2
-      return 0
-    fi
-    printf '.' >&2
-    sleep 0.3
-  done
-  printf ' gave up after 30 s; see %s/m*/log\n' "$STATE" >&2
-  return 1
+  wait_ready etcd 30 "$STATE/m*/log" all_healthy || return 1
+  printf ' (%s)\n' "$("$ETCD" --version | head -1)" >&2
+}
+
+all_healthy() {
+  local m
+  for m in "${MEMBERS[@]}"; do healthy "$m" || return 1; done
 }
 
 cmd_stop() {
-  local pids=()
-  for m in "${MEMBERS[@]}"; do
-    if pid=$(pid_of "$m"); then
-      kill -TERM "$pid" 2>/dev/null || true
-      pids+=("$pid")
-      echo "stopping etcd $m (pid $pid)"
-    fi
-  done
-  local deadline=$((SECONDS + 10))
-  for pid in "${pids[@]}"; do
-    while kill -0 "$pid" 2>/dev/null && ((SECONDS < deadline)); do sleep 0.1; done
-    kill -KILL "$pid" 2>/dev/null || true
-  done
+  stop_servers etcd "" "${MEMBERS[@]}"
   rm -rf "$STATE"
 }
 

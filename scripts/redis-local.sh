@@ -14,23 +14,15 @@
 # would lose acknowledged locks on any restart) and RDB snapshots are off, so the only disk
 # work is the AOF at the fsync policy asked for; everything else is the package's default.
 set -euo pipefail
+# shellcheck source=scripts/lib-local.sh
+. "$(dirname "$0")/lib-local.sh"
 
 STATE=${REDIS_STATE:-${TMPDIR:-/tmp}/raftlock-redis}
 PORT=${REDIS_PORT:-63791}
 SERVER=${REDIS_SERVER:-redis-server}
 
 cmd_install() {
-  if command -v "$SERVER" >/dev/null 2>&1; then
-    return 0
-  fi
-  echo "redis-local.sh: redis-server not found; installing Debian's redis-server" >&2
-  local sudo=""
-  if [[ $(id -u) -ne 0 ]]; then sudo="sudo"; fi
-  if ! $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null; then
-    $sudo apt-get update -qq
-    $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null
-  fi
-  command -v "$SERVER" >/dev/null 2>&1 || { echo "redis-local.sh: redis-server still missing after install" >&2; exit 1; }
+  need_command redis-local.sh "$SERVER" redis-server
 }
 
 pid_of() {
@@ -54,10 +46,7 @@ cmd_start() {
     *) echo "redis-local.sh: appendfsync $fsync: want everysec or always" >&2; exit 2 ;;
   esac
   cmd_install
-  if pid=$(pid_of); then
-    echo "redis-local.sh: already running (pid $pid); run stop first" >&2
-    exit 1
-  fi
+  refuse_running redis-local.sh "" ""
   rm -rf "$STATE"
   mkdir -p "$STATE/data"
   "$SERVER" --bind 127.0.0.1 --port "$PORT" --dir "$STATE/data" --daemonize no \
@@ -66,28 +55,12 @@ cmd_start() {
   echo $! >"$STATE/pid"
   echo "$fsync" >"$STATE/appendfsync"
   echo "started redis: 127.0.0.1:$PORT, appendfsync $fsync, log $STATE/log"
-  local deadline=$((SECONDS + 30))
-  printf 'waiting for redis' >&2
-  while ((SECONDS < deadline)); do
-    if ping; then
-      printf ' ready (%s)\n' "$("$SERVER" --version | cut -d' ' -f1-3)" >&2
-      return 0
-    fi
-    printf '.' >&2
-    sleep 0.2
-  done
-  printf ' gave up after 30 s; see %s/log\n' "$STATE" >&2
-  return 1
+  wait_ready redis 30 "$STATE/log" ping || return 1
+  printf ' (%s)\n' "$("$SERVER" --version | cut -d' ' -f1-3)" >&2
 }
 
 cmd_stop() {
-  if pid=$(pid_of); then
-    kill -TERM "$pid" 2>/dev/null || true
-    echo "stopping redis (pid $pid)"
-    local deadline=$((SECONDS + 10))
-    while kill -0 "$pid" 2>/dev/null && ((SECONDS < deadline)); do sleep 0.1; done
-    kill -KILL "$pid" 2>/dev/null || true
-  fi
+  stop_servers redis "" ""
   rm -rf "$STATE"
 }
 

@@ -17,6 +17,8 @@
 # refuse the parallel workload's 64 sessions, all from 127.0.0.1), the admin HTTP server off
 # (it would take port 8080), and the four-letter words srvr and ruok allowed, to find the leader.
 set -euo pipefail
+# shellcheck source=scripts/lib-local.sh
+. "$(dirname "$0")/lib-local.sh"
 
 STATE=${ZK_STATE:-${TMPDIR:-/tmp}/raftlock-zk}
 JAVA=${JAVA:-java}
@@ -29,12 +31,7 @@ cmd_install() {
     return 0
   fi
   echo "zk-local.sh: ZooKeeper not found; installing Debian's zookeeper" >&2
-  local sudo=""
-  if [[ $(id -u) -ne 0 ]]; then sudo="sudo"; fi
-  if ! $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq zookeeper >/dev/null; then
-    $sudo apt-get update -qq
-    $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq zookeeper >/dev/null
-  fi
+  apt_install zookeeper
   [[ -f $JAR ]] || { echo "zk-local.sh: $JAR still missing after install" >&2; exit 1; }
 }
 
@@ -60,12 +57,7 @@ mode() { fourlw "$(client_port "$1")" srvr 2>/dev/null | sed -n 's/^Mode: //p'; 
 
 cmd_start() {
   cmd_install
-  for s in "${SERVERS[@]}"; do
-    if pid=$(pid_of "$s"); then
-      echo "zk-local.sh: zk$s already running (pid $pid); run stop first" >&2
-      exit 1
-    fi
-  done
+  refuse_running zk-local.sh zk "${SERVERS[@]}"
   rm -rf "$STATE"
   for s in "${SERVERS[@]}"; do
     local d="$STATE/zk$s"
@@ -90,41 +82,24 @@ cmd_start() {
     echo $! >"$d/pid"
     echo "started zookeeper zk$s: client 127.0.0.1:$(client_port "$s"), log $d/log"
   done
-  local deadline=$((SECONDS + 60))
-  printf 'waiting for zookeeper' >&2
-  while ((SECONDS < deadline)); do
-    local leaders=0 followers=0
-    for s in "${SERVERS[@]}"; do
-      case $(mode "$s") in
-        leader) leaders=$((leaders + 1)) ;;
-        follower) followers=$((followers + 1)) ;;
-      esac
-    done
-    if ((leaders == 1 && followers == ${#SERVERS[@]} - 1)); then
-      printf ' ready (zookeeper %s)\n' "$(version)" >&2
-      return 0
-    fi
-    printf '.' >&2
-    sleep 0.3
+  wait_ready zookeeper 60 "$STATE/zk*/log" one_leader || return 1
+  printf ' (zookeeper %s)\n' "$(version)" >&2
+}
+
+# one_leader: one server leads and every other follows.
+one_leader() {
+  local s leaders=0 followers=0
+  for s in "${SERVERS[@]}"; do
+    case $(mode "$s") in
+      leader) leaders=$((leaders + 1)) ;;
+      follower) followers=$((followers + 1)) ;;
+    esac
   done
-  printf ' gave up after 60 s; see %s/zk*/log\n' "$STATE" >&2
-  return 1
+  ((leaders == 1 && followers == ${#SERVERS[@]} - 1))
 }
 
 cmd_stop() {
-  local pids=()
-  for s in "${SERVERS[@]}"; do
-    if pid=$(pid_of "$s"); then
-      kill -TERM "$pid" 2>/dev/null || true
-      pids+=("$pid")
-      echo "stopping zookeeper zk$s (pid $pid)"
-    fi
-  done
-  local deadline=$((SECONDS + 10))
-  for pid in "${pids[@]}"; do
-    while kill -0 "$pid" 2>/dev/null && ((SECONDS < deadline)); do sleep 0.1; done
-    kill -KILL "$pid" 2>/dev/null || true
-  done
+  stop_servers zookeeper zk "${SERVERS[@]}"
   rm -rf "$STATE"
 }
 

@@ -75,6 +75,10 @@ type Config struct {
 	// AllowedOrigins are the web origins (scheme://host[:port]) whose pages may call the
 	// API besides the node's own dashboard; empty means none. See BrowserPolicy.
 	AllowedOrigins []string
+	// HTTP2Cleartext also serves HTTP/2 without TLS (prior knowledge): a client that holds
+	// many requests open (waiting acquires) can multiplex them on one connection instead
+	// of one connection each. With TLS, HTTP/2 is offered in the handshake either way.
+	HTTP2Cleartext bool
 	// Budget, when non-nil, traces every request for the latency budget (bench/budget):
 	// when it began, was decoded, was forwarded and was answered. nil (the default) traces
 	// nothing and costs a nil check in the lock handlers.
@@ -170,6 +174,13 @@ func NewServer(cfg Config) (*Server, error) {
 		IdleTimeout:    2 * time.Minute,
 		MaxHeaderBytes: 64 << 10,
 		ErrorLog:       s.log.StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true}),
+	}
+	if cfg.HTTP2Cleartext {
+		p := new(http.Protocols)
+		p.SetHTTP1(true)
+		p.SetHTTP2(true)
+		p.SetUnencryptedHTTP2(true)
+		s.http.Protocols = p
 	}
 	return s, nil
 }

@@ -159,6 +159,21 @@ func ReadPIDFiles(glob string) []int {
 	return pids
 }
 
+// ServerPIDs finds the server processes a tool charges CPU to: the pids given (a
+// comma-separated list), else the live ones of the pid files matching pidGlob (scripts'
+// state directories; "" for none), else a /proc scan with match. It may find none.
+func ServerPIDs(pids, pidGlob string, match func(args []string) bool) ([]int, error) {
+	if pids != "" {
+		return ParsePIDs(pids)
+	}
+	if pidGlob != "" {
+		if found := ReadPIDFiles(pidGlob); len(found) > 0 {
+			return found, nil
+		}
+	}
+	return FindProcs(match), nil
+}
+
 // ParsePIDs parses a comma-separated list of pids.
 func ParsePIDs(s string) ([]int, error) {
 	var pids []int

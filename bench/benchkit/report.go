@@ -135,6 +135,46 @@ func WriteJSON(w io.Writer, results []*Result) error {
 	return enc.Encode(results)
 }
 
+// Emit prints a tool's results: as JSON on stdout when asJSON is set, else as a table under
+// a line naming the tool, the machine and the time; and, when jsonOut is not empty, also
+// as JSON to that file (what scripts/bench.sh reads back).
+func Emit(stdout io.Writer, tool string, results []*Result, asJSON bool, jsonOut string) error {
+	if asJSON {
+		if err := WriteJSON(stdout, results); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintf(stdout, "%s, %s, %s\n\n", tool, Machine(), Stamp())
+		PrintTable(stdout, results)
+	}
+	if jsonOut == "" {
+		return nil
+	}
+	f, err := os.Create(jsonOut)
+	if err != nil {
+		return err
+	}
+	if err := WriteJSON(f, results); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// ExitViolations is the exit status of a benchmark tool whose run saw a safety violation.
+const ExitViolations = 3
+
+// Violated returns an error naming the first workload that saw a safety violation, or
+// nil; a tool exits with ExitViolations on it.
+func Violated(results []*Result) error {
+	for _, r := range results {
+		if r.Violations > 0 {
+			return fmt.Errorf("%s: %d safety violation(s)", r.Workload, r.Violations)
+		}
+	}
+	return nil
+}
+
 // ReadJSON reads a file written by WriteJSON.
 func ReadJSON(path string) ([]*Result, error) {
 	b, err := os.ReadFile(path)

@@ -22,10 +22,8 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -34,29 +32,16 @@ import (
 	"github.com/raftlock/raftlock/bench/benchkit"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	code, err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "etcd-bench:", err)
-	}
-	os.Exit(code)
-}
+func main() { benchkit.Main("etcd-bench", run) }
 
 // options are the command's flags.
 type options struct {
+	benchkit.RunFlags
 	endpoints string
 	target    string
-	duration  time.Duration
-	warmup    time.Duration
-	clients   int
 	ttl       int
 	pids      string
 	state     string
-	json      bool
-	jsonOut   string
-	quiet     bool
 }
 
 var lockWorkloads = []string{benchkit.Uncontended, benchkit.Parallel, benchkit.Contended}
@@ -67,15 +52,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (int, err
 	fs.SetOutput(stderr)
 	fs.StringVar(&o.endpoints, "endpoints", "127.0.0.1:12379,127.0.0.1:22379,127.0.0.1:32379", "etcd client endpoints, comma-separated")
 	fs.StringVar(&o.target, "target", "leader", "where requests go: 'leader' (found with the Status API) or 'all' (the client balances over every endpoint)")
-	fs.DurationVar(&o.duration, "duration", 10*time.Second, "measured time of each workload")
-	fs.DurationVar(&o.warmup, "warmup", 2*time.Second, "unmeasured time before each workload")
-	fs.IntVar(&o.clients, "clients", 0, "concurrent clients (0: 1 uncontended, 64 parallel, 16 contended)")
+	o.Register(fs)
 	fs.IntVar(&o.ttl, "ttl", 10, "session (lease) TTL in seconds")
 	fs.StringVar(&o.pids, "pids", "", "etcd pids to charge CPU to, comma-separated (default: $ETCD_STATE/*/pid, else the local etcd processes serving the endpoints)")
 	fs.StringVar(&o.state, "state", os.Getenv("ETCD_STATE"), "state directory of scripts/etcd-local.sh, for pid files")
-	fs.BoolVar(&o.json, "json", false, "print the results as JSON on stdout instead of a table")
-	fs.StringVar(&o.jsonOut, "json-out", "", "also write the results as JSON to this file")
-	fs.BoolVar(&o.quiet, "quiet", false, "no progress lines")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: etcd-bench [flags] WORKLOAD...   (uncontended, parallel, contended, shared, or all; etcd has no semaphore)")
 		fs.PrintDefaults()
@@ -100,10 +80,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (int, err
 		fs.Usage()
 		return 2, nil
 	}
-	progress := stderr
-	if o.quiet {
-		progress = nil
-	}
+	progress := o.Progress(stderr)
 
 	b, err := newBackend(ctx, o)
 	if err != nil {
@@ -115,11 +92,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (int, err
 	}
 	var results []*benchkit.Result
 	for _, name := range names {
-		clients := o.clients
-		if clients == 0 {
-			clients = benchkit.DefaultClients(name)
-		}
-		r, err := benchkit.Run(ctx, b, benchkit.Config{Workload: name, Clients: clients, Duration: o.duration, Warmup: o.warmup, Progress: progress})
+		cfg := o.Config(name, progress)
+		r, err := benchkit.Run(ctx, b, cfg)
 		if err != nil {
 			return 1, fmt.Errorf("%s: %w", name, err)
 		}
@@ -130,30 +104,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (int, err
 		r.Notes = append(r.Notes, fmt.Sprintf("%s, one concurrency.Session per client (TTL %d s), etcd %s", recipe, o.ttl, b.version))
 		results = append(results, r)
 	}
-	if o.json {
-		if err := benchkit.WriteJSON(stdout, results); err != nil {
-			return 1, err
-		}
-	} else {
-		fmt.Fprintf(stdout, "etcd-bench, %s, %s\n\n", benchkit.Machine(), benchkit.Stamp())
-		benchkit.PrintTable(stdout, results)
-	}
-	if o.jsonOut != "" {
-		f, err := os.Create(o.jsonOut)
-		if err != nil {
-			return 1, err
-		}
-		defer f.Close()
-		if err := benchkit.WriteJSON(f, results); err != nil {
-			return 1, err
-		}
-	}
-	for _, r := range results {
-		if r.Violations > 0 {
-			return 3, fmt.Errorf("%s: %d safety violation(s)", r.Workload, r.Violations)
-		}
-	}
-	return 0, nil
+	return o.Finish(stdout, "etcd-bench", results)
 }
 
 // findLeader returns the endpoint of the etcd leader and the server version.
@@ -189,15 +140,11 @@ func findLeader(ctx context.Context, endpoints []string) (string, string, error)
 // serverPIDs finds the etcd processes: pids given, pid files, or a /proc scan for etcd
 // processes whose --listen-client-urls names one of the endpoints.
 func serverPIDs(o options, endpoints []string) ([]int, error) {
-	if o.pids != "" {
-		return benchkit.ParsePIDs(o.pids)
-	}
+	var pidGlob string
 	if o.state != "" {
-		if pids := benchkit.ReadPIDFiles(filepath.Join(o.state, "*", "pid")); len(pids) > 0 {
-			return pids, nil
-		}
+		pidGlob = filepath.Join(o.state, "*", "pid")
 	}
-	return benchkit.FindProcs(func(args []string) bool {
+	return benchkit.ServerPIDs(o.pids, pidGlob, func(args []string) bool {
 		if filepath.Base(args[0]) != "etcd" {
 			return false
 		}
@@ -208,5 +155,5 @@ func serverPIDs(o options, endpoints []string) ([]int, error) {
 			}
 		}
 		return false
-	}), nil
+	})
 }

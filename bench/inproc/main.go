@@ -47,6 +47,7 @@ func run(ctx context.Context) error {
 	delay := flag.Duration("delay", 0, "wait this long after the cluster is ready before profiling (the load generator's warm-up)")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the servers here")
 	mutexprofile := flag.String("mutexprofile", "", "write a mutex contention profile here")
+	allocprofile := flag.String("allocprofile", "", "write the allocations made while profiling here, and those before it to FILE.base (go tool pprof -sample_index=alloc_space -base FILE.base FILE)")
 	linger := flag.Duration("linger", 10*time.Second, "keep serving this long after the profile is written, so the load generator can finish cleanly")
 	logLevel := flag.String("log-level", "warn", "server log level")
 	flag.Parse()
@@ -121,6 +122,14 @@ func run(ctx context.Context) error {
 	if *mutexprofile != "" {
 		runtime.SetMutexProfileFraction(5)
 	}
+	// The allocation profile counts from the start of the process; a delta needs the
+	// counts at the start of the window, which a profile written now and subtracted with
+	// pprof -base gives.
+	if *allocprofile != "" {
+		if err := writeProfile("allocs", *allocprofile+".base"); err != nil {
+			return err
+		}
+	}
 	if *cpuprofile != "" {
 		f, err := os.Create(*cpuprofile)
 		if err != nil {
@@ -147,10 +156,28 @@ func run(ctx context.Context) error {
 			return err
 		}
 	}
+	if *allocprofile != "" {
+		if err := writeProfile("allocs", *allocprofile); err != nil {
+			return err
+		}
+	}
 	fmt.Fprintf(os.Stderr, "inproc: profile written; serving %v more\n", *linger)
 	select {
 	case <-time.After(*linger):
 	case <-ctx.Done():
 	}
 	return nil
+}
+
+// writeProfile writes the runtime profile name to path.
+func writeProfile(name, path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := pprof.Lookup(name).WriteTo(f, 0); err != nil {
+		f.Close()
+		return fmt.Errorf("writing the %s profile: %w", name, err)
+	}
+	return f.Close()
 }

@@ -23,41 +23,26 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/raftlock/raftlock/bench/benchkit"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	code, err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "peers-bench:", err)
-	}
-	os.Exit(code)
-}
+func main() { benchkit.Main("peers-bench", run) }
 
 // options are the command's flags.
 type options struct {
+	benchkit.RunFlags
 	system     string
 	endpoints  string
-	duration   time.Duration
-	warmup     time.Duration
-	clients    int
 	ttl        time.Duration
 	backoffMin time.Duration
 	backoffMax time.Duration
 	pids       string
 	state      string
 	label      string
-	json       bool
-	jsonOut    string
-	quiet      bool
 }
 
 // peer is a backend with what peers-bench needs besides benchkit's interfaces.
@@ -76,18 +61,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (int, err
 	fs.SetOutput(stderr)
 	fs.StringVar(&o.system, "system", "", "the peer: zookeeper or redis")
 	fs.StringVar(&o.endpoints, "endpoints", "", "servers, comma-separated host:port (default: zookeeper 127.0.0.1:21811,21812,21813 of scripts/zk-local.sh; redis 127.0.0.1:63791 of scripts/redis-local.sh)")
-	fs.DurationVar(&o.duration, "duration", 10*time.Second, "measured time of each workload")
-	fs.DurationVar(&o.warmup, "warmup", 2*time.Second, "unmeasured time before each workload")
-	fs.IntVar(&o.clients, "clients", 0, "concurrent clients (0: 1 uncontended, 64 parallel, 16 contended)")
+	o.Register(fs)
 	fs.DurationVar(&o.ttl, "ttl", 10*time.Second, "zookeeper: session timeout; redis: each lock's PX")
 	fs.DurationVar(&o.backoffMin, "backoff-min", time.Millisecond, "redis: first delay before trying a held lock again")
 	fs.DurationVar(&o.backoffMax, "backoff-max", 64*time.Millisecond, "redis: the longest delay (each retry doubles it up to this)")
 	fs.StringVar(&o.pids, "pids", "", "server pids to charge CPU to, comma-separated (default: the pid files under --state, else a scan for the local servers)")
 	fs.StringVar(&o.state, "state", "", "state directory of scripts/zk-local.sh or scripts/redis-local.sh, for pid files (default $ZK_STATE or $REDIS_STATE)")
 	fs.StringVar(&o.label, "label", "", "name the system in the results (e.g. redis-always)")
-	fs.BoolVar(&o.json, "json", false, "print the results as JSON on stdout instead of a table")
-	fs.StringVar(&o.jsonOut, "json-out", "", "also write the results as JSON to this file")
-	fs.BoolVar(&o.quiet, "quiet", false, "no progress lines")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: peers-bench --system zookeeper|redis [flags] WORKLOAD...   (uncontended, parallel, contended, shared, semaphore, or all)")
 		fs.PrintDefaults()
@@ -141,24 +121,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (int, err
 	default:
 		return 2, fmt.Errorf("--system %q: want zookeeper or redis", o.system)
 	}
-	progress := stderr
-	if o.quiet {
-		progress = nil
-	}
+	progress := o.Progress(stderr)
 	if progress != nil {
 		fmt.Fprintf(progress, "peers-bench %s on %s; %d server process(es) found for CPU readings %v; %s\n", b.Name(), benchkit.Machine(), len(b.ServerPIDs()), b.ServerPIDs(), b.Target())
 	}
 	var results []*benchkit.Result
 	for _, name := range names {
-		clients := o.clients
-		if clients == 0 {
-			clients = benchkit.DefaultClients(name)
-		}
+		cfg := o.Config(name, progress)
 		var r *benchkit.Result
 		if name == benchkit.Shared || name == benchkit.Semaphore {
 			// Neither peer's client has these recipes: say so in the table rather than
 			// writing one here.
-			r = &benchkit.Result{System: b.Name(), Workload: name, Clients: clients, Op: "grant", Unsupported: b.Unsupported(name)}
+			r = &benchkit.Result{System: b.Name(), Workload: name, Clients: cfg.Clients, Op: "grant", Unsupported: b.Unsupported(name)}
 			if u, ok := b.(benchkit.Unsafer); ok {
 				r.Unsafe = u.Unsafe()
 			}
@@ -169,7 +143,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (int, err
 				refused0 = rb.refused.Load()
 			}
 			var err error
-			r, err = benchkit.Run(ctx, b, benchkit.Config{Workload: name, Clients: clients, Duration: o.duration, Warmup: o.warmup, Progress: progress})
+			r, err = benchkit.Run(ctx, b, cfg)
 			if err != nil {
 				return 1, fmt.Errorf("%s: %w", name, err)
 			}
@@ -184,30 +158,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (int, err
 		}
 		results = append(results, r)
 	}
-	if o.json {
-		if err := benchkit.WriteJSON(stdout, results); err != nil {
-			return 1, err
-		}
-	} else {
-		fmt.Fprintf(stdout, "peers-bench, %s, %s\n\n", benchkit.Machine(), benchkit.Stamp())
-		benchkit.PrintTable(stdout, results)
-	}
-	if o.jsonOut != "" {
-		f, err := os.Create(o.jsonOut)
-		if err != nil {
-			return 1, err
-		}
-		defer f.Close()
-		if err := benchkit.WriteJSON(f, results); err != nil {
-			return 1, err
-		}
-	}
-	for _, r := range results {
-		if r.Violations > 0 {
-			return 3, fmt.Errorf("%s: %d safety violation(s)", r.Workload, r.Violations)
-		}
-	}
-	return 0, nil
+	return o.Finish(stdout, "peers-bench", results)
 }
 
 func contains(list []string, s string) bool {
@@ -232,15 +183,14 @@ func splitList(s string) []string {
 // serverPIDs finds the server processes: pids given, the pid files under the state
 // directory (glob names the per-server subdirectories, "" for one server), or a /proc scan.
 func serverPIDs(o options, glob string, match func(args []string) bool) ([]int, error) {
-	if o.pids != "" {
-		return benchkit.ParsePIDs(o.pids)
-	}
+	var pidGlob string
 	if o.state != "" {
-		if pids := benchkit.ReadPIDFiles(filepath.Join(o.state, glob, "pid")); len(pids) > 0 {
-			return pids, nil
-		}
+		pidGlob = filepath.Join(o.state, glob, "pid")
 	}
-	pids := benchkit.FindProcs(match)
+	pids, err := benchkit.ServerPIDs(o.pids, pidGlob, match)
+	if err != nil {
+		return nil, err
+	}
 	if len(pids) == 0 {
 		return nil, errors.New("no server process found to read CPU from; pass --pids or --state")
 	}

@@ -31,6 +31,9 @@ type httpClient struct {
 var (
 	benchTLS   *tls.Config
 	benchToken string
+	// benchHTTP2 sends every request over HTTP/2 (h2c without TLS): all clients share
+	// one connection per server instead of one connection each.
+	benchHTTP2 bool
 )
 
 // setSecurity reads --tls-* and the ACL token: a benchmark of a secured cluster pays
@@ -43,6 +46,7 @@ func setSecurity(c *cli.Context) error {
 		}
 		benchTLS = cfg
 	}
+	benchHTTP2 = c.Bool("http2")
 	benchToken = os.Getenv("RAFTLOCK_ACL_TOKEN")
 	if f := c.String("acl-token-file"); f != "" {
 		b, err := os.ReadFile(f)
@@ -64,6 +68,12 @@ func newHTTPClient(conns int) *httpClient {
 		IdleConnTimeout:     90 * time.Second,
 		DisableCompression:  true,
 		ForceAttemptHTTP2:   false,
+	}
+	if benchHTTP2 {
+		p := new(http.Protocols)
+		p.SetHTTP2(true)
+		p.SetUnencryptedHTTP2(true)
+		tr.Protocols = p
 	}
 	return &httpClient{hc: &http.Client{Transport: tr}}
 }

@@ -7,6 +7,7 @@
 //	raftlock-bench compare RAFTLOCK.json ETCD.json
 //	raftlock-bench table FILE.json...
 //	raftlock-bench systems [--base etcd] FILE.json...
+//	raftlock-bench cpu LABEL=PROFILE[,PROFILE...][@RATE|@RESULT.json]...
 //
 // It talks to the cluster over the HTTP API only (no server package is linked in) and
 // sends lock traffic to the leader's endpoint, found with GET /v1/cluster, so that no
@@ -48,9 +49,6 @@ func main() {
 		os.Exit(code)
 	}
 }
-
-// exitViolations is the exit status when a run saw a safety violation.
-const exitViolations = 3
 
 // workloads lists every workload in the order "all" runs them.
 var workloads = []string{benchkit.Uncontended, benchkit.Parallel, benchkit.Contended, benchkit.Shared, benchkit.Semaphore, "keepalive", "scale"}
@@ -113,6 +111,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			&cli.StringFlag{Name: "tls-ca", EnvVars: []string{"RAFTLOCK_TLS_CA"}, Usage: "speak HTTPS, trusting this CA (PEM)"},
 			&cli.StringFlag{Name: "tls-cert", EnvVars: []string{"RAFTLOCK_TLS_CERT"}, Usage: "client certificate (PEM) for clusters that require one"},
 			&cli.StringFlag{Name: "tls-key", EnvVars: []string{"RAFTLOCK_TLS_KEY"}, Usage: "the client certificate's key"},
+			&cli.BoolFlag{Name: "http2", Usage: "speak HTTP/2 (h2c prior knowledge without TLS; the servers need --http2-cleartext): every client shares one connection per server"},
 			&cli.StringFlag{Name: "acl-token-file", EnvVars: []string{"RAFTLOCK_ACL_TOKEN_FILE"}, Usage: "send the ACL token in this file (or $RAFTLOCK_ACL_TOKEN) on every request"},
 		},
 		Action: func(c *cli.Context) error {
@@ -135,14 +134,13 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			if err != nil {
 				return err
 			}
-			for _, r := range results {
-				if r.Violations > 0 {
-					return cli.Exit(fmt.Sprintf("%s: %d safety violation(s)", r.Workload, r.Violations), exitViolations)
-				}
+			if err := benchkit.Violated(results); err != nil {
+				return cli.Exit(err.Error(), benchkit.ExitViolations)
 			}
 			return nil
 		},
 		Commands: []*cli.Command{
+			cpuCommand(stdout),
 			{
 				Name:      "compare",
 				Usage:     "print two systems' results side by side, with the ratio and the targets of --targets",
@@ -281,25 +279,7 @@ func run(ctx context.Context, o options, names []string) ([]*benchkit.Result, er
 		}
 		results = append(results, r)
 	}
-	if o.JSON {
-		if err := benchkit.WriteJSON(o.Stdout, results); err != nil {
-			return results, err
-		}
-	} else {
-		fmt.Fprintf(o.Stdout, "raftlock-bench, %s, %s\n\n", benchkit.Machine(), benchkit.Stamp())
-		benchkit.PrintTable(o.Stdout, results)
-	}
-	if o.JSONOut != "" {
-		f, err := os.Create(o.JSONOut)
-		if err != nil {
-			return results, err
-		}
-		defer f.Close()
-		if err := benchkit.WriteJSON(f, results); err != nil {
-			return results, err
-		}
-	}
-	return results, nil
+	return results, benchkit.Emit(o.Stdout, "raftlock-bench", results, o.JSON, o.JSONOut)
 }
 
 // aim points the lock traffic at the leader (or at every endpoint with --target all).

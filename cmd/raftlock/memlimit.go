@@ -3,9 +3,12 @@ package main
 import (
 	"fmt"
 	"math"
+	"runtime"
 	"runtime/debug"
+	"runtime/metrics"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // memoryUnits are the suffixes --memory-limit takes: the ones GOMEMLIMIT takes, so that an
@@ -59,4 +62,83 @@ func formatBytes(n int64) string {
 		}
 	}
 	return strconv.FormatInt(n, 10) + "B"
+}
+
+// gcHeadroomMaxPercent caps the GC percent the headroom asks for, so that a node whose
+// live heap is near zero (just started, nothing held) still collects now and then.
+const gcHeadroomMaxPercent = 2000
+
+// headroomPercent is the GC percent that lets the heap grow by at least headroom bytes
+// over live before the next collection, never below base (GOGC, 100 by default). A
+// small live heap otherwise makes the collector run after every few MiB allocated, which
+// under request load is many cycles a second; a large one is left at base, so the heap's
+// peak (and a node's RSS at 1,000,000 locks) does not change.
+func headroomPercent(live, headroom uint64, base int) int {
+	if base < 0 || headroom == 0 {
+		return base
+	}
+	if live == 0 {
+		return max(base, gcHeadroomMaxPercent)
+	}
+	p := headroom * 100 / live
+	if p > gcHeadroomMaxPercent {
+		p = gcHeadroomMaxPercent
+	}
+	return max(base, int(p))
+}
+
+// gcHeadroom keeps the GC percent at headroomPercent of the live heap until stop is
+// closed, recomputing it after every collection: the live heap is known then, and setting
+// the percent at once also moves the goal of the cycle just begun. A timer would not do: a
+// node restoring 1,000,000 locks grows its live heap a hundredfold between two ticks, and a
+// percent chosen for an empty heap would let the heap reach twenty times the state before
+// the next one. It returns at once when headroom is 0 or GOGC is off; base is GOGC's
+// percent, restored at the end.
+func gcHeadroom(headroom uint64, stop <-chan struct{}) {
+	base := debug.SetGCPercent(100)
+	debug.SetGCPercent(base)
+	if headroom == 0 || base < 0 {
+		return
+	}
+	sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	var mu sync.Mutex
+	current, stopped := base, false
+	update := func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		if stopped {
+			return false
+		}
+		metrics.Read(sample)
+		var live uint64
+		if sample[0].Value.Kind() == metrics.KindUint64 {
+			live = sample[0].Value.Uint64()
+		}
+		if p := headroomPercent(live, headroom, base); p != current {
+			debug.SetGCPercent(p)
+			current = p
+		}
+		return true
+	}
+	update()
+	afterEveryGC(update)
+	<-stop
+	mu.Lock()
+	stopped = true
+	debug.SetGCPercent(base)
+	mu.Unlock()
+}
+
+// afterEveryGC calls f on the finalizer goroutine after each collection, for as long as f
+// returns true: a sentinel that nothing references is finalized by every cycle and set up
+// again by its finalizer.
+func afterEveryGC(f func() bool) {
+	type sentinel struct{ _ [16]byte } // not zero-sized: those may never be finalized
+	var again func(*sentinel)
+	again = func(s *sentinel) {
+		if f() {
+			runtime.SetFinalizer(s, again)
+		}
+	}
+	runtime.SetFinalizer(&sentinel{}, again)
 }

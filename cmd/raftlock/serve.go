@@ -74,6 +74,8 @@ func serveFlags() []cli.Flag {
 		str("allowed-hosts", "further names clients may send in Host, comma-separated (a load balancer's, a Kubernetes Service's); IP addresses, localhost, the --http-advertise host and the certificate's DNS names are always allowed, any other name is refused with 421 (DNS rebinding)", ""),
 		str("allowed-origins", "web origins (scheme://host[:port]), comma-separated, whose pages may call the API and the pprof listener besides the node's own dashboard; a request with any other Origin is refused with 403", ""),
 		str("pprof-addr", "serve Go's /debug/pprof profiles on this loopback address (127.0.0.1:6060), apart from the API and without its ACLs; off when empty", ""),
+		str("gc-headroom", "let the Go heap grow at least this much over the live state between collections (0: GOGC alone): a node holding little state otherwise collects several times a second under load; from a live state of headroom*100/GOGC up (64 MiB at the defaults) GOGC alone rules, so the heap's peak at a large state is unchanged", "64MiB"),
+		altsrc.NewBoolFlag(&cli.BoolFlag{Name: "http2-cleartext", Usage: "also serve HTTP/2 without TLS (prior knowledge, h2c) on the API, for clients that hold many requests open on one connection", EnvVars: env("http2-cleartext")}),
 		str("memory-limit", "soft limit on this process's Go heap (900MiB, 2GiB; 0: none beyond GOMEMLIMIT): the collector runs sooner near it instead of letting the heap reach twice the live state; give about 90% of the memory the node may use (docs/OPERATIONS.md, sizing)", "0"),
 		altsrc.NewDurationFlag(&cli.DurationFlag{Name: "hold-timeout", Usage: "how long a request that finds no leader is held, waiting for one, before it answers 503 (0 answers at once)", Value: transport.DefaultHoldTimeout, EnvVars: env("hold-timeout")}),
 	}
@@ -191,6 +193,10 @@ func serveConfig(c *cli.Context, logger hclog.Logger) (cluster.Config, serveOpti
 	if err != nil {
 		return cluster.Config{}, serveOptions{}, err
 	}
+	headroom, err := parseMemoryLimit(c.String("gc-headroom"))
+	if err != nil {
+		return cluster.Config{}, serveOptions{}, fmt.Errorf("--gc-headroom %q is not a size: give a whole number with B, KiB, MiB or GiB (for example 64MiB), or 0 for none", c.String("gc-headroom"))
+	}
 	nodeToken := os.Getenv("RAFTLOCK_ACL_NODE_TOKEN")
 	if f := c.String("acl-node-token-file"); f != "" {
 		b, err := os.ReadFile(f)
@@ -202,7 +208,7 @@ func serveConfig(c *cli.Context, logger hclog.Logger) (cluster.Config, serveOpti
 	if c.Bool("acl") && reloader == nil && nodeToken == "" {
 		logger.Warn("ACLs are on and TLS is off: this node registers its HTTP address only when it leads (no node certificate or --acl-node-token-file proves who it is), so right after it first takes office other nodes answer 503 for a moment; use TLS")
 	}
-	return cfg, serveOptions{join: c.String("join"), maxHeld: c.Int("max-held-requests"), holdTimeout: c.Duration("hold-timeout"), httpListen: c.String("http-addr"), acl: c.Bool("acl"), nodeToken: nodeToken, memoryLimit: memLimit, pprofAddr: c.String("pprof-addr"), allowedHosts: commaList(c.String("allowed-hosts")), allowedOrigins: commaList(c.String("allowed-origins"))}, nil
+	return cfg, serveOptions{join: c.String("join"), maxHeld: c.Int("max-held-requests"), holdTimeout: c.Duration("hold-timeout"), httpListen: c.String("http-addr"), acl: c.Bool("acl"), nodeToken: nodeToken, memoryLimit: memLimit, gcHeadroom: uint64(headroom), http2Cleartext: c.Bool("http2-cleartext"), pprofAddr: c.String("pprof-addr"), allowedHosts: commaList(c.String("allowed-hosts")), allowedOrigins: commaList(c.String("allowed-origins"))}, nil
 }
 
 // advertiseAddr returns the address other nodes use for this node: adv when given, else
@@ -269,6 +275,12 @@ func runServe(ctx context.Context, cfg cluster.Config, opts serveOptions, logger
 	if limit := applyMemoryLimit(opts.memoryLimit); limit != math.MaxInt64 {
 		logger.Info("soft memory limit", "limit", formatBytes(limit))
 	}
+	if opts.gcHeadroom > 0 {
+		stopGC := make(chan struct{})
+		defer close(stopGC)
+		go gcHeadroom(opts.gcHeadroom, stopGC)
+		logger.Info("GC headroom", "headroom", formatBytes(int64(opts.gcHeadroom)))
+	}
 	stopPprof, err := startPprof(opts.pprofAddr, &transport.BrowserPolicy{AllowedHosts: opts.allowedHosts, AllowedOrigins: opts.allowedOrigins}, logger)
 	if err != nil {
 		return err
@@ -284,7 +296,7 @@ func runServe(ctx context.Context, cfg cluster.Config, opts serveOptions, logger
 		return err
 	}
 	srv, err := transport.NewServer(transport.Config{Services: transport.NodeServices(node), Logger: logger, MaxHeldRequests: opts.maxHeld, HoldTimeout: holdTimeout(opts.holdTimeout), TLS: cfg.TLS, ACL: opts.acl, NodeToken: opts.nodeToken,
-		Addr: opts.httpListen, AllowedHosts: opts.allowedHosts, AllowedOrigins: opts.allowedOrigins})
+		Addr: opts.httpListen, AllowedHosts: opts.allowedHosts, AllowedOrigins: opts.allowedOrigins, HTTP2Cleartext: opts.http2Cleartext})
 	if err != nil {
 		l.Close()
 		node.Shutdown()
@@ -357,6 +369,10 @@ type serveOptions struct {
 	nodeToken   string // never logged, never in argv: read from a file or the environment
 	// memoryLimit is --memory-limit in bytes; 0 leaves the runtime's (GOMEMLIMIT's) alone.
 	memoryLimit int64
+	// gcHeadroom is --gc-headroom in bytes; 0 leaves the GC percent at GOGC's.
+	gcHeadroom uint64
+	// http2Cleartext is --http2-cleartext.
+	http2Cleartext bool
 	// pprofAddr is --pprof-addr: where Go's profiles are served; "" for nowhere.
 	pprofAddr string
 	// allowedHosts and allowedOrigins are --allowed-hosts and --allowed-origins, for the
