@@ -51,13 +51,18 @@ type campaignConfig struct {
 	// a pool of SetLocks, waiting SetWaitMs, some with a maximum hold of SetMaxHoldMs.
 	SetWorkers, SetLocks, SetSize int
 	SetWaitMs, SetMaxHoldMs       int64
-	BankTTLMs, BankWaitMs         int64
-	PauseProb                     float64
-	ElectionTimeout               time.Duration
-	Extra                         []string // serve flags
-	Binary                        string   // the raftlock binary; empty: testcluster.Binary
-	Env                           []string // more environment for every node (RAFTLOCK_MUTANT)
-	Fenced                        bool
+	// EdgePairs pairs of edge workers (workload.RunEdges, recorded as the lockset
+	// workload) build a wait-for cycle, wait out a lock delay and outlast a maximum hold
+	// on fresh locks, over and over, so that each mechanism is judged in every round.
+	EdgePairs             int
+	Edges                 workload.EdgesConfig
+	BankTTLMs, BankWaitMs int64
+	PauseProb             float64
+	ElectionTimeout       time.Duration
+	Extra                 []string // serve flags
+	Binary                string   // the raftlock binary; empty: testcluster.Binary
+	Env                   []string // more environment for every node (RAFTLOCK_MUTANT)
+	Fenced                bool
 	// LivenessSlack is added to TTL + 2 election timeouts for the liveness bound.
 	LivenessSlack time.Duration
 	// Artifacts is where a failing round leaves its history; empty: a temp dir.
@@ -105,9 +110,10 @@ var checkerOrder = []string{"linearizable", "fencing", "tokens", "acknowledged",
 var primWorkloads = []string{"rw", "sem", "elect", "set"}
 
 // setStats counts what the lockset workload met: sets granted whole, single grants,
-// deadlock answers, waits that timed out, and grants a maximum hold ended (a release
-// answered not_holder).
-type setStats struct{ Sets, Singles, Deadlocks, Timeouts, MaxHoldEnded int }
+// deadlock answers, waits that timed out, grants a maximum hold ended (a release
+// answered not_holder), and grants that waited out a lock delay
+// (checker.LockDelayWaits).
+type setStats struct{ Sets, Singles, Deadlocks, Timeouts, MaxHoldEnded, DelayWaits int }
 
 // primStats counts one primitive's operations in a campaign: all of them, the grants
 // (acquires, campaigns, proclaims answered ok) and the refusals (held, full, election
@@ -381,6 +387,7 @@ func (c *campaign) round(r int, f nemesis.Fault) int {
 	c.res.Fencing.DoubleJobs += fst.DoubleJobs
 	st := stats(lockOps)
 	c.countPrims(primOps)
+	c.res.Sets.DelayWaits += checker.LockDelayWaits(primOps)
 	c.res.Ops += len(ops)
 	c.res.Grants += st.grants
 	c.res.Competitions += st.competitions
@@ -513,8 +520,8 @@ func (res *campaignResult) table() string {
 			fmt.Fprintf(&b, "| %s | %d | %d | %d | %d | %d |\n", primNames[w], p.Ops, p.Grants, p.Refusals, p.SharedGrants, p.LeaderChanges)
 		}
 	}
-	fmt.Fprintf(&b, "\n| lockset workload | sets granted whole | single grants | deadlock answers | waits timed out | grants ended by their maximum hold |\n|---|---|---|---|---|---|\n| | %d | %d | %d | %d | %d |\n",
-		res.Sets.Sets, res.Sets.Singles, res.Sets.Deadlocks, res.Sets.Timeouts, res.Sets.MaxHoldEnded)
+	fmt.Fprintf(&b, "\n| lockset workload | sets granted whole | single grants | deadlock answers | waits timed out | grants ended by their maximum hold | grants that waited out a lock delay |\n|---|---|---|---|---|---|---|\n| | %d | %d | %d | %d | %d | %d |\n",
+		res.Sets.Sets, res.Sets.Singles, res.Sets.Deadlocks, res.Sets.Timeouts, res.Sets.MaxHoldEnded, res.Sets.DelayWaits)
 	fmt.Fprintf(&b, "\n| checker | checked | anomalies |\n|---|---|---|\n")
 	for _, name := range checkerOrder {
 		v := res.Verdicts[name]
@@ -623,6 +630,20 @@ func (c *campaign) startPrims(ctx context.Context, wg *sync.WaitGroup, rec *work
 		workload.RunSets(ctx, cli, workload.SetsConfig{Locks: pool, Size: cfg.SetSize, WaitMs: cfg.SetWaitMs, SetProb: 0.3,
 			MaxHoldProb: 0.3, MaxHoldMs: cfg.SetMaxHoldMs, Hold: 50 * time.Millisecond}, 20*time.Second)
 	})
+	for p := 0; p < cfg.EdgePairs; p++ {
+		// Recorded as the lockset workload, whose checkers judge them; workers 100 and up.
+		a := workload.NewClient(eps, c.ledger.URL, rec, "set", 100+2*p, cfg.Seed*8000+int64(r*100+2*p))
+		b := workload.NewClient(eps, c.ledger.URL, rec, "set", 101+2*p, cfg.Seed*8000+int64(r*100+2*p+1))
+		ecfg := cfg.Edges
+		ecfg.Prefix = fmt.Sprintf("edge/r%d/p%d", r, p)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer a.Close()
+			defer b.Close()
+			workload.RunEdges(ctx, a, b, ecfg, 20*time.Second)
+		}()
+	}
 }
 
 // splitPrims separates the operations of the other primitives' workloads (and their
@@ -687,7 +708,7 @@ func (c *campaign) waitPrimitives() {
 		// with the lockset workload, a lockset too (protocol version 3).
 		op = cli.AcquirePermit(context.Background(), "verify/ready", "", "setup", 1)
 		if c.cfg.SetWorkers > 0 && (op.Outcome == workload.OK || op.Outcome == workload.SemaphoreFull) {
-			op = cli.AcquireSet(context.Background(), []string{"verify/ready-set"}, "", "setup", 0, 0)
+			op = cli.AcquireSet(context.Background(), []string{"verify/ready-set"}, "", "setup", 0, 0, 0)
 			return op.Outcome == workload.OK || op.Outcome == workload.Held
 		}
 		return op.Outcome == workload.OK || op.Outcome == workload.SemaphoreFull

@@ -137,7 +137,7 @@ func RunSets(ctx context.Context, c *Client, cfg SetsConfig, cleanup time.Durati
 		ok := true // the lease is fine
 		complete := false
 		if rng.Float64() < cfg.SetProb {
-			op := c.AcquireSet(ctx, names, lease, owner, cfg.WaitMs, maxHold)
+			op := c.AcquireSet(ctx, names, lease, owner, cfg.WaitMs, maxHold, 0)
 			switch op.Outcome {
 			case OK:
 				for i, n := range op.Names {
@@ -154,7 +154,7 @@ func RunSets(ctx context.Context, c *Client, cfg SetsConfig, cleanup time.Durati
 				if rng.Float64() < 0.2 {
 					c.LockStatus(ctx, cfg.Locks[rng.Intn(len(cfg.Locks))])
 				}
-				op := c.AcquireHeld(ctx, n, lease, owner, cfg.WaitMs, maxHold)
+				op := c.AcquireHeld(ctx, n, lease, owner, cfg.WaitMs, maxHold, 0)
 				if op.Outcome == OK {
 					held[n] = op.Token
 					continue
