@@ -192,12 +192,7 @@ func runCampaign(t *testing.T, cfg campaignConfig) *campaignResult {
 	if c.ledger, err = harness.StartLedger(t, cfg.Fenced); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	_, err = cl.WaitLeader(ctx)
-	cancel()
-	if err != nil {
-		t.Fatal(err)
-	}
+	waitLeader(t, cl)
 	if cfg.RWWorkers+cfg.SemWorkers+cfg.ElectWorkers+cfg.SetWorkers > 0 {
 		c.waitPrimitives()
 	}
@@ -268,25 +263,13 @@ func (c *campaign) round(r int, f nemesis.Fault) int {
 
 	wctx, stop := context.WithCancel(bg)
 	var wg sync.WaitGroup
-	for w := 0; w < cfg.LinWorkers; w++ {
-		cli := workload.NewClient(eps, c.ledger.URL, rec, "lin", w, cfg.Seed*1000+int64(r*100+w))
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer cli.Close()
-			workload.RunLin(wctx, cli, workload.LinConfig{Locks: linLocks}, 20*time.Second)
-		}()
-	}
-	for w := 0; w < cfg.BankWorkers; w++ {
-		cli := workload.NewClient(eps, c.ledger.URL, rec, "bank", w, cfg.Seed*2000+int64(r*100+w))
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer cli.Close()
-			workload.RunBank(wctx, cli, workload.BankConfig{Locks: bankLocks, Accounts: accounts, TTLMs: cfg.BankTTLMs,
-				WaitMs: cfg.BankWaitMs, PauseProb: cfg.PauseProb, PauseMin: 1.2, PauseMax: 2.5})
-		}()
-	}
+	c.startWorkers(wctx, &wg, rec, r, "lin", cfg.LinWorkers, cfg.Seed*1000, func(ctx context.Context, cli *workload.Client) {
+		workload.RunLin(ctx, cli, workload.LinConfig{Locks: linLocks}, 20*time.Second)
+	})
+	c.startWorkers(wctx, &wg, rec, r, "bank", cfg.BankWorkers, cfg.Seed*2000, func(ctx context.Context, cli *workload.Client) {
+		workload.RunBank(ctx, cli, workload.BankConfig{Locks: bankLocks, Accounts: accounts, TTLMs: cfg.BankTTLMs,
+			WaitMs: cfg.BankWaitMs, PauseProb: cfg.PauseProb, PauseMin: 1.2, PauseMax: 2.5})
+	})
 	c.startPrims(wctx, &wg, rec, r)
 	obs := workload.NewClient(eps, c.ledger.URL, rec, "observer", 0, cfg.Seed*3000+int64(r))
 	wg.Add(1)
@@ -355,18 +338,7 @@ func (c *campaign) round(r int, f nemesis.Fault) int {
 
 	// Judge the round.
 	ops := convert(rec.Ops())
-	var accts []checker.Account
-	for i, a := range accounts {
-		acct, err := c.ledger.Ledger.Account(bg, a)
-		if err != nil {
-			t.Fatalf("reading account %s: %v", a, err)
-		}
-		ca := checker.Account{ID: a, BalanceCents: acct.BalanceCents, Opening: opening, Lock: bankLocks[i]}
-		for _, ch := range acct.Charges {
-			ca.Charges = append(ca.Charges, checker.AppliedCharge{ChargeID: ch.ChargeID, AmountCents: ch.AmountCents, Token: uint64(ch.Token)})
-		}
-		accts = append(accts, ca)
-	}
+	accts := readAccounts(t, c.ledger, accounts, bankLocks, opening)
 	dir := filepath.Join(cfg.Artifacts, fmt.Sprintf("round-%03d-%s", r, f.Kind))
 	lopt := checker.LinOptions{Dir: dir}
 	verdicts := []*checker.Verdict{checker.CheckLinearizable(ops, lopt)}
@@ -405,6 +377,35 @@ func (c *campaign) round(r int, f nemesis.Fault) int {
 		c.save(dir, ops, accts)
 	}
 	return n
+}
+
+// waitLeader fails t unless cl has a leader within 30 s.
+func waitLeader(t testing.TB, cl *harness.Cluster) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := cl.WaitLeader(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// readAccounts reads the ledger's accounts, each opened with opening cents and guarded by
+// the lock of the same position in locks, as the fencing checker takes them.
+func readAccounts(t testing.TB, led *harness.Ledger, accounts, locks []string, opening int64) []checker.Account {
+	t.Helper()
+	var out []checker.Account
+	for i, a := range accounts {
+		acct, err := led.Ledger.Account(context.Background(), a)
+		if err != nil {
+			t.Fatalf("reading account %s: %v", a, err)
+		}
+		ca := checker.Account{ID: a, BalanceCents: acct.BalanceCents, Opening: opening, Lock: locks[i]}
+		for _, ch := range acct.Charges {
+			ca.Charges = append(ca.Charges, checker.AppliedCharge{ChargeID: ch.ChargeID, AmountCents: ch.AmountCents, Token: uint64(ch.Token)})
+		}
+		out = append(out, ca)
+	}
+	return out
 }
 
 // convert turns workload records into the checker's ops.
@@ -606,15 +607,7 @@ func (c *campaign) startPrims(ctx context.Context, wg *sync.WaitGroup, rec *work
 	}
 	rw, sems, elections := names("rw", cfg.RWLocks), names("sem", cfg.Semaphores), names("elect", cfg.Elections)
 	start := func(kind string, workers int, seed int64, run func(context.Context, *workload.Client)) {
-		for w := 0; w < workers; w++ {
-			cli := workload.NewClient(eps, c.ledger.URL, rec, kind, w, seed+int64(r*100+w))
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				defer cli.Close()
-				run(ctx, cli)
-			}()
-		}
+		c.startWorkers(ctx, wg, rec, r, kind, workers, seed, run)
 	}
 	start("rw", cfg.RWWorkers, cfg.Seed*4000, func(ctx context.Context, cli *workload.Client) {
 		workload.RunShared(ctx, cli, workload.LinConfig{Locks: rw}, 20*time.Second)
@@ -642,6 +635,21 @@ func (c *campaign) startPrims(ctx context.Context, wg *sync.WaitGroup, rec *work
 			defer a.Close()
 			defer b.Close()
 			workload.RunEdges(ctx, a, b, ecfg, 20*time.Second)
+		}()
+	}
+}
+
+// startWorkers starts n workers of workload kind for round r, each running run with a
+// client of its own (worker w's random source seeded with seed + r*100 + w) until ctx ends.
+func (c *campaign) startWorkers(ctx context.Context, wg *sync.WaitGroup, rec *workload.Recorder, r int, kind string, n int, seed int64,
+	run func(context.Context, *workload.Client)) {
+	for w := 0; w < n; w++ {
+		cli := workload.NewClient(c.cl.Endpoints(), c.ledger.URL, rec, kind, w, seed+int64(r*100+w))
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer cli.Close()
+			run(ctx, cli)
 		}()
 	}
 }

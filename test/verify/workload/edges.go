@@ -62,14 +62,7 @@ func (s *edgeSide) open(ctx context.Context, ttlMs int64) bool {
 // revoke revokes the side's lease until a definite answer (within cleanup), so that
 // the checkers can close its ambiguous operations there.
 func (s *edgeSide) revoke(cleanup time.Duration) {
-	rctx, cancel := context.WithTimeout(context.Background(), cleanup)
-	defer cancel()
-	for rctx.Err() == nil {
-		if op := s.c.RevokeLease(rctx, s.lease, s.owner); op.Outcome == OK || op.Outcome == LeaseNotFound {
-			break
-		}
-		sleepCtx(rctx, 50*time.Millisecond)
-	}
+	s.c.RevokeUntilGone(s.lease, s.owner, cleanup, 50*time.Millisecond)
 	s.held = map[string]uint64{}
 }
 

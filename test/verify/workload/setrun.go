@@ -55,16 +55,7 @@ func RunSets(ctx context.Context, c *Client, cfg SetsConfig, cleanup time.Durati
 		}
 		return false
 	}
-	revoke := func() {
-		rctx, cancel := context.WithTimeout(context.Background(), cleanup)
-		defer cancel()
-		for rctx.Err() == nil {
-			if op := c.RevokeLease(rctx, lease, owner); op.Outcome == OK || op.Outcome == LeaseNotFound {
-				return
-			}
-			sleepCtx(rctx, 50*time.Millisecond)
-		}
-	}
+	revoke := func() { c.RevokeUntilGone(lease, owner, cleanup, 50*time.Millisecond) }
 	if !newLease() {
 		return
 	}
