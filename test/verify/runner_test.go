@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -172,22 +173,25 @@ func runCampaign(t *testing.T, cfg campaignConfig) *campaignResult {
 	for _, name := range checkerOrder {
 		c.res.Verdicts[name] = &checker.Verdict{Checker: name, Kinds: map[string]int{}}
 	}
-	var cl *harness.Cluster
+	// The proxies serve connections while NewCluster still starts the nodes (the race
+	// detector saw the cluster read there as it was written), so they read it atomically:
+	// nil until then, which leaves those connections' sources unidentified.
+	var started atomic.Pointer[harness.Cluster]
 	c.net = nemesis.NewNet(cfg.Nodes, nemesis.ProcSource(func() map[int]int {
-		if cl == nil {
-			return nil
+		if cl := started.Load(); cl != nil {
+			return cl.Pids()
 		}
-		return cl.Pids()
+		return nil
 	}))
 	t.Cleanup(c.net.Close)
-	var err error
-	cl, err = harness.NewCluster(t, harness.ClusterConfig{
+	cl, err := harness.NewCluster(t, harness.ClusterConfig{
 		N: cfg.Nodes, ElectionTimeout: cfg.ElectionTimeout, Extra: cfg.Extra, Binary: cfg.Binary, Env: cfg.Env,
 		Advertise: func(i int, bind string) (string, error) { return c.net.Listen(i, bind) },
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
+	started.Store(cl)
 	c.cl = cl
 	if c.ledger, err = harness.StartLedger(t, cfg.Fenced); err != nil {
 		t.Fatal(err)
