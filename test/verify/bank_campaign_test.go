@@ -37,15 +37,7 @@ func longBankConfig(t *testing.T, name string) bankConfig {
 //
 // RAFTLOCK_BANK_TARGET changes the target, RAFTLOCK_BANK_MAX the maximum; RAFTLOCK_VERIFY_SEED replays the workers' choices.
 func TestBankCampaign(t *testing.T) {
-	t.Run("sqlite", func(t *testing.T) {
-		cfg := longBankConfig(t, "long")
-		checkBank(t, cfg, runBank(t, cfg))
-	})
-	t.Run("postgres", func(t *testing.T) {
-		cfg := longBankConfig(t, "long")
-		cfg.DSN = postgresDSN(t)
-		checkBank(t, cfg, runBank(t, cfg))
-	})
+	onLedgers(t, "", func(t *testing.T) bankConfig { return longBankConfig(t, "long") }, runAndCheck)
 }
 
 // seedBankConfig is the seed's headline on its own terms: holders frozen for 10 s, longer
@@ -76,19 +68,6 @@ func seedBankConfig(t *testing.T, name string) bankConfig {
 //
 //	go test -tags verify -count=1 -timeout 90m -run '^TestSeedCampaign$' -v ./test/verify/
 func TestSeedCampaign(t *testing.T) {
-	t.Run("sqlite", func(t *testing.T) {
-		cfg := seedBankConfig(t, "seed")
-		checkBank(t, cfg, runBank(t, cfg))
-	})
-	t.Run("postgres", func(t *testing.T) {
-		cfg := seedBankConfig(t, "seed")
-		cfg.DSN = postgresDSN(t)
-		checkBank(t, cfg, runBank(t, cfg))
-	})
-	t.Run("nofence-sqlite", func(t *testing.T) { checkBankUnfenced(t, seedBankConfig(t, "seed-nofence")) })
-	t.Run("nofence-postgres", func(t *testing.T) {
-		cfg := seedBankConfig(t, "seed-nofence")
-		cfg.DSN = postgresDSN(t)
-		checkBankUnfenced(t, cfg)
-	})
+	onLedgers(t, "", func(t *testing.T) bankConfig { return seedBankConfig(t, "seed") }, runAndCheck)
+	onLedgers(t, "nofence-", func(t *testing.T) bankConfig { return seedBankConfig(t, "seed-nofence") }, checkBankUnfenced)
 }

@@ -103,12 +103,7 @@ func runBank(t *testing.T, cfg bankConfig) *bankResult {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	_, err = cl.WaitLeader(ctx)
-	cancel()
-	if err != nil {
-		t.Fatal(err)
-	}
+	waitLeader(t, cl)
 	clock := workload.NewSharedClock(workload.MonotonicNow())
 	rng := rand.New(rand.NewSource(cfg.Seed))
 	// Account ids unique to this run: a PostgreSQL database outlives it.
@@ -201,18 +196,7 @@ func bankRound(t *testing.T, cfg bankConfig, res *bankResult, r int, run, dir, b
 	for i := range ops {
 		ops[i].ID = i
 	}
-	var accts []checker.Account
-	for i, a := range accounts {
-		acct, err := led.Ledger.Account(bg, a)
-		if err != nil {
-			t.Fatalf("reading account %s: %v", a, err)
-		}
-		ca := checker.Account{ID: a, BalanceCents: acct.BalanceCents, Opening: bankOpening, Lock: locks[i]}
-		for _, ch := range acct.Charges {
-			ca.Charges = append(ca.Charges, checker.AppliedCharge{ChargeID: ch.ChargeID, AmountCents: ch.AmountCents, Token: uint64(ch.Token)})
-		}
-		accts = append(accts, ca)
-	}
+	accts := readAccounts(t, led, accounts, locks, bankOpening)
 	checkStart := time.Now()
 	fv, fst := checker.CheckFencing(ops, accts)
 	verdicts := []*checker.Verdict{fv, checker.CheckTokens(ops), checker.CheckAcknowledged(ops), checker.CheckTiming(ops)}
@@ -366,16 +350,23 @@ func TestBankShort(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts server and worker processes; skipped with -short")
 	}
-	t.Run("sqlite", func(t *testing.T) {
-		cfg := shortBankConfig(t, "short")
-		checkBank(t, cfg, runBank(t, cfg))
-	})
-	t.Run("postgres", func(t *testing.T) {
-		cfg := shortBankConfig(t, "short")
+	onLedgers(t, "", func(t *testing.T) bankConfig { return shortBankConfig(t, "short") }, runAndCheck)
+}
+
+// onLedgers runs check on the configuration mk makes, once over SQLite and once over
+// PostgreSQL (RAFTLOCK_TEST_POSTGRES_DSN; see postgresDSN), in subtests named prefix+"sqlite"
+// and prefix+"postgres".
+func onLedgers(t *testing.T, prefix string, mk func(*testing.T) bankConfig, check func(*testing.T, bankConfig)) {
+	t.Run(prefix+"sqlite", func(t *testing.T) { check(t, mk(t)) })
+	t.Run(prefix+"postgres", func(t *testing.T) {
+		cfg := mk(t)
 		cfg.DSN = postgresDSN(t)
-		checkBank(t, cfg, runBank(t, cfg))
+		check(t, cfg)
 	})
 }
+
+// runAndCheck runs cfg's bank rounds and fails t on what checkBank finds.
+func runAndCheck(t *testing.T, cfg bankConfig) { checkBank(t, cfg, runBank(t, cfg)) }
 
 // TestBankNegativeControlFencingOff runs the same bank workload against a ledger whose fence
 // check is off: the SIGSTOPped holders' stale writes must then be accepted and duplicate
@@ -384,14 +375,11 @@ func TestBankNegativeControlFencingOff(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts server and worker processes; skipped with -short")
 	}
-	negative := func(t *testing.T, dsn string) {
+	onLedgers(t, "", func(t *testing.T) bankConfig {
 		cfg := shortBankConfig(t, "nofence")
-		cfg.DSN = dsn
 		cfg.PauseEvery, cfg.Round = 10, 6*time.Second
-		checkBankUnfenced(t, cfg)
-	}
-	t.Run("sqlite", func(t *testing.T) { negative(t, "") })
-	t.Run("postgres", func(t *testing.T) { negative(t, postgresDSN(t)) })
+		return cfg
+	}, checkBankUnfenced)
 }
 
 // checkBankUnfenced runs one round of cfg against a ledger whose fence check is off and

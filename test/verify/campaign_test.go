@@ -33,6 +33,7 @@ func TestCampaign(t *testing.T) {
 		LinWorkers: 6, LinLocks: 3, BankWorkers: 6, BankLocks: 3,
 		RWWorkers: 4, RWLocks: 2, SemWorkers: 4, Semaphores: 2, SemLimit: 2, ElectWorkers: 3, Elections: 2,
 		SetWorkers: 5, SetLocks: 5, SetSize: 3, SetWaitMs: 1000, SetMaxHoldMs: 300,
+		EdgePairs: 1, Edges: edgesConfig,
 		BankTTLMs: 1000, BankWaitMs: 1500, PauseProb: 0.2,
 		Fenced: true, LivenessSlack: 1500 * time.Millisecond,
 		Extra: []string{"--snapshot-threshold", "1024", "--trailing-logs", "256"},

@@ -1,6 +1,8 @@
 package verify
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -31,7 +33,10 @@ func TestNegativeControlFencingOff(t *testing.T) {
 	cfg := negativeConfig(t, "nofence")
 	cfg.Fenced = false
 	cfg.LinWorkers = 0
-	cfg.BankWorkers, cfg.PauseProb = 6, 0.5
+	// Nine holds in ten pause: with one in two, the first round showed a job applied
+	// twice in 2 runs of 5 (the rest needed a second or third round); with nine in ten,
+	// in 5 of 5.
+	cfg.BankWorkers, cfg.PauseProb = 6, 0.9
 	cfg.Target = 1 // stop after the first round that shows both anomalies (checked below)
 	var res *campaignResult
 	for attempt := 0; attempt < 3; attempt++ {
@@ -77,22 +82,63 @@ func TestNegativeControlUnsafeServer(t *testing.T) {
 // TestNegativeControlPrimitives runs each other primitive's workload alone against servers
 // built with the mutants tag and started with that primitive's mutant (see
 // internal/mutant): a shared grant beside an exclusive holder, one semaphore permit too
-// many, a second leader, a lockset that takes its free locks and answers lock_held. The
-// primitive's porcupine checker must report it.
+// many, a second leader, a lockset that takes its free locks and answers lock_held, a
+// cycle of waits queued, a lock delay ignored, a maximum hold ignored. The checker of the
+// mechanism must report it (caught), in one calm round: the workloads are shaped so that
+// the mutant's behaviour happens in every round (workload.RunEdges for the last three).
 func TestNegativeControlPrimitives(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts server processes; skipped with -short")
 	}
 	bin := testcluster.BuildBinary(t, "-tags", "mutants")
+	// illegal is the proof of a porcupine checker: a timeout also fails the verdict, but
+	// proves nothing.
+	illegal := func(verdict string, alsoKinds ...string) func(*campaignResult) string {
+		return func(res *campaignResult) string {
+			v := res.Verdicts[verdict]
+			for _, k := range append([]string{"illegal"}, alsoKinds...) {
+				if v.Kinds[k] > 0 {
+					return ""
+				}
+			}
+			return fmt.Sprintf("the %s checker did not find the history illegal: %s", verdict, v)
+		}
+	}
+	edges := func(cfg *campaignConfig) {
+		cfg.EdgePairs, cfg.Edges = 2, edgesConfig
+		// Long enough for every scenario of an iteration to end before the round does,
+		// with the mutant's slow paths (a cycle timing out, a wait past a maximum hold).
+		cfg.MinHold, cfg.MaxHold = 6*time.Second, 6*time.Second
+	}
 	for _, c := range []struct {
 		mutant, verdict string
 		set             func(*campaignConfig)
+		caught          func(*campaignResult) string // why not caught; "" when caught
 	}{
-		{"shared-beside-exclusive", "shared-locks", func(cfg *campaignConfig) { cfg.RWWorkers, cfg.RWLocks = 4, 1 }},
-		{"semaphore-extra-permit", "semaphores", func(cfg *campaignConfig) { cfg.SemWorkers, cfg.Semaphores, cfg.SemLimit = 4, 1, 2 }},
-		{"election-two-leaders", "elections", func(cfg *campaignConfig) { cfg.ElectWorkers, cfg.Elections = 3, 1 }},
+		{"shared-beside-exclusive", "shared-locks", func(cfg *campaignConfig) { cfg.RWWorkers, cfg.RWLocks = 4, 1 }, illegal("shared-locks")},
+		{"semaphore-extra-permit", "semaphores", func(cfg *campaignConfig) { cfg.SemWorkers, cfg.Semaphores, cfg.SemLimit = 4, 1, 2 }, illegal("semaphores")},
+		{"election-two-leaders", "elections", func(cfg *campaignConfig) { cfg.ElectWorkers, cfg.Elections = 3, 1 }, illegal("elections")},
+		// One round of the partial grant may show a set granted with two tokens instead
+		// (set_tokens_differ: the partial grant's earlier lock beside the later ones).
 		{"lockset-partial-grant", "locksets", func(cfg *campaignConfig) {
 			cfg.SetWorkers, cfg.SetLocks, cfg.SetSize, cfg.SetWaitMs, cfg.SetMaxHoldMs = 4, 3, 2, 1000, 300
+		}, illegal("locksets", "set_tokens_differ")},
+		{"deadlock-check-off", "deadlocks", edges, func(res *campaignResult) string {
+			if v := res.Verdicts["deadlocks"]; v.Kinds["undetected_cycle"] == 0 {
+				return fmt.Sprintf("the deadlocks checker found no undetected cycle: %s", v)
+			}
+			return ""
+		}},
+		{"lock-delay-ignored", "locksets", edges, illegal("locksets")},
+		// No checker can call a grant kept past its maximum hold wrong (cluster time may
+		// stand still), so the campaign requires maximum holds to end (missingFeatures).
+		{"max-hold-ignored", "", edges, func(res *campaignResult) string {
+			for _, m := range missingFeatures(res) {
+				if strings.Contains(m, "maximum hold") {
+					return ""
+				}
+			}
+			return fmt.Sprintf("%d grants ended by their maximum hold with the mutant", res.Sets.MaxHoldEnded)
 		}},
 	} {
 		t.Run(c.mutant, func(t *testing.T) {
@@ -103,13 +149,8 @@ func TestNegativeControlPrimitives(t *testing.T) {
 			c.set(&cfg)
 			res := runCampaign(t, cfg)
 			t.Logf("\n%s\n%s", res.table(), res.verdictReport())
-			v := res.Verdicts[c.verdict]
-			// A porcupine timeout also fails the verdict, but proves nothing: only an
-			// illegal history counts, or, for locksets, a set granted with two tokens
-			// (set_tokens_differ: the partial grant's earlier lock beside the later ones,
-			// which is what one round of the mutant may show instead).
-			if v.Kinds["illegal"] == 0 && v.Kinds["set_tokens_differ"] == 0 {
-				t.Fatalf("the %s checker did not find the %s mutant's history illegal: %s", c.verdict, c.mutant, v)
+			if why := c.caught(res); why != "" {
+				t.Fatalf("the %s mutant was not caught: %s", c.mutant, why)
 			}
 			for _, name := range checkerOrder {
 				if other := res.Verdicts[name]; name != c.verdict && name != "liveness" && !other.OK() {

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -51,13 +52,18 @@ type campaignConfig struct {
 	// a pool of SetLocks, waiting SetWaitMs, some with a maximum hold of SetMaxHoldMs.
 	SetWorkers, SetLocks, SetSize int
 	SetWaitMs, SetMaxHoldMs       int64
-	BankTTLMs, BankWaitMs         int64
-	PauseProb                     float64
-	ElectionTimeout               time.Duration
-	Extra                         []string // serve flags
-	Binary                        string   // the raftlock binary; empty: testcluster.Binary
-	Env                           []string // more environment for every node (RAFTLOCK_MUTANT)
-	Fenced                        bool
+	// EdgePairs pairs of edge workers (workload.RunEdges, recorded as the lockset
+	// workload) build a wait-for cycle, wait out a lock delay and outlast a maximum hold
+	// on fresh locks, over and over, so that each mechanism is judged in every round.
+	EdgePairs             int
+	Edges                 workload.EdgesConfig
+	BankTTLMs, BankWaitMs int64
+	PauseProb             float64
+	ElectionTimeout       time.Duration
+	Extra                 []string // serve flags
+	Binary                string   // the raftlock binary; empty: testcluster.Binary
+	Env                   []string // more environment for every node (RAFTLOCK_MUTANT)
+	Fenced                bool
 	// LivenessSlack is added to TTL + 2 election timeouts for the liveness bound.
 	LivenessSlack time.Duration
 	// Artifacts is where a failing round leaves its history; empty: a temp dir.
@@ -105,9 +111,10 @@ var checkerOrder = []string{"linearizable", "fencing", "tokens", "acknowledged",
 var primWorkloads = []string{"rw", "sem", "elect", "set"}
 
 // setStats counts what the lockset workload met: sets granted whole, single grants,
-// deadlock answers, waits that timed out, and grants a maximum hold ended (a release
-// answered not_holder).
-type setStats struct{ Sets, Singles, Deadlocks, Timeouts, MaxHoldEnded int }
+// deadlock answers, waits that timed out, grants a maximum hold ended (a release
+// answered not_holder), and grants that waited out a lock delay
+// (checker.LockDelayWaits).
+type setStats struct{ Sets, Singles, Deadlocks, Timeouts, MaxHoldEnded, DelayWaits int }
 
 // primStats counts one primitive's operations in a campaign: all of them, the grants
 // (acquires, campaigns, proclaims answered ok) and the refusals (held, full, election
@@ -166,32 +173,30 @@ func runCampaign(t *testing.T, cfg campaignConfig) *campaignResult {
 	for _, name := range checkerOrder {
 		c.res.Verdicts[name] = &checker.Verdict{Checker: name, Kinds: map[string]int{}}
 	}
-	var cl *harness.Cluster
+	// The proxies serve connections while NewCluster still starts the nodes (the race
+	// detector saw the cluster read there as it was written), so they read it atomically:
+	// nil until then, which leaves those connections' sources unidentified.
+	var started atomic.Pointer[harness.Cluster]
 	c.net = nemesis.NewNet(cfg.Nodes, nemesis.ProcSource(func() map[int]int {
-		if cl == nil {
-			return nil
+		if cl := started.Load(); cl != nil {
+			return cl.Pids()
 		}
-		return cl.Pids()
+		return nil
 	}))
 	t.Cleanup(c.net.Close)
-	var err error
-	cl, err = harness.NewCluster(t, harness.ClusterConfig{
+	cl, err := harness.NewCluster(t, harness.ClusterConfig{
 		N: cfg.Nodes, ElectionTimeout: cfg.ElectionTimeout, Extra: cfg.Extra, Binary: cfg.Binary, Env: cfg.Env,
 		Advertise: func(i int, bind string) (string, error) { return c.net.Listen(i, bind) },
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
+	started.Store(cl)
 	c.cl = cl
 	if c.ledger, err = harness.StartLedger(t, cfg.Fenced); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	_, err = cl.WaitLeader(ctx)
-	cancel()
-	if err != nil {
-		t.Fatal(err)
-	}
+	waitLeader(t, cl)
 	if cfg.RWWorkers+cfg.SemWorkers+cfg.ElectWorkers+cfg.SetWorkers > 0 {
 		c.waitPrimitives()
 	}
@@ -262,25 +267,13 @@ func (c *campaign) round(r int, f nemesis.Fault) int {
 
 	wctx, stop := context.WithCancel(bg)
 	var wg sync.WaitGroup
-	for w := 0; w < cfg.LinWorkers; w++ {
-		cli := workload.NewClient(eps, c.ledger.URL, rec, "lin", w, cfg.Seed*1000+int64(r*100+w))
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer cli.Close()
-			workload.RunLin(wctx, cli, workload.LinConfig{Locks: linLocks}, 20*time.Second)
-		}()
-	}
-	for w := 0; w < cfg.BankWorkers; w++ {
-		cli := workload.NewClient(eps, c.ledger.URL, rec, "bank", w, cfg.Seed*2000+int64(r*100+w))
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer cli.Close()
-			workload.RunBank(wctx, cli, workload.BankConfig{Locks: bankLocks, Accounts: accounts, TTLMs: cfg.BankTTLMs,
-				WaitMs: cfg.BankWaitMs, PauseProb: cfg.PauseProb, PauseMin: 1.2, PauseMax: 2.5})
-		}()
-	}
+	c.startWorkers(wctx, &wg, rec, r, "lin", cfg.LinWorkers, cfg.Seed*1000, func(ctx context.Context, cli *workload.Client) {
+		workload.RunLin(ctx, cli, workload.LinConfig{Locks: linLocks}, 20*time.Second)
+	})
+	c.startWorkers(wctx, &wg, rec, r, "bank", cfg.BankWorkers, cfg.Seed*2000, func(ctx context.Context, cli *workload.Client) {
+		workload.RunBank(ctx, cli, workload.BankConfig{Locks: bankLocks, Accounts: accounts, TTLMs: cfg.BankTTLMs,
+			WaitMs: cfg.BankWaitMs, PauseProb: cfg.PauseProb, PauseMin: 1.2, PauseMax: 2.5})
+	})
 	c.startPrims(wctx, &wg, rec, r)
 	obs := workload.NewClient(eps, c.ledger.URL, rec, "observer", 0, cfg.Seed*3000+int64(r))
 	wg.Add(1)
@@ -349,18 +342,7 @@ func (c *campaign) round(r int, f nemesis.Fault) int {
 
 	// Judge the round.
 	ops := convert(rec.Ops())
-	var accts []checker.Account
-	for i, a := range accounts {
-		acct, err := c.ledger.Ledger.Account(bg, a)
-		if err != nil {
-			t.Fatalf("reading account %s: %v", a, err)
-		}
-		ca := checker.Account{ID: a, BalanceCents: acct.BalanceCents, Opening: opening, Lock: bankLocks[i]}
-		for _, ch := range acct.Charges {
-			ca.Charges = append(ca.Charges, checker.AppliedCharge{ChargeID: ch.ChargeID, AmountCents: ch.AmountCents, Token: uint64(ch.Token)})
-		}
-		accts = append(accts, ca)
-	}
+	accts := readAccounts(t, c.ledger, accounts, bankLocks, opening)
 	dir := filepath.Join(cfg.Artifacts, fmt.Sprintf("round-%03d-%s", r, f.Kind))
 	lopt := checker.LinOptions{Dir: dir}
 	verdicts := []*checker.Verdict{checker.CheckLinearizable(ops, lopt)}
@@ -381,6 +363,7 @@ func (c *campaign) round(r int, f nemesis.Fault) int {
 	c.res.Fencing.DoubleJobs += fst.DoubleJobs
 	st := stats(lockOps)
 	c.countPrims(primOps)
+	c.res.Sets.DelayWaits += checker.LockDelayWaits(primOps)
 	c.res.Ops += len(ops)
 	c.res.Grants += st.grants
 	c.res.Competitions += st.competitions
@@ -398,6 +381,35 @@ func (c *campaign) round(r int, f nemesis.Fault) int {
 		c.save(dir, ops, accts)
 	}
 	return n
+}
+
+// waitLeader fails t unless cl has a leader within 30 s.
+func waitLeader(t testing.TB, cl *harness.Cluster) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := cl.WaitLeader(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// readAccounts reads the ledger's accounts, each opened with opening cents and guarded by
+// the lock of the same position in locks, as the fencing checker takes them.
+func readAccounts(t testing.TB, led *harness.Ledger, accounts, locks []string, opening int64) []checker.Account {
+	t.Helper()
+	var out []checker.Account
+	for i, a := range accounts {
+		acct, err := led.Ledger.Account(context.Background(), a)
+		if err != nil {
+			t.Fatalf("reading account %s: %v", a, err)
+		}
+		ca := checker.Account{ID: a, BalanceCents: acct.BalanceCents, Opening: opening, Lock: locks[i]}
+		for _, ch := range acct.Charges {
+			ca.Charges = append(ca.Charges, checker.AppliedCharge{ChargeID: ch.ChargeID, AmountCents: ch.AmountCents, Token: uint64(ch.Token)})
+		}
+		out = append(out, ca)
+	}
+	return out
 }
 
 // convert turns workload records into the checker's ops.
@@ -513,8 +525,8 @@ func (res *campaignResult) table() string {
 			fmt.Fprintf(&b, "| %s | %d | %d | %d | %d | %d |\n", primNames[w], p.Ops, p.Grants, p.Refusals, p.SharedGrants, p.LeaderChanges)
 		}
 	}
-	fmt.Fprintf(&b, "\n| lockset workload | sets granted whole | single grants | deadlock answers | waits timed out | grants ended by their maximum hold |\n|---|---|---|---|---|---|\n| | %d | %d | %d | %d | %d |\n",
-		res.Sets.Sets, res.Sets.Singles, res.Sets.Deadlocks, res.Sets.Timeouts, res.Sets.MaxHoldEnded)
+	fmt.Fprintf(&b, "\n| lockset workload | sets granted whole | single grants | deadlock answers | waits timed out | grants ended by their maximum hold | grants that waited out a lock delay |\n|---|---|---|---|---|---|---|\n| | %d | %d | %d | %d | %d | %d |\n",
+		res.Sets.Sets, res.Sets.Singles, res.Sets.Deadlocks, res.Sets.Timeouts, res.Sets.MaxHoldEnded, res.Sets.DelayWaits)
 	fmt.Fprintf(&b, "\n| checker | checked | anomalies |\n|---|---|---|\n")
 	for _, name := range checkerOrder {
 		v := res.Verdicts[name]
@@ -599,15 +611,7 @@ func (c *campaign) startPrims(ctx context.Context, wg *sync.WaitGroup, rec *work
 	}
 	rw, sems, elections := names("rw", cfg.RWLocks), names("sem", cfg.Semaphores), names("elect", cfg.Elections)
 	start := func(kind string, workers int, seed int64, run func(context.Context, *workload.Client)) {
-		for w := 0; w < workers; w++ {
-			cli := workload.NewClient(eps, c.ledger.URL, rec, kind, w, seed+int64(r*100+w))
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				defer cli.Close()
-				run(ctx, cli)
-			}()
-		}
+		c.startWorkers(ctx, wg, rec, r, kind, workers, seed, run)
 	}
 	start("rw", cfg.RWWorkers, cfg.Seed*4000, func(ctx context.Context, cli *workload.Client) {
 		workload.RunShared(ctx, cli, workload.LinConfig{Locks: rw}, 20*time.Second)
@@ -623,6 +627,35 @@ func (c *campaign) startPrims(ctx context.Context, wg *sync.WaitGroup, rec *work
 		workload.RunSets(ctx, cli, workload.SetsConfig{Locks: pool, Size: cfg.SetSize, WaitMs: cfg.SetWaitMs, SetProb: 0.3,
 			MaxHoldProb: 0.3, MaxHoldMs: cfg.SetMaxHoldMs, Hold: 50 * time.Millisecond}, 20*time.Second)
 	})
+	for p := 0; p < cfg.EdgePairs; p++ {
+		// Recorded as the lockset workload, whose checkers judge them; workers 100 and up.
+		a := workload.NewClient(eps, c.ledger.URL, rec, "set", 100+2*p, cfg.Seed*8000+int64(r*100+2*p))
+		b := workload.NewClient(eps, c.ledger.URL, rec, "set", 101+2*p, cfg.Seed*8000+int64(r*100+2*p+1))
+		ecfg := cfg.Edges
+		ecfg.Prefix = fmt.Sprintf("edge/r%d/p%d", r, p)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer a.Close()
+			defer b.Close()
+			workload.RunEdges(ctx, a, b, ecfg, 20*time.Second)
+		}()
+	}
+}
+
+// startWorkers starts n workers of workload kind for round r, each running run with a
+// client of its own (worker w's random source seeded with seed + r*100 + w) until ctx ends.
+func (c *campaign) startWorkers(ctx context.Context, wg *sync.WaitGroup, rec *workload.Recorder, r int, kind string, n int, seed int64,
+	run func(context.Context, *workload.Client)) {
+	for w := 0; w < n; w++ {
+		cli := workload.NewClient(c.cl.Endpoints(), c.ledger.URL, rec, kind, w, seed+int64(r*100+w))
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer cli.Close()
+			run(ctx, cli)
+		}()
+	}
 }
 
 // splitPrims separates the operations of the other primitives' workloads (and their
@@ -687,7 +720,7 @@ func (c *campaign) waitPrimitives() {
 		// with the lockset workload, a lockset too (protocol version 3).
 		op = cli.AcquirePermit(context.Background(), "verify/ready", "", "setup", 1)
 		if c.cfg.SetWorkers > 0 && (op.Outcome == workload.OK || op.Outcome == workload.SemaphoreFull) {
-			op = cli.AcquireSet(context.Background(), []string{"verify/ready-set"}, "", "setup", 0, 0)
+			op = cli.AcquireSet(context.Background(), []string{"verify/ready-set"}, "", "setup", 0, 0, 0)
 			return op.Outcome == workload.OK || op.Outcome == workload.Held
 		}
 		return op.Outcome == workload.OK || op.Outcome == workload.SemaphoreFull

@@ -33,6 +33,8 @@ type FencingStats struct {
 }
 
 // jobOf returns the job number of a job charge id ("j/<account>/<job>/<attempt>"), or -1.
+// It reads the format on its own rather than calling workload.ParseJob: the checker
+// judges the workload's records and imports none of its code (test/deps).
 func jobOf(id string) int {
 	parts := strings.Split(id, "/")
 	if len(parts) != 4 || parts[0] != "j" {

@@ -30,6 +30,10 @@ const (
 	// Tokens in the same order (the answer's, the release's).
 	KindLockSet        = "lockset"
 	KindLockSetRelease = "lockset_release"
+	// KindExpire is no recorded operation: LinHistory adds one for a lease that held a
+	// lock with a lock delay, from the earliest instant its lease can have expired (see
+	// expireOps), so that the model may end the grant there with its delay.
+	KindExpire = "expire"
 
 	OutOK            = "ok"
 	OutHeld          = "lock_held"
@@ -89,11 +93,13 @@ type Op struct {
 	Amount      int64    `json:"amount,omitempty"`
 	Balance     int64    `json:"balance,omitempty"`
 	// Names and Tokens are a lockset's locks and their tokens; HeldNames the locks a
-	// lockset's lock_held or not_holder answer named; MaxHoldMs a grant's maximum hold.
-	Names     []string `json:"names,omitempty"`
-	Tokens    []uint64 `json:"tokens,omitempty"`
-	HeldNames []string `json:"held_names,omitempty"`
-	MaxHoldMs int64    `json:"max_hold_ms,omitempty"`
+	// lockset's lock_held or not_holder answer named; MaxHoldMs a grant's maximum hold,
+	// LockDelayMs its lock delay.
+	Names       []string `json:"names,omitempty"`
+	Tokens      []uint64 `json:"tokens,omitempty"`
+	HeldNames   []string `json:"held_names,omitempty"`
+	MaxHoldMs   int64    `json:"max_hold_ms,omitempty"`
+	LockDelayMs int64    `json:"lock_delay_ms,omitempty"`
 	// Fingerprint is a created lease's fingerprint (as history and deadlock answers
 	// name leases); Cycle a deadlock answer's cycle.
 	Fingerprint string      `json:"fingerprint,omitempty"`
@@ -122,6 +128,9 @@ func (o Op) String() string {
 	}
 	if o.MaxHoldMs > 0 {
 		fmt.Fprintf(&b, " max_hold=%dms", o.MaxHoldMs)
+	}
+	if o.LockDelayMs > 0 {
+		fmt.Fprintf(&b, " lock_delay=%dms", o.LockDelayMs)
 	}
 	if o.Owner != "" {
 		fmt.Fprintf(&b, " owner=%s", o.Owner)

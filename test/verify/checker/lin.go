@@ -26,6 +26,16 @@ type lockState struct {
 	// time, so the end comes no earlier; it may come any time later (cluster time stands
 	// still without a leader). Zero: no maximum hold.
 	EndAfter int64
+	// Delay is the holder's lock delay in ns (0: none): a grant that ends with its lease
+	// (revoked or expired), not by a release or its maximum hold, leaves the lock to
+	// nobody that long on cluster time.
+	Delay int64
+	// DelayUntil, on a lock freed by such an end, is the earliest real time at which
+	// another lease can be granted it: the call of the op that ended the lease plus Delay,
+	// less Margin (millisecond rounding). The end was applied at or after that call and
+	// cluster time never runs faster than real time, so the delay ends no earlier; it may
+	// end later. Zero: no delay ran.
+	DelayUntil int64
 }
 
 // linInput is an operation on one lock (semaphore, election).
@@ -37,9 +47,11 @@ type linInput struct {
 	Limit int64  // semaphore acquire
 	Value string // campaign, proclaim
 	// Call and Return bound the operation's linearization point (Return is Never for an
-	// ambiguous operation never closed); MaxHoldMs is a grant's maximum hold.
+	// ambiguous operation never closed); MaxHoldMs is a grant's maximum hold and
+	// LockDelayMs its lock delay.
 	Call, Return int64
 	MaxHoldMs    int64
+	LockDelayMs  int64
 	// Named: a lockset's lock_held or not_holder answer named this lock.
 	Named bool
 }
@@ -61,6 +73,31 @@ func free(s lockState, floor uint64) lockState {
 		floor = s.Floor
 	}
 	return lockState{Floor: floor}
+}
+
+// leaseEnded is s after its holder's lease ended (a revoke or an expiry called at
+// in.Call): free, with the grant's lock delay running when it has one.
+func leaseEnded(s lockState, in linInput) lockState {
+	n := free(s, s.Token)
+	if s.Delay > 0 {
+		n.DelayUntil = in.Call + s.Delay - int64(Margin)
+	}
+	return n
+}
+
+// grantable reports whether a grant by in can be made on s, which nobody holds: no lock
+// delay keeps it past in's return.
+func grantable(s lockState, in linInput) bool { return in.Return >= s.DelayUntil }
+
+// granted is the state after in's grant of token on s, which nobody held.
+func granted(in linInput, token, floor uint64) lockState {
+	return lockState{Holder: in.Owner, Token: token, Floor: floor, EndAfter: endAfter(in), Delay: in.LockDelayMs * int64(time.Millisecond)}
+}
+
+// withToken is s, held by its holder, with its token known to be token.
+func withToken(s lockState, token uint64) lockState {
+	s.Token, s.Floor = token, max(s.Floor, token)
+	return s
 }
 
 // lockStep is the model: every state the lock can be in after the operation, given that it
@@ -112,7 +149,7 @@ func lockStep1(s lockState, in linInput, out linOutput) []lockState {
 		if out.Outcome == OutNotHolder && !in.Named {
 			// Released nothing; this lock was held with that token and still is.
 			if mine && (s.Token == in.Token || (s.Token == 0 && in.Token > s.Floor)) {
-				return []lockState{{Holder: s.Holder, Token: in.Token, Floor: max(s.Floor, in.Token), EndAfter: s.EndAfter}}
+				return []lockState{withToken(s, in.Token)}
 			}
 			return nil
 		}
@@ -121,11 +158,11 @@ func lockStep1(s lockState, in linInput, out linOutput) []lockState {
 	case KindAcquire:
 		switch out.Outcome {
 		case OutOK:
-			if s.Holder == "" && out.Token > s.Floor {
-				return []lockState{{Holder: in.Owner, Token: out.Token, Floor: out.Token, EndAfter: endAfter(in)}}
+			if s.Holder == "" && out.Token > s.Floor && grantable(s, in) {
+				return []lockState{granted(in, out.Token, out.Token)}
 			}
 			if mine && (s.Token == out.Token || (s.Token == 0 && out.Token > s.Floor)) {
-				return []lockState{{Holder: in.Owner, Token: out.Token, Floor: max(s.Floor, out.Token), EndAfter: s.EndAfter}}
+				return []lockState{withToken(s, out.Token)}
 			}
 			return nil
 		case OutHeld:
@@ -140,8 +177,8 @@ func lockStep1(s lockState, in linInput, out linOutput) []lockState {
 			}
 			return []lockState{s}
 		case OutAmbiguous:
-			if s.Holder == "" {
-				return []lockState{s, {Holder: in.Owner, Token: 0, Floor: s.Floor, EndAfter: endAfter(in)}}
+			if s.Holder == "" && grantable(s, in) {
+				return []lockState{s, granted(in, 0, s.Floor)}
 			}
 			return []lockState{s}
 		}
@@ -171,7 +208,7 @@ func lockStep1(s lockState, in linInput, out linOutput) []lockState {
 		switch out.Outcome {
 		case OutOK:
 			if mine {
-				return []lockState{free(s, s.Token)}
+				return []lockState{leaseEnded(s, in)}
 			}
 			return []lockState{s}
 		case OutLeaseNotFound:
@@ -181,10 +218,16 @@ func lockStep1(s lockState, in linInput, out linOutput) []lockState {
 			return []lockState{s}
 		case OutAmbiguous:
 			if mine {
-				return []lockState{s, free(s, s.Token)}
+				return []lockState{s, leaseEnded(s, in)}
 			}
 			return []lockState{s}
 		}
+	case KindExpire:
+		// The lease may expire from in.Call on, or not before the history ends.
+		if mine {
+			return []lockState{s, leaseEnded(s, in)}
+		}
+		return []lockState{s}
 	case KindStatus:
 		if !out.Held {
 			if s.Holder == "" {
@@ -199,7 +242,7 @@ func lockStep1(s lockState, in linInput, out linOutput) []lockState {
 			return []lockState{s}
 		}
 		if s.Token == 0 && out.Token > s.Floor {
-			return []lockState{{Holder: s.Holder, Token: out.Token, Floor: out.Token, EndAfter: s.EndAfter}}
+			return []lockState{withToken(s, out.Token)}
 		}
 		return nil
 	}
@@ -214,7 +257,7 @@ var LockModel = porcupine.NondeterministicModel{
 	Hash: func(state interface{}) uint64 {
 		s := state.(lockState)
 		h := fnv.New64a()
-		fmt.Fprintf(h, "%s|%d|%d|%d", s.Holder, s.Token, s.Floor, s.EndAfter)
+		fmt.Fprintf(h, "%s|%d|%d|%d|%d|%d", s.Holder, s.Token, s.Floor, s.EndAfter, s.Delay, s.DelayUntil)
 		return h.Sum64()
 	},
 	DescribeOperation: func(input, output interface{}) string {
@@ -225,6 +268,9 @@ var LockModel = porcupine.NondeterministicModel{
 			if in.MaxHoldMs > 0 {
 				hold = fmt.Sprintf(", max hold %dms", in.MaxHoldMs)
 			}
+			if in.LockDelayMs > 0 {
+				hold += fmt.Sprintf(", lock delay %dms", in.LockDelayMs)
+			}
 			if out.Outcome == OutOK {
 				return fmt.Sprintf("%s(%s%s) -> token %d", in.Kind, in.Owner, hold, out.Token)
 			}
@@ -233,6 +279,8 @@ var LockModel = porcupine.NondeterministicModel{
 			return fmt.Sprintf("%s(%s, %d) -> %s (named %v)", in.Kind, in.Owner, in.Token, out.Outcome, in.Named)
 		case KindRevoke:
 			return fmt.Sprintf("revoke(%s) -> %s", in.Owner, out.Outcome)
+		case KindExpire:
+			return fmt.Sprintf("expire(%s) from %s", in.Owner, ms(in.Call))
 		case KindStatus:
 			if out.Held {
 				return fmt.Sprintf("status -> held by %s, token %d", out.Owner, out.Token)
@@ -243,6 +291,9 @@ var LockModel = porcupine.NondeterministicModel{
 	},
 	DescribeState: func(state interface{}) string {
 		s := state.(lockState)
+		if s.Holder == "" && s.DelayUntil != 0 {
+			return fmt.Sprintf("free (floor %d), in a lock delay until %s or later", s.Floor, ms(s.DelayUntil))
+		}
 		if s.Holder == "" {
 			return fmt.Sprintf("free (floor %d)", s.Floor)
 		}
@@ -325,7 +376,7 @@ func LinHistory(lockOps []Op, all []Op) []porcupine.Operation {
 		hist = append(hist, porcupine.Operation{
 			ClientId: o.Worker,
 			Input: linInput{Kind: o.Kind, Owner: o.Owner, Token: inToken(o), Mode: o.Mode, Limit: o.Limit, Value: o.Value,
-				Call: o.Call, Return: ret, MaxHoldMs: o.MaxHoldMs, Named: o.named},
+				Call: o.Call, Return: ret, MaxHoldMs: o.MaxHoldMs, LockDelayMs: o.LockDelayMs, Named: o.named},
 			Call:     o.Call,
 			Output:   linOutput{Outcome: o.Outcome, Token: outToken(o), Held: o.Held || o.Elected, Owner: o.StatusOwner, Holders: o.Holders, Limit: o.Limit, Value: o.Value, Mode: o.Mode},
 			Return:   ret,
@@ -349,7 +400,35 @@ func LinHistory(lockOps []Op, all []Op) []porcupine.Operation {
 		}
 		add(o)
 	}
+	for _, e := range expireOps(lockOps, all) {
+		hist = append(hist, porcupine.Operation{ClientId: -1, Input: linInput{Kind: KindExpire, Owner: e.Owner, Call: e.Call, Return: Never},
+			Call: e.Call, Output: linOutput{}, Return: Never, Metadata: "the earliest expiry of " + e.Owner + "'s lease"})
+	}
 	return hist
+}
+
+// expireOps returns one KindExpire op for each lease that may have been granted one of
+// lockOps' locks with a lock delay: its call is the earliest real time the lease can have
+// expired, the end of its protected time (see CheckTiming), and it may take effect then or
+// any time later. Only those leases get one: the workloads' other leases never expire in a
+// round (their TTL is longer), so the model has no expiry for them.
+func expireOps(lockOps, all []Op) []Op {
+	var out []Op
+	var ls map[string]*leaseInfo
+	seen := map[string]bool{}
+	for _, o := range lockOps {
+		if o.LockDelayMs <= 0 || !grants(o.Kind) || (o.Outcome != OutOK && o.Outcome != OutAmbiguous) || seen[o.Owner] {
+			continue
+		}
+		seen[o.Owner] = true
+		if ls == nil {
+			ls = leases(all)
+		}
+		if l := ls[o.Owner]; l != nil && l.ttl > 0 {
+			out = append(out, Op{Kind: KindExpire, Owner: o.Owner, Call: l.protected(Never)})
+		}
+	}
+	return out
 }
 
 // grants reports whether an operation of kind may give its lease a grant (a lock, a

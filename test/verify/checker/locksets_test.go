@@ -91,3 +91,43 @@ func TestCheckLockSets_MaxHold(t *testing.T) {
 	}
 	checkVerdicts(t, cases, CheckLockSets)
 }
+
+func withDelay(o Op, ms int64) Op { o.LockDelayMs = ms; return o }
+
+// created is the set workload's creation of owner's lease with ttl ms, called at call ms.
+func created(owner string, ttl, call int64) Op {
+	return Op{Workload: "set", Kind: KindCreateLease, Owner: owner, TTLMs: ttl, Call: call * msec, Return: (call + 1) * msec, Outcome: OutOK}
+}
+
+func TestCheckLockSets_LockDelay(t *testing.T) {
+	holder := func() []Op {
+		return []Op{created("A", 500, 0), withDelay(sop(KindAcquire, "a", "A", 5, 2, 3, OutOK), 1000)}
+	}
+	revoke := func(call int64) Op { return sop(KindRevoke, "", "A", 0, call, call+10, OutOK) }
+	cases := []struct {
+		verdictCase
+		waits int // LockDelayWaits
+	}{
+		{verdictCase{"a waiter granted the delay after the revoke", append(holder(),
+			sop(KindAcquire, "a", "B", 9, 4, 1200, OutOK), revoke(100), sstatus("a", "B", 9, 1201, 1202)), true}, 1},
+		{verdictCase{"a waiter granted before the revoke's delay is over", append(holder(),
+			sop(KindAcquire, "a", "B", 9, 4, 300, OutOK), revoke(100)), false}, 1},
+		{verdictCase{"a release starts no delay", append(holder(),
+			sop(KindRelease, "a", "A", 5, 100, 110, OutOK), sop(KindAcquire, "a", "B", 9, 4, 120, OutOK)), true}, 0},
+		{verdictCase{"a waiter granted the delay after the lease's earliest expiry", append(holder(),
+			sop(KindAcquire, "a", "B", 9, 4, 1600, OutOK)), true}, 1},
+		{verdictCase{"a waiter granted before the expired lease's delay is over", append(holder(),
+			sop(KindAcquire, "a", "B", 9, 4, 1200, OutOK)), false}, 1},
+		{verdictCase{"the lock stays free in the delay, and is read so", append(holder(),
+			revoke(100), sstatus("a", "", 0, 200, 210), sop(KindAcquire, "a", "B", 9, 150, 1150, OutOK)), true}, 1},
+		{verdictCase{"a maximum hold's end starts no delay", []Op{created("A", 120000, 0),
+			withHold(withDelay(sop(KindAcquire, "a", "A", 5, 2, 3, OutOK), 1000), 100),
+			sop(KindAcquire, "a", "B", 9, 4, 150, OutOK), sop(KindRelease, "a", "A", 5, 160, 161, OutNotHolder)}, true}, 0},
+	}
+	for _, c := range cases {
+		checkVerdicts(t, []verdictCase{c.verdictCase}, CheckLockSets)
+		if n := LockDelayWaits(number(c.ops)); n != c.waits {
+			t.Errorf("%s: LockDelayWaits = %d, want %d", c.name, n, c.waits)
+		}
+	}
+}

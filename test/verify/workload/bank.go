@@ -87,18 +87,7 @@ func RunBank(ctx context.Context, c *Client, cfg BankConfig) {
 	rng := c.Rand()
 	st := &bankState{}
 	seq := 0
-	var kaWG sync.WaitGroup
-	kaCtx, stopKA := context.WithCancel(context.Background())
-	// The keepalive client has its own random source: Client.Rand is the worker's.
-	kc := NewClient(c.Endpoints, c.LedgerURL, c.Rec, c.Workload, c.Worker, rng.Int63())
-	kc.Timeout = c.Timeout
-	kaWG.Add(1)
-	go func() {
-		defer kaWG.Done()
-		defer kc.Close()
-		bankKeepAlive(kaCtx, kc, st, cfg.TTLMs)
-	}()
-	defer func() { stopKA(); kaWG.Wait() }()
+	defer startKeepAlive(c, st, cfg.TTLMs)()
 
 	newLease := func() bool {
 		st.run.RLock()
@@ -205,16 +194,25 @@ func RunBank(ctx context.Context, c *Client, cfg BankConfig) {
 	// Leave nothing held for the next round.
 	lease, owner := st.get()
 	if lease != "" {
-		rctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		for rctx.Err() == nil {
-			op := c.RevokeLease(rctx, lease, owner)
-			if op.Outcome == OK || op.Outcome == LeaseNotFound {
-				break
-			}
-			sleepCtx(rctx, 100*time.Millisecond)
-		}
-		cancel()
+		c.RevokeUntilGone(lease, owner, 10*time.Second, 100*time.Millisecond)
 	}
+}
+
+// startKeepAlive starts bankKeepAlive for st's lease on a client of its own, whose random
+// source is seeded from c's (Client.Rand is the worker's and not safe for two goroutines),
+// and returns the function that stops it and waits for it.
+func startKeepAlive(c *Client, st *bankState, ttlMs int64) (stop func()) {
+	kc := NewClient(c.Endpoints, c.LedgerURL, c.Rec, c.Workload, c.Worker, c.Rand().Int63())
+	kc.Timeout = c.Timeout
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		defer kc.Close()
+		bankKeepAlive(ctx, kc, st, ttlMs)
+	}()
+	return func() { cancel(); wg.Wait() }
 }
 
 // bankKeepAlive renews the worker's lease every TTL/4, and reads it every fourth time,

@@ -189,6 +189,22 @@ func (c *Client) RevokeLease(ctx context.Context, lease, owner string) Op {
 	return c.record(op, r)
 }
 
+// RevokeUntilGone revokes lease until a definite answer (ok or lease_not_found), trying
+// every `every` for at most within: from that answer on, no ambiguous operation of the
+// lease can take effect, so the checkers close such operations there. It runs on its own
+// deadline, not the caller's context, so that a worker whose round ended still leaves
+// nothing held.
+func (c *Client) RevokeUntilGone(lease, owner string, within, every time.Duration) {
+	ctx, cancel := context.WithTimeout(context.Background(), within)
+	defer cancel()
+	for ctx.Err() == nil {
+		if op := c.RevokeLease(ctx, lease, owner); op.Outcome == OK || op.Outcome == LeaseNotFound {
+			return
+		}
+		sleepCtx(ctx, every)
+	}
+}
+
 // AcquireLock takes lock with lease, waiting up to waitMs.
 func (c *Client) AcquireLock(ctx context.Context, lock, lease, owner string, ttlMs, waitMs int64) Op {
 	return c.AcquireLockMode(ctx, lock, lease, owner, "", ttlMs, waitMs)

@@ -3,7 +3,6 @@ package workload
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 )
 
@@ -64,17 +63,7 @@ func RunHolds(ctx context.Context, c *Client, cfg HoldsConfig) (HoldsResult, err
 	}
 	rng := c.Rand()
 	st := &bankState{}
-	kc := NewClient(c.Endpoints, c.LedgerURL, c.Rec, c.Workload, c.Worker, rng.Int63())
-	kc.Timeout = c.Timeout
-	kaCtx, stopKA := context.WithCancel(context.Background())
-	var kaWG sync.WaitGroup
-	kaWG.Add(1)
-	go func() {
-		defer kaWG.Done()
-		defer kc.Close()
-		bankKeepAlive(kaCtx, kc, st, cfg.TTLMs)
-	}()
-	defer func() { stopKA(); kaWG.Wait() }()
+	defer startKeepAlive(c, st, cfg.TTLMs)()
 
 	seq := 0
 	var pauseErr error
@@ -138,15 +127,7 @@ func RunHolds(ctx context.Context, c *Client, cfg HoldsConfig) (HoldsResult, err
 	lease, owner := st.get()
 	st.set("", "")
 	if lease != "" {
-		rctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		for rctx.Err() == nil {
-			op := c.RevokeLease(rctx, lease, owner)
-			if op.Outcome == OK || op.Outcome == LeaseNotFound {
-				break
-			}
-			sleepCtx(rctx, 100*time.Millisecond)
-		}
-		cancel()
+		c.RevokeUntilGone(lease, owner, 10*time.Second, 100*time.Millisecond)
 	}
 	if pauseErr != nil {
 		return res, fmt.Errorf("workload: pause: %w", pauseErr)

@@ -82,15 +82,6 @@ func runLeased(ctx context.Context, c *Client, cfg LinConfig, cleanup time.Durat
 		}
 		return linLease{}, false
 	}
-	revoke := func(ctx context.Context, l linLease) {
-		for ctx.Err() == nil {
-			op := c.RevokeLease(ctx, l.id, l.owner)
-			if op.Outcome == OK || op.Outcome == LeaseNotFound {
-				return
-			}
-			sleepCtx(ctx, 50*time.Millisecond)
-		}
-	}
 	l, ok := newLease()
 	if !ok {
 		return
@@ -98,9 +89,7 @@ func runLeased(ctx context.Context, c *Client, cfg LinConfig, cleanup time.Durat
 	held := map[string]uint64{}
 	lastKA := time.Now()
 	reset := func() {
-		rctx, cancel := context.WithTimeout(context.Background(), cleanup)
-		revoke(rctx, l)
-		cancel()
+		c.RevokeUntilGone(l.id, l.owner, cleanup, 50*time.Millisecond)
 		held = map[string]uint64{}
 		l, ok = newLease()
 	}
@@ -156,9 +145,7 @@ func runLeased(ctx context.Context, c *Client, cfg LinConfig, cleanup time.Durat
 		}
 	}
 	if ok {
-		rctx, cancel := context.WithTimeout(context.Background(), cleanup)
-		revoke(rctx, l)
-		cancel()
+		c.RevokeUntilGone(l.id, l.owner, cleanup, 50*time.Millisecond)
 	}
 }
 

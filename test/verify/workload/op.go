@@ -99,11 +99,12 @@ type Op struct {
 
 	// Names and Tokens are a lockset's locks and their tokens (asked for in name order;
 	// the answer's, the release's); HeldNames the locks its lock_held or not_holder
-	// answer named; MaxHoldMs an acquire's maximum hold.
-	Names     []string `json:"names,omitempty"`
-	Tokens    []uint64 `json:"tokens,omitempty"`
-	HeldNames []string `json:"held_names,omitempty"`
-	MaxHoldMs int64    `json:"max_hold_ms,omitempty"`
+	// answer named; MaxHoldMs an acquire's maximum hold, LockDelayMs its lock delay.
+	Names       []string `json:"names,omitempty"`
+	Tokens      []uint64 `json:"tokens,omitempty"`
+	HeldNames   []string `json:"held_names,omitempty"`
+	MaxHoldMs   int64    `json:"max_hold_ms,omitempty"`
+	LockDelayMs int64    `json:"lock_delay_ms,omitempty"`
 	// Fingerprint is a created lease's fingerprint (how history and deadlock answers name
 	// it); Cycle is a deadlock answer's cycle.
 	Fingerprint string      `json:"fingerprint,omitempty"`

@@ -55,16 +55,7 @@ func RunSets(ctx context.Context, c *Client, cfg SetsConfig, cleanup time.Durati
 		}
 		return false
 	}
-	revoke := func() {
-		rctx, cancel := context.WithTimeout(context.Background(), cleanup)
-		defer cancel()
-		for rctx.Err() == nil {
-			if op := c.RevokeLease(rctx, lease, owner); op.Outcome == OK || op.Outcome == LeaseNotFound {
-				return
-			}
-			sleepCtx(rctx, 50*time.Millisecond)
-		}
-	}
+	revoke := func() { c.RevokeUntilGone(lease, owner, cleanup, 50*time.Millisecond) }
 	if !newLease() {
 		return
 	}
@@ -137,7 +128,7 @@ func RunSets(ctx context.Context, c *Client, cfg SetsConfig, cleanup time.Durati
 		ok := true // the lease is fine
 		complete := false
 		if rng.Float64() < cfg.SetProb {
-			op := c.AcquireSet(ctx, names, lease, owner, cfg.WaitMs, maxHold)
+			op := c.AcquireSet(ctx, names, lease, owner, cfg.WaitMs, maxHold, 0)
 			switch op.Outcome {
 			case OK:
 				for i, n := range op.Names {
@@ -154,7 +145,7 @@ func RunSets(ctx context.Context, c *Client, cfg SetsConfig, cleanup time.Durati
 				if rng.Float64() < 0.2 {
 					c.LockStatus(ctx, cfg.Locks[rng.Intn(len(cfg.Locks))])
 				}
-				op := c.AcquireHeld(ctx, n, lease, owner, cfg.WaitMs, maxHold)
+				op := c.AcquireHeld(ctx, n, lease, owner, cfg.WaitMs, maxHold, 0)
 				if op.Outcome == OK {
 					held[n] = op.Token
 					continue

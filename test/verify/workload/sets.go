@@ -74,12 +74,13 @@ func namesIn(msg string) []string {
 }
 
 // AcquireHeld takes lock with lease, waiting up to waitMs, its grant ended at most
-// maxHoldMs after it (0: no maximum).
-func (c *Client) AcquireHeld(ctx context.Context, lock, lease, owner string, waitMs, maxHoldMs int64) Op {
+// maxHoldMs after it (0: no maximum) and kept from everyone lockDelayMs after its lease
+// ends without a release (0: no lock delay).
+func (c *Client) AcquireHeld(ctx context.Context, lock, lease, owner string, waitMs, maxHoldMs, lockDelayMs int64) Op {
 	n := c.node()
-	op := Op{Kind: Acquire, Node: n, Lock: lock, Lease: lease, Owner: owner, WaitMs: waitMs, MaxHoldMs: maxHoldMs, Call: c.Rec.Clock.Now()}
+	op := Op{Kind: Acquire, Node: n, Lock: lock, Lease: lease, Owner: owner, WaitMs: waitMs, MaxHoldMs: maxHoldMs, LockDelayMs: lockDelayMs, Call: c.Rec.Clock.Now()}
 	r := c.send(ctx, c.Endpoints[n], http.MethodPut, "/v1/locks/"+lock,
-		api.AcquireRequest{LeaseID: lease, WaitMs: waitMs, Owner: owner, MaxHoldMs: maxHoldMs}, 0, time.Duration(waitMs)*time.Millisecond)
+		api.AcquireRequest{LeaseID: lease, WaitMs: waitMs, Owner: owner, MaxHoldMs: maxHoldMs, LockDelayMs: lockDelayMs}, 0, time.Duration(waitMs)*time.Millisecond)
 	var g api.Grant
 	decode(&r, "grant", &g)
 	if r.outcome == OK && g.Token == 0 {
@@ -93,14 +94,15 @@ func (c *Client) AcquireHeld(ctx context.Context, lock, lease, owner string, wai
 }
 
 // AcquireSet takes the locks names (sorted here) with lease in one commit, waiting up to
-// waitMs, each ended at most maxHoldMs after the grant (0: no maximum).
-func (c *Client) AcquireSet(ctx context.Context, names []string, lease, owner string, waitMs, maxHoldMs int64) Op {
+// waitMs, each ended at most maxHoldMs after the grant (0: no maximum) and kept from
+// everyone lockDelayMs after its lease ends without a release (0: none).
+func (c *Client) AcquireSet(ctx context.Context, names []string, lease, owner string, waitMs, maxHoldMs, lockDelayMs int64) Op {
 	names = append([]string(nil), names...)
 	sort.Strings(names)
 	n := c.node()
-	op := Op{Kind: LockSet, Node: n, Names: names, Lease: lease, Owner: owner, WaitMs: waitMs, MaxHoldMs: maxHoldMs, Call: c.Rec.Clock.Now()}
+	op := Op{Kind: LockSet, Node: n, Names: names, Lease: lease, Owner: owner, WaitMs: waitMs, MaxHoldMs: maxHoldMs, LockDelayMs: lockDelayMs, Call: c.Rec.Clock.Now()}
 	r := c.send(ctx, c.Endpoints[n], http.MethodPost, "/v1/locksets",
-		api.LockSetRequest{Names: names, LeaseID: lease, WaitMs: waitMs, Owner: owner, MaxHoldMs: maxHoldMs}, 0, time.Duration(waitMs)*time.Millisecond)
+		api.LockSetRequest{Names: names, LeaseID: lease, WaitMs: waitMs, Owner: owner, MaxHoldMs: maxHoldMs, LockDelayMs: lockDelayMs}, 0, time.Duration(waitMs)*time.Millisecond)
 	var g api.LockSetGrant
 	decode(&r, "lockset", &g)
 	switch r.outcome {
