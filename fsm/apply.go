@@ -98,6 +98,13 @@ type command struct {
 	name  string // as logs and the API name it (Type.String)
 	since uint64 // the protocol version that introduced it (Type.Since)
 	apply handler
+	// body is its encoding after the type byte and Now: its fields in order (command.go).
+	body []field
+	// lease is how it relates to the lease c.Lease names: whether it carries its caller
+	// or creator as a trailing field (Command.Encode).
+	lease leaseUse
+	// callers: its leases' callers trail it from version 4 on (Renew).
+	callers bool
 	// anyVersion lets the command apply before the cluster activates its version: it is
 	// how versions are activated. Every other command is refused until then (active).
 	anyVersion bool
@@ -106,50 +113,53 @@ type command struct {
 }
 
 // commands is the registry: every command type this code knows, by its type without
-// FlagSkippable. A new command is one row here, its constant and its encoding
-// (command.go).
+// FlagSkippable. A new command is one row here and its constant (command.go); its row
+// names its fields, so its encoding is the row too.
 var commands = [...]command{
-	TypeCreateLease:  {name: "create_lease", since: 1, apply: (*state).createLease},
-	TypeRenew:        {name: "renew", since: 1, apply: (*state).renew},
-	TypeRevoke:       {name: "revoke", since: 1, apply: (*state).revoke},
-	TypeAcquire:      {name: "acquire", since: 1, apply: (*state).acquire},
-	TypeRelease:      {name: "release", since: 1, apply: (*state).release},
+	TypeCreateLease:  {name: "create_lease", since: 1, apply: (*state).createLease, body: []field{fieldLease, fieldTTL}, lease: leaseCreates},
+	TypeRenew:        {name: "renew", since: 1, apply: (*state).renew, body: []field{fieldLeases}, callers: true},
+	TypeRevoke:       {name: "revoke", since: 1, apply: (*state).revoke, body: []field{fieldLease}, lease: leaseUses},
+	TypeAcquire:      {name: "acquire", since: 1, apply: (*state).acquire, body: []field{fieldAcquire}, lease: leaseCreatesIfNew},
+	TypeRelease:      {name: "release", since: 1, apply: (*state).release, body: bodyRelease, lease: leaseUses},
 	TypeTick:         {name: "tick", since: 1, apply: (*state).tick},
-	TypeRegisterNode: {name: "register_node", since: 1, apply: (*state).registerNode},
-	TypeDequeue:      {name: "dequeue", since: 1, apply: (*state).dequeue},
-	TypeRemoveNode:   {name: "remove_node", since: 1, apply: (*state).removeNode},
+	TypeRegisterNode: {name: "register_node", since: 1, apply: (*state).registerNode, body: []field{fieldNodeID, fieldNodeAddrs}},
+	TypeDequeue:      {name: "dequeue", since: 1, apply: (*state).dequeue, body: bodyDequeue, lease: leaseUses},
+	TypeRemoveNode:   {name: "remove_node", since: 1, apply: (*state).removeNode, body: []field{fieldNodeID}},
 
-	TypeSetVersion:  {name: "set_version", since: 2, apply: (*state).setVersion, anyVersion: true},
-	typeNodeVersion: {name: "node_version", since: 2, apply: (*state).registerVersion, anyVersion: true},
-	TypeSetLimits:   {name: "set_limits", since: 2, apply: (*state).setLimits},
+	TypeSetVersion:  {name: "set_version", since: 2, apply: (*state).setVersion, body: []field{fieldVersion}, anyVersion: true},
+	typeNodeVersion: {name: "node_version", since: 2, apply: (*state).registerVersion, body: []field{fieldNodeID, fieldVersion}, anyVersion: true},
+	TypeSetLimits:   {name: "set_limits", since: 2, apply: (*state).setLimits, body: []field{fieldLimits}},
 
-	TypeACLBootstrap:    {name: "acl_bootstrap", since: 2, apply: (*state).aclBootstrap, exact: true},
-	TypeACLSetPolicy:    {name: "acl_set_policy", since: 2, apply: (*state).aclSetPolicy, exact: true},
-	TypeACLDeletePolicy: {name: "acl_delete_policy", since: 2, apply: (*state).aclDeletePolicy, exact: true},
-	TypeACLSetToken:     {name: "acl_set_token", since: 2, apply: (*state).aclSetToken, exact: true},
-	TypeACLDeleteToken:  {name: "acl_delete_token", since: 2, apply: (*state).aclDeleteToken, exact: true},
+	TypeACLBootstrap:    {name: "acl_bootstrap", since: 2, apply: (*state).aclBootstrap, body: []field{fieldAccessor, fieldSecretHash}, exact: true},
+	TypeACLSetPolicy:    {name: "acl_set_policy", since: 2, apply: (*state).aclSetPolicy, body: []field{fieldPolicy, fieldDescription, fieldRules}, exact: true},
+	TypeACLDeletePolicy: {name: "acl_delete_policy", since: 2, apply: (*state).aclDeletePolicy, body: []field{fieldPolicy}, exact: true},
+	TypeACLSetToken:     {name: "acl_set_token", since: 2, apply: (*state).aclSetToken, body: []field{fieldAccessor, fieldSecretHash, fieldDescription, fieldPolicies}, exact: true},
+	TypeACLDeleteToken:  {name: "acl_delete_token", since: 2, apply: (*state).aclDeleteToken, body: []field{fieldAccessor}, exact: true},
 
 	// acquire tells the two modes apart by the exact type byte: an AcquireShared that also
 	// carries FlagSkippable acquires in exclusive mode, on every node.
-	TypeAcquireShared:   {name: "acquire_shared", since: 2, apply: (*state).acquire},
-	TypeSemAcquire:      {name: "sem_acquire", since: 2, apply: (*state).semAcquire, exact: true},
-	TypeSemRelease:      {name: "sem_release", since: 2, apply: (*state).semRelease, exact: true},
-	TypeSemDequeue:      {name: "sem_dequeue", since: 2, apply: (*state).semDequeue, exact: true},
-	TypeCampaign:        {name: "campaign", since: 2, apply: (*state).campaign, exact: true},
-	TypeResign:          {name: "resign", since: 2, apply: (*state).resign, exact: true},
-	TypeElectionDequeue: {name: "election_dequeue", since: 2, apply: (*state).electionDequeue, exact: true},
+	TypeAcquireShared:   {name: "acquire_shared", since: 2, apply: (*state).acquire, body: []field{fieldAcquire}, lease: leaseCreatesIfNew},
+	TypeSemAcquire:      {name: "sem_acquire", since: 2, apply: (*state).semAcquire, body: []field{fieldAcquire, fieldLimit}, lease: leaseCreatesIfNew, exact: true},
+	TypeSemRelease:      {name: "sem_release", since: 2, apply: (*state).semRelease, body: bodyRelease, lease: leaseUses, exact: true},
+	TypeSemDequeue:      {name: "sem_dequeue", since: 2, apply: (*state).semDequeue, body: bodyDequeue, lease: leaseUses, exact: true},
+	TypeCampaign:        {name: "campaign", since: 2, apply: (*state).campaign, body: []field{fieldAcquire, fieldValue, fieldToken}, lease: leaseCreatesIfNew, exact: true},
+	TypeResign:          {name: "resign", since: 2, apply: (*state).resign, body: bodyRelease, lease: leaseUses, exact: true},
+	TypeElectionDequeue: {name: "election_dequeue", since: 2, apply: (*state).electionDequeue, body: bodyDequeue, lease: leaseUses, exact: true},
 
-	TypeAcquireEx:      {name: "acquire_ex", since: 3, apply: (*state).acquire, exact: true},
-	TypeLockSet:        {name: "lockset", since: 3, apply: (*state).lockSetAcquire, exact: true},
-	TypeLockSetRelease: {name: "lockset_release", since: 3, apply: (*state).lockSetRelease, exact: true},
-	TypeSemAcquireEx:   {name: "sem_acquire_ex", since: 3, apply: (*state).semAcquire, exact: true},
+	TypeAcquireEx:      {name: "acquire_ex", since: 3, apply: (*state).acquire, body: []field{fieldAcquire, fieldOptions}, lease: leaseCreatesIfNew, exact: true},
+	TypeLockSet:        {name: "lockset", since: 3, apply: (*state).lockSetAcquire, body: []field{fieldAcquire, fieldNames, fieldOptions}, lease: leaseCreatesIfNew, exact: true},
+	TypeLockSetRelease: {name: "lockset_release", since: 3, apply: (*state).lockSetRelease, body: []field{fieldLease, fieldNames, fieldTokens}, lease: leaseUses, exact: true},
+	TypeSemAcquireEx:   {name: "sem_acquire_ex", since: 3, apply: (*state).semAcquire, body: []field{fieldAcquire, fieldLimit, fieldMaxHold}, lease: leaseCreatesIfNew, exact: true},
 }
+
+// noCommand is the row of a type this code does not know: no name, no handler, no body.
+var noCommand command
 
 // commandOf returns the registry row of type t (without its flag); the zero row, with no
 // handler, for a type this code does not know.
-func commandOf(t Type) command {
+func commandOf(t Type) *command {
 	if int(t) < len(commands) {
-		return commands[t]
+		return &commands[t]
 	}
-	return command{}
+	return &noCommand
 }

@@ -206,7 +206,7 @@ type ACLCommand struct {
 	Policies []string
 }
 
-// typeNodeVersion is TypeNodeVersion without its flag, as switches on a type see it.
+// typeNodeVersion is TypeNodeVersion without its flag: its index in the registry.
 const typeNodeVersion = TypeNodeVersion &^ FlagSkippable
 
 // Limits on decoded fields: far above what the API accepts, low enough that a corrupt
@@ -217,97 +217,36 @@ const (
 )
 
 // Encode appends the command's binary form to buf and returns the extended buffer.
-// The form is the type byte, then Now as a uvarint, then the type's fields.
+// The form is the type byte, then Now as a uvarint, then the fields of the type's row
+// (apply.go), then the trailing fields: the caller (Creator) and a Renew's Callers.
 func (c *Command) Encode(buf []byte) []byte {
 	buf = append(buf, byte(c.Type))
 	buf = binary.AppendUvarint(buf, uint64(c.Now))
-	switch c.Type &^ FlagSkippable {
-	case TypeCreateLease:
-		buf = append(buf, c.Lease[:]...)
-		buf = binary.AppendUvarint(buf, uint64(c.TTL))
-	case TypeRenew:
-		buf = binary.AppendUvarint(buf, uint64(len(c.Leases)))
-		for i := range c.Leases {
-			buf = append(buf, c.Leases[i][:]...)
-		}
-	case TypeRevoke:
-		buf = append(buf, c.Lease[:]...)
-	case TypeAcquire, TypeAcquireShared:
-		buf = c.appendAcquire(buf)
-	case TypeSemAcquire:
-		buf = c.appendAcquire(buf)
-		buf = binary.AppendUvarint(buf, c.Limit)
-	case TypeAcquireEx:
-		buf = c.appendAcquire(buf)
-		buf = c.appendOptions(buf)
-	case TypeSemAcquireEx:
-		buf = c.appendAcquire(buf)
-		buf = binary.AppendUvarint(buf, c.Limit)
-		buf = binary.AppendUvarint(buf, uint64(c.MaxHold))
-	case TypeLockSet:
-		buf = c.appendAcquire(buf)
-		buf = appendStrings(buf, c.Names)
-		buf = c.appendOptions(buf)
-	case TypeLockSetRelease:
-		buf = append(buf, c.Lease[:]...)
-		buf = appendStrings(buf, c.Names)
-		buf = binary.AppendUvarint(buf, uint64(len(c.Tokens)))
-		for _, t := range c.Tokens {
-			buf = binary.AppendUvarint(buf, t)
-		}
-	case TypeCampaign:
-		buf = c.appendAcquire(buf)
-		buf = appendString(buf, c.Value)
-		buf = binary.AppendUvarint(buf, c.Token)
-	case TypeRelease, TypeSemRelease, TypeResign:
-		buf = append(buf, c.Lease[:]...)
-		buf = appendString(buf, c.Name)
-		buf = binary.AppendUvarint(buf, c.Token)
-	case TypeDequeue, TypeSemDequeue, TypeElectionDequeue:
-		buf = append(buf, c.Lease[:]...)
-		buf = appendString(buf, c.Name)
-	case TypeRegisterNode:
-		buf = appendString(buf, c.Node.ID)
-		buf = appendString(buf, c.Node.RaftAddr)
-		buf = appendString(buf, c.Node.HTTPAddr)
-	case TypeRemoveNode:
-		buf = appendString(buf, c.Node.ID)
-	case TypeSetVersion:
-		buf = binary.AppendUvarint(buf, c.Version)
-	case typeNodeVersion:
-		buf = appendString(buf, c.Node.ID)
-		buf = binary.AppendUvarint(buf, c.Version)
-	case TypeSetLimits:
-		buf = binary.AppendUvarint(buf, c.Limits.MaxLeases)
-		buf = binary.AppendUvarint(buf, c.Limits.MaxLocksPerLease)
-		buf = binary.AppendUvarint(buf, c.Limits.MaxWaitersPerLock)
-	case TypeACLBootstrap:
-		buf = appendString(buf, c.ACL.Accessor)
-		buf = append(buf, c.ACL.SecretHash[:]...)
-	case TypeACLSetPolicy:
-		buf = appendString(buf, c.ACL.Policy)
-		buf = appendString(buf, c.ACL.Description)
-		buf = appendRules(buf, c.ACL.Rules)
-	case TypeACLDeletePolicy:
-		buf = appendString(buf, c.ACL.Policy)
-	case TypeACLSetToken:
-		buf = appendString(buf, c.ACL.Accessor)
-		buf = append(buf, c.ACL.SecretHash[:]...)
-		buf = appendString(buf, c.ACL.Description)
-		buf = appendStrings(buf, c.ACL.Policies)
-	case TypeACLDeleteToken:
-		buf = appendString(buf, c.ACL.Accessor)
+	row := commandOf(c.Type &^ FlagSkippable)
+	for _, f := range row.body {
+		buf = f.put(buf, c)
 	}
-	if c.Creator != "" && c.usesLease() {
+	if c.Creator != "" && row.lease != leaseNone {
 		// A trailing field: since version 3 on the commands that create a lease, since
 		// version 4 on every one that uses one.
 		buf = appendString(buf, c.Creator)
 	}
-	if c.Type == TypeRenew && len(c.Callers) == len(c.Leases) && anyCaller(c.Callers) {
+	if row.callers && c.Type == TypeRenew && len(c.Callers) == len(c.Leases) && anyCaller(c.Callers) {
 		buf = appendCallers(buf, c.Callers) // a trailing field, since version 4
 	}
 	return buf
 }
+
+// leaseUse is how a command type relates to the lease c.Lease names, which decides the
+// trailing caller field it carries.
+type leaseUse uint8
+
+const (
+	leaseNone         leaseUse = iota // names no lease (Renew names many: see callers)
+	leaseUses                         // acts on the lease: carries its caller from version 4
+	leaseCreates                      // creates it: carries its creator from version 3
+	leaseCreatesIfNew                 // acts on it, and creates it when NewLease is set
+)
 
 // UsesLease reports whether the command acts on the lease c.Lease names, and so carries
 // its caller (Creator) from protocol version 4 on; CreatesLease, whether it creates it, and
@@ -318,12 +257,16 @@ func (c *Command) UsesLease() bool { return c.usesLease() }
 func (c *Command) CreatesLease() bool { return c.createsLease() }
 
 func (c *Command) usesLease() bool {
-	switch c.Type &^ FlagSkippable {
-	case TypeCreateLease, TypeRevoke, TypeAcquire, TypeAcquireShared, TypeAcquireEx,
-		TypeSemAcquire, TypeSemAcquireEx, TypeCampaign, TypeLockSet,
-		TypeRelease, TypeSemRelease, TypeResign, TypeLockSetRelease,
-		TypeDequeue, TypeSemDequeue, TypeElectionDequeue:
+	return commandOf(c.Type&^FlagSkippable).lease != leaseNone
+}
+
+// createsLease reports whether the command creates a lease, and so may carry Creator.
+func (c *Command) createsLease() bool {
+	switch commandOf(c.Type &^ FlagSkippable).lease {
+	case leaseCreates:
 		return true
+	case leaseCreatesIfNew:
+		return c.NewLease
 	}
 	return false
 }
@@ -375,17 +318,6 @@ func (d *decoder) callers(n int) []string {
 	return out
 }
 
-// createsLease reports whether the command creates a lease, and so may carry Creator.
-func (c *Command) createsLease() bool {
-	switch c.Type &^ FlagSkippable {
-	case TypeCreateLease:
-		return true
-	case TypeAcquire, TypeAcquireShared, TypeSemAcquire, TypeCampaign, TypeAcquireEx, TypeSemAcquireEx, TypeLockSet:
-		return c.NewLease
-	}
-	return false
-}
-
 // DecodeCommand parses a command written by Encode. It never panics: truncated or
 // malformed input yields an error wrapping ErrShortCommand, ErrCorruptCommand or
 // ErrUnknownCommand. A skippable command of an unknown type decodes to its type and Now
@@ -401,96 +333,21 @@ func decodeCommand(b []byte, max uint64) (Command, error) {
 	d := decoder{b: b}
 	c.Type = Type(d.byte())
 	c.Now = d.int64()
-	switch c.Type.known(max) {
-	case TypeCreateLease:
-		c.Lease = d.leaseID()
-		c.TTL = d.int64()
-	case TypeRenew:
-		n := d.uvarint()
-		if n > maxRenewIDs || n*16 > uint64(len(d.b)) {
-			d.fail(ErrCorruptCommand)
-			break
-		}
-		c.Leases = make([]LeaseID, n)
-		for i := range c.Leases {
-			c.Leases[i] = d.leaseID()
-		}
-	case TypeRevoke:
-		c.Lease = d.leaseID()
-	case TypeAcquire, TypeAcquireShared:
-		c.decodeAcquire(&d)
-	case TypeSemAcquire:
-		c.decodeAcquire(&d)
-		c.Limit = d.uvarint()
-	case TypeAcquireEx:
-		c.decodeAcquire(&d)
-		c.decodeOptions(&d)
-	case TypeSemAcquireEx:
-		c.decodeAcquire(&d)
-		c.Limit = d.uvarint()
-		c.MaxHold = d.int64()
-	case TypeLockSet:
-		c.decodeAcquire(&d)
-		c.Names = d.strings()
-		c.decodeOptions(&d)
-	case TypeLockSetRelease:
-		c.Lease = d.leaseID()
-		c.Names = d.strings()
-		n := d.count(1)
-		for i := 0; i < n && d.err == nil; i++ {
-			c.Tokens = append(c.Tokens, d.uvarint())
-		}
-	case TypeCampaign:
-		c.decodeAcquire(&d)
-		c.Value = d.string()
-		c.Token = d.uvarint()
-	case TypeRelease, TypeSemRelease, TypeResign:
-		c.Lease = d.leaseID()
-		c.Name = d.string()
-		c.Token = d.uvarint()
-	case TypeDequeue, TypeSemDequeue, TypeElectionDequeue:
-		c.Lease = d.leaseID()
-		c.Name = d.string()
-	case TypeRegisterNode:
-		c.Node.ID = d.string()
-		c.Node.RaftAddr = d.string()
-		c.Node.HTTPAddr = d.string()
-	case TypeRemoveNode:
-		c.Node.ID = d.string()
-	case TypeSetVersion:
-		c.Version = d.uvarint()
-	case typeNodeVersion:
-		c.Node.ID = d.string()
-		c.Version = d.uvarint()
-	case TypeSetLimits:
-		c.Limits = Limits{MaxLeases: d.uvarint(), MaxLocksPerLease: d.uvarint(), MaxWaitersPerLock: d.uvarint()}
-	case TypeACLBootstrap:
-		c.ACL.Accessor = d.string()
-		c.ACL.SecretHash = d.hash()
-	case TypeACLSetPolicy:
-		c.ACL.Policy = d.string()
-		c.ACL.Description = d.string()
-		c.ACL.Rules = d.rules()
-	case TypeACLDeletePolicy:
-		c.ACL.Policy = d.string()
-	case TypeACLSetToken:
-		c.ACL.Accessor = d.string()
-		c.ACL.SecretHash = d.hash()
-		c.ACL.Description = d.string()
-		c.ACL.Policies = d.strings()
-	case TypeACLDeleteToken:
-		c.ACL.Accessor = d.string()
-	case TypeTick:
-	default:
+	t := c.Type.known(max)
+	if t == 0 {
 		if d.err == nil && c.Type&FlagSkippable == 0 {
 			d.fail(fmt.Errorf("%w: %d", ErrUnknownCommand, uint8(c.Type)))
 		}
 		return c, d.err
 	}
+	row := commandOf(t)
+	for _, f := range row.body {
+		f.get(&d, &c)
+	}
 	if d.err == nil && len(d.b) != 0 && (max >= 3 && c.createsLease() || max >= 4 && c.usesLease()) {
 		c.Creator = d.string()
 	}
-	if d.err == nil && len(d.b) != 0 && max >= 4 && c.Type == TypeRenew {
+	if d.err == nil && len(d.b) != 0 && max >= 4 && row.callers && c.Type == TypeRenew {
 		c.Callers = d.callers(len(c.Leases))
 	}
 	if d.err == nil && len(d.b) != 0 {
@@ -498,6 +355,153 @@ func decodeCommand(b []byte, max uint64) (Command, error) {
 	}
 	return c, d.err
 }
+
+// field is one field of a command type's body: how Encode writes it and decodeCommand
+// reads it. A type's row (apply.go) lists its fields in order; the values below are the
+// whole vocabulary, so two types that share a field share its bytes.
+type field struct {
+	put func(buf []byte, c *Command) []byte
+	get func(d *decoder, c *Command)
+}
+
+var (
+	fieldLease = field{
+		func(buf []byte, c *Command) []byte { return append(buf, c.Lease[:]...) },
+		func(d *decoder, c *Command) { c.Lease = d.leaseID() },
+	}
+	fieldTTL = field{
+		func(buf []byte, c *Command) []byte { return binary.AppendUvarint(buf, uint64(c.TTL)) },
+		func(d *decoder, c *Command) { c.TTL = d.int64() },
+	}
+	// fieldLeases is a Renew's batch: a count, then each lease ID.
+	fieldLeases = field{
+		func(buf []byte, c *Command) []byte {
+			buf = binary.AppendUvarint(buf, uint64(len(c.Leases)))
+			for i := range c.Leases {
+				buf = append(buf, c.Leases[i][:]...)
+			}
+			return buf
+		},
+		func(d *decoder, c *Command) {
+			n := d.uvarint()
+			if n > maxRenewIDs || n*16 > uint64(len(d.b)) {
+				d.fail(ErrCorruptCommand)
+				return
+			}
+			c.Leases = make([]LeaseID, n)
+			for i := range c.Leases {
+				c.Leases[i] = d.leaseID()
+			}
+		},
+	}
+	// fieldAcquire is the body of an Acquire, which every request for a grant starts with.
+	fieldAcquire = field{
+		func(buf []byte, c *Command) []byte { return c.appendAcquire(buf) },
+		func(d *decoder, c *Command) { c.decodeAcquire(d) },
+	}
+	// fieldOptions is what version 3 adds to a request for a lock.
+	fieldOptions = field{
+		func(buf []byte, c *Command) []byte { return c.appendOptions(buf) },
+		func(d *decoder, c *Command) { c.decodeOptions(d) },
+	}
+	fieldLimit = field{
+		func(buf []byte, c *Command) []byte { return binary.AppendUvarint(buf, c.Limit) },
+		func(d *decoder, c *Command) { c.Limit = d.uvarint() },
+	}
+	fieldMaxHold = field{
+		func(buf []byte, c *Command) []byte { return binary.AppendUvarint(buf, uint64(c.MaxHold)) },
+		func(d *decoder, c *Command) { c.MaxHold = d.int64() },
+	}
+	fieldNames = field{
+		func(buf []byte, c *Command) []byte { return appendStrings(buf, c.Names) },
+		func(d *decoder, c *Command) { c.Names = d.strings() },
+	}
+	// fieldTokens is a count, then each token.
+	fieldTokens = field{
+		func(buf []byte, c *Command) []byte {
+			buf = binary.AppendUvarint(buf, uint64(len(c.Tokens)))
+			for _, t := range c.Tokens {
+				buf = binary.AppendUvarint(buf, t)
+			}
+			return buf
+		},
+		func(d *decoder, c *Command) {
+			n := d.count(1)
+			for i := 0; i < n && d.err == nil; i++ {
+				c.Tokens = append(c.Tokens, d.uvarint())
+			}
+		},
+	}
+	fieldName = field{
+		func(buf []byte, c *Command) []byte { return appendString(buf, c.Name) },
+		func(d *decoder, c *Command) { c.Name = d.string() },
+	}
+	fieldValue = field{
+		func(buf []byte, c *Command) []byte { return appendString(buf, c.Value) },
+		func(d *decoder, c *Command) { c.Value = d.string() },
+	}
+	fieldToken = field{
+		func(buf []byte, c *Command) []byte { return binary.AppendUvarint(buf, c.Token) },
+		func(d *decoder, c *Command) { c.Token = d.uvarint() },
+	}
+	fieldNodeID = field{
+		func(buf []byte, c *Command) []byte { return appendString(buf, c.Node.ID) },
+		func(d *decoder, c *Command) { c.Node.ID = d.string() },
+	}
+	// fieldNodeAddrs is a member's Raft then HTTP address.
+	fieldNodeAddrs = field{
+		func(buf []byte, c *Command) []byte {
+			return appendString(appendString(buf, c.Node.RaftAddr), c.Node.HTTPAddr)
+		},
+		func(d *decoder, c *Command) { c.Node.RaftAddr, c.Node.HTTPAddr = d.string(), d.string() },
+	}
+	fieldVersion = field{
+		func(buf []byte, c *Command) []byte { return binary.AppendUvarint(buf, c.Version) },
+		func(d *decoder, c *Command) { c.Version = d.uvarint() },
+	}
+	fieldLimits = field{
+		func(buf []byte, c *Command) []byte {
+			buf = binary.AppendUvarint(buf, c.Limits.MaxLeases)
+			buf = binary.AppendUvarint(buf, c.Limits.MaxLocksPerLease)
+			return binary.AppendUvarint(buf, c.Limits.MaxWaitersPerLock)
+		},
+		func(d *decoder, c *Command) {
+			c.Limits = Limits{MaxLeases: d.uvarint(), MaxLocksPerLease: d.uvarint(), MaxWaitersPerLock: d.uvarint()}
+		},
+	}
+	fieldAccessor = field{
+		func(buf []byte, c *Command) []byte { return appendString(buf, c.ACL.Accessor) },
+		func(d *decoder, c *Command) { c.ACL.Accessor = d.string() },
+	}
+	fieldSecretHash = field{
+		func(buf []byte, c *Command) []byte { return append(buf, c.ACL.SecretHash[:]...) },
+		func(d *decoder, c *Command) { c.ACL.SecretHash = d.hash() },
+	}
+	fieldPolicy = field{
+		func(buf []byte, c *Command) []byte { return appendString(buf, c.ACL.Policy) },
+		func(d *decoder, c *Command) { c.ACL.Policy = d.string() },
+	}
+	fieldDescription = field{
+		func(buf []byte, c *Command) []byte { return appendString(buf, c.ACL.Description) },
+		func(d *decoder, c *Command) { c.ACL.Description = d.string() },
+	}
+	fieldRules = field{
+		func(buf []byte, c *Command) []byte { return appendRules(buf, c.ACL.Rules) },
+		func(d *decoder, c *Command) { c.ACL.Rules = d.rules() },
+	}
+	fieldPolicies = field{
+		func(buf []byte, c *Command) []byte { return appendStrings(buf, c.ACL.Policies) },
+		func(d *decoder, c *Command) { c.ACL.Policies = d.strings() },
+	}
+)
+
+// Bodies that several command types share.
+var (
+	// bodyRelease: a grant given back, or a leadership given up.
+	bodyRelease = []field{fieldLease, fieldName, fieldToken}
+	// bodyDequeue: a waiting client gave up.
+	bodyDequeue = []field{fieldLease, fieldName}
+)
 
 // appendAcquire appends the body of an Acquire, which the other requests for a grant
 // (AcquireShared, SemAcquire, Campaign) start with: lease, new-lease flag and TTL, name,
