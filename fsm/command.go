@@ -46,28 +46,16 @@ const (
 	// TypeACLDeleteToken deletes a token.
 	TypeACLDeleteToken Type = 17
 
-	// The coordination primitives beside the exclusive lock (since version 2). None is
-	// skippable: a node that skipped one would grant differently from its peers.
+	// The commands of the primitives beside the lock are declared in their files:
+	// semaphores.go (19 to 21, 28) and elections.go (22 to 24). None of them, and none of
+	// the lock's, is skippable: a node that skipped one would grant differently from its
+	// peers. The registry refuses a number taken twice (primitives.go).
 
-	// TypeAcquireShared asks for a lock in shared mode; its body is TypeAcquire's. Release
-	// and Dequeue of a lock serve both modes.
+	// TypeAcquireShared asks for a lock in shared mode (since version 2); its body is
+	// TypeAcquire's. Release and Dequeue of a lock serve both modes.
 	TypeAcquireShared Type = 18
-	// TypeSemAcquire asks for one permit of a semaphore (Limit permits).
-	TypeSemAcquire Type = 19
-	// TypeSemRelease releases a permit (Lease, Token).
-	TypeSemRelease Type = 20
-	// TypeSemDequeue takes a lease out of a semaphore's queue (a waiting client gave up).
-	TypeSemDequeue Type = 21
-	// TypeCampaign campaigns for an election's leadership, or proclaims a new Value from
-	// the leader's lease.
-	TypeCampaign Type = 22
-	// TypeResign gives leadership up (Lease, Token).
-	TypeResign Type = 23
-	// TypeElectionDequeue takes a candidate out of an election's queue.
-	TypeElectionDequeue Type = 24
 
-	// The lock commands of protocol version 3 (fsm/locksets.go, fsm/maxhold.go). None is
-	// skippable.
+	// The lock commands of protocol version 3 (fsm/locksets.go, fsm/maxhold.go).
 
 	// TypeAcquireEx asks for a lock in either mode (Shared) with a maximum hold (MaxHold)
 	// and a lock delay (LockDelay); its body is TypeAcquire's followed by those three.
@@ -76,9 +64,6 @@ const (
 	TypeLockSet Type = 26
 	// TypeLockSetRelease releases every lock of Names, each with its token of Tokens.
 	TypeLockSetRelease Type = 27
-	// TypeSemAcquireEx asks for a semaphore permit with a maximum hold (MaxHold); its body
-	// is TypeSemAcquire's followed by MaxHold.
-	TypeSemAcquireEx Type = 28
 
 	// FlagSkippable, set in the type byte, lets a node that does not know the type skip
 	// the command (it still advances time) instead of refusing it.
