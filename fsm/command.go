@@ -209,7 +209,7 @@ func (c *Command) Encode(buf []byte) []byte {
 	buf = binary.AppendUvarint(buf, uint64(c.Now))
 	row := commandOf(c.Type &^ FlagSkippable)
 	for _, f := range row.body {
-		buf = f.put(buf, c)
+		buf = c.appendField(buf, f)
 	}
 	if c.Creator != "" && row.lease != leaseNone {
 		// A trailing field: since version 3 on the commands that create a lease, since
@@ -327,7 +327,7 @@ func decodeCommand(b []byte, max uint64) (Command, error) {
 	}
 	row := commandOf(t)
 	for _, f := range row.body {
-		f.get(&d, &c)
+		c.readField(&d, f)
 	}
 	if d.err == nil && len(d.b) != 0 && (max >= 3 && c.createsLease() || max >= 4 && c.usesLease()) {
 		c.Creator = d.string()
@@ -341,144 +341,161 @@ func decodeCommand(b []byte, max uint64) (Command, error) {
 	return c, d.err
 }
 
-// field is one field of a command type's body: how Encode writes it and decodeCommand
-// reads it. A type's row (apply.go) lists its fields in order; the values below are the
-// whole vocabulary, so two types that share a field share its bytes.
-type field struct {
-	put func(buf []byte, c *Command) []byte
-	get func(d *decoder, c *Command)
+// field is one field of a command type's body: a type's row (its commands entry) lists
+// its fields in order, and Encode and decodeCommand write and read each with the two
+// switches below, the whole vocabulary, so two types that share a field share its bytes.
+// They are plain switches, not functions on the row, so that the Command being decoded
+// stays on the stack.
+type field uint8
+
+const (
+	fieldLease       field = iota + 1 // Lease
+	fieldTTL                          // TTL
+	fieldLeases                       // a Renew's batch: a count, then each lease ID
+	fieldAcquire                      // the body of an Acquire (appendAcquire)
+	fieldOptions                      // what version 3 adds to a request for a lock
+	fieldLimit                        // Limit
+	fieldMaxHold                      // MaxHold
+	fieldNames                        // Names
+	fieldTokens                       // Tokens: a count, then each token
+	fieldName                         // Name
+	fieldValue                        // Value
+	fieldToken                        // Token
+	fieldNodeID                       // Node.ID
+	fieldNodeAddrs                    // Node.RaftAddr, then Node.HTTPAddr
+	fieldVersion                      // Version
+	fieldLimits                       // the three Limits
+	fieldAccessor                     // ACL.Accessor
+	fieldSecretHash                   // ACL.SecretHash
+	fieldPolicy                       // ACL.Policy
+	fieldDescription                  // ACL.Description
+	fieldRules                        // ACL.Rules
+	fieldPolicies                     // ACL.Policies
+)
+
+// appendField appends field f of c.
+func (c *Command) appendField(buf []byte, f field) []byte {
+	switch f {
+	case fieldLease:
+		return append(buf, c.Lease[:]...)
+	case fieldTTL:
+		return binary.AppendUvarint(buf, uint64(c.TTL))
+	case fieldLeases:
+		buf = binary.AppendUvarint(buf, uint64(len(c.Leases)))
+		for i := range c.Leases {
+			buf = append(buf, c.Leases[i][:]...)
+		}
+		return buf
+	case fieldAcquire:
+		return c.appendAcquire(buf)
+	case fieldOptions:
+		return c.appendOptions(buf)
+	case fieldLimit:
+		return binary.AppendUvarint(buf, c.Limit)
+	case fieldMaxHold:
+		return binary.AppendUvarint(buf, uint64(c.MaxHold))
+	case fieldNames:
+		return appendStrings(buf, c.Names)
+	case fieldTokens:
+		buf = binary.AppendUvarint(buf, uint64(len(c.Tokens)))
+		for _, t := range c.Tokens {
+			buf = binary.AppendUvarint(buf, t)
+		}
+		return buf
+	case fieldName:
+		return appendString(buf, c.Name)
+	case fieldValue:
+		return appendString(buf, c.Value)
+	case fieldToken:
+		return binary.AppendUvarint(buf, c.Token)
+	case fieldNodeID:
+		return appendString(buf, c.Node.ID)
+	case fieldNodeAddrs:
+		return appendString(appendString(buf, c.Node.RaftAddr), c.Node.HTTPAddr)
+	case fieldVersion:
+		return binary.AppendUvarint(buf, c.Version)
+	case fieldLimits:
+		buf = binary.AppendUvarint(buf, c.Limits.MaxLeases)
+		buf = binary.AppendUvarint(buf, c.Limits.MaxLocksPerLease)
+		return binary.AppendUvarint(buf, c.Limits.MaxWaitersPerLock)
+	case fieldAccessor:
+		return appendString(buf, c.ACL.Accessor)
+	case fieldSecretHash:
+		return append(buf, c.ACL.SecretHash[:]...)
+	case fieldPolicy:
+		return appendString(buf, c.ACL.Policy)
+	case fieldDescription:
+		return appendString(buf, c.ACL.Description)
+	case fieldRules:
+		return appendRules(buf, c.ACL.Rules)
+	case fieldPolicies:
+		return appendStrings(buf, c.ACL.Policies)
+	}
+	panic(fmt.Sprintf("fsm: command field %d has no encoding", f))
 }
 
-var (
-	fieldLease = field{
-		func(buf []byte, c *Command) []byte { return append(buf, c.Lease[:]...) },
-		func(d *decoder, c *Command) { c.Lease = d.leaseID() },
+// readField reads what appendField wrote for f into c.
+func (c *Command) readField(d *decoder, f field) {
+	switch f {
+	case fieldLease:
+		c.Lease = d.leaseID()
+	case fieldTTL:
+		c.TTL = d.int64()
+	case fieldLeases:
+		n := d.uvarint()
+		if n > maxRenewIDs || n*16 > uint64(len(d.b)) {
+			d.fail(ErrCorruptCommand)
+			return
+		}
+		c.Leases = make([]LeaseID, n)
+		for i := range c.Leases {
+			c.Leases[i] = d.leaseID()
+		}
+	case fieldAcquire:
+		c.decodeAcquire(d)
+	case fieldOptions:
+		c.decodeOptions(d)
+	case fieldLimit:
+		c.Limit = d.uvarint()
+	case fieldMaxHold:
+		c.MaxHold = d.int64()
+	case fieldNames:
+		c.Names = d.strings()
+	case fieldTokens:
+		n := d.count(1)
+		for i := 0; i < n && d.err == nil; i++ {
+			c.Tokens = append(c.Tokens, d.uvarint())
+		}
+	case fieldName:
+		c.Name = d.string()
+	case fieldValue:
+		c.Value = d.string()
+	case fieldToken:
+		c.Token = d.uvarint()
+	case fieldNodeID:
+		c.Node.ID = d.string()
+	case fieldNodeAddrs:
+		c.Node.RaftAddr, c.Node.HTTPAddr = d.string(), d.string()
+	case fieldVersion:
+		c.Version = d.uvarint()
+	case fieldLimits:
+		c.Limits = Limits{MaxLeases: d.uvarint(), MaxLocksPerLease: d.uvarint(), MaxWaitersPerLock: d.uvarint()}
+	case fieldAccessor:
+		c.ACL.Accessor = d.string()
+	case fieldSecretHash:
+		c.ACL.SecretHash = d.hash()
+	case fieldPolicy:
+		c.ACL.Policy = d.string()
+	case fieldDescription:
+		c.ACL.Description = d.string()
+	case fieldRules:
+		c.ACL.Rules = d.rules()
+	case fieldPolicies:
+		c.ACL.Policies = d.strings()
+	default:
+		panic(fmt.Sprintf("fsm: command field %d has no decoding", f))
 	}
-	fieldTTL = field{
-		func(buf []byte, c *Command) []byte { return binary.AppendUvarint(buf, uint64(c.TTL)) },
-		func(d *decoder, c *Command) { c.TTL = d.int64() },
-	}
-	// fieldLeases is a Renew's batch: a count, then each lease ID.
-	fieldLeases = field{
-		func(buf []byte, c *Command) []byte {
-			buf = binary.AppendUvarint(buf, uint64(len(c.Leases)))
-			for i := range c.Leases {
-				buf = append(buf, c.Leases[i][:]...)
-			}
-			return buf
-		},
-		func(d *decoder, c *Command) {
-			n := d.uvarint()
-			if n > maxRenewIDs || n*16 > uint64(len(d.b)) {
-				d.fail(ErrCorruptCommand)
-				return
-			}
-			c.Leases = make([]LeaseID, n)
-			for i := range c.Leases {
-				c.Leases[i] = d.leaseID()
-			}
-		},
-	}
-	// fieldAcquire is the body of an Acquire, which every request for a grant starts with.
-	fieldAcquire = field{
-		func(buf []byte, c *Command) []byte { return c.appendAcquire(buf) },
-		func(d *decoder, c *Command) { c.decodeAcquire(d) },
-	}
-	// fieldOptions is what version 3 adds to a request for a lock.
-	fieldOptions = field{
-		func(buf []byte, c *Command) []byte { return c.appendOptions(buf) },
-		func(d *decoder, c *Command) { c.decodeOptions(d) },
-	}
-	fieldLimit = field{
-		func(buf []byte, c *Command) []byte { return binary.AppendUvarint(buf, c.Limit) },
-		func(d *decoder, c *Command) { c.Limit = d.uvarint() },
-	}
-	fieldMaxHold = field{
-		func(buf []byte, c *Command) []byte { return binary.AppendUvarint(buf, uint64(c.MaxHold)) },
-		func(d *decoder, c *Command) { c.MaxHold = d.int64() },
-	}
-	fieldNames = field{
-		func(buf []byte, c *Command) []byte { return appendStrings(buf, c.Names) },
-		func(d *decoder, c *Command) { c.Names = d.strings() },
-	}
-	// fieldTokens is a count, then each token.
-	fieldTokens = field{
-		func(buf []byte, c *Command) []byte {
-			buf = binary.AppendUvarint(buf, uint64(len(c.Tokens)))
-			for _, t := range c.Tokens {
-				buf = binary.AppendUvarint(buf, t)
-			}
-			return buf
-		},
-		func(d *decoder, c *Command) {
-			n := d.count(1)
-			for i := 0; i < n && d.err == nil; i++ {
-				c.Tokens = append(c.Tokens, d.uvarint())
-			}
-		},
-	}
-	fieldName = field{
-		func(buf []byte, c *Command) []byte { return appendString(buf, c.Name) },
-		func(d *decoder, c *Command) { c.Name = d.string() },
-	}
-	fieldValue = field{
-		func(buf []byte, c *Command) []byte { return appendString(buf, c.Value) },
-		func(d *decoder, c *Command) { c.Value = d.string() },
-	}
-	fieldToken = field{
-		func(buf []byte, c *Command) []byte { return binary.AppendUvarint(buf, c.Token) },
-		func(d *decoder, c *Command) { c.Token = d.uvarint() },
-	}
-	fieldNodeID = field{
-		func(buf []byte, c *Command) []byte { return appendString(buf, c.Node.ID) },
-		func(d *decoder, c *Command) { c.Node.ID = d.string() },
-	}
-	// fieldNodeAddrs is a member's Raft then HTTP address.
-	fieldNodeAddrs = field{
-		func(buf []byte, c *Command) []byte {
-			return appendString(appendString(buf, c.Node.RaftAddr), c.Node.HTTPAddr)
-		},
-		func(d *decoder, c *Command) { c.Node.RaftAddr, c.Node.HTTPAddr = d.string(), d.string() },
-	}
-	fieldVersion = field{
-		func(buf []byte, c *Command) []byte { return binary.AppendUvarint(buf, c.Version) },
-		func(d *decoder, c *Command) { c.Version = d.uvarint() },
-	}
-	fieldLimits = field{
-		func(buf []byte, c *Command) []byte {
-			buf = binary.AppendUvarint(buf, c.Limits.MaxLeases)
-			buf = binary.AppendUvarint(buf, c.Limits.MaxLocksPerLease)
-			return binary.AppendUvarint(buf, c.Limits.MaxWaitersPerLock)
-		},
-		func(d *decoder, c *Command) {
-			c.Limits = Limits{MaxLeases: d.uvarint(), MaxLocksPerLease: d.uvarint(), MaxWaitersPerLock: d.uvarint()}
-		},
-	}
-	fieldAccessor = field{
-		func(buf []byte, c *Command) []byte { return appendString(buf, c.ACL.Accessor) },
-		func(d *decoder, c *Command) { c.ACL.Accessor = d.string() },
-	}
-	fieldSecretHash = field{
-		func(buf []byte, c *Command) []byte { return append(buf, c.ACL.SecretHash[:]...) },
-		func(d *decoder, c *Command) { c.ACL.SecretHash = d.hash() },
-	}
-	fieldPolicy = field{
-		func(buf []byte, c *Command) []byte { return appendString(buf, c.ACL.Policy) },
-		func(d *decoder, c *Command) { c.ACL.Policy = d.string() },
-	}
-	fieldDescription = field{
-		func(buf []byte, c *Command) []byte { return appendString(buf, c.ACL.Description) },
-		func(d *decoder, c *Command) { c.ACL.Description = d.string() },
-	}
-	fieldRules = field{
-		func(buf []byte, c *Command) []byte { return appendRules(buf, c.ACL.Rules) },
-		func(d *decoder, c *Command) { c.ACL.Rules = d.rules() },
-	}
-	fieldPolicies = field{
-		func(buf []byte, c *Command) []byte { return appendStrings(buf, c.ACL.Policies) },
-		func(d *decoder, c *Command) { c.ACL.Policies = d.strings() },
-	}
-)
+}
 
 // Bodies that several command types share.
 var (

@@ -130,15 +130,15 @@ func (s *state) removeLeases(index uint64, ls []*lease) []string {
 	}
 	released := sortedNames(ls[len(ls)-1].held)
 	for _, l := range ls {
-		for _, p := range primitives {
-			p.leave(s, index, l)
+		for i := range primitives {
+			primitives[i].leave(s, index, l)
 		}
 		delete(s.leases, l.id)
 		s.leaseExp.Delete(string(l.id[:]))
 	}
-	for _, p := range primitives {
+	for i := range primitives {
 		for _, l := range ls {
-			p.drop(s, index, l)
+			primitives[i].drop(s, index, l)
 		}
 	}
 	for _, l := range ls {

@@ -201,8 +201,8 @@ func numberPart(since uint64, order int, field func(*state) *uint64) section {
 
 // encodeSections appends every snapshot part that s's active version has.
 func (s *state) encodeSections(e *snapEncoder) {
-	for _, p := range snapshotSections {
-		if s.version >= p.since {
+	for i := range snapshotSections {
+		if p := &snapshotSections[i]; s.version >= p.since {
 			p.enc(s, e)
 		}
 	}
@@ -211,7 +211,8 @@ func (s *state) encodeSections(e *snapEncoder) {
 // decodeSections reads what encodeSections wrote, part by part, stopping at the first
 // error.
 func (s *state) decodeSections(d *decoder) error {
-	for _, p := range snapshotSections {
+	for i := range snapshotSections {
+		p := &snapshotSections[i]
 		if d.err != nil || s.version < p.since {
 			continue
 		}
@@ -226,8 +227,8 @@ func (s *state) decodeSections(d *decoder) error {
 // the MaxLocksPerLease quota bounds this sum.
 func (s *state) leaseCount(l *lease) int {
 	n := 0
-	for _, p := range primitives {
-		n += p.count(s, l)
+	for i := range primitives {
+		n += primitives[i].count(s, l)
 	}
 	return n
 }

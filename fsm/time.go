@@ -56,12 +56,12 @@ func satAdd(a, b int64) int64 {
 func (s *state) advance(index uint64, now int64) {
 	s.moveTime(now)
 	s.applied = index
-	for _, p := range primitives {
-		p.expireWaits(s, index)
+	for i := range primitives {
+		primitives[i].expireWaits(s, index)
 	}
 	s.expireLeases(index)
-	for _, p := range primitives {
-		if p.expire != nil {
+	for i := range primitives {
+		if p := &primitives[i]; p.expire != nil {
 			p.expire(s, index)
 		}
 	}
