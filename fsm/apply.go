@@ -95,9 +95,17 @@ type handler func(s *state, index uint64, c *Command, r *Result)
 
 // command is a command type's row in the registry.
 type command struct {
+	typ   Type   // the type without FlagSkippable: the row's index in commands
 	name  string // as logs and the API name it (Type.String)
 	since uint64 // the protocol version that introduced it (Type.Since)
 	apply handler
+	// body is its encoding after the type byte and Now: its fields in order (command.go).
+	body []field
+	// lease is how it relates to the lease c.Lease names: whether it carries its caller
+	// or creator as a trailing field (Command.Encode).
+	lease leaseUse
+	// callers: its leases' callers trail it from version 4 on (Renew).
+	callers bool
 	// anyVersion lets the command apply before the cluster activates its version: it is
 	// how versions are activated. Every other command is refused until then (active).
 	anyVersion bool
@@ -105,51 +113,51 @@ type command struct {
 	exact bool
 }
 
-// commands is the registry: every command type this code knows, by its type without
-// FlagSkippable. A new command is one row here, its constant and its encoding
-// (command.go).
-var commands = [...]command{
-	TypeCreateLease:  {name: "create_lease", since: 1, apply: (*state).createLease},
-	TypeRenew:        {name: "renew", since: 1, apply: (*state).renew},
-	TypeRevoke:       {name: "revoke", since: 1, apply: (*state).revoke},
-	TypeAcquire:      {name: "acquire", since: 1, apply: (*state).acquire},
-	TypeRelease:      {name: "release", since: 1, apply: (*state).release},
-	TypeTick:         {name: "tick", since: 1, apply: (*state).tick},
-	TypeRegisterNode: {name: "register_node", since: 1, apply: (*state).registerNode},
-	TypeDequeue:      {name: "dequeue", since: 1, apply: (*state).dequeue},
-	TypeRemoveNode:   {name: "remove_node", since: 1, apply: (*state).removeNode},
+// coreCommands are the rows of the commands that belong to no primitive: leases, time,
+// nodes, versions, limits and ACLs. Each primitive brings its own rows (its commands in
+// primitives.go).
+var coreCommands = []command{
+	{typ: TypeCreateLease, name: "create_lease", since: 1, apply: (*state).createLease, body: []field{fieldLease, fieldTTL}, lease: leaseCreates},
+	{typ: TypeRenew, name: "renew", since: 1, apply: (*state).renew, body: []field{fieldLeases}, callers: true},
+	{typ: TypeRevoke, name: "revoke", since: 1, apply: (*state).revoke, body: []field{fieldLease}, lease: leaseUses},
+	{typ: TypeTick, name: "tick", since: 1, apply: (*state).tick},
+	{typ: TypeRegisterNode, name: "register_node", since: 1, apply: (*state).registerNode, body: []field{fieldNodeID, fieldNodeAddrs}},
+	{typ: TypeRemoveNode, name: "remove_node", since: 1, apply: (*state).removeNode, body: []field{fieldNodeID}},
 
-	TypeSetVersion:  {name: "set_version", since: 2, apply: (*state).setVersion, anyVersion: true},
-	typeNodeVersion: {name: "node_version", since: 2, apply: (*state).registerVersion, anyVersion: true},
-	TypeSetLimits:   {name: "set_limits", since: 2, apply: (*state).setLimits},
+	{typ: TypeSetVersion, name: "set_version", since: 2, apply: (*state).setVersion, body: []field{fieldVersion}, anyVersion: true},
+	{typ: typeNodeVersion, name: "node_version", since: 2, apply: (*state).registerVersion, body: []field{fieldNodeID, fieldVersion}, anyVersion: true},
+	{typ: TypeSetLimits, name: "set_limits", since: 2, apply: (*state).setLimits, body: []field{fieldLimits}},
 
-	TypeACLBootstrap:    {name: "acl_bootstrap", since: 2, apply: (*state).aclBootstrap, exact: true},
-	TypeACLSetPolicy:    {name: "acl_set_policy", since: 2, apply: (*state).aclSetPolicy, exact: true},
-	TypeACLDeletePolicy: {name: "acl_delete_policy", since: 2, apply: (*state).aclDeletePolicy, exact: true},
-	TypeACLSetToken:     {name: "acl_set_token", since: 2, apply: (*state).aclSetToken, exact: true},
-	TypeACLDeleteToken:  {name: "acl_delete_token", since: 2, apply: (*state).aclDeleteToken, exact: true},
-
-	// acquire tells the two modes apart by the exact type byte: an AcquireShared that also
-	// carries FlagSkippable acquires in exclusive mode, on every node.
-	TypeAcquireShared:   {name: "acquire_shared", since: 2, apply: (*state).acquire},
-	TypeSemAcquire:      {name: "sem_acquire", since: 2, apply: (*state).semAcquire, exact: true},
-	TypeSemRelease:      {name: "sem_release", since: 2, apply: (*state).semRelease, exact: true},
-	TypeSemDequeue:      {name: "sem_dequeue", since: 2, apply: (*state).semDequeue, exact: true},
-	TypeCampaign:        {name: "campaign", since: 2, apply: (*state).campaign, exact: true},
-	TypeResign:          {name: "resign", since: 2, apply: (*state).resign, exact: true},
-	TypeElectionDequeue: {name: "election_dequeue", since: 2, apply: (*state).electionDequeue, exact: true},
-
-	TypeAcquireEx:      {name: "acquire_ex", since: 3, apply: (*state).acquire, exact: true},
-	TypeLockSet:        {name: "lockset", since: 3, apply: (*state).lockSetAcquire, exact: true},
-	TypeLockSetRelease: {name: "lockset_release", since: 3, apply: (*state).lockSetRelease, exact: true},
-	TypeSemAcquireEx:   {name: "sem_acquire_ex", since: 3, apply: (*state).semAcquire, exact: true},
+	{typ: TypeACLBootstrap, name: "acl_bootstrap", since: 2, apply: (*state).aclBootstrap, body: []field{fieldAccessor, fieldSecretHash}, exact: true},
+	{typ: TypeACLSetPolicy, name: "acl_set_policy", since: 2, apply: (*state).aclSetPolicy, body: []field{fieldPolicy, fieldDescription, fieldRules}, exact: true},
+	{typ: TypeACLDeletePolicy, name: "acl_delete_policy", since: 2, apply: (*state).aclDeletePolicy, body: []field{fieldPolicy}, exact: true},
+	{typ: TypeACLSetToken, name: "acl_set_token", since: 2, apply: (*state).aclSetToken, body: []field{fieldAccessor, fieldSecretHash, fieldDescription, fieldPolicies}, exact: true},
+	{typ: TypeACLDeleteToken, name: "acl_delete_token", since: 2, apply: (*state).aclDeleteToken, body: []field{fieldAccessor}, exact: true},
 }
+
+// commands is the registry: every command type this code knows, by its type without
+// FlagSkippable: coreCommands and every primitive's rows, set by init (primitives.go),
+// which refuses a type taken twice. A new command is one row and its constant; its row
+// names its fields, so its encoding is the row too.
+var commands [FlagSkippable]command
+
+// register puts row into commands; a type taken twice, or out of range, is a programming
+// error that init stops on.
+func register(row command) {
+	if row.typ == 0 || row.typ >= FlagSkippable || commands[row.typ].name != "" || row.name == "" || row.apply == nil {
+		panic(fmt.Sprintf("fsm: command type %d (%s): out of range, taken twice, or without a name or handler", uint8(row.typ), row.name))
+	}
+	commands[row.typ] = row
+}
+
+// noCommand is the row of a type this code does not know: no name, no handler, no body.
+var noCommand command
 
 // commandOf returns the registry row of type t (without its flag); the zero row, with no
 // handler, for a type this code does not know.
-func commandOf(t Type) command {
+func commandOf(t Type) *command {
 	if int(t) < len(commands) {
-		return commands[t]
+		return &commands[t]
 	}
-	return command{}
+	return &noCommand
 }

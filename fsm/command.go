@@ -46,28 +46,16 @@ const (
 	// TypeACLDeleteToken deletes a token.
 	TypeACLDeleteToken Type = 17
 
-	// The coordination primitives beside the exclusive lock (since version 2). None is
-	// skippable: a node that skipped one would grant differently from its peers.
+	// The commands of the primitives beside the lock are declared in their files:
+	// semaphores.go (19 to 21, 28) and elections.go (22 to 24). None of them, and none of
+	// the lock's, is skippable: a node that skipped one would grant differently from its
+	// peers. The registry refuses a number taken twice (primitives.go).
 
-	// TypeAcquireShared asks for a lock in shared mode; its body is TypeAcquire's. Release
-	// and Dequeue of a lock serve both modes.
+	// TypeAcquireShared asks for a lock in shared mode (since version 2); its body is
+	// TypeAcquire's. Release and Dequeue of a lock serve both modes.
 	TypeAcquireShared Type = 18
-	// TypeSemAcquire asks for one permit of a semaphore (Limit permits).
-	TypeSemAcquire Type = 19
-	// TypeSemRelease releases a permit (Lease, Token).
-	TypeSemRelease Type = 20
-	// TypeSemDequeue takes a lease out of a semaphore's queue (a waiting client gave up).
-	TypeSemDequeue Type = 21
-	// TypeCampaign campaigns for an election's leadership, or proclaims a new Value from
-	// the leader's lease.
-	TypeCampaign Type = 22
-	// TypeResign gives leadership up (Lease, Token).
-	TypeResign Type = 23
-	// TypeElectionDequeue takes a candidate out of an election's queue.
-	TypeElectionDequeue Type = 24
 
-	// The lock commands of protocol version 3 (fsm/locksets.go, fsm/maxhold.go). None is
-	// skippable.
+	// The lock commands of protocol version 3 (fsm/locksets.go, fsm/maxhold.go).
 
 	// TypeAcquireEx asks for a lock in either mode (Shared) with a maximum hold (MaxHold)
 	// and a lock delay (LockDelay); its body is TypeAcquire's followed by those three.
@@ -76,9 +64,6 @@ const (
 	TypeLockSet Type = 26
 	// TypeLockSetRelease releases every lock of Names, each with its token of Tokens.
 	TypeLockSetRelease Type = 27
-	// TypeSemAcquireEx asks for a semaphore permit with a maximum hold (MaxHold); its body
-	// is TypeSemAcquire's followed by MaxHold.
-	TypeSemAcquireEx Type = 28
 
 	// FlagSkippable, set in the type byte, lets a node that does not know the type skip
 	// the command (it still advances time) instead of refusing it.
@@ -206,7 +191,7 @@ type ACLCommand struct {
 	Policies []string
 }
 
-// typeNodeVersion is TypeNodeVersion without its flag, as switches on a type see it.
+// typeNodeVersion is TypeNodeVersion without its flag: its index in the registry.
 const typeNodeVersion = TypeNodeVersion &^ FlagSkippable
 
 // Limits on decoded fields: far above what the API accepts, low enough that a corrupt
@@ -217,97 +202,36 @@ const (
 )
 
 // Encode appends the command's binary form to buf and returns the extended buffer.
-// The form is the type byte, then Now as a uvarint, then the type's fields.
+// The form is the type byte, then Now as a uvarint, then the fields of the type's row
+// (apply.go), then the trailing fields: the caller (Creator) and a Renew's Callers.
 func (c *Command) Encode(buf []byte) []byte {
 	buf = append(buf, byte(c.Type))
 	buf = binary.AppendUvarint(buf, uint64(c.Now))
-	switch c.Type &^ FlagSkippable {
-	case TypeCreateLease:
-		buf = append(buf, c.Lease[:]...)
-		buf = binary.AppendUvarint(buf, uint64(c.TTL))
-	case TypeRenew:
-		buf = binary.AppendUvarint(buf, uint64(len(c.Leases)))
-		for i := range c.Leases {
-			buf = append(buf, c.Leases[i][:]...)
-		}
-	case TypeRevoke:
-		buf = append(buf, c.Lease[:]...)
-	case TypeAcquire, TypeAcquireShared:
-		buf = c.appendAcquire(buf)
-	case TypeSemAcquire:
-		buf = c.appendAcquire(buf)
-		buf = binary.AppendUvarint(buf, c.Limit)
-	case TypeAcquireEx:
-		buf = c.appendAcquire(buf)
-		buf = c.appendOptions(buf)
-	case TypeSemAcquireEx:
-		buf = c.appendAcquire(buf)
-		buf = binary.AppendUvarint(buf, c.Limit)
-		buf = binary.AppendUvarint(buf, uint64(c.MaxHold))
-	case TypeLockSet:
-		buf = c.appendAcquire(buf)
-		buf = appendStrings(buf, c.Names)
-		buf = c.appendOptions(buf)
-	case TypeLockSetRelease:
-		buf = append(buf, c.Lease[:]...)
-		buf = appendStrings(buf, c.Names)
-		buf = binary.AppendUvarint(buf, uint64(len(c.Tokens)))
-		for _, t := range c.Tokens {
-			buf = binary.AppendUvarint(buf, t)
-		}
-	case TypeCampaign:
-		buf = c.appendAcquire(buf)
-		buf = appendString(buf, c.Value)
-		buf = binary.AppendUvarint(buf, c.Token)
-	case TypeRelease, TypeSemRelease, TypeResign:
-		buf = append(buf, c.Lease[:]...)
-		buf = appendString(buf, c.Name)
-		buf = binary.AppendUvarint(buf, c.Token)
-	case TypeDequeue, TypeSemDequeue, TypeElectionDequeue:
-		buf = append(buf, c.Lease[:]...)
-		buf = appendString(buf, c.Name)
-	case TypeRegisterNode:
-		buf = appendString(buf, c.Node.ID)
-		buf = appendString(buf, c.Node.RaftAddr)
-		buf = appendString(buf, c.Node.HTTPAddr)
-	case TypeRemoveNode:
-		buf = appendString(buf, c.Node.ID)
-	case TypeSetVersion:
-		buf = binary.AppendUvarint(buf, c.Version)
-	case typeNodeVersion:
-		buf = appendString(buf, c.Node.ID)
-		buf = binary.AppendUvarint(buf, c.Version)
-	case TypeSetLimits:
-		buf = binary.AppendUvarint(buf, c.Limits.MaxLeases)
-		buf = binary.AppendUvarint(buf, c.Limits.MaxLocksPerLease)
-		buf = binary.AppendUvarint(buf, c.Limits.MaxWaitersPerLock)
-	case TypeACLBootstrap:
-		buf = appendString(buf, c.ACL.Accessor)
-		buf = append(buf, c.ACL.SecretHash[:]...)
-	case TypeACLSetPolicy:
-		buf = appendString(buf, c.ACL.Policy)
-		buf = appendString(buf, c.ACL.Description)
-		buf = appendRules(buf, c.ACL.Rules)
-	case TypeACLDeletePolicy:
-		buf = appendString(buf, c.ACL.Policy)
-	case TypeACLSetToken:
-		buf = appendString(buf, c.ACL.Accessor)
-		buf = append(buf, c.ACL.SecretHash[:]...)
-		buf = appendString(buf, c.ACL.Description)
-		buf = appendStrings(buf, c.ACL.Policies)
-	case TypeACLDeleteToken:
-		buf = appendString(buf, c.ACL.Accessor)
+	row := commandOf(c.Type &^ FlagSkippable)
+	for _, f := range row.body {
+		buf = c.appendField(buf, f)
 	}
-	if c.Creator != "" && c.usesLease() {
+	if c.Creator != "" && row.lease != leaseNone {
 		// A trailing field: since version 3 on the commands that create a lease, since
 		// version 4 on every one that uses one.
 		buf = appendString(buf, c.Creator)
 	}
-	if c.Type == TypeRenew && len(c.Callers) == len(c.Leases) && anyCaller(c.Callers) {
+	if row.callers && c.Type == TypeRenew && len(c.Callers) == len(c.Leases) && anyCaller(c.Callers) {
 		buf = appendCallers(buf, c.Callers) // a trailing field, since version 4
 	}
 	return buf
 }
+
+// leaseUse is how a command type relates to the lease c.Lease names, which decides the
+// trailing caller field it carries.
+type leaseUse uint8
+
+const (
+	leaseNone         leaseUse = iota // names no lease (Renew names many: see callers)
+	leaseUses                         // acts on the lease: carries its caller from version 4
+	leaseCreates                      // creates it: carries its creator from version 3
+	leaseCreatesIfNew                 // acts on it, and creates it when NewLease is set
+)
 
 // UsesLease reports whether the command acts on the lease c.Lease names, and so carries
 // its caller (Creator) from protocol version 4 on; CreatesLease, whether it creates it, and
@@ -318,12 +242,16 @@ func (c *Command) UsesLease() bool { return c.usesLease() }
 func (c *Command) CreatesLease() bool { return c.createsLease() }
 
 func (c *Command) usesLease() bool {
-	switch c.Type &^ FlagSkippable {
-	case TypeCreateLease, TypeRevoke, TypeAcquire, TypeAcquireShared, TypeAcquireEx,
-		TypeSemAcquire, TypeSemAcquireEx, TypeCampaign, TypeLockSet,
-		TypeRelease, TypeSemRelease, TypeResign, TypeLockSetRelease,
-		TypeDequeue, TypeSemDequeue, TypeElectionDequeue:
+	return commandOf(c.Type&^FlagSkippable).lease != leaseNone
+}
+
+// createsLease reports whether the command creates a lease, and so may carry Creator.
+func (c *Command) createsLease() bool {
+	switch commandOf(c.Type &^ FlagSkippable).lease {
+	case leaseCreates:
 		return true
+	case leaseCreatesIfNew:
+		return c.NewLease
 	}
 	return false
 }
@@ -375,17 +303,6 @@ func (d *decoder) callers(n int) []string {
 	return out
 }
 
-// createsLease reports whether the command creates a lease, and so may carry Creator.
-func (c *Command) createsLease() bool {
-	switch c.Type &^ FlagSkippable {
-	case TypeCreateLease:
-		return true
-	case TypeAcquire, TypeAcquireShared, TypeSemAcquire, TypeCampaign, TypeAcquireEx, TypeSemAcquireEx, TypeLockSet:
-		return c.NewLease
-	}
-	return false
-}
-
 // DecodeCommand parses a command written by Encode. It never panics: truncated or
 // malformed input yields an error wrapping ErrShortCommand, ErrCorruptCommand or
 // ErrUnknownCommand. A skippable command of an unknown type decodes to its type and Now
@@ -401,96 +318,21 @@ func decodeCommand(b []byte, max uint64) (Command, error) {
 	d := decoder{b: b}
 	c.Type = Type(d.byte())
 	c.Now = d.int64()
-	switch c.Type.known(max) {
-	case TypeCreateLease:
-		c.Lease = d.leaseID()
-		c.TTL = d.int64()
-	case TypeRenew:
-		n := d.uvarint()
-		if n > maxRenewIDs || n*16 > uint64(len(d.b)) {
-			d.fail(ErrCorruptCommand)
-			break
-		}
-		c.Leases = make([]LeaseID, n)
-		for i := range c.Leases {
-			c.Leases[i] = d.leaseID()
-		}
-	case TypeRevoke:
-		c.Lease = d.leaseID()
-	case TypeAcquire, TypeAcquireShared:
-		c.decodeAcquire(&d)
-	case TypeSemAcquire:
-		c.decodeAcquire(&d)
-		c.Limit = d.uvarint()
-	case TypeAcquireEx:
-		c.decodeAcquire(&d)
-		c.decodeOptions(&d)
-	case TypeSemAcquireEx:
-		c.decodeAcquire(&d)
-		c.Limit = d.uvarint()
-		c.MaxHold = d.int64()
-	case TypeLockSet:
-		c.decodeAcquire(&d)
-		c.Names = d.strings()
-		c.decodeOptions(&d)
-	case TypeLockSetRelease:
-		c.Lease = d.leaseID()
-		c.Names = d.strings()
-		n := d.count(1)
-		for i := 0; i < n && d.err == nil; i++ {
-			c.Tokens = append(c.Tokens, d.uvarint())
-		}
-	case TypeCampaign:
-		c.decodeAcquire(&d)
-		c.Value = d.string()
-		c.Token = d.uvarint()
-	case TypeRelease, TypeSemRelease, TypeResign:
-		c.Lease = d.leaseID()
-		c.Name = d.string()
-		c.Token = d.uvarint()
-	case TypeDequeue, TypeSemDequeue, TypeElectionDequeue:
-		c.Lease = d.leaseID()
-		c.Name = d.string()
-	case TypeRegisterNode:
-		c.Node.ID = d.string()
-		c.Node.RaftAddr = d.string()
-		c.Node.HTTPAddr = d.string()
-	case TypeRemoveNode:
-		c.Node.ID = d.string()
-	case TypeSetVersion:
-		c.Version = d.uvarint()
-	case typeNodeVersion:
-		c.Node.ID = d.string()
-		c.Version = d.uvarint()
-	case TypeSetLimits:
-		c.Limits = Limits{MaxLeases: d.uvarint(), MaxLocksPerLease: d.uvarint(), MaxWaitersPerLock: d.uvarint()}
-	case TypeACLBootstrap:
-		c.ACL.Accessor = d.string()
-		c.ACL.SecretHash = d.hash()
-	case TypeACLSetPolicy:
-		c.ACL.Policy = d.string()
-		c.ACL.Description = d.string()
-		c.ACL.Rules = d.rules()
-	case TypeACLDeletePolicy:
-		c.ACL.Policy = d.string()
-	case TypeACLSetToken:
-		c.ACL.Accessor = d.string()
-		c.ACL.SecretHash = d.hash()
-		c.ACL.Description = d.string()
-		c.ACL.Policies = d.strings()
-	case TypeACLDeleteToken:
-		c.ACL.Accessor = d.string()
-	case TypeTick:
-	default:
+	t := c.Type.known(max)
+	if t == 0 {
 		if d.err == nil && c.Type&FlagSkippable == 0 {
 			d.fail(fmt.Errorf("%w: %d", ErrUnknownCommand, uint8(c.Type)))
 		}
 		return c, d.err
 	}
+	row := commandOf(t)
+	for _, f := range row.body {
+		c.readField(&d, f)
+	}
 	if d.err == nil && len(d.b) != 0 && (max >= 3 && c.createsLease() || max >= 4 && c.usesLease()) {
 		c.Creator = d.string()
 	}
-	if d.err == nil && len(d.b) != 0 && max >= 4 && c.Type == TypeRenew {
+	if d.err == nil && len(d.b) != 0 && max >= 4 && row.callers && c.Type == TypeRenew {
 		c.Callers = d.callers(len(c.Leases))
 	}
 	if d.err == nil && len(d.b) != 0 {
@@ -498,6 +340,170 @@ func decodeCommand(b []byte, max uint64) (Command, error) {
 	}
 	return c, d.err
 }
+
+// field is one field of a command type's body: a type's row (its commands entry) lists
+// its fields in order, and Encode and decodeCommand write and read each with the two
+// switches below, the whole vocabulary, so two types that share a field share its bytes.
+// They are plain switches, not functions on the row, so that the Command being decoded
+// stays on the stack.
+type field uint8
+
+const (
+	fieldLease       field = iota + 1 // Lease
+	fieldTTL                          // TTL
+	fieldLeases                       // a Renew's batch: a count, then each lease ID
+	fieldAcquire                      // the body of an Acquire (appendAcquire)
+	fieldOptions                      // what version 3 adds to a request for a lock
+	fieldLimit                        // Limit
+	fieldMaxHold                      // MaxHold
+	fieldNames                        // Names
+	fieldTokens                       // Tokens: a count, then each token
+	fieldName                         // Name
+	fieldValue                        // Value
+	fieldToken                        // Token
+	fieldNodeID                       // Node.ID
+	fieldNodeAddrs                    // Node.RaftAddr, then Node.HTTPAddr
+	fieldVersion                      // Version
+	fieldLimits                       // the three Limits
+	fieldAccessor                     // ACL.Accessor
+	fieldSecretHash                   // ACL.SecretHash
+	fieldPolicy                       // ACL.Policy
+	fieldDescription                  // ACL.Description
+	fieldRules                        // ACL.Rules
+	fieldPolicies                     // ACL.Policies
+)
+
+// appendField appends field f of c.
+func (c *Command) appendField(buf []byte, f field) []byte {
+	switch f {
+	case fieldLease:
+		return append(buf, c.Lease[:]...)
+	case fieldTTL:
+		return binary.AppendUvarint(buf, uint64(c.TTL))
+	case fieldLeases:
+		buf = binary.AppendUvarint(buf, uint64(len(c.Leases)))
+		for i := range c.Leases {
+			buf = append(buf, c.Leases[i][:]...)
+		}
+		return buf
+	case fieldAcquire:
+		return c.appendAcquire(buf)
+	case fieldOptions:
+		return c.appendOptions(buf)
+	case fieldLimit:
+		return binary.AppendUvarint(buf, c.Limit)
+	case fieldMaxHold:
+		return binary.AppendUvarint(buf, uint64(c.MaxHold))
+	case fieldNames:
+		return appendStrings(buf, c.Names)
+	case fieldTokens:
+		buf = binary.AppendUvarint(buf, uint64(len(c.Tokens)))
+		for _, t := range c.Tokens {
+			buf = binary.AppendUvarint(buf, t)
+		}
+		return buf
+	case fieldName:
+		return appendString(buf, c.Name)
+	case fieldValue:
+		return appendString(buf, c.Value)
+	case fieldToken:
+		return binary.AppendUvarint(buf, c.Token)
+	case fieldNodeID:
+		return appendString(buf, c.Node.ID)
+	case fieldNodeAddrs:
+		return appendString(appendString(buf, c.Node.RaftAddr), c.Node.HTTPAddr)
+	case fieldVersion:
+		return binary.AppendUvarint(buf, c.Version)
+	case fieldLimits:
+		buf = binary.AppendUvarint(buf, c.Limits.MaxLeases)
+		buf = binary.AppendUvarint(buf, c.Limits.MaxLocksPerLease)
+		return binary.AppendUvarint(buf, c.Limits.MaxWaitersPerLock)
+	case fieldAccessor:
+		return appendString(buf, c.ACL.Accessor)
+	case fieldSecretHash:
+		return append(buf, c.ACL.SecretHash[:]...)
+	case fieldPolicy:
+		return appendString(buf, c.ACL.Policy)
+	case fieldDescription:
+		return appendString(buf, c.ACL.Description)
+	case fieldRules:
+		return appendRules(buf, c.ACL.Rules)
+	case fieldPolicies:
+		return appendStrings(buf, c.ACL.Policies)
+	}
+	panic(fmt.Sprintf("fsm: command field %d has no encoding", f))
+}
+
+// readField reads what appendField wrote for f into c.
+func (c *Command) readField(d *decoder, f field) {
+	switch f {
+	case fieldLease:
+		c.Lease = d.leaseID()
+	case fieldTTL:
+		c.TTL = d.int64()
+	case fieldLeases:
+		n := d.uvarint()
+		if n > maxRenewIDs || n*16 > uint64(len(d.b)) {
+			d.fail(ErrCorruptCommand)
+			return
+		}
+		c.Leases = make([]LeaseID, n)
+		for i := range c.Leases {
+			c.Leases[i] = d.leaseID()
+		}
+	case fieldAcquire:
+		c.decodeAcquire(d)
+	case fieldOptions:
+		c.decodeOptions(d)
+	case fieldLimit:
+		c.Limit = d.uvarint()
+	case fieldMaxHold:
+		c.MaxHold = d.int64()
+	case fieldNames:
+		c.Names = d.strings()
+	case fieldTokens:
+		n := d.count(1)
+		for i := 0; i < n && d.err == nil; i++ {
+			c.Tokens = append(c.Tokens, d.uvarint())
+		}
+	case fieldName:
+		c.Name = d.string()
+	case fieldValue:
+		c.Value = d.string()
+	case fieldToken:
+		c.Token = d.uvarint()
+	case fieldNodeID:
+		c.Node.ID = d.string()
+	case fieldNodeAddrs:
+		c.Node.RaftAddr, c.Node.HTTPAddr = d.string(), d.string()
+	case fieldVersion:
+		c.Version = d.uvarint()
+	case fieldLimits:
+		c.Limits = Limits{MaxLeases: d.uvarint(), MaxLocksPerLease: d.uvarint(), MaxWaitersPerLock: d.uvarint()}
+	case fieldAccessor:
+		c.ACL.Accessor = d.string()
+	case fieldSecretHash:
+		c.ACL.SecretHash = d.hash()
+	case fieldPolicy:
+		c.ACL.Policy = d.string()
+	case fieldDescription:
+		c.ACL.Description = d.string()
+	case fieldRules:
+		c.ACL.Rules = d.rules()
+	case fieldPolicies:
+		c.ACL.Policies = d.strings()
+	default:
+		panic(fmt.Sprintf("fsm: command field %d has no decoding", f))
+	}
+}
+
+// Bodies that several command types share.
+var (
+	// bodyRelease: a grant given back, or a leadership given up.
+	bodyRelease = []field{fieldLease, fieldName, fieldToken}
+	// bodyDequeue: a waiting client gave up.
+	bodyDequeue = []field{fieldLease, fieldName}
+)
 
 // appendAcquire appends the body of an Acquire, which the other requests for a grant
 // (AcquireShared, SemAcquire, Campaign) start with: lease, new-lease flag and TTL, name,

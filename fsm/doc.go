@@ -41,27 +41,34 @@
 //
 //	fsm.go             the FSM, its constructor and options, Apply and the events it reports
 //	apply.go           the path of one entry: step, decode, apply, and the command registry
+//	primitives.go      the primitive registry: the hooks the shared code calls per primitive
 //	time.go            cluster time: how an entry moves it, and what expires as it moves
-//	command.go         command types and their binary encoding
+//	command.go         command types and the fields their rows encode
 //	result.go          the outcome of one entry (Result, Status)
 //	state.go           the replicated state and its small helpers
 //	lease.go           leases: create, renew, revoke, and what ends with a lease
-//	locks.go           locks, exclusive and shared: acquire, release, dequeue, handover
-//	semaphores.go      counting semaphores
-//	elections.go       leader elections
+//	locks.go           locks, exclusive and shared: state, acquire, release, dequeue,
+//	                   handover, hooks, and their part of the snapshot
+//	locksets.go        locksets (version 3), and the waiting sets' part of the snapshot
+//	maxhold.go         maximum holds and lock delays, and their part of the snapshot
+//	deadlock.go        the wait-for cycle check (version 3)
+//	semaphores.go      counting semaphores: state, commands, hooks, snapshot parts
+//	elections.go       leader elections: state, commands, hooks, snapshot parts
 //	queue.go           the FIFO wait queue that every primitive uses
 //	grants.go          the ordered set of grants of a shared lock or a semaphore
 //	limits.go          the quotas, and the checks that refuse a command over one
-//	history.go         the per-lock event histories
+//	history.go         the per-lock event histories, their kinds and snapshot part
+//	owner.go           lease ownership (version 4)
 //	nodes.go           node registrations
 //	acl.go             the ACL state, its commands and its reads
 //	acl_identity.go    resolving a request's token to compiled rules
 //	version.go         protocol versions: the version gate, SetVersion, NodeVersion
 //	halt.go            the node-local halt on a command this node does not know
-//	snapshot.go        Snapshot, Restore and the snapshot encoding
+//	snapshot.go        Snapshot, Restore and the snapshot encoding's fixed part
+//	encoder.go         the streaming snapshot encoder
 //	shadow.go          the lagging copy of the state that snapshots are encoded from
+//	sharing.go         strings the shadow shares with the live state
 //	acl_snapshot.go    the ACL part of the snapshot encoding
-//	prims_snapshot.go  the shared locks', semaphores' and elections' part of it
 //	backup.go          backups: summaries and the state a rebuilt cluster starts from
 //	overview.go        the dashboard's reading and node-local counters
 //	errors.go          the error values
@@ -76,7 +83,8 @@
 //  2. step decodes the entry (FSM.decode, then decodeCommand in command.go) and calls
 //     state.apply.
 //  3. state.apply calls advance (time.go): cluster time moves, then the waits and leases
-//     that have expired by it end, in the fixed order advance documents.
+//     that have expired by it end, in the fixed order advance documents, each primitive
+//     through its row's hooks (primitives.go).
 //  4. handle (apply.go) finds the command's row in the registry (commands) and, past the
 //     version gate, runs its handler: state.acquire (locks.go), which grants, queues or
 //     refuses, with the quota check (limits.go) and the lease (lease.go) on its way.

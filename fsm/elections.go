@@ -1,6 +1,31 @@
 package fsm
 
-import "github.com/raftlock/raftlock/internal/mutant"
+import (
+	"encoding/binary"
+
+	"github.com/raftlock/raftlock/internal/mutant"
+	"github.com/raftlock/raftlock/leases"
+)
+
+// The election's command types (since version 2). Values are part of the log format:
+// never renumber them.
+const (
+	// TypeCampaign campaigns for an election's leadership, or proclaims a new Value from
+	// the leader's lease.
+	TypeCampaign Type = 22
+	// TypeResign gives leadership up (Lease, Token).
+	TypeResign Type = 23
+	// TypeElectionDequeue takes a candidate out of an election's queue.
+	TypeElectionDequeue Type = 24
+)
+
+// electionCommands are the election's rows of the command registry (its row in
+// primitives).
+var electionCommands = []command{
+	{typ: TypeCampaign, name: "campaign", since: 2, apply: (*state).campaign, body: []field{fieldAcquire, fieldValue, fieldToken}, lease: leaseCreatesIfNew, exact: true},
+	{typ: TypeResign, name: "resign", since: 2, apply: (*state).resign, body: bodyRelease, lease: leaseUses, exact: true},
+	{typ: TypeElectionDequeue, name: "election_dequeue", since: 2, apply: (*state).electionDequeue, body: bodyDequeue, lease: leaseUses, exact: true},
+}
 
 // election is an election with a leader. A leader that resigns (or whose lease ends)
 // hands leadership to the head candidate in the same entry; with no candidate the
@@ -13,6 +38,40 @@ type election struct {
 	modify uint64
 	queue  waitQueue // candidates, each with its own value
 }
+
+// electionState is the replicated state of elections. It is empty at version 1 (the
+// commands are refused there), so a version 1 snapshot needs no place for it.
+type electionState struct {
+	elections   map[string]*election
+	elecWaitExp leases.Table // keyed by waitKey(name, lease)
+	// elecFreed is the index of the last entry that deleted an election: what a status
+	// read reports as the modify index of one not in use.
+	elecFreed uint64
+}
+
+// The election's hooks (its row in primitives).
+
+func (s *state) startElections() { s.elections = make(map[string]*election) }
+
+func campaignTable(s *state) *leases.Table { return &s.elecWaitExp }
+
+// dropLeads ends the leaderships of lease l, which ended, electing the head candidates.
+func (s *state) dropLeads(index uint64, l *lease) {
+	for _, name := range primNames(l, leads) {
+		if el := s.elections[name]; el != nil && el.leader == l.id {
+			s.dropLeader(index, name, el)
+		}
+	}
+}
+
+func electionCount(_ *state, l *lease) int {
+	if l.prims == nil {
+		return 0
+	}
+	return len(l.prims.leads) + len(l.prims.campaigns)
+}
+
+func electionDeadlines(s *state) []*leases.Table { return []*leases.Table{&s.elecWaitExp} }
 
 // campaign applies Campaign: leadership when the election has no leader, a place among
 // the candidates otherwise (with a wait); from the leader with its token, a proclaim of a
@@ -120,26 +179,20 @@ func (s *state) dropLeader(index uint64, name string, el *election) {
 // electionDequeue applies ElectionDequeue: a waiting candidate gave up. A lease that leads
 // by now is told its leadership instead.
 func (s *state) electionDequeue(index uint64, c *Command, r *Result) {
-	el := s.elections[c.Name]
-	if el != nil && el.leader == c.Lease {
-		r.Token, r.Owner, r.Value, r.Modify = el.token, el.owner, el.value, el.modify
-		return
+	if el := s.elections[c.Name]; el != nil {
+		if el.leader == c.Lease {
+			r.Token, r.Owner, r.Value, r.Modify = el.token, el.owner, el.value, el.modify
+			return
+		}
+		s.giveUp(index, c.Name, c.Lease, campaigns, (*state).leaveCampaign)
 	}
 	r.Status = StatusNotHolder
-	if l := s.leases[c.Lease]; l != nil && l.prims != nil && el != nil {
-		if _, queued := l.prims.campaigns[c.Name]; queued {
-			s.leaveCampaign(index, c.Name, l)
-		}
-	}
 }
 
 // leaveCampaign takes candidate l out of election name's queue.
 func (s *state) leaveCampaign(index uint64, name string, l *lease) {
-	w := l.prims.campaigns[name]
-	delete(l.prims.campaigns, name)
-	s.elecWaitExp.Delete(waitKey(name, l.id))
 	el := s.elections[name]
-	el.queue.remove(w)
+	unqueue(l.prims.campaigns, &s.elecWaitExp, &el.queue, name, l)
 	el.modify = index
 	s.notify(Event{Kind: EventWaitEnded, Space: SpaceElection, Name: name, Lease: l.id, Index: index})
 	s.notify(Event{Kind: EventLockChanged, Space: SpaceElection, Name: name, Index: index})
@@ -171,4 +224,68 @@ func (f *FSM) Election(name string) ElectionView {
 		v.Candidates = append(v.Candidates, w.lease)
 	}
 	return v
+}
+
+// The election's parts of snapshot format 2:
+//
+//	elecFreed, after the semaphores' semFreed
+//	elections: count, then in name order: name, leader, token, owner, value, modify,
+//	           candidates (count, then lease, owner, value, deadline, since each)
+
+func elecFreed(s *state) *uint64 { return &s.elecFreed }
+
+// encodeElections writes the elections of format 2.
+func (s *state) encodeElections(e *snapEncoder) {
+	buf := binary.AppendUvarint(e.buf, uint64(len(s.elections)))
+	for _, name := range sortedNames(s.elections) {
+		el := s.elections[name]
+		buf = appendString(buf, name)
+		buf = append(buf, el.leader[:]...)
+		buf = binary.AppendUvarint(buf, el.token)
+		buf = appendString(buf, el.owner)
+		buf = appendString(buf, el.value)
+		buf = binary.AppendUvarint(buf, el.modify)
+		buf = binary.AppendUvarint(buf, uint64(el.queue.len))
+		for w := el.queue.head; w != nil; w = w.next {
+			buf = append(buf, w.lease[:]...)
+			buf = appendString(buf, w.owner)
+			buf = appendString(buf, w.value)
+			buf = binary.AppendUvarint(buf, uint64(w.deadline))
+			buf = binary.AppendUvarint(buf, uint64(w.since))
+		}
+		buf = e.spillAt(buf)
+	}
+	e.buf = buf
+}
+
+// decodeElections reads what encodeElections wrote, after the leases, and refuses a
+// leader or a candidate of a missing lease and a lease twice in one election.
+func (s *state) decodeElections(d *decoder) error {
+	for i, n := 0, d.count(1); i < n && d.err == nil; i++ {
+		name := d.string()
+		el := &election{leader: d.leaseID(), token: d.uvarint(), owner: d.string(), value: d.string(), modify: d.uvarint()}
+		if d.err != nil {
+			break
+		}
+		leader := s.leases[el.leader]
+		if !validName(name) || leader == nil || s.elections[name] != nil {
+			return badSnapshot("election %q: bad name, leader lease missing, or listed twice", name)
+		}
+		addName(&leader.usePrims().leads, name)
+		for j, m := 0, d.count(1); j < m && d.err == nil; j++ {
+			w := &waiter{lease: d.leaseID(), owner: d.string(), value: d.string(), deadline: d.int64(), since: d.int64()}
+			if d.err != nil {
+				break
+			}
+			l := s.leases[w.lease]
+			if l == nil || l == leader || l.usePrims().campaigns[name] != nil {
+				return badSnapshot("election %q: candidate lease missing, leading, or twice", name)
+			}
+			el.queue.push(w)
+			addWaiter(&l.prims.campaigns, name, w)
+			s.elecWaitExp.Set(waitKey(name, w.lease), w.deadline)
+		}
+		s.elections[name] = el
+	}
+	return nil
 }

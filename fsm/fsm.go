@@ -71,15 +71,12 @@ const (
 	SpaceElection
 )
 
-// String names the namespace.
+// String names the namespace as its primitive's row does (primitives.go).
 func (sp Space) String() string {
-	switch sp {
-	case SpaceLock:
-		return "lock"
-	case SpaceSemaphore:
-		return "semaphore"
-	case SpaceElection:
-		return "election"
+	for _, p := range primitives {
+		if p.space == sp {
+			return p.name
+		}
 	}
 	return "space(?)"
 }

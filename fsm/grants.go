@@ -1,5 +1,7 @@
 package fsm
 
+import "encoding/binary"
+
 // Holding is one grant of a lock or one permit of a semaphore.
 type Holding struct {
 	Lease LeaseID
@@ -70,4 +72,17 @@ func (g *grantSet) holdings() []Holding {
 		out = append(out, Holding{Lease: x.lease, Token: x.token, Owner: x.owner})
 	}
 	return out
+}
+
+// appendGrant appends a grant of a shared lock or a semaphore as a snapshot holds it:
+// lease, token, owner.
+func appendGrant(buf []byte, g *grant) []byte {
+	buf = append(buf, g.lease[:]...)
+	buf = binary.AppendUvarint(buf, g.token)
+	return appendString(buf, g.owner)
+}
+
+// grant reads what appendGrant wrote.
+func (d *decoder) grant() *grant {
+	return &grant{lease: d.leaseID(), token: d.uvarint(), owner: d.string()}
 }

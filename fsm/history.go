@@ -50,31 +50,26 @@ const (
 	historyKindEnd // one past the last kind
 )
 
+// lockHistoryKinds are the kinds a lock's history records (its row in primitives), with
+// the version from which a snapshot holds each.
+var lockHistoryKinds = []historyKind{
+	{HistoryGranted, "granted", 2},
+	{HistoryReleased, "released", 2},
+	{HistoryExpired, "expired", 2},
+	{HistoryRevoked, "revoked", 2},
+	{HistoryWaitAbandoned, "wait_abandoned", 2},
+	{HistoryWaitTimedOut, "wait_timed_out", 2},
+	{HistoryWaitLeaseEnded, "wait_lease_ended", 2},
+	{HistoryDeadlock, "deadlock_refused", 3},
+	{HistoryMaxHold, "max_hold_ended", 3},
+	{HistoryLockDelay, "lock_delay", 3},
+	{HistoryLockDelayEnded, "lock_delay_ended", 3},
+}
+
 // String names the kind as the HTTP API does.
 func (k HistoryKind) String() string {
-	switch k {
-	case HistoryGranted:
-		return "granted"
-	case HistoryReleased:
-		return "released"
-	case HistoryExpired:
-		return "expired"
-	case HistoryRevoked:
-		return "revoked"
-	case HistoryWaitAbandoned:
-		return "wait_abandoned"
-	case HistoryWaitTimedOut:
-		return "wait_timed_out"
-	case HistoryWaitLeaseEnded:
-		return "wait_lease_ended"
-	case HistoryDeadlock:
-		return "deadlock_refused"
-	case HistoryMaxHold:
-		return "max_hold_ended"
-	case HistoryLockDelay:
-		return "lock_delay"
-	case HistoryLockDelayEnded:
-		return "lock_delay_ended"
+	if k < historyKindEnd && historyKinds[k].name != "" {
+		return historyKinds[k].name
 	}
 	return "unknown"
 }
@@ -297,12 +292,10 @@ func (f *FSM) HistoryCount() int {
 	return f.s.hist.len()
 }
 
-// encodeHistory writes the histories (format 2 only) in activity order, least recent
-// first; each event is written in full so that the encoding is canonical.
+// encodeHistory writes the histories (format 2 on, the lock's first part of the snapshot)
+// in activity order, least recent first; each event is written in full so that the
+// encoding is canonical.
 func (s *state) encodeHistory(e *snapEncoder) {
-	if s.version < 2 {
-		return
-	}
 	e.buf = binary.AppendUvarint(e.buf, uint64(s.hist.len()))
 	for lh := s.hist.oldest; lh != nil; lh = lh.next {
 		buf := appendString(e.buf, lh.name)
@@ -338,12 +331,10 @@ func appendHistoryEvent(buf []byte, e *HistoryEvent) []byte {
 	return buf
 }
 
-// decodeHistory reads what appendHistory wrote. Activity order must be by the newest
-// event's index; the canonical-form check that decodeSnapshot ends with catches the rest.
-func (s *state) decodeHistory(d *decoder, format uint64) error {
-	if format < 2 {
-		return nil
-	}
+// decodeHistory reads what encodeHistory wrote. Activity order must be by the newest
+// event's index, and each kind one that the state's version knows; the canonical-form
+// check that decodeSnapshot ends with catches the rest.
+func (s *state) decodeHistory(d *decoder) error {
 	n := d.uvarint()
 	if n > uint64(len(d.b)) || n > HistoryLocks {
 		return badSnapshot("history of %d locks", n)
@@ -373,10 +364,10 @@ func (s *state) decodeHistory(d *decoder, format uint64) error {
 			if e.Kind == HistoryDeadlock {
 				e.Detail = d.string()
 			}
-			if d.err == nil && e.Kind >= HistoryDeadlock && s.version < 3 {
-				return badSnapshot("history of lock %q: a version 3 event at version %d", name, s.version)
+			if d.err == nil && e.Kind < historyKindEnd && historyKinds[e.Kind].since > s.version {
+				return badSnapshot("history of lock %q: a version %d event at version %d", name, historyKinds[e.Kind].since, s.version)
 			}
-			if d.err == nil && (e.Kind == 0 || e.Kind >= historyKindEnd || q > 1 || e.Index < last) {
+			if d.err == nil && (e.Kind >= historyKindEnd || historyKinds[e.Kind].kind == 0 || q > 1 || e.Index < last) {
 				return badSnapshot("history of lock %q: bad event", name)
 			}
 			last = e.Index

@@ -18,8 +18,9 @@ type lease struct {
 	creator string
 }
 
-// leasePrims is what a lease holds and waits for among semaphores and elections. It is
-// nil until the lease uses one, so that a lease that only takes locks costs nothing more.
+// leasePrims is what a lease holds and waits for among semaphores (semaphores.go) and
+// elections (elections.go). It is nil until the lease uses one, so that a lease that only
+// takes locks costs nothing more.
 type leasePrims struct {
 	permits   map[string]struct{} // semaphores it holds a permit of
 	semWaits  map[string]*waiter  // semaphores it waits for
@@ -35,14 +36,19 @@ func (l *lease) usePrims() *leasePrims {
 	return l.prims
 }
 
-// count returns how many locks, permits and leaderships the lease holds and waits for,
-// together: the MaxLocksPerLease quota bounds this sum.
-func (l *lease) count() int {
-	n := len(l.held) + len(l.waiting)
-	if p := l.prims; p != nil {
-		n += len(p.permits) + len(p.semWaits) + len(p.leads) + len(p.campaigns)
+// permits, semWaits, leads and campaigns pick one kind among a lease's primitives.
+func permits(p *leasePrims) map[string]struct{}  { return p.permits }
+func semWaits(p *leasePrims) map[string]*waiter  { return p.semWaits }
+func leads(p *leasePrims) map[string]struct{}    { return p.leads }
+func campaigns(p *leasePrims) map[string]*waiter { return p.campaigns }
+
+// primNames returns the names of one kind of what lease l holds or waits for among
+// semaphores and elections (pick chooses the kind), in order; none when it uses neither.
+func primNames[V any](l *lease, pick func(*leasePrims) map[string]V) []string {
+	if l.prims == nil {
+		return nil
 	}
-	return n
+	return sortedNames(pick(l.prims))
 }
 
 // createLease applies CreateLease.
@@ -114,64 +120,34 @@ func (s *state) leaseFor(c *Command, l *lease) *lease {
 	return l
 }
 
-// removeLeases deletes leases (revoked or expired): first from every queue, then their
-// locks are released in name order, handing each to its next waiter. It returns the
-// released names when one lease is removed.
+// removeLeases deletes leases (revoked or expired): first each leaves every queue of every
+// primitive, then each primitive drops their grants in name order, handing each to its
+// next waiter. It returns the locks the last lease held: the released names when one lease
+// is removed.
 func (s *state) removeLeases(index uint64, ls []*lease) []string {
+	if len(ls) == 0 {
+		return []string{}
+	}
+	released := sortedNames(ls[len(ls)-1].held)
 	for _, l := range ls {
-		for _, name := range sortedNames(l.waiting) {
-			s.hist.waitCause = HistoryWaitLeaseEnded
-			s.leaveQueue(index, name, l)
+		for i := range primitives {
+			primitives[i].leave(s, index, l)
 		}
-		s.leavePrimQueues(index, l)
 		delete(s.leases, l.id)
 		s.leaseExp.Delete(string(l.id[:]))
 	}
-	var released []string
-	for _, l := range ls {
-		names := sortedNames(l.held)
-		for _, name := range names {
-			s.endGrantOfEndedLease(index, name, s.locks[name], l)
+	for i := range primitives {
+		for _, l := range ls {
+			primitives[i].drop(s, index, l)
 		}
-		released = names
 	}
-	s.releasePrims(index, ls)
+	for _, l := range ls {
+		l.prims = nil
+	}
 	if released == nil {
 		released = []string{}
 	}
 	return released
-}
-
-// leavePrimQueues takes a lease that ends out of every semaphore and election queue.
-func (s *state) leavePrimQueues(index uint64, l *lease) {
-	if l.prims == nil {
-		return
-	}
-	for _, name := range sortedNames(l.prims.semWaits) {
-		s.leaveSemQueue(index, name, l)
-	}
-	for _, name := range sortedNames(l.prims.campaigns) {
-		s.leaveCampaign(index, name, l)
-	}
-}
-
-// releasePrims frees the permits and leaderships of leases that ended (already out of
-// every queue and of the lease table), in name order, handing each over.
-func (s *state) releasePrims(index uint64, ls []*lease) {
-	for _, l := range ls {
-		if l.prims == nil {
-			continue
-		}
-		for _, name := range sortedNames(l.prims.permits) {
-			s.dropPermit(index, name, s.sems[name], l.id)
-		}
-		for _, name := range sortedNames(l.prims.leads) {
-			if el := s.elections[name]; el != nil && el.leader == l.id {
-				s.dropLeader(index, name, el)
-			}
-		}
-		l.prims = nil
-	}
 }
 
 // LeaseView is a read-only copy of a lease's state.

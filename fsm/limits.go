@@ -64,7 +64,7 @@ func (s *state) acquireQuota(c *Command, l *lease, lk *lock, r *Result) bool {
 	if l != nil {
 		_, held = l.held[c.Name]
 		_, waiting = l.waiting[c.Name]
-		count = l.count() // every primitive counts
+		count = s.leaseCount(l) // every primitive counts
 	}
 	if held || waiting {
 		return false
@@ -80,7 +80,7 @@ func (s *state) acquireQuota(c *Command, l *lease, lk *lock, r *Result) bool {
 
 // primQuota reports whether a request for a grant of a semaphore or an election would
 // break a limit, and refuses r if so: the lock quotas count every primitive (see
-// lease.count), and MaxWaitersPerLock bounds every queue. Asking again for what the lease
+// state.leaseCount), and MaxWaitersPerLock bounds every queue. Asking again for what the lease
 // already has or waits for (already) is never refused.
 func (s *state) primQuota(c *Command, l *lease, already bool, queueLen int, r *Result) bool {
 	if l == nil && s.leaseQuota(c.Lease, r) {
@@ -91,7 +91,7 @@ func (s *state) primQuota(c *Command, l *lease, already bool, queueLen int, r *R
 	}
 	count := 0
 	if l != nil {
-		count = l.count()
+		count = s.leaseCount(l)
 	}
 	if max := s.limits.MaxLocksPerLease; max != 0 && uint64(count) >= max {
 		return refuse(r, QuotaLocksPerLease)

@@ -1,10 +1,14 @@
 package fsm
 
 import (
+	"encoding/binary"
 	"sort"
 	"strings"
 
+	"github.com/google/btree"
+
 	"github.com/raftlock/raftlock/internal/mutant"
+	"github.com/raftlock/raftlock/leases"
 )
 
 // A lock is held in one of two modes: exclusive (one holder: lock.holder) or shared
@@ -18,6 +22,80 @@ import (
 // and the lock is free or held shared, that waiter and every shared waiter behind it up to
 // the first exclusive one are granted in the same entry, each with the entry's index as
 // its token.
+
+// lockCommands are the lock's rows of the command registry (its row in primitives), its
+// locksets' included; their types are in command.go. acquire tells the modes apart by the
+// exact type byte: an AcquireShared that also carries FlagSkippable acquires in exclusive
+// mode, on every node.
+var lockCommands = []command{
+	{typ: TypeAcquire, name: "acquire", since: 1, apply: (*state).acquire, body: []field{fieldAcquire}, lease: leaseCreatesIfNew},
+	{typ: TypeRelease, name: "release", since: 1, apply: (*state).release, body: bodyRelease, lease: leaseUses},
+	{typ: TypeDequeue, name: "dequeue", since: 1, apply: (*state).dequeue, body: bodyDequeue, lease: leaseUses},
+	{typ: TypeAcquireShared, name: "acquire_shared", since: 2, apply: (*state).acquire, body: []field{fieldAcquire}, lease: leaseCreatesIfNew},
+	{typ: TypeAcquireEx, name: "acquire_ex", since: 3, apply: (*state).acquire, body: []field{fieldAcquire, fieldOptions}, lease: leaseCreatesIfNew, exact: true},
+	{typ: TypeLockSet, name: "lockset", since: 3, apply: (*state).lockSetAcquire, body: []field{fieldAcquire, fieldNames, fieldOptions}, lease: leaseCreatesIfNew, exact: true},
+	{typ: TypeLockSetRelease, name: "lockset_release", since: 3, apply: (*state).lockSetRelease, body: []field{fieldLease, fieldNames, fieldTokens}, lease: leaseUses, exact: true},
+}
+
+// lockState is the replicated state of locks: the lock table, the waits, and what version
+// 3 added (maximum holds and lock delays, maxhold.go).
+type lockState struct {
+	freedIndex uint64 // index of the last entry that freed a lock (dropped its state)
+	locks      map[string]*lock
+	names      *btree.BTreeG[string] // the keys of locks in order, so a list page is not a scan
+	waitExp    leases.Table          // lock waits, keyed by waitKey(name, lease)
+	holdExp    leases.Table          // grants with a maximum hold, keyed by waitKey(name, lease)
+	delayExp   leases.Table          // locks in a lock delay, keyed by name
+	// admit is scratch for one entry: locks held shared whose queue lost a waiter, whose
+	// head may now be shared waiters to admit (settle).
+	admit []string
+	// noCycleCheck turns deadlock detection off. Only the reference of TestDeadlock_Model
+	// sets it, on a copy of a state, to see what a refused request would have led to.
+	noCycleCheck bool
+}
+
+// nameIndexDegree is the B-tree degree of the lock name index: nodes of up to 63 names
+// keep the tree shallow (4 levels at 1,000,000 locks) and a page's names mostly in one
+// node.
+const nameIndexDegree = 32
+
+// startLocks makes the empty lock table (the lock's row in primitives).
+func (s *state) startLocks() {
+	s.locks = make(map[string]*lock)
+	s.names = btree.NewOrderedG[string](nameIndexDegree)
+}
+
+// The lock's hooks (its row in primitives).
+
+func lockWaitTable(s *state) *leases.Table { return &s.waitExp }
+
+// expireLockDeadlines ends the grants past their maximum hold, then the lock delays that
+// are over (maxhold.go).
+func (s *state) expireLockDeadlines(index uint64) {
+	s.expireHolds(index)
+	s.expireDelays(index)
+}
+
+func (s *state) leaveLockQueues(index uint64, l *lease) {
+	for _, name := range sortedNames(l.waiting) {
+		s.hist.waitCause = HistoryWaitLeaseEnded
+		s.leaveQueue(index, name, l)
+	}
+}
+
+// dropLocks ends the grants of lease l, which ended: with the grant's lock delay when it
+// has one (maxhold.go), handed over otherwise.
+func (s *state) dropLocks(index uint64, l *lease) {
+	for _, name := range sortedNames(l.held) {
+		s.endGrantOfEndedLease(index, name, s.locks[name], l)
+	}
+}
+
+func lockCount(_ *state, l *lease) int { return len(l.held) + len(l.waiting) }
+
+func lockDeadlines(s *state) []*leases.Table {
+	return []*leases.Table{&s.waitExp, &s.holdExp, &s.delayExp}
+}
 
 // lock is a held lock. A lock that is free has no waiters (a release hands it to the first
 // one) and so is deleted from the table: free locks take no memory.
@@ -519,4 +597,126 @@ func (f *FSM) LockCount() int {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	return len(f.s.locks)
+}
+
+// The lock's part of snapshot format 2 (version 2), after the histories. A lock held
+// shared is written in the lock records as held by its oldest reader (which is what
+// lock.holder mirrors); this part adds the other readers and which waiters ask for shared
+// mode:
+//
+//	shared locks:   count, then per lock in name order: name, count of the other readers,
+//	                and each as lease, token, owner
+//	shared waiters: count, then per lock in name order: name, count, and the positions in
+//	                its queue (ascending) of the shared waiters
+
+// encodeShared writes the lock's part of format 2.
+func (s *state) encodeShared(e *snapEncoder) {
+	var shared, sharedWaits []string
+	s.names.Ascend(func(name string) bool {
+		lk := s.locks[name]
+		if lk.isShared() {
+			shared = append(shared, name)
+		}
+		for w := lk.ro().queue.head; w != nil; w = w.next {
+			if w.shared {
+				sharedWaits = append(sharedWaits, name)
+				break
+			}
+		}
+		return true
+	})
+	buf := e.buf
+	buf = binary.AppendUvarint(buf, uint64(len(shared)))
+	for _, name := range shared {
+		lk := s.locks[name]
+		buf = appendString(buf, name)
+		buf = binary.AppendUvarint(buf, uint64(lk.ro().readers.len()-1))
+		for g := lk.ro().readers.head.next; g != nil; g = g.next {
+			buf = appendGrant(buf, g)
+		}
+		buf = e.spillAt(buf)
+	}
+	buf = binary.AppendUvarint(buf, uint64(len(sharedWaits)))
+	for _, name := range sharedWaits {
+		lk := s.locks[name]
+		var pos []uint64
+		i := uint64(0)
+		for w := lk.ro().queue.head; w != nil; w = w.next {
+			if w.shared {
+				pos = append(pos, i)
+			}
+			i++
+		}
+		buf = appendString(buf, name)
+		buf = binary.AppendUvarint(buf, uint64(len(pos)))
+		for _, p := range pos {
+			buf = binary.AppendUvarint(buf, p)
+		}
+		buf = e.spillAt(buf)
+	}
+	e.buf = buf
+}
+
+// decodeShared reads what encodeShared wrote, after the lock records, and refuses a reader
+// of a missing lease, a lease twice among the readers, and shared waiters at the head of a
+// lock that is free for them. Order and duplicates of names are left to the canonical-form
+// check.
+func (s *state) decodeShared(d *decoder) error {
+	for i, n := 0, d.count(1); i < n && d.err == nil; i++ {
+		name := d.string()
+		lk := s.locks[name]
+		if d.err == nil && (lk == nil || lk.isShared()) {
+			return badSnapshot("shared lock %q: not held, or listed twice", name)
+		}
+		m := d.count(1)
+		if d.err != nil {
+			break
+		}
+		lk.addReader(&grant{lease: lk.holder, token: lk.token, owner: lk.owner})
+		for j := 0; j < m && d.err == nil; j++ {
+			g := d.grant()
+			if d.err != nil {
+				break
+			}
+			l := s.leases[g.lease]
+			if l == nil || lk.ro().readers.get(g.lease) != nil || l.waiting[name] != nil || g.token < lk.ro().readers.tail.token {
+				return badSnapshot("shared lock %q: reader lease missing, twice, waiting, or out of order", name)
+			}
+			lk.ro().readers.add(g)
+			addName(&l.held, name)
+		}
+	}
+	for i, n := 0, d.count(1); i < n && d.err == nil; i++ {
+		name := d.string()
+		lk := s.locks[name]
+		m := d.count(1)
+		if d.err != nil {
+			break
+		}
+		if lk == nil || m == 0 {
+			return badSnapshot("shared waiters of lock %q: no such queue", name)
+		}
+		w, at := lk.ro().queue.head, uint64(0)
+		for j := 0; j < m && d.err == nil; j++ {
+			p := d.uvarint()
+			if d.err != nil {
+				break
+			}
+			if p < at || w == nil {
+				return badSnapshot("shared waiters of lock %q: bad position %d", name, p)
+			}
+			for ; at < p && w != nil; at++ {
+				w = w.next
+			}
+			if w == nil || w.shared {
+				return badSnapshot("shared waiters of lock %q: bad position %d", name, p)
+			}
+			w.shared = true
+		}
+		// A lockset at the head (version 3) is not known yet here; decodeLockSets marks it.
+		if d.err == nil && lk.isShared() && lk.ro().queue.head.shared && s.version < 3 {
+			return badSnapshot("lock %q: shared waiters at the head of a lock held shared", name)
+		}
+	}
+	return nil
 }

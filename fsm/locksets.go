@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"encoding/binary"
 	"sort"
 
 	"github.com/raftlock/raftlock/internal/mutant"
@@ -209,7 +210,7 @@ func (s *state) lockSetQuota(c *Command, l *lease, need []string, already bool, 
 	}
 	count := 0
 	if l != nil {
-		count = l.count()
+		count = s.leaseCount(l)
 	}
 	if max := s.limits.MaxLocksPerLease; max != 0 && uint64(count+len(need)) > max {
 		return refuse(r, QuotaLocksPerLease)
@@ -380,3 +381,118 @@ func sortSetNames(names []string) []string {
 // SortSetNames returns names sorted without duplicates: the form a LockSet command
 // carries (the cluster layer builds commands with it).
 func SortSetNames(names []string) []string { return sortSetNames(names) }
+
+// The lock's second part of the version 3 snapshot, after the maximum holds (maxhold.go):
+//
+//	locksets:       count, then per waiting set in (first name, queue) order: lease,
+//	                mode byte, maximum hold, lock delay, names
+//	wait options:   count, then per lock in name order, per single wait in queue order
+//	                with options: name, position in the queue, maximum hold, lock delay
+
+// waitOpt is a waiter's options as the snapshot writes them: the primitive's name, the
+// waiter's position in its queue, its maximum hold and its lock delay.
+type waitOpt struct {
+	name     string
+	pos      uint64
+	hold, dl int64
+}
+
+// encodeLockSets writes the waiting locksets and the options of single lock waits.
+func (s *state) encodeLockSets(e *snapEncoder) {
+	var sets []*lockSet
+	var wopts []waitOpt
+	s.names.Ascend(func(n string) bool {
+		pos := uint64(0)
+		for w := s.locks[n].ro().queue.head; w != nil; w = w.next {
+			switch {
+			case w.set != nil && w.set.names[0] == n:
+				sets = append(sets, w.set)
+			case w.set == nil && (w.maxHold != 0 || w.lockDelay != 0):
+				wopts = append(wopts, waitOpt{n, pos, w.maxHold, w.lockDelay})
+			}
+			pos++
+		}
+		return true
+	})
+	buf := e.buf
+	buf = binary.AppendUvarint(buf, uint64(len(sets)))
+	for _, set := range sets {
+		buf = append(buf, set.lease[:]...)
+		if set.shared {
+			buf = append(buf, 1)
+		} else {
+			buf = append(buf, 0)
+		}
+		buf = binary.AppendUvarint(buf, uint64(set.maxHold))
+		buf = binary.AppendUvarint(buf, uint64(set.delay))
+		buf = appendStrings(buf, set.names)
+		buf = e.spillAt(buf)
+	}
+	buf = binary.AppendUvarint(buf, uint64(len(wopts)))
+	for _, o := range wopts {
+		buf = appendString(buf, o.name)
+		buf = binary.AppendUvarint(buf, o.pos)
+		buf = binary.AppendUvarint(buf, uint64(o.hold))
+		buf = binary.AppendUvarint(buf, uint64(o.dl))
+		buf = e.spillAt(buf)
+	}
+	e.buf = buf
+}
+
+// decodeLockSets reads what encodeLockSets wrote, and refuses a set whose lease does not
+// wait for its locks, options at a position with no single wait, and a vacant lock with
+// neither a set to wait for nor a delay. The canonical-form check catches the rest.
+func (s *state) decodeLockSets(d *decoder) error {
+	for i, n := 0, d.count(1); i < n && d.err == nil; i++ {
+		set := &lockSet{lease: d.leaseID()}
+		switch d.byte() {
+		case 0:
+		case 1:
+			set.shared = true
+		default:
+			d.fail(ErrCorruptCommand)
+		}
+		set.maxHold, set.delay = d.int64(), d.int64()
+		set.names = d.strings()
+		if d.err != nil {
+			break
+		}
+		l := s.leases[set.lease]
+		if l == nil || !validSetNames(set.names) {
+			return badSnapshot("lockset of a missing lease or with bad names")
+		}
+		for _, name := range set.names {
+			w := l.waiting[name]
+			if w == nil || w.set != nil || w.shared != set.shared {
+				return badSnapshot("lockset: lease does not wait for lock %q as the set", name)
+			}
+			w.set = set
+			set.waiters = append(set.waiters, w)
+		}
+	}
+	for i, n := 0, d.count(1); i < n && d.err == nil; i++ {
+		name, pos := d.string(), d.uvarint()
+		hold, delay := d.int64(), d.int64()
+		lk := s.locks[name]
+		if d.err != nil {
+			break
+		}
+		if lk == nil {
+			return badSnapshot("wait options of lock %q: no such lock", name)
+		}
+		w := lk.ro().queue.head
+		for j := uint64(0); j < pos && w != nil; j++ {
+			w = w.next
+		}
+		if w == nil || w.set != nil || hold == 0 && delay == 0 {
+			return badSnapshot("wait options of lock %q: bad position %d", name, pos)
+		}
+		w.maxHold, w.lockDelay = hold, delay
+	}
+	for name, lk := range s.locks {
+		if lk.ro().v3.vacant && lk.ro().v3.delayUntil == 0 && (lk.ro().queue.head == nil || lk.ro().queue.head.set == nil) {
+			return badSnapshot("lock %q: held by nobody, with no lock delay and no lockset at its head", name)
+		}
+	}
+	return nil
+}

@@ -1,6 +1,8 @@
 package fsm
 
 import (
+	"encoding/binary"
+
 	"github.com/raftlock/raftlock/internal/mutant"
 	"github.com/raftlock/raftlock/leases"
 )
@@ -18,16 +20,8 @@ import (
 // requests queue behind them (or are refused without a wait), and the entry whose time
 // reaches the end hands the lock to the head of the queue.
 
-// v3State is the replicated state of maximum holds and lock delays.
-type v3State struct {
-	holdExp leases.Table // grants with a maximum hold, keyed by waitKey(name, lease)
-	// semHoldExp are the semaphore permits with a maximum hold, keyed the same way.
-	semHoldExp leases.Table
-	delayExp   leases.Table // locks in a lock delay, keyed by name
-	// noCycleCheck turns deadlock detection off. Only the reference of TestDeadlock_Model
-	// sets it, on a copy of a state, to see what a refused request would have led to.
-	noCycleCheck bool
-}
+// The lock's part of them lives in lockState (locks.go): holdExp and delayExp; the
+// semaphore's in semState (semaphores.go).
 
 // startHold records the options of lease id's new grant of lock name: its maximum hold
 // and, for an exclusive grant, its lock delay.
@@ -111,23 +105,82 @@ func (s *state) expireDelays(index uint64) {
 	}
 }
 
-// startSemHold records the maximum hold of lease id's new permit of semaphore name.
-func (s *state) startSemHold(name string, id LeaseID, maxHold int64) {
-	if maxHold > 0 {
-		s.semHoldExp.Set(waitKey(name, id), satAdd(s.stamp, maxHold))
+// The lock's first part of the version 3 snapshot. A lock that nobody holds (reserved for
+// a lockset, or in a lock delay) is written in the lock records with the zero lease as
+// its holder, token 0 and no owner; this part adds:
+//
+//	lock options:   count, then per lock in name order with a lock delay running or a
+//	                grant with a lock delay: name, delay until (0: none), grant's delay
+//	maximum holds:  count, then in (deadline, name, lease) order: name, lease, deadline
+
+// encodeHolds writes the lock options and the maximum holds.
+func (s *state) encodeHolds(e *snapEncoder) {
+	var opts []string
+	s.names.Ascend(func(n string) bool {
+		if lk := s.locks[n]; lk.ro().v3.delayUntil != 0 || lk.ro().v3.delay != 0 {
+			opts = append(opts, n)
+		}
+		return true
+	})
+	buf := e.buf
+	buf = binary.AppendUvarint(buf, uint64(len(opts)))
+	for _, n := range opts {
+		lk := s.locks[n]
+		buf = appendString(buf, n)
+		buf = binary.AppendUvarint(buf, uint64(lk.ro().v3.delayUntil))
+		buf = binary.AppendUvarint(buf, uint64(lk.ro().v3.delay))
+		buf = e.spillAt(buf)
 	}
+	e.buf = appendHolds(e, buf, &s.holdExp)
 }
 
-// expireSemHolds ends every semaphore permit whose maximum hold has passed at the current
-// time, in (deadline, name, lease) order, handing each permit to the head waiter.
-func (s *state) expireSemHolds(index uint64) {
-	if s.semHoldExp.Len() == 0 || mutant.Is("max-hold-ignored") {
-		return
-	}
-	for _, k := range s.semHoldExp.PopExpired(s.time) {
-		name, id := splitWaitKey(k)
-		if sm := s.sems[name]; sm != nil && sm.permits.get(id) != nil {
-			s.dropPermit(index, name, sm, id)
+// appendHolds appends a table of maximum holds keyed by waitKey (of locks or of
+// semaphore permits): count, then in (deadline, name, lease) order: name, lease, deadline.
+func appendHolds(e *snapEncoder, buf []byte, t *leases.Table) []byte {
+	buf = binary.AppendUvarint(buf, uint64(t.Len()))
+	t.Ascend(func(key string, deadline int64) bool {
+		name, id := splitWaitKey(key)
+		buf = appendString(buf, name)
+		buf = append(buf, id[:]...)
+		buf = binary.AppendUvarint(buf, uint64(deadline))
+		buf = e.spillAt(buf)
+		return true
+	})
+	return buf
+}
+
+// decodeHolds reads what encodeHolds wrote, and refuses options of a missing lock, a
+// delay running on a lock somebody holds, and a hold of a lease without that grant.
+func (s *state) decodeHolds(d *decoder) error {
+	for i, n := 0, d.count(1); i < n && d.err == nil; i++ {
+		name := d.string()
+		until, delay := d.int64(), d.int64()
+		lk := s.locks[name]
+		if d.err == nil && (lk == nil || until != 0 && !lk.ro().v3.vacant || until == 0 && delay == 0) {
+			return badSnapshot("lock options of %q", name)
+		}
+		if d.err != nil {
+			break
+		}
+		x := lk.rw()
+		x.v3.delayUntil, x.v3.delay = until, delay
+		if until != 0 {
+			s.delayExp.Set(name, until)
 		}
 	}
+	for i, n := 0, d.count(1); i < n && d.err == nil; i++ {
+		name, id, deadline := d.string(), d.leaseID(), d.int64()
+		lk := s.locks[name]
+		if d.err != nil {
+			break
+		}
+		if lk == nil {
+			return badSnapshot("maximum hold of lock %q: no such lock", name)
+		}
+		if _, _, ok := lk.grantOf(id); !ok {
+			return badSnapshot("maximum hold of lock %q: not a holder", name)
+		}
+		s.holdExp.Set(waitKey(name, id), deadline)
+	}
+	return nil
 }

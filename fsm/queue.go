@@ -76,3 +76,25 @@ func (s *state) enqueue(q *waitQueue, m *map[string]*waiter, exp *leases.Table, 
 	exp.Set(waitKey(name, l.id), deadline)
 	return w, added
 }
+
+// unqueue takes lease l's wait for name out of m (the lease's waits of one kind), out of
+// the wait deadlines exp, and out of the queue q.
+func unqueue(m map[string]*waiter, exp *leases.Table, q *waitQueue, name string, l *lease) {
+	w := m[name]
+	delete(m, name)
+	exp.Delete(waitKey(name, l.id))
+	q.remove(w)
+}
+
+// giveUp takes lease id out of the queue of the semaphore or election name when it waits
+// there (its client gave up): waits picks that primitive's waits among the lease's, and
+// leave takes it out.
+func (s *state) giveUp(index uint64, name string, id LeaseID, waits func(*leasePrims) map[string]*waiter, leave func(*state, uint64, string, *lease)) {
+	l := s.leases[id]
+	if l == nil || l.prims == nil {
+		return
+	}
+	if _, queued := waits(l.prims)[name]; queued {
+		leave(s, index, name, l)
+	}
+}

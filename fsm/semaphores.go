@@ -1,6 +1,33 @@
 package fsm
 
-import "github.com/raftlock/raftlock/internal/mutant"
+import (
+	"encoding/binary"
+
+	"github.com/raftlock/raftlock/internal/mutant"
+	"github.com/raftlock/raftlock/leases"
+)
+
+// The semaphore's command types (since version 2, SemAcquireEx since 3). Values are part
+// of the log format: never renumber them.
+const (
+	// TypeSemAcquire asks for one permit of a semaphore (Limit permits).
+	TypeSemAcquire Type = 19
+	// TypeSemRelease releases a permit (Lease, Token).
+	TypeSemRelease Type = 20
+	// TypeSemDequeue takes a lease out of a semaphore's queue (a waiting client gave up).
+	TypeSemDequeue Type = 21
+	// TypeSemAcquireEx asks for a semaphore permit with a maximum hold (MaxHold); its body
+	// is TypeSemAcquire's followed by MaxHold.
+	TypeSemAcquireEx Type = 28
+)
+
+// semCommands are the semaphore's rows of the command registry (its row in primitives).
+var semCommands = []command{
+	{typ: TypeSemAcquire, name: "sem_acquire", since: 2, apply: (*state).semAcquire, body: []field{fieldAcquire, fieldLimit}, lease: leaseCreatesIfNew, exact: true},
+	{typ: TypeSemRelease, name: "sem_release", since: 2, apply: (*state).semRelease, body: bodyRelease, lease: leaseUses, exact: true},
+	{typ: TypeSemDequeue, name: "sem_dequeue", since: 2, apply: (*state).semDequeue, body: bodyDequeue, lease: leaseUses, exact: true},
+	{typ: TypeSemAcquireEx, name: "sem_acquire_ex", since: 3, apply: (*state).semAcquire, body: []field{fieldAcquire, fieldLimit, fieldMaxHold}, lease: leaseCreatesIfNew, exact: true},
+}
 
 // MaxSemaphoreLimit bounds a semaphore's number of permits in the state machine. The API
 // allows less (api.MaxSemaphoreLimit); this bound only keeps a corrupt entry from
@@ -17,6 +44,39 @@ type semaphore struct {
 	queue   waitQueue
 	modify  uint64
 }
+
+// semState is the replicated state of semaphores. It is empty at version 1 (the commands
+// are refused there), so a version 1 snapshot needs no place for it.
+type semState struct {
+	sems       map[string]*semaphore
+	semWaitExp leases.Table // keyed by waitKey(name, lease)
+	// semHoldExp are the permits with a maximum hold (version 3), keyed the same way.
+	semHoldExp leases.Table
+	// semFreed is the index of the last entry that deleted a semaphore: what a status
+	// read reports as the modify index of one not in use.
+	semFreed uint64
+}
+
+// The semaphore's hooks (its row in primitives).
+
+func (s *state) startSems() { s.sems = make(map[string]*semaphore) }
+
+func semWaitTable(s *state) *leases.Table { return &s.semWaitExp }
+
+func (s *state) dropPermits(index uint64, l *lease) {
+	for _, name := range primNames(l, permits) {
+		s.dropPermit(index, name, s.sems[name], l.id)
+	}
+}
+
+func semCount(_ *state, l *lease) int {
+	if l.prims == nil {
+		return 0
+	}
+	return len(l.prims.permits) + len(l.prims.semWaits)
+}
+
+func semDeadlines(s *state) []*leases.Table { return []*leases.Table{&s.semWaitExp, &s.semHoldExp} }
 
 // semAcquire applies SemAcquire: a permit when one is free and nobody waits, the same
 // permit again for a lease that holds one, a place in the queue otherwise (with a wait).
@@ -154,31 +214,44 @@ func (s *state) fillPermits(index uint64, name string, sm *semaphore) {
 // semDequeue applies SemDequeue: a waiting client gave up. A lease that holds a permit by
 // now is told its grant instead.
 func (s *state) semDequeue(index uint64, c *Command, r *Result) {
-	sm := s.sems[c.Name]
-	if sm != nil {
+	if sm := s.sems[c.Name]; sm != nil {
 		if g := sm.permits.get(c.Lease); g != nil {
 			r.Token, r.Owner, r.Limit = g.token, g.owner, sm.limit
 			return
 		}
+		s.giveUp(index, c.Name, c.Lease, semWaits, (*state).leaveSemQueue)
 	}
 	r.Status = StatusNotHolder
-	if l := s.leases[c.Lease]; l != nil && l.prims != nil && sm != nil {
-		if _, queued := l.prims.semWaits[c.Name]; queued {
-			s.leaveSemQueue(index, c.Name, l)
-		}
-	}
 }
 
 // leaveSemQueue takes lease l, which waits for semaphore name, out of its queue.
 func (s *state) leaveSemQueue(index uint64, name string, l *lease) {
-	w := l.prims.semWaits[name]
-	delete(l.prims.semWaits, name)
-	s.semWaitExp.Delete(waitKey(name, l.id))
 	sm := s.sems[name]
-	sm.queue.remove(w)
+	unqueue(l.prims.semWaits, &s.semWaitExp, &sm.queue, name, l)
 	sm.modify = index
 	s.notify(Event{Kind: EventWaitEnded, Space: SpaceSemaphore, Name: name, Lease: l.id, Index: index})
 	s.fillPermits(index, name, sm) // a no-op while the semaphore is full, as it is with waiters
+}
+
+// startSemHold records the maximum hold of lease id's new permit of semaphore name.
+func (s *state) startSemHold(name string, id LeaseID, maxHold int64) {
+	if maxHold > 0 {
+		s.semHoldExp.Set(waitKey(name, id), satAdd(s.stamp, maxHold))
+	}
+}
+
+// expireSemHolds ends every semaphore permit whose maximum hold has passed at the current
+// time, in (deadline, name, lease) order, handing each permit to the head waiter.
+func (s *state) expireSemHolds(index uint64) {
+	if s.semHoldExp.Len() == 0 || mutant.Is("max-hold-ignored") {
+		return
+	}
+	for _, k := range s.semHoldExp.PopExpired(s.time) {
+		name, id := splitWaitKey(k)
+		if sm := s.sems[name]; sm != nil && sm.permits.get(id) != nil {
+			s.dropPermit(index, name, sm, id)
+		}
+	}
 }
 
 // SemaphoreView is a read-only copy of a semaphore's state. A semaphore not in use has
@@ -216,4 +289,140 @@ func (f *FSM) PrimCounts() (semaphores, permits, elections int) {
 		permits += sm.permits.len()
 	}
 	return len(f.s.sems), permits, len(f.s.elections)
+}
+
+// The semaphore's parts of the snapshot:
+//
+//	format 2:  semFreed (before the elections' elecFreed), then, after it, the
+//	           semaphores: count, then in name order: name, limit, modify, permits
+//	           (count, then lease, token, owner each), waiters (count, then lease, owner,
+//	           deadline, since each)
+//	version 3: maximum holds of permits (as the locks', appendHolds), then wait
+//	           options: count, then per semaphore in name order, per wait in queue
+//	           order with a maximum hold: name, position, maximum hold
+
+func semFreed(s *state) *uint64 { return &s.semFreed }
+
+// encodeSems writes the semaphores of format 2.
+func (s *state) encodeSems(e *snapEncoder) {
+	buf := binary.AppendUvarint(e.buf, uint64(len(s.sems)))
+	for _, name := range sortedNames(s.sems) {
+		sm := s.sems[name]
+		buf = appendString(buf, name)
+		buf = binary.AppendUvarint(buf, sm.limit)
+		buf = binary.AppendUvarint(buf, sm.modify)
+		buf = binary.AppendUvarint(buf, uint64(sm.permits.len()))
+		for g := sm.permits.head; g != nil; g = g.next {
+			buf = appendGrant(buf, g)
+		}
+		buf = binary.AppendUvarint(buf, uint64(sm.queue.len))
+		for w := sm.queue.head; w != nil; w = w.next {
+			buf = appendWaiter(buf, w, true)
+		}
+		buf = e.spillAt(buf)
+	}
+	e.buf = buf
+}
+
+// decodeSems reads what encodeSems wrote, after the leases, and refuses a permit or a
+// wait of a missing lease, a lease twice in one semaphore, more permits than the limit,
+// and waiters beside free permits.
+func (s *state) decodeSems(d *decoder) error {
+	for i, n := 0, d.count(1); i < n && d.err == nil; i++ {
+		name := d.string()
+		sm := &semaphore{limit: d.uvarint(), modify: d.uvarint()}
+		if d.err == nil && (!validName(name) || sm.limit == 0 || sm.limit > MaxSemaphoreLimit || s.sems[name] != nil) {
+			return badSnapshot("semaphore %q: bad name or limit, or listed twice", name)
+		}
+		for j, m := 0, d.count(1); j < m && d.err == nil; j++ {
+			g := d.grant()
+			if d.err != nil {
+				break
+			}
+			l := s.leases[g.lease]
+			if l == nil || sm.permits.get(g.lease) != nil {
+				return badSnapshot("semaphore %q: permit lease missing or twice", name)
+			}
+			sm.permits.add(g)
+			addName(&l.usePrims().permits, name)
+		}
+		for j, m := 0, d.count(1); j < m && d.err == nil; j++ {
+			w := d.waiter(true)
+			if d.err != nil {
+				break
+			}
+			l := s.leases[w.lease]
+			if l == nil || sm.permits.get(w.lease) != nil || l.usePrims().semWaits[name] != nil {
+				return badSnapshot("semaphore %q: waiter lease missing, holding, or twice", name)
+			}
+			sm.queue.push(w)
+			addWaiter(&l.prims.semWaits, name, w)
+			s.semWaitExp.Set(waitKey(name, w.lease), w.deadline)
+		}
+		if d.err != nil {
+			break
+		}
+		if held := uint64(sm.permits.len()); held == 0 || held > sm.limit || sm.queue.len > 0 && held < sm.limit {
+			return badSnapshot("semaphore %q: %d permits of %d with %d waiting", name, held, sm.limit, sm.queue.len)
+		}
+		s.sems[name] = sm
+	}
+	return nil
+}
+
+// encodeSemHolds writes the semaphore's part of version 3.
+func (s *state) encodeSemHolds(e *snapEncoder) {
+	buf := appendHolds(e, e.buf, &s.semHoldExp)
+	var wopts []waitOpt
+	for _, n := range sortedNames(s.sems) {
+		pos := uint64(0)
+		for w := s.sems[n].queue.head; w != nil; w = w.next {
+			if w.maxHold != 0 {
+				wopts = append(wopts, waitOpt{n, pos, w.maxHold, 0})
+			}
+			pos++
+		}
+	}
+	buf = binary.AppendUvarint(buf, uint64(len(wopts)))
+	for _, o := range wopts {
+		buf = appendString(buf, o.name)
+		buf = binary.AppendUvarint(buf, o.pos)
+		buf = binary.AppendUvarint(buf, uint64(o.hold))
+		buf = e.spillAt(buf)
+	}
+	e.buf = buf
+}
+
+// decodeSemHolds reads what encodeSemHolds wrote, and refuses a hold of a lease without a
+// permit and options at a position with no wait.
+func (s *state) decodeSemHolds(d *decoder) error {
+	for i, n := 0, d.count(1); i < n && d.err == nil; i++ {
+		name, id, deadline := d.string(), d.leaseID(), d.int64()
+		if d.err != nil {
+			break
+		}
+		if sm := s.sems[name]; sm == nil || sm.permits.get(id) == nil {
+			return badSnapshot("maximum hold of semaphore %q: not a permit holder", name)
+		}
+		s.semHoldExp.Set(waitKey(name, id), deadline)
+	}
+	for i, n := 0, d.count(1); i < n && d.err == nil; i++ {
+		name, pos, hold := d.string(), d.uvarint(), d.int64()
+		sm := s.sems[name]
+		if d.err != nil {
+			break
+		}
+		if sm == nil {
+			return badSnapshot("wait options of semaphore %q: no such semaphore", name)
+		}
+		w := sm.queue.head
+		for j := uint64(0); j < pos && w != nil; j++ {
+			w = w.next
+		}
+		if w == nil || hold == 0 {
+			return badSnapshot("wait options of semaphore %q: bad position %d", name, pos)
+		}
+		w.maxHold = hold
+	}
+	return nil
 }

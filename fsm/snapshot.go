@@ -180,9 +180,7 @@ func (s *state) encodeInto(e *snapEncoder) {
 		e.spill()
 		return true
 	})
-	s.encodeHistory(e)
-	s.encodePrims(e)
-	s.encodeV3(e)
+	s.encodeSections(e) // every primitive's parts (primitives.go)
 }
 
 // appendWaiter appends a lock's or a semaphore's waiter: lease, owner, deadline, and since
@@ -283,20 +281,8 @@ func decodeSharing(data []byte, notify func(Event), share func(name, owner strin
 		s.locks[name] = lk
 		s.names.ReplaceOrInsert(name) // the index is derived state: rebuilt, never encoded
 	}
-	if d.err == nil {
-		if err := s.decodeHistory(&d, format); err != nil {
-			return nil, err
-		}
-	}
-	if d.err == nil {
-		if err := s.decodePrims(&d, format); err != nil {
-			return nil, err
-		}
-	}
-	if d.err == nil {
-		if err := s.decodeV3(&d); err != nil {
-			return nil, err
-		}
+	if err := s.decodeSections(&d); err != nil {
+		return nil, err
 	}
 	if d.err != nil {
 		return nil, badSnapshot("%v", d.err)

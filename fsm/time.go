@@ -39,25 +39,32 @@ func satAdd(a, b int64) int64 {
 // depend on:
 //
 //  1. cluster time moves (moveTime), and the entry becomes the last applied;
-//  2. lock waits whose deadline is at or before the new time end, then semaphore waits,
-//     then election waits, each in (deadline, name, lease) order;
+//  2. each primitive, in the order of primitives, ends the waits whose deadline is at or
+//     before the new time, in (deadline, name, lease) order: lock waits, then semaphore
+//     waits, then candidacies;
 //  3. leases whose deadline is at or before it end (expireLeases): all of them leave every
 //     queue before any grant of theirs is released and handed over, so that nothing is
 //     handed to a lease that expires in the same entry;
-//  4. grants whose maximum hold has passed end (expireHolds), then lock delays that have
-//     passed end (expireDelays), both in (deadline, name, lease) order (version 3);
+//  4. each primitive ends what its own deadlines end (its expire hook): grants past their
+//     maximum hold, then lock delays that are over (locks), permits past their maximum
+//     hold (semaphores), each in (deadline, name, lease) order (version 3);
 //  5. the shared waiters that steps 2 to 4 put at the head of a lock held shared are
 //     granted, and locks that nobody holds go to the head of their queues (settle).
+//
+// The primitives' state is disjoint, so the order among them in steps 2 and 4 changes
+// only the order of their events, never the state.
 func (s *state) advance(index uint64, now int64) {
 	s.moveTime(now)
 	s.applied = index
-	s.expireWaits(index, &s.waitExp, (*state).lockWaitTimedOut)
-	s.expireWaits(index, &s.semWaitExp, (*state).leaveSemQueue)
-	s.expireWaits(index, &s.elecWaitExp, (*state).leaveCampaign)
+	for i := range primitives {
+		primitives[i].expireWaits(s, index)
+	}
 	s.expireLeases(index)
-	s.expireHolds(index)
-	s.expireSemHolds(index)
-	s.expireDelays(index)
+	for i := range primitives {
+		if p := &primitives[i]; p.expire != nil {
+			p.expire(s, index)
+		}
+	}
 	s.settle(index)
 }
 
@@ -121,10 +128,12 @@ func (s *state) expireLeases(index uint64) {
 func (f *FSM) NextDeadline() (int64, bool) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	next, ok := int64(0), false
-	for _, t := range []*leases.Table{&f.s.leaseExp, &f.s.waitExp, &f.s.semWaitExp, &f.s.elecWaitExp, &f.s.holdExp, &f.s.delayExp, &f.s.semHoldExp} {
-		if _, d, has := t.Next(); has && (!ok || d < next) {
-			next, ok = d, true
+	_, next, ok := f.s.leaseExp.Next()
+	for _, p := range primitives {
+		for _, t := range p.deadlines(f.s) {
+			if _, d, has := t.Next(); has && (!ok || d < next) {
+				next, ok = d, true
+			}
 		}
 	}
 	return next, ok

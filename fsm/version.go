@@ -21,8 +21,9 @@ import (
 //     one entry moves cluster time by at most MaxTimeStep.
 //   - 3: deadlock detection (a waiting request that would close a wait-for cycle is
 //     refused); AcquireEx (maximum hold, lock delay), LockSet and LockSetRelease; the
-//     snapshot's version 3 part (appendV3: reserved and delayed locks, maximum holds,
-//     waiting locksets and wait options) and the history kinds of these endings.
+//     snapshot's version 3 parts (reserved and delayed locks, maximum holds, waiting
+//     locksets and wait options: the sections of version 3 in primitives.go) and the
+//     history kinds of these endings.
 //   - 3: a lease records the ACL accessor that created it (Command.Creator on CreateLease
 //     and on an acquire with NewLease; snapshot format 3 writes it per lease).
 //   - 4: lease ownership in the state machine (owner.go): every command that uses a

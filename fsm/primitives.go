@@ -1,0 +1,234 @@
+package fsm
+
+import (
+	"encoding/binary"
+	"fmt"
+	"sort"
+
+	"github.com/raftlock/raftlock/leases"
+)
+
+// A coordination primitive (the lock, the semaphore, the election) is a row of primitives
+// below, as a command is a row of commands (apply.go). The code that every primitive goes
+// through (advance in time.go, the end of a lease in lease.go, the lease quota in
+// limits.go, the snapshot in snapshot.go, the history's kinds) loops over the rows and
+// names none of them; each row's hooks, state and snapshot parts live in the primitive's
+// own file, with its command types and their rows of the command registry. Adding a
+// primitive is that file, its state embedded in state (state.go), and one row here.
+
+// primitive is a primitive's row: what the shared code calls it for. Every hook is required
+// but expire (a primitive with no deadlines of its own beside its waits); sections and
+// history may be empty.
+type primitive struct {
+	// name names it, as Space.String does; space is the namespace of its events.
+	name  string
+	space Space
+	// start makes its empty state in a new state (newState).
+	start func(s *state)
+	// expireWaits ends the waits whose deadline has passed at the current time, in
+	// (deadline, name, lease) order (advance, before leases expire).
+	expireWaits func(s *state, index uint64)
+	// expire ends what its own deadlines end once the expired leases are gone: grants
+	// past their maximum hold, lock delays that are over (advance).
+	expire func(s *state, index uint64)
+	// leave takes lease l, which ends, out of every queue of the primitive, in name
+	// order. It runs for every ending lease before any grant is dropped, so that nothing
+	// is handed to a lease that ends in the same entry.
+	leave func(s *state, index uint64, l *lease)
+	// drop ends lease l's grants, handing each to the next waiter, in name order. The
+	// lease has left every queue and the lease table.
+	drop func(s *state, index uint64, l *lease)
+	// count is how many grants and waits of the primitive lease l has: the
+	// MaxLocksPerLease quota bounds their sum over every primitive.
+	count func(s *state, l *lease) int
+	// deadlines are its tables of pending deadlines (NextDeadline).
+	deadlines func(s *state) []*leases.Table
+	// sections are its parts of the snapshot after the lock records.
+	sections []section
+	// history are the kinds of the history events it records.
+	history []historyKind
+	// commands are its rows of the command registry (apply.go).
+	commands []command
+}
+
+// section is one part of the snapshot that a primitive writes after the lock records: from
+// protocol version since on, in place order among the parts of that version. Parts are
+// written and read ordered by (since, order), so a part of a new version comes after every
+// older one and older states keep their bytes.
+type section struct {
+	since uint64
+	order int
+	// enc appends the part; dec reads it into a state whose leases, locks and older parts
+	// are restored, and refuses what contradicts them (ErrBadSnapshot).
+	enc func(s *state, e *snapEncoder)
+	dec func(s *state, d *decoder) error
+}
+
+// historyKind is a history event kind: its name in the HTTP API and the protocol version
+// from which a snapshot may hold it.
+type historyKind struct {
+	kind  HistoryKind
+	name  string
+	since uint64
+}
+
+// primitives is the table of primitives, in the order the shared code visits them. It is
+// set in init rather than by its declaration because the hooks read the tables derived
+// from it (the snapshot's history decoder checks the kinds), and init also fills the
+// command registry from it.
+var primitives []primitive
+
+// snapshotSections are every primitive's snapshot parts in (since, order) order, and
+// historyKinds the history kinds by kind: both derived from primitives.
+var (
+	snapshotSections []section
+	historyKinds     [historyKindEnd]historyKind
+)
+
+func init() {
+	primitives = []primitive{
+		{
+			name:        "lock",
+			space:       SpaceLock,
+			start:       (*state).startLocks,
+			expireWaits: expireEach(lockWaitTable, (*state).lockWaitTimedOut),
+			expire:      (*state).expireLockDeadlines,
+			leave:       (*state).leaveLockQueues,
+			drop:        (*state).dropLocks,
+			count:       lockCount,
+			deadlines:   lockDeadlines,
+			history:     lockHistoryKinds,
+			commands:    lockCommands,
+			sections: []section{
+				{since: 2, order: 0, enc: (*state).encodeHistory, dec: (*state).decodeHistory},
+				{since: 2, order: 1, enc: (*state).encodeShared, dec: (*state).decodeShared},
+				{since: 3, order: 0, enc: (*state).encodeHolds, dec: (*state).decodeHolds},
+				{since: 3, order: 1, enc: (*state).encodeLockSets, dec: (*state).decodeLockSets},
+			},
+		},
+		{
+			name:        "semaphore",
+			space:       SpaceSemaphore,
+			start:       (*state).startSems,
+			expireWaits: expireEach(semWaitTable, (*state).leaveSemQueue),
+			expire:      (*state).expireSemHolds,
+			leave:       leaveEach(semWaits, (*state).leaveSemQueue),
+			drop:        (*state).dropPermits,
+			count:       semCount,
+			deadlines:   semDeadlines,
+			commands:    semCommands,
+			sections: []section{
+				// Format 2 writes both freed indexes before either table.
+				numberPart(2, 2, semFreed),
+				{since: 2, order: 4, enc: (*state).encodeSems, dec: (*state).decodeSems},
+				{since: 3, order: 2, enc: (*state).encodeSemHolds, dec: (*state).decodeSemHolds},
+			},
+		},
+		{
+			name:        "election",
+			space:       SpaceElection,
+			start:       (*state).startElections,
+			expireWaits: expireEach(campaignTable, (*state).leaveCampaign),
+			leave:       leaveEach(campaigns, (*state).leaveCampaign),
+			drop:        (*state).dropLeads,
+			count:       electionCount,
+			deadlines:   electionDeadlines,
+			commands:    electionCommands,
+			sections: []section{
+				numberPart(2, 3, elecFreed),
+				{since: 2, order: 5, enc: (*state).encodeElections, dec: (*state).decodeElections},
+			},
+		},
+	}
+	for _, row := range coreCommands {
+		register(row)
+	}
+	for _, p := range primitives {
+		for _, row := range p.commands {
+			register(row)
+		}
+		if p.start == nil || p.expireWaits == nil || p.leave == nil || p.drop == nil || p.count == nil || p.deadlines == nil {
+			panic(fmt.Sprintf("fsm: primitive %s lacks a hook", p.name))
+		}
+		snapshotSections = append(snapshotSections, p.sections...)
+		for _, k := range p.history {
+			if k.kind == 0 || k.kind >= historyKindEnd || historyKinds[k.kind].kind != 0 {
+				panic(fmt.Sprintf("fsm: history kind %d of %s: out of range or twice", k.kind, p.name))
+			}
+			historyKinds[k.kind] = k
+		}
+	}
+	sort.Slice(snapshotSections, func(i, j int) bool {
+		a, b := snapshotSections[i], snapshotSections[j]
+		return a.since < b.since || a.since == b.since && a.order < b.order
+	})
+	for i := 1; i < len(snapshotSections); i++ {
+		if a, b := snapshotSections[i-1], snapshotSections[i]; a.since == b.since && a.order == b.order {
+			panic(fmt.Sprintf("fsm: two snapshot parts at version %d, place %d", a.since, a.order))
+		}
+	}
+}
+
+// expireEach is an expireWaits hook: the waits of the table that table finds (keyed by
+// waitKey) whose deadline has passed end, each lease that still exists leaving its queue
+// through leave.
+func expireEach(table func(*state) *leases.Table, leave func(s *state, index uint64, name string, l *lease)) func(*state, uint64) {
+	return func(s *state, index uint64) { s.expireWaits(index, table(s), leave) }
+}
+
+// leaveEach is a leave hook for a primitive whose waits a lease keeps among its
+// leasePrims: pick finds them, and the lease leaves each queue, in name order, through
+// leave.
+func leaveEach(pick func(*leasePrims) map[string]*waiter, leave func(s *state, index uint64, name string, l *lease)) func(*state, uint64, *lease) {
+	return func(s *state, index uint64, l *lease) {
+		for _, name := range primNames(l, pick) {
+			leave(s, index, name, l)
+		}
+	}
+}
+
+// numberPart is a snapshot part that is one number of the state, which field finds.
+func numberPart(since uint64, order int, field func(*state) *uint64) section {
+	return section{
+		since: since, order: order,
+		enc: func(s *state, e *snapEncoder) { e.buf = binary.AppendUvarint(e.buf, *field(s)) },
+		dec: func(s *state, d *decoder) error {
+			*field(s) = d.uvarint()
+			return nil
+		},
+	}
+}
+
+// encodeSections appends every snapshot part that s's active version has.
+func (s *state) encodeSections(e *snapEncoder) {
+	for i := range snapshotSections {
+		if p := &snapshotSections[i]; s.version >= p.since {
+			p.enc(s, e)
+		}
+	}
+}
+
+// decodeSections reads what encodeSections wrote, part by part, stopping at the first
+// error.
+func (s *state) decodeSections(d *decoder) error {
+	for i := range snapshotSections {
+		p := &snapshotSections[i]
+		if d.err != nil || s.version < p.since {
+			continue
+		}
+		if err := p.dec(s, d); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// leaseCount returns how many grants and waits of every primitive lease l has, together:
+// the MaxLocksPerLease quota bounds this sum.
+func (s *state) leaseCount(l *lease) int {
+	n := 0
+	for i := range primitives {
+		n += primitives[i].count(s, l)
+	}
+	return n
+}
