@@ -37,13 +37,7 @@ func TestClient_ACLAndMembershipCalls(t *testing.T) {
 	mux.HandleFunc("GET /v1/acl/policies", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, api.ACLPolicyList{Policies: []api.ACLPolicy{policy}})
 	})
-	mux.HandleFunc("DELETE /v1/acl/policies/{name}", func(w http.ResponseWriter, r *http.Request) {
-		if r.PathValue("name") != "workers" {
-			writeAPIError(w, api.CodeNotFound)
-			return
-		}
-		writeJSON(w, http.StatusOK, map[string]string{"deleted": "workers"})
-	})
+	mux.HandleFunc("DELETE /v1/acl/policies/{name}", deletes("name", "workers", "deleted"))
 	mux.HandleFunc("POST /v1/acl/tokens", func(w http.ResponseWriter, r *http.Request) {
 		var req api.ACLTokenRequest
 		decodeJSON(t, r, &req)
@@ -55,13 +49,7 @@ func TestClient_ACLAndMembershipCalls(t *testing.T) {
 	mux.HandleFunc("GET /v1/acl/tokens", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, api.ACLTokenList{Tokens: []api.ACLToken{{AccessorID: "acc-2", Policies: []string{"workers"}}}})
 	})
-	mux.HandleFunc("DELETE /v1/acl/tokens/{acc}", func(w http.ResponseWriter, r *http.Request) {
-		if r.PathValue("acc") != "acc-2" {
-			writeAPIError(w, api.CodeNotFound)
-			return
-		}
-		writeJSON(w, http.StatusOK, map[string]string{"revoked": "acc-2"})
-	})
+	mux.HandleFunc("DELETE /v1/acl/tokens/{acc}", deletes("acc", "acc-2", "revoked"))
 	mux.HandleFunc("GET /v1/acl/token/self", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, api.ACLToken{AccessorID: "acc-1", Policies: []string{api.PolicyGlobalManagement}})
 	})
@@ -219,5 +207,17 @@ func TestTLSFromFiles_Errors(t *testing.T) {
 	cfg, err := client.TLSFromFiles("", "", "")
 	if err != nil || cfg.RootCAs != nil {
 		t.Fatalf("TLSFromFiles without files = %+v, %v", cfg, err)
+	}
+}
+
+// deletes is a fake DELETE handler that knows one object, the path value key equal to
+// want: it answers {field: want} for that one and not_found for any other.
+func deletes(key, want, field string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if r.PathValue(key) != want {
+			writeAPIError(w, api.CodeNotFound)
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]string{field: want})
 	}
 }

@@ -263,18 +263,11 @@ func TestClient_TokenOverPlainHTTPWarns(t *testing.T) {
 // ACLBootstrap and ACLTokenCreate are not repeated once an attempt may have been applied
 // (a second success would mint a secret nobody sees), but are when nothing was applied.
 func TestClient_MintingCallsNotRetriedAfterUnknownOutcome(t *testing.T) {
-	var calls atomic.Int64
-	url, hits := fakeNode(t, func(w http.ResponseWriter, r *http.Request) {
-		if calls.Add(1) == 1 {
-			writeAPIError(w, api.CodeUnknownOutcome)
-			return
-		}
-		writeJSON(w, http.StatusOK, api.ACLToken{AccessorID: "acc", SecretID: fakeSecret, Policies: []string{api.PolicyGlobalManagement}})
-	})
+	url, calls := mintingNode(t, api.CodeUnknownOutcome)
 	c := newClient(t, []string{url}, client.WithRetryBackoff(time.Millisecond, 5*time.Millisecond))
 	ctx := ctxFor(t, 10*time.Second)
-	if _, err := c.ACLBootstrap(ctx); !errors.Is(err, client.ErrUnknownOutcome) || hits.Load() != 1 {
-		t.Fatalf("bootstrap after unknown_outcome: %v after %d attempts; want ErrUnknownOutcome after 1", err, hits.Load())
+	if _, err := c.ACLBootstrap(ctx); !errors.Is(err, client.ErrUnknownOutcome) || calls.Load() != 1 {
+		t.Fatalf("bootstrap after unknown_outcome: %v after %d attempts; want ErrUnknownOutcome after 1", err, calls.Load())
 	}
 	calls.Store(0)
 	if _, err := c.ACLTokenCreate(ctx, api.ACLTokenRequest{Policies: []string{"p"}}); !errors.Is(err, client.ErrUnknownOutcome) {
@@ -282,14 +275,7 @@ func TestClient_MintingCallsNotRetriedAfterUnknownOutcome(t *testing.T) {
 	}
 
 	// no_leader: certainly not applied, so retried.
-	var calls2 atomic.Int64
-	url2, _ := fakeNode(t, func(w http.ResponseWriter, r *http.Request) {
-		if calls2.Add(1) == 1 {
-			writeAPIError(w, api.CodeNoLeader)
-			return
-		}
-		writeJSON(w, http.StatusOK, api.ACLToken{AccessorID: "acc", SecretID: fakeSecret, Policies: []string{api.PolicyGlobalManagement}})
-	})
+	url2, _ := mintingNode(t, api.CodeNoLeader)
 	c2 := newClient(t, []string{url2}, client.WithRetryBackoff(time.Millisecond, 5*time.Millisecond))
 	tok, err := c2.ACLBootstrap(ctx)
 	if err != nil || tok.SecretID != fakeSecret {
@@ -302,6 +288,21 @@ func TestClient_MintingCallsNotRetriedAfterUnknownOutcome(t *testing.T) {
 	if _, err := c3.ACLBootstrap(ctx); err != nil {
 		t.Fatalf("bootstrap with a dead first endpoint: %v", err)
 	}
+}
+
+// mintingNode is a node that answers its first call, and the first after calls is set to
+// zero, with the API error code, and every other call with a minted token; calls counts them.
+func mintingNode(t *testing.T, code string) (url string, calls *atomic.Int64) {
+	t.Helper()
+	calls = new(atomic.Int64)
+	url, _ = fakeNode(t, func(w http.ResponseWriter, r *http.Request) {
+		if calls.Add(1) == 1 {
+			writeAPIError(w, code)
+			return
+		}
+		writeJSON(w, http.StatusOK, api.ACLToken{AccessorID: "acc", SecretID: fakeSecret, Policies: []string{api.PolicyGlobalManagement}})
+	})
+	return url, calls
 }
 
 // decodeJSON reads r's body into v or fails the request.

@@ -2,6 +2,7 @@ package client_test
 
 import (
 	"bytes"
+	"context"
 	"io"
 	"net/http"
 	"strings"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/raftlock/raftlock/api"
 	"github.com/raftlock/raftlock/client"
 	"github.com/raftlock/raftlock/cluster"
 	"github.com/raftlock/raftlock/test/testcluster"
@@ -44,15 +46,26 @@ func BenchmarkClientCycle(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	cycles(b, c, "accounts/A", "0123456789abcdef0123456789abcdef")
+}
+
+// locker is what a cycle uses of a Client or a Router.
+type locker interface {
+	Acquire(ctx context.Context, name string, opts client.AcquireOptions) (api.Grant, error)
+	Release(ctx context.Context, name, leaseID string, token uint64) error
+}
+
+// cycles is b's loop: one acquire of name with lease and one release, through l.
+func cycles(b *testing.B, l locker, name, lease string) {
 	ctx := b.Context()
-	opts := client.AcquireOptions{LeaseID: "0123456789abcdef0123456789abcdef"}
+	opts := client.AcquireOptions{LeaseID: lease}
 	b.ReportAllocs()
 	for b.Loop() {
-		g, err := c.Acquire(ctx, "accounts/A", opts)
+		g, err := l.Acquire(ctx, name, opts)
 		if err != nil {
 			b.Fatal(err)
 		}
-		if err := c.Release(ctx, "accounts/A", opts.LeaseID, g.Token); err != nil {
+		if err := l.Release(ctx, name, lease, g.Token); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -82,17 +95,7 @@ func BenchmarkCycleInProcess(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer l.Close(ctx)
-			name := "bench/" + strings.ReplaceAll(bc.name, " ", "-")
-			b.ReportAllocs()
-			for b.Loop() {
-				g, err := c.Acquire(ctx, name, client.AcquireOptions{LeaseID: l.ID()})
-				if err != nil {
-					b.Fatal(err)
-				}
-				if err := c.Release(ctx, name, l.ID(), g.Token); err != nil {
-					b.Fatal(err)
-				}
-			}
+			cycles(b, c, "bench/"+strings.ReplaceAll(bc.name, " ", "-"), l.ID())
 		})
 	}
 }
@@ -108,16 +111,5 @@ func BenchmarkRouterCycle(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	ctx := b.Context()
-	opts := client.AcquireOptions{LeaseID: "0123456789abcdef0123456789abcdef"}
-	b.ReportAllocs()
-	for b.Loop() {
-		g, err := r.Acquire(ctx, "accounts/A", opts)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if err := r.Release(ctx, "accounts/A", opts.LeaseID, g.Token); err != nil {
-			b.Fatal(err)
-		}
-	}
+	cycles(b, r, "accounts/A", "0123456789abcdef0123456789abcdef")
 }

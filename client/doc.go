@@ -174,4 +174,5 @@
 //	rwmutex.go     RWMutex
 //	semaphore.go   Semaphore
 //	election.go    Election, Observe
+//	lockset.go     LockSet, AcquireSet, ReleaseSet; WithMaxHold, WithLockDelay
 package client

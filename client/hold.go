@@ -61,37 +61,42 @@ func WithWaitChunk(d time.Duration) MutexOption {
 }
 
 // grant is what every acquire-like answer carries: a lock grant (either mode), a permit,
-// a leadership.
+// a leadership, a lockset.
 type grant struct {
 	token   uint64
 	leaseID string
 	ttlMs   int64
+	// locks are a lockset's locks with their tokens (token is then theirs: one entry
+	// grants them all); nil for the other primitives.
+	locks []api.LockToken
 }
 
 // acquireFunc sends one acquire of a primitive with opts (LeaseID, or TTL for a lease
 // created with the grant; Wait; Owner).
 type acquireFunc func(ctx context.Context, opts AcquireOptions) (grant, result, error)
 
-// releaseFunc gives back the grant of leaseID with token.
-type releaseFunc func(ctx context.Context, leaseID string, token uint64) (result, error)
+// releaseFunc gives back grant g of leaseID.
+type releaseFunc func(ctx context.Context, leaseID string, g grant) (result, error)
 
 // hold is the machinery every held primitive shares: a grant held by a lease (a given
 // one, or one created per hold), taken with server-side waits that are re-issued, given
-// back with the lease and the token, and watched for loss. Mutex, RWMutex, Semaphore and
-// Election embed it; they differ only in the requests they send.
+// back with the lease and the token, and watched for loss. Mutex, RWMutex, Semaphore,
+// Election and LockSet embed it; they differ only in the requests they send.
 type hold struct {
 	c       *Client
 	name    string
-	kind    string // "lock", "semaphore", "election": for error texts
+	kind    string // "lock", "semaphore", "election", "lockset": for error texts
 	o       holdOptions
 	given   *Lease // nil: a lease is created per hold
 	release releaseFunc
+	// check checks the name before anything is sent or a lease is created.
+	check func(op string) error
 
 	op sync.Mutex // serializes taking and giving back
 
 	mu    sync.Mutex
 	lease *Lease // lease of the current hold
-	token uint64
+	grant grant  // the current hold's grant
 	mode  string // the variant held: a lock's mode; "" for the other primitives
 	held  bool
 	// end is closed when the current hold's maximum hold ends it (or the lease is lost);
@@ -100,7 +105,8 @@ type hold struct {
 	stopEnd func()
 }
 
-// held is a primitive built on a hold: *Mutex, *RWMutex, *Semaphore or *Election.
+// held is a primitive built on a hold: *Mutex, *RWMutex, *Semaphore, *Election or
+// *LockSet.
 type held[T any] interface {
 	*T
 	base() *hold
@@ -125,6 +131,7 @@ func newLockHold[T any, P held[T]](c *Client, given *Lease, name string, opts []
 
 func (h *hold) init(c *Client, given *Lease, name, kind string, opts []MutexOption, release releaseFunc) {
 	h.c, h.given, h.name, h.kind, h.release = c, given, name, kind, release
+	h.check = func(op string) error { return checkNameOf(op, kind, name) }
 	h.o = holdOptions{chunk: DefaultWaitChunk, ttl: DefaultMutexTTL}
 	for _, o := range opts {
 		o(&h.o)
@@ -142,7 +149,8 @@ func (h *hold) whileHeld(v *string) string {
 	return *v
 }
 
-// Name returns the name of the lock (semaphore, election).
+// Name returns the name of the lock (semaphore, election; a lockset's names joined by
+// commas).
 func (h *hold) Name() string { return h.name }
 
 // take takes the grant in mode, waiting (when wait) for as long as ctx allows. It returns
@@ -158,10 +166,10 @@ func (h *hold) take(ctx context.Context, op, mode string, wait bool, acq acquire
 		}
 		return nil
 	}
-	h.held, h.token, h.lease, h.mode = false, 0, nil, ""
+	h.held, h.grant, h.lease, h.mode = false, grant{}, nil, ""
 	h.mu.Unlock()
 
-	if err := checkNameOf(op, h.kind, h.name); err != nil {
+	if err := h.check(op); err != nil {
 		return err
 	}
 	lease := h.given
@@ -184,7 +192,7 @@ func (h *hold) take(ctx context.Context, op, mode string, wait bool, acq acquire
 				h.c.revokeQuietly(ctx, g.leaseID)
 				return err
 			}
-			h.setHeld(l, g.token, mode)
+			h.setHeld(l, g, mode)
 			h.armMaxHold(l, res.sent) // granted at once: no earlier than this send
 			return nil
 		}
@@ -202,9 +210,9 @@ func (h *hold) take(ctx context.Context, op, mode string, wait bool, acq acquire
 	return err
 }
 
-func (h *hold) setHeld(l *Lease, token uint64, mode string) {
+func (h *hold) setHeld(l *Lease, g grant, mode string) {
 	h.mu.Lock()
-	h.lease, h.token, h.mode, h.held = l, token, mode, true
+	h.lease, h.grant, h.mode, h.held = l, g, mode, true
 	h.mu.Unlock()
 }
 
@@ -230,10 +238,10 @@ func (h *hold) takeWith(ctx context.Context, op, mode string, lease *Lease, wait
 		if err == nil {
 			if !lease.observe(res.sent) {
 				// Granted, but the lease was declared lost meanwhile: give the grant back.
-				h.releaseQuietly(ctx, lease.ID(), g.token)
+				h.releaseQuietly(ctx, lease.ID(), g)
 				return wrap(ErrLeaseLost, lease.Err(), "%s: the lease was lost as it was granted", op)
 			}
-			h.setHeld(lease, g.token, mode)
+			h.setHeld(lease, g, mode)
 			from := res.sent
 			if wait {
 				from = time.Now() // a waited grant came after the send, by up to the wait
@@ -267,12 +275,12 @@ func (h *hold) giveBack(ctx context.Context, op string) error {
 	h.op.Lock()
 	defer h.op.Unlock()
 	h.mu.Lock()
-	held, lease, token := h.held, h.lease, h.token
+	held, lease, g := h.held, h.lease, h.grant
 	h.mu.Unlock()
 	if !held {
 		return wrap(ErrNotLocked, nil, "%s", op)
 	}
-	res, err := h.release(ctx, lease.ID(), token)
+	res, err := h.release(ctx, lease.ID(), g)
 	if err != nil && res.attempts > 1 && errors.Is(err, ErrNotHolder) && lease.lost() == nil {
 		err = nil // an earlier attempt, whose answer was lost, released it
 	}
@@ -290,7 +298,7 @@ func (h *hold) giveBack(ctx context.Context, op string) error {
 	}
 	if gone {
 		h.mu.Lock()
-		h.held, h.token, h.lease, h.mode = false, 0, nil, ""
+		h.held, h.grant, h.lease, h.mode = false, grant{}, nil, ""
 		h.disarmMaxHold()
 		h.mu.Unlock()
 	}
@@ -301,7 +309,7 @@ func (h *hold) giveBack(ctx context.Context, op string) error {
 func (h *hold) current() (*Lease, uint64, bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return h.lease, h.token, h.held
+	return h.lease, h.grant.token, h.held
 }
 
 // Token returns the fencing token of the current hold, zero when nothing is held. It
@@ -310,7 +318,7 @@ func (h *hold) current() (*Lease, uint64, bool) {
 func (h *hold) Token() uint64 {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return h.token
+	return h.grant.token
 }
 
 // closedChan is returned by Lost when nothing is held.
@@ -355,10 +363,10 @@ func (h *hold) SafeUntil() time.Time {
 }
 
 // releaseQuietly gives back a grant nobody will use.
-func (h *hold) releaseQuietly(ctx context.Context, id string, token uint64) {
+func (h *hold) releaseQuietly(ctx context.Context, id string, g grant) {
 	rctx, cancel := h.c.cleanupContext(ctx)
 	defer cancel()
-	if _, err := h.release(rctx, id, token); err != nil {
+	if _, err := h.release(rctx, id, g); err != nil {
 		h.c.log.Debug("releasing an unused grant failed", h.kind, h.name, "error", err)
 	}
 }

@@ -155,8 +155,8 @@ func (c *Client) Release(ctx context.Context, name, leaseID string, token uint64
 // releaser is the releaseFunc of a held primitive: it gives back the grant of name at
 // route, naming the call op in errors.
 func (c *Client) releaser(op, route, name string) releaseFunc {
-	return func(ctx context.Context, leaseID string, token uint64) (result, error) {
-		return c.releaseAt(ctx, op, route, name, leaseID, token)
+	return func(ctx context.Context, leaseID string, g grant) (result, error) {
+		return c.releaseAt(ctx, op, route, name, leaseID, g.token)
 	}
 }
 

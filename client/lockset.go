@@ -87,28 +87,36 @@ func endChannel(l *Lease, d time.Duration) (chan struct{}, func()) {
 // answer comes from the commit that grants them all. opts.Mode applies to every lock.
 // Like Acquire it is idempotent and retried across endpoints.
 func (c *Client) AcquireSet(ctx context.Context, names []string, opts AcquireOptions) (api.LockSetGrant, error) {
-	op := fmt.Sprintf("lockset %s", strings.Join(names, ","))
-	if len(names) == 0 || len(names) > api.MaxLockSetNames {
-		return api.LockSetGrant{}, wrap(ErrInvalid, nil, "%s: a lockset names 1 to %d locks", op, api.MaxLockSetNames)
-	}
-	mode, ae := api.NormalizeMode(opts.Mode)
-	if err := invalid(op, ae); err != nil {
-		return api.LockSetGrant{}, err
-	}
 	var out api.LockSetGrant
-	// acquireAt checks the first name, the lease, the request ID and the wait, and sends
-	// the shared fields; the body adds the names.
-	for _, n := range names {
-		if err := checkNameAt(op, locksRoute, n); err != nil {
-			return out, err
-		}
-	}
-	_, err := c.acquireSetAt(ctx, op, names, opts, mode, &out)
+	_, err := c.acquireSetAt(ctx, setOp(names), names, opts, &out)
 	return out, err
 }
 
+// setOp names a call on the lockset of names in errors.
+func setOp(names []string) string { return fmt.Sprintf("lockset %s", strings.Join(names, ",")) }
+
+// checkSetNames checks the names of a lockset: their number and each name.
+func checkSetNames(op string, names []string) error {
+	if len(names) == 0 || len(names) > api.MaxLockSetNames {
+		return wrap(ErrInvalid, nil, "%s: a lockset names 1 to %d locks", op, api.MaxLockSetNames)
+	}
+	for _, n := range names {
+		if err := checkNameOf(op, "lock", n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // acquireSetAt is acquireAt for POST /v1/locksets.
-func (c *Client) acquireSetAt(ctx context.Context, op string, names []string, opts AcquireOptions, mode string, out *api.LockSetGrant) (result, error) {
+func (c *Client) acquireSetAt(ctx context.Context, op string, names []string, opts AcquireOptions, out *api.LockSetGrant) (result, error) {
+	if err := checkSetNames(op, names); err != nil {
+		return result{}, err
+	}
+	mode, ae := api.NormalizeMode(opts.Mode)
+	if err := invalid(op, ae); err != nil {
+		return result{}, err
+	}
 	reqID, remaining, err := acquireParams(op, opts)
 	if err != nil {
 		return result{}, err
@@ -127,43 +135,45 @@ func (c *Client) acquireSetAt(ctx context.Context, op string, names []string, op
 // ReleaseSet releases every lock of locks, held by leaseID with those tokens, in one
 // commit, or none (ErrNotHolder naming those not held so).
 func (c *Client) ReleaseSet(ctx context.Context, leaseID string, locks []api.LockToken) error {
-	op := "release lockset"
+	_, err := c.releaseSetAt(ctx, "release lockset", leaseID, locks)
+	return err
+}
+
+// releaseSetAt is releaseAt for DELETE /v1/locksets.
+func (c *Client) releaseSetAt(ctx context.Context, op, leaseID string, locks []api.LockToken) (result, error) {
 	if err := checkLeaseID(op, leaseID); err != nil {
-		return err
+		return result{}, err
 	}
-	_, err := c.do(ctx, &request{
+	return c.do(ctx, &request{
 		op: op, method: http.MethodDelete, path: locksetsRoute,
 		body:    func() any { return api.LockSetRelease{LeaseID: leaseID, Locks: locks} },
 		secrets: []string{leaseID},
 	}, &api.LockSetReleased{})
-	return err
 }
 
 // LockSet is several exclusive locks held together by one lease, taken in one commit:
 // two workers taking {a, b} in different orders cannot deadlock, and a crash midway
-// leaves nothing taken. Each lock has its own fencing token. It is safe for concurrent
-// use; its calls are serialized.
+// leaves nothing taken. Each lock has its own fencing token. It has the options, the
+// lease handling, Lost and SafeUntil of Mutex, and is safe for concurrent use; its calls
+// are serialized.
 type LockSet struct {
-	c     *Client
+	hold
 	names []string
-	o     holdOptions
-	given *Lease // nil: Client.LockSet's own lease, revoked by Unlock
-
-	mu    sync.Mutex
-	lease *Lease
-	grant api.LockSetGrant
-	held  bool
-	end   chan struct{}
-	stop  func()
 }
 
 // NewLockSet returns a LockSet of the locks names held with lease (WithOwner,
 // WithMaxHold, WithLockDelay and WithWaitChunk apply).
 func NewLockSet(lease *Lease, names []string, opts ...MutexOption) *LockSet {
-	s := &LockSet{c: lease.c, names: slices.Clone(names), given: lease, o: holdOptions{chunk: DefaultWaitChunk, ttl: DefaultMutexTTL}}
-	for _, o := range opts {
-		o(&s.o)
-	}
+	return newLockSet(lease.c, lease, names, opts)
+}
+
+func newLockSet(c *Client, given *Lease, names []string, opts []MutexOption) *LockSet {
+	names = slices.Clone(names)
+	s := newHold[LockSet](c, given, strings.Join(names, ","), "lockset", opts, func(ctx context.Context, leaseID string, g grant) (result, error) {
+		return c.releaseSetAt(ctx, "unlock "+setOp(names), leaseID, g.locks)
+	})
+	s.names = names
+	s.check = func(op string) error { return checkSetNames(op, names) }
 	return s
 }
 
@@ -171,74 +181,36 @@ func NewLockSet(lease *Lease, names []string, opts ...MutexOption) *LockSet {
 // alive), waiting in every queue for as long as ctx allows (re-issued in chunks of
 // WithWaitChunk), and returns the held set. It fails with ErrDeadlock when waiting would
 // close a cycle, with ctx's error or ErrWaitTimeout when ctx ends first. Unlock releases
-// the set and revokes the lease.
+// the set and revokes the lease; a later Lock takes the set with a new lease.
 func (c *Client) LockSet(ctx context.Context, names []string, opts ...MutexOption) (*LockSet, error) {
-	s := &LockSet{c: c, names: slices.Clone(names), o: holdOptions{chunk: DefaultWaitChunk, ttl: DefaultMutexTTL}}
-	for _, o := range opts {
-		o(&s.o)
-	}
-	lease, err := c.NewLease(ctx, s.o.ttl, s.o.leaseOpts...)
-	if err != nil {
-		return nil, err
-	}
-	if err := s.take(ctx, lease, true); err != nil {
-		cctx, cancel := c.cleanupContext(ctx)
-		_ = lease.Close(cctx)
-		cancel()
+	s := newLockSet(c, nil, names, opts)
+	if err := s.Lock(ctx); err != nil {
 		return nil, err
 	}
 	return s, nil
 }
 
-// Lock takes every lock of the set, waiting as ctx allows (see Client.LockSet).
-func (s *LockSet) Lock(ctx context.Context) error { return s.take(ctx, s.given, true) }
+// Lock takes every lock of the set, waiting as ctx allows (see Client.LockSet). It
+// returns nil at once when the set is held with a live lease.
+func (s *LockSet) Lock(ctx context.Context) error { return s.lock(ctx, true) }
 
 // TryLock takes every lock of the set if all are free, and fails with ErrLockHeld (none
 // taken) otherwise.
-func (s *LockSet) TryLock(ctx context.Context) error { return s.take(ctx, s.given, false) }
+func (s *LockSet) TryLock(ctx context.Context) error { return s.lock(ctx, false) }
 
-func (s *LockSet) take(ctx context.Context, lease *Lease, wait bool) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.held && lease.lost() == nil {
-		return nil
-	}
-	for {
-		if err := lease.lost(); err != nil {
-			return wrap(ErrLeaseLost, err, "lockset: the lease is lost")
+func (s *LockSet) lock(ctx context.Context, wait bool) error {
+	s.op.Lock()
+	defer s.op.Unlock()
+	op := setOp(s.names)
+	return s.take(ctx, op, "", wait, func(ctx context.Context, opts AcquireOptions) (grant, result, error) {
+		var out api.LockSetGrant
+		res, err := s.c.acquireSetAt(ctx, op, s.names, opts, &out)
+		g := grant{leaseID: out.LeaseID, ttlMs: out.TTLMs, locks: out.Locks}
+		if len(out.Locks) > 0 {
+			g.token = out.Locks[0].Token
 		}
-		var w time.Duration
-		if wait {
-			w = s.o.chunk
-			if dl, ok := ctx.Deadline(); ok {
-				w = min(w, max(time.Until(dl), time.Millisecond))
-			}
-		}
-		rctx, cancel := context.WithCancel(ctx)
-		stop := context.AfterFunc(lease.ctx, cancel)
-		sent := time.Now()
-		g, err := s.c.AcquireSet(rctx, s.names, AcquireOptions{LeaseID: lease.ID(), Wait: w, Owner: s.o.owner, MaxHold: s.o.maxHold, LockDelay: s.o.lockDelay})
-		stop()
-		cancel()
-		if err == nil {
-			s.lease, s.grant, s.held = lease, g, true
-			if s.o.maxHold > 0 {
-				from := sent
-				if wait {
-					from = time.Now()
-				}
-				s.end, s.stop = endChannel(lease, time.Until(from.Add(s.o.maxHold)))
-			}
-			return nil
-		}
-		if lerr := lease.lost(); lerr != nil {
-			return wrap(ErrLeaseLost, lerr, "lockset: the lease was lost while waiting")
-		}
-		if wait && errors.Is(err, ErrWaitTimeout) && ctx.Err() == nil {
-			continue
-		}
-		return err
-	}
+		return g, res, err
+	})
 }
 
 // Tokens returns every lock of the set with its fencing token, in name order (nil when
@@ -246,7 +218,7 @@ func (s *LockSet) take(ctx context.Context, lease *Lease, wait bool) error {
 func (s *LockSet) Tokens() []api.LockToken {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return slices.Clone(s.grant.Locks)
+	return slices.Clone(s.grant.locks)
 }
 
 // Token returns the fencing token of lock name in the set (0 when not held).
@@ -259,49 +231,9 @@ func (s *LockSet) Token(name string) uint64 {
 	return 0
 }
 
-// Lease returns the set's lease.
-func (s *LockSet) Lease() *Lease {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.lease == nil {
-		return s.given
-	}
-	return s.lease
-}
-
-// Lost returns a channel closed when the set is lost: its lease was lost, or the maximum
-// hold (WithMaxHold) ended its grants. It is closed already when the set is not held.
-func (s *LockSet) Lost() <-chan struct{} {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	switch {
-	case !s.held:
-		return closedChan
-	case s.end != nil:
-		return s.end
-	}
-	return s.lease.Done()
-}
-
-// Unlock releases every lock of the set in one commit; a set made by Client.LockSet then
-// revokes its lease. ErrNotLocked when the set is not held.
+// Unlock releases every lock of the set in one commit, with the lease and tokens of the
+// hold, as Mutex.Unlock does; a set made by Client.LockSet then revokes its lease.
+// ErrNotLocked when the set is not held.
 func (s *LockSet) Unlock(ctx context.Context) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if !s.held {
-		return wrap(ErrNotLocked, nil, "unlock lockset")
-	}
-	err := s.c.ReleaseSet(ctx, s.lease.ID(), s.grant.Locks)
-	if s.given == nil {
-		if cerr := s.lease.Close(ctx); cerr == nil {
-			err = nil // the revoke releases whatever the release did not
-		} else if err == nil {
-			err = cerr
-		}
-	}
-	if s.stop != nil {
-		s.stop()
-	}
-	s.held, s.grant, s.end, s.stop = false, api.LockSetGrant{}, nil, nil
-	return err
+	return s.giveBack(ctx, "unlock "+setOp(s.names))
 }

@@ -13,6 +13,7 @@ die() {
 	log "error: $*"
 	exit 1
 }
+source "$(dirname "$0")/lib/apt.sh"
 
 find_chromium() {
 	local name
@@ -26,12 +27,7 @@ find_chromium() {
 }
 
 if ! bin="$(find_chromium)"; then
-	[[ "$(id -u)" == 0 ]] || die "Chromium is missing and installing it needs root"
-	command -v apt-get >/dev/null || die "Chromium is missing and apt-get is not available"
-	log "Chromium not found; installing Debian's chromium package with apt-get"
-	export DEBIAN_FRONTEND=noninteractive
-	apt-get update >&2
-	apt-get install -y chromium >&2
+	apt_install --with-recommends Chromium chromium
 	bin="$(find_chromium)" || die "installed chromium but found no chromium binary on PATH"
 fi
 log "using $bin ($("$bin" --version 2>/dev/null | tail -n 1))"

@@ -7,6 +7,7 @@
 set -euo pipefail
 
 log() { echo "ci-java: $*" >&2; }
+source "$(dirname "$0")/lib/apt.sh"
 
 # package -> a file it installs (checked instead of dpkg, which is slower and may be absent)
 declare -A want=(
@@ -28,9 +29,4 @@ done
 if ((${#missing[@]} == 0)); then
 	exit 0
 fi
-[[ "$(id -u)" == 0 ]] || { log "error: ${missing[*]} missing and installing needs root"; exit 1; }
-command -v apt-get >/dev/null || { log "error: ${missing[*]} missing and apt-get is not available"; exit 1; }
-log "installing ${missing[*]} with apt-get"
-export DEBIAN_FRONTEND=noninteractive
-apt-get update >&2
-apt-get install -y --no-install-recommends "${missing[@]}" >&2
+apt_install "${missing[*]}" "${missing[@]}"

@@ -10,6 +10,7 @@
 set -euo pipefail
 
 log() { echo "ci-node: $*" >&2; }
+source "$(dirname "$0")/lib/apt.sh"
 
 node_major() { node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0; }
 
@@ -17,12 +18,7 @@ missing=()
 command -v node >/dev/null || missing+=(nodejs)
 command -v npm >/dev/null || missing+=(npm)
 if ((${#missing[@]} > 0)); then
-	[[ "$(id -u)" == 0 ]] || { log "error: ${missing[*]} missing and installing needs root"; exit 1; }
-	command -v apt-get >/dev/null || { log "error: ${missing[*]} missing and apt-get is not available"; exit 1; }
-	log "installing ${missing[*]} with apt-get"
-	export DEBIAN_FRONTEND=noninteractive
-	apt-get update >&2
-	apt-get install -y --no-install-recommends "${missing[@]}" >&2
+	apt_install "${missing[*]}" "${missing[@]}"
 fi
 major=$(node_major)
 if ((major < 20)); then

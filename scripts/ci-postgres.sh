@@ -26,6 +26,7 @@ die() {
 	log "error: $*"
 	exit 1
 }
+source "$(dirname "$0")/lib/apt.sh"
 
 usage() {
 	echo "usage: $0 start DIR PORT | stop DIR | status DIR" >&2
@@ -41,15 +42,6 @@ find_bindir() {
 		fi
 	done
 	[[ -n "$best" ]] && echo "$best"
-}
-
-install_postgres() {
-	[[ "$(id -u)" == 0 ]] || die "PostgreSQL server binaries are missing and installing them needs root"
-	command -v apt-get >/dev/null || die "PostgreSQL server binaries are missing and apt-get is not available"
-	log "PostgreSQL server binaries not found; installing the postgresql package with apt-get"
-	export DEBIAN_FRONTEND=noninteractive
-	apt-get update >&2
-	apt-get install -y --no-install-recommends postgresql >&2
 }
 
 # as_owner runs a command as the user that owns the cluster: "postgres" when we are root,
@@ -106,7 +98,7 @@ cmd_start() {
 
 	BIN="$(find_bindir || true)"
 	if [[ -z "$BIN" ]]; then
-		install_postgres
+		apt_install "PostgreSQL server binaries" postgresql
 		BIN="$(find_bindir || true)"
 		[[ -n "$BIN" ]] || die "installed postgresql but found no initdb/pg_ctl under /usr/lib/postgresql/*/bin"
 	fi

@@ -7,6 +7,7 @@
 set -euo pipefail
 
 log() { echo "ci-python: $*" >&2; }
+source "$(dirname "$0")/lib/apt.sh"
 
 PY=/usr/bin/python3
 missing=()
@@ -16,11 +17,6 @@ $PY -c 'import setuptools' 2>/dev/null || missing+=(python3-setuptools)
 $PY -c 'import wheel' 2>/dev/null || missing+=(python3-wheel)
 $PY -m pip --version >/dev/null 2>&1 || missing+=(python3-pip)
 if ((${#missing[@]} > 0)); then
-	[[ "$(id -u)" == 0 ]] || { log "error: ${missing[*]} missing and installing needs root"; exit 1; }
-	command -v apt-get >/dev/null || { log "error: ${missing[*]} missing and apt-get is not available"; exit 1; }
-	log "installing ${missing[*]} with apt-get"
-	export DEBIAN_FRONTEND=noninteractive
-	apt-get update >&2
-	apt-get install -y --no-install-recommends "${missing[@]}" >&2
+	apt_install "${missing[*]}" "${missing[@]}"
 fi
 log "$($PY --version) with setuptools $($PY -c 'import setuptools; print(setuptools.__version__)') and wheel $($PY -c 'import wheel; print(wheel.__version__)')"

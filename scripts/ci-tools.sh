@@ -7,6 +7,7 @@
 set -euo pipefail
 
 log() { echo "ci-tools: $*" >&2; }
+source "$(dirname "$0")/lib/apt.sh"
 
 missing=()
 command -v ip >/dev/null || missing+=(iproute2)
@@ -17,9 +18,4 @@ if ((${#missing[@]} == 0)); then
 	log "ip, systemd-analyze and mount are installed"
 	exit 0
 fi
-[[ "$(id -u)" == 0 ]] || { log "error: ${missing[*]} missing and installing needs root"; exit 1; }
-command -v apt-get >/dev/null || { log "error: ${missing[*]} missing and apt-get is not available"; exit 1; }
-log "installing ${missing[*]} with apt-get"
-export DEBIAN_FRONTEND=noninteractive
-apt-get update >&2
-apt-get install -y --no-install-recommends "${missing[@]}" >&2
+apt_install "${missing[*]}" "${missing[@]}"

@@ -67,13 +67,9 @@ func TestBlackbox_ReadyMeansWritable(t *testing.T) {
 // error it tries another live node at once. A node that holds a keepalive hostage delays
 // every later one, which is exactly what this client must survive.
 type keeper struct {
-	p     *testcluster.Processes
-	lease string
-	mu    sync.Mutex
-	down  map[int]bool // nodes the test has paused or killed: not sent to
-	// inflight is the node of the keepalive in flight (-1: none), so that setDown can
-	// drain a node before the test pauses or kills it, as a load balancer would.
-	inflight int
+	rotation // its inflight is the keepalive in flight
+	p        *testcluster.Processes
+	lease    string
 	log      []sample
 	stop     chan struct{}
 	wg       sync.WaitGroup
@@ -84,21 +80,6 @@ type sample struct {
 	at    time.Time
 	ans   rawhttp.Answer
 	viaFw bool // sent to a node that was not the leader when sent
-}
-
-func (k *keeper) setDown(i int, down bool) {
-	k.mu.Lock()
-	k.down[i] = down
-	k.mu.Unlock()
-	for down {
-		k.mu.Lock()
-		busy := k.inflight == i
-		k.mu.Unlock()
-		if !busy {
-			return
-		}
-		time.Sleep(time.Millisecond)
-	}
 }
 
 func (k *keeper) liveNode(n int, not int) int {
@@ -186,7 +167,7 @@ func TestBlackbox_LeaseSurvivesLeaderPauseAndKill(t *testing.T) {
 	var leaderMu sync.Mutex
 	leader := p.WaitLeader(20 * time.Second)
 	currentLeader := func() int { leaderMu.Lock(); defer leaderMu.Unlock(); return leader }
-	k := &keeper{p: p, lease: id, down: map[int]bool{}, stop: make(chan struct{}), inflight: -1}
+	k := &keeper{rotation: newRotation(), p: p, lease: id, stop: make(chan struct{})}
 	k.wg.Add(1)
 	go k.run(n, currentLeader)
 

@@ -22,25 +22,34 @@ const holdBound = 7 * time.Second
 // health-checked load balancer, one request at a time, and never retries: every answer
 // it gets is what a user of the API would see.
 type plainClient struct {
-	p        *testcluster.Processes
+	rotation
+	p    *testcluster.Processes
+	next int
+	log  []rawhttp.Answer
+}
+
+// rotation is the nodes a test's client sends to, as a health-checked load balancer keeps
+// them: the ones the test has paused or killed are out, and one request at a time is in
+// flight. Its mu also guards the fields of the client that embeds it.
+type rotation struct {
 	mu       sync.Mutex
 	down     map[int]bool
-	next     int
 	inflight int // the node of the request in flight, or -1
-	log      []rawhttp.Answer
 }
+
+func newRotation() rotation { return rotation{down: map[int]bool{}, inflight: -1} }
 
 // setDown takes node i out of (or back into) the rotation. Taking it out drains it, as a
 // load balancer does before maintenance: it returns once no request is in flight to i, so
 // that the fault that follows hits no request that was sent while the node was running.
-func (c *plainClient) setDown(i int, down bool) {
-	c.mu.Lock()
-	c.down[i] = down
-	c.mu.Unlock()
+func (r *rotation) setDown(i int, down bool) {
+	r.mu.Lock()
+	r.down[i] = down
+	r.mu.Unlock()
 	for down {
-		c.mu.Lock()
-		busy := c.inflight == i
-		c.mu.Unlock()
+		r.mu.Lock()
+		busy := r.inflight == i
+		r.mu.Unlock()
 		if !busy {
 			return
 		}
@@ -91,7 +100,7 @@ func TestBlackbox_FailoverIsInvisibleToAPlainClient(t *testing.T) {
 	const n = 3
 	p := testcluster.StartProcessesNoWait(t, n)
 	waitAllReady(t, p, n)
-	c := &plainClient{p: p, down: map[int]bool{}, inflight: -1}
+	c := &plainClient{rotation: newRotation(), p: p}
 	lease := c.do("POST", "/v1/leases", `{"ttl_ms":3000}`)
 	if lease.Status != 201 {
 		t.Fatalf("create lease: %v", lease)

@@ -104,14 +104,7 @@ func attackSuite(t *testing.T, acl bool) *tally {
 	if acl {
 		flags = append(flags, "--acl")
 	}
-	c := newCluster(t, nw, flags...)
-	c.NodeArgs = k.ServeFlags
-	c.StartAll()
-	defer func() {
-		if t.Failed() {
-			c.DumpLogs()
-		}
-	}()
+	c := startCluster(t, nw, k, flags...)
 
 	sec := newSecrets()
 	worker := newClient("https", k.ClientConfig(&k.worker), sec) // the right CA's client certificate, no token yet
@@ -123,15 +116,19 @@ func attackSuite(t *testing.T, acl bool) *tally {
 	admin := worker.withToken(tok.admin)
 	leader := waitReady(t, c, admin, 20*time.Second)
 	// Followers register their HTTP addresses with the leader a moment after it takes
-	// office; the baseline the attacks are compared with must come after that.
-	testkit.WaitFor(t, 15*time.Second, "every member's HTTP address to be registered", func() bool {
-		v, err := admin.view(c.HTTPAddr(leader))
-		if err != nil || len(v.Nodes) != n {
-			return false
-		}
-		for _, m := range v.Nodes {
-			if m.HTTPAddr == "" {
+	// office; the baseline the attacks are compared with must come after that, on every
+	// node (the baseline's membership is a follower's, which applies the registrations
+	// after the leader).
+	testkit.WaitFor(t, 15*time.Second, "every member's HTTP address to be registered, on every node", func() bool {
+		for i := range n {
+			v, err := admin.view(c.HTTPAddr(i))
+			if err != nil || len(v.Nodes) != n {
 				return false
+			}
+			for _, m := range v.Nodes {
+				if m.HTTPAddr == "" {
+					return false
+				}
 			}
 		}
 		return true

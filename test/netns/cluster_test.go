@@ -42,6 +42,24 @@ func newCluster(t *testing.T, nw *network, extra ...string) *testcluster.Process
 	})
 }
 
+// startCluster starts newCluster's nodes, with k's certificates (mutual TLS between them,
+// client certificates on the API) unless k is nil, and has their logs written out when the
+// test fails.
+func startCluster(t *testing.T, nw *network, k *pki, extra ...string) *testcluster.Processes {
+	t.Helper()
+	c := newCluster(t, nw, extra...)
+	if k != nil {
+		c.NodeArgs = k.ServeFlags
+	}
+	c.StartAll()
+	t.Cleanup(func() {
+		if t.Failed() {
+			c.DumpLogs()
+		}
+	})
+	return c
+}
+
 // nodeEnv is the test's environment without RAFTLOCK_* settings (which would change how
 // serve starts) and without proxy settings (a node must never send a forward elsewhere).
 func nodeEnv() []string {

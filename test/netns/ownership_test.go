@@ -102,16 +102,8 @@ func leaseOwnership(t *testing.T, ty *tally, c *testcluster.Processes, base view
 			answer <- w.withToken(secret).do("PUT", at(i), "/v1/locks/"+name, `{"ttl_ms":60000,"wait_ms":25000,"owner":"revoked"}`)
 		}()
 		waitAll(t, c, admin, "/v1/locks/"+name, `"waiters":1`)
-		if a := admin.do("DELETE", at(0), "/v1/acl/tokens/"+accessor, ""); a.Status != 200 {
-			t.Fatalf("revoke the waiting token: %v", a)
-		}
-		var a rawhttp.Answer
-		atOnce := false
-		select {
-		case a = <-answer:
-			atOnce = true
-		case <-time.After(10 * time.Second): // well within its wait_ms
-		}
+		revokeToken(t, admin, at(0), accessor, "the waiting token")
+		a, atOnce := answerWithin(answer, 10*time.Second) // well within its wait_ms
 		if rel := admin.do("DELETE", at(0), "/v1/locks/"+name, fmt.Sprintf(`{"lease_id":%q,"token":%d}`, holder, tok)); rel.Status != 200 {
 			t.Fatalf("holder releases %s: %v", name, rel)
 		}
@@ -141,20 +133,12 @@ func leaseOwnership(t *testing.T, ty *tally, c *testcluster.Processes, base view
 		}()
 		// The query must be waiting before the revocation: nothing changes the lock, so
 		// an answer within a second is a failed set-up, not the case.
-		select {
-		case a := <-answer:
+		if a, early := answerWithin(answer, time.Second); early {
 			t.Fatalf("the blocking query answered before anything changed: %v", a)
-		case <-time.After(time.Second):
 		}
-		if a := admin.do("DELETE", at(0), "/v1/acl/tokens/"+accessor, ""); a.Status != 200 {
-			t.Fatalf("revoke the querying token: %v", a)
-		}
-		var a rawhttp.Answer
-		atOnce := false
-		select {
-		case a = <-answer:
-			atOnce = true
-		case <-time.After(10 * time.Second):
+		revokeToken(t, admin, at(0), accessor, "the querying token")
+		a, atOnce := answerWithin(answer, 10*time.Second)
+		if !atOnce {
 			a = <-answer
 		}
 		ty.check("revoked token's blocking query: 401 at the revocation, no data", c.ID(i),
@@ -166,9 +150,7 @@ func leaseOwnership(t *testing.T, ty *tally, c *testcluster.Processes, base view
 	for i := range n {
 		secret, accessor := newToken(t, c, admin, "netns-reader")
 		lines, stop := stream(t, w.withToken(secret), at(i), "/v1/events?prefix=netns/quiet/")
-		if a := admin.do("DELETE", at(0), "/v1/acl/tokens/"+accessor, ""); a.Status != 200 {
-			t.Fatalf("revoke the stream's token: %v", a)
-		}
+		revokeToken(t, admin, at(0), accessor, "the stream's token")
 		// Within a third of the 15 s ping that ended it before.
 		code, _ := streamEnd(lines, "", 5*time.Second)
 		stop()
@@ -191,6 +173,25 @@ func newToken(t *testing.T, c *testcluster.Processes, admin *client, policy stri
 	}
 	waitAll(t, c, admin.withToken(secret), "/v1/acl/token/self", accessor)
 	return secret, accessor
+}
+
+// revokeToken revokes the token of accessor through the admin at addr; what names the
+// token in a failure.
+func revokeToken(t *testing.T, admin *client, addr, accessor, what string) {
+	t.Helper()
+	if a := admin.do("DELETE", addr, "/v1/acl/tokens/"+accessor, ""); a.Status != 200 {
+		t.Fatalf("revoke %s: %v", what, a)
+	}
+}
+
+// answerWithin returns the answer when it comes within d, and whether it did.
+func answerWithin(answer <-chan rawhttp.Answer, d time.Duration) (rawhttp.Answer, bool) {
+	select {
+	case a := <-answer:
+		return a, true
+	case <-time.After(d):
+		return rawhttp.Answer{}, false
+	}
 }
 
 // revokeAs revokes each non-empty lease through addr, ignoring leases already gone.

@@ -17,14 +17,7 @@ func TestNetns_RemovedNodeCertificateIsRefused(t *testing.T) {
 	const n = 3
 	nw := newNetwork(t, n)
 	k := newPKI(t, nw)
-	c := newCluster(t, nw, "--election-timeout", "2s", "--acl")
-	c.NodeArgs = k.ServeFlags
-	c.StartAll()
-	defer func() {
-		if t.Failed() {
-			c.DumpLogs()
-		}
-	}()
+	c := startCluster(t, nw, k, "--election-timeout", "2s", "--acl")
 	sec := newSecrets()
 	worker := newClient("https", k.ClientConfig(&k.worker), sec)
 	waitReadyz(t, c, worker, 30*time.Second)

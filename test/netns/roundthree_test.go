@@ -199,13 +199,7 @@ func loopbackGet(t *testing.T, nw *network, i int, path, host string) (int, stri
 func TestNetns_BrowserAttacksPlain(t *testing.T) {
 	const n = 3
 	nw := newNetwork(t, n)
-	c := newCluster(t, nw, "--election-timeout", "2s", "--pprof-addr", pprofAddr)
-	c.StartAll()
-	defer func() {
-		if t.Failed() {
-			c.DumpLogs()
-		}
-	}()
+	c := startCluster(t, nw, nil, "--election-timeout", "2s", "--pprof-addr", pprofAddr)
 	cl := newClient("http", nil, newSecrets())
 	leader := waitReady(t, c, cl, 30*time.Second)
 	var base view

@@ -86,14 +86,9 @@ func roundTwo(t *testing.T, ty *tally, c *testcluster.Processes, base view, admi
 	// 15. A revoked token's open event stream ends at its next event with a last error
 	// event (unauthenticated), and the event after the revocation is not sent.
 	for i := 0; i < n; i++ {
-		tok := admin.do("POST", at(0), "/v1/acl/tokens", `{"description":"netns stream","policies":["netns-reader"]}`)
-		secret, _ := tok.Body["secret_id"].(string)
-		accessor, _ := tok.Body["accessor_id"].(string)
-		waitAll(t, c, admin.withToken(secret), "/v1/acl/token/self", accessor)
+		secret, accessor := newToken(t, c, admin, "netns-reader")
 		lines, stop := stream(t, w.withToken(secret), at(i), "/v1/events?prefix=netns/")
-		if a := admin.do("DELETE", at(0), "/v1/acl/tokens/"+accessor, ""); a.Status != 200 {
-			t.Fatalf("revoke the stream's token: %v", a)
-		}
+		revokeToken(t, admin, at(0), accessor, "the stream's token")
 		name := fmt.Sprintf("netns/after-revoke-%d", i)
 		// Node i applies the revocation before this acquire, which comes after it in
 		// the log: the acquire's event is the first the stream meets revoked.

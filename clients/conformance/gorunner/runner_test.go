@@ -210,6 +210,16 @@ func (r *run) ref(v any) (any, error) {
 	return f, nil
 }
 
+// token resolves the step's "token" (a number, or a reference to an earlier result's).
+func (r *run) token(st map[string]any) (uint64, error) {
+	tok, err := r.ref(st["token"])
+	if err != nil {
+		return 0, failure{err}
+	}
+	t, _ := num(tok)
+	return uint64(t), nil
+}
+
 func num(v any) (float64, bool) {
 	switch x := v.(type) {
 	case float64:
@@ -549,14 +559,13 @@ func (r *run) op(st map[string]any) (map[string]any, error) {
 		if err != nil {
 			return nil, err
 		}
-		tok, err := r.ref(st["token"])
+		t, err := r.token(st)
 		if err != nil {
-			return nil, failure{err}
+			return nil, err
 		}
-		t, _ := num(tok)
 		ctx, cancel := ctxFor(30 * time.Second)
 		defer cancel()
-		return nil, c.Release(ctx, name, h.leaseID(), uint64(t))
+		return nil, c.Release(ctx, name, h.leaseID(), t)
 	case "proclaim":
 		h, err := r.hold(st)
 		if err != nil {
@@ -652,14 +661,13 @@ func (r *run) op(st map[string]any) (map[string]any, error) {
 		if err != nil {
 			return nil, failure{err}
 		}
-		tok, err := r.ref(st["token"])
+		t, err := r.token(st)
 		if err != nil {
-			return nil, failure{err}
+			return nil, err
 		}
-		t, _ := num(tok)
 		ctx, cancel := ctxFor(30 * time.Second)
 		defer cancel()
-		return nil, s.g.Do(ctx, str(st, "resource"), fencing.Token(uint64(t)), func(tx *sql.Tx) error {
+		return nil, s.g.Do(ctx, str(st, "resource"), fencing.Token(t), func(tx *sql.Tx) error {
 			_, err := tx.ExecContext(ctx, `INSERT INTO kv (resource, value) VALUES (?, ?) ON CONFLICT (resource) DO UPDATE SET value = excluded.value`,
 				str(st, "resource"), str(st, "value"))
 			return err

@@ -7,6 +7,7 @@ from __future__ import annotations
 import http.client
 import json
 import math
+import os
 import random
 import socket
 import ssl
@@ -76,6 +77,18 @@ class Endpoint:
     def hostport(self) -> str:
         """The host:port the leader header names."""
         return f"{self.host}:{self.port}" if ":" not in self.host else f"[{self.host}]:{self.port}"
+
+
+def given_or_environment(endpoints: list[str] | str | None, token: str | None) -> tuple[list[str] | str, str | None]:
+    """The endpoints and token a client was given, each defaulting to the environment's
+    (RAFTLOCK_ENDPOINTS, RAFTLOCK_TOKEN) when None, as the command line's are."""
+    if endpoints is None:
+        endpoints = os.environ.get("RAFTLOCK_ENDPOINTS", "")
+        if not endpoints.strip():
+            raise ValueError("no endpoints given, and RAFTLOCK_ENDPOINTS is not set")
+    if token is None:
+        token = os.environ.get("RAFTLOCK_TOKEN") or None
+    return endpoints, token
 
 
 def parse_endpoints(endpoints: list[str] | str, tls_on: bool) -> list[Endpoint]:

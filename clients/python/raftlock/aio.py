@@ -21,14 +21,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import random
 import secrets
 import time
 from types import TracebackType
 from typing import Any
 
-from ._http import DIAL_TIMEOUT, LEADER_HEADER, name_path, parse_endpoints, parse_retry_after, retryable, upper_half, ms
+from ._http import DIAL_TIMEOUT, LEADER_HEADER, given_or_environment, name_path, parse_endpoints, parse_retry_after, retryable, upper_half, ms
 from .errors import (
     InvalidRequest,
     LeaseLost,
@@ -200,12 +199,7 @@ class AsyncClient:
     """
 
     def __init__(self, endpoints: list[str] | str | None = None, token: str | None = None, *, timeout: float = 5.0, call_timeout: float = 30.0) -> None:
-        if endpoints is None:
-            endpoints = os.environ.get("RAFTLOCK_ENDPOINTS", "")
-            if not endpoints.strip():
-                raise ValueError("no endpoints given, and RAFTLOCK_ENDPOINTS is not set")
-        if token is None:
-            token = os.environ.get("RAFTLOCK_TOKEN") or None
+        endpoints, token = given_or_environment(endpoints, token)
         self._eps = parse_endpoints(endpoints, False)
         if any(e.scheme != "http" for e in self._eps):
             raise ValueError("raftlock.aio speaks plain HTTP only; use raftlock.Client for TLS")

@@ -4,7 +4,6 @@ whose leases are kept alive in the background."""
 from __future__ import annotations
 
 import logging
-import os
 import secrets
 import ssl
 import threading
@@ -13,7 +12,7 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, Iterator
 
-from ._http import Cancel, Request, Result, Transport, ms, name_path, parse_endpoints
+from ._http import Cancel, Request, Result, Transport, given_or_environment, ms, name_path, parse_endpoints
 from .errors import (
     InvalidRequest,
     LeaseLost,
@@ -430,12 +429,7 @@ class Client:
         min_backoff: float = 0.05,
         max_backoff: float = 1.0,
     ) -> None:
-        if endpoints is None:
-            endpoints = os.environ.get("RAFTLOCK_ENDPOINTS", "")
-            if not endpoints.strip():
-                raise ValueError("no endpoints given, and RAFTLOCK_ENDPOINTS is not set")
-        if token is None:
-            token = os.environ.get("RAFTLOCK_TOKEN") or None
+        endpoints, token = given_or_environment(endpoints, token)
         ctx: ssl.SSLContext | None
         if tls is True:
             ctx = ssl.create_default_context()

@@ -130,11 +130,18 @@ class FencedDB:
     def create_table(self) -> None:
         """Create the fences table if it does not exist (idempotent; on PostgreSQL under an
         advisory lock, so that processes starting together do not race)."""
-        cur = self.conn.cursor()
-        try:
+        with self._transaction() as cur:
             if self.dialect == "postgres":
                 self._exec(cur, "SELECT pg_advisory_xact_lock(?)", (CREATE_LOCK_KEY,))
             cur.execute(CREATE_TABLE_SQL)
+
+    @contextmanager
+    def _transaction(self) -> Iterator[Any]:
+        """A cursor whose statements commit together at the end of the block, or roll back
+        when it raises (a KeyboardInterrupt included: nothing half-done may commit)."""
+        cur = self.conn.cursor()
+        try:
+            yield cur
             self.conn.commit()
         except BaseException:
             self.conn.rollback()
@@ -170,20 +177,13 @@ class FencedDB:
         check_token(token)
         if getattr(self.conn, "in_transaction", False):
             raise RuntimeError("fencing: the connection is inside a transaction; the fence must be its first statement")
-        cur = self.conn.cursor()
-        try:
+        with self._transaction() as cur:
             if self.dialect == "sqlite":
                 cur.execute("BEGIN IMMEDIATE")  # take the write lock before the first read
             else:
                 cur.execute("SET TRANSACTION ISOLATION LEVEL READ COMMITTED")
             self.raise_fence(cur, resource, token)
             yield cur
-            self.conn.commit()
-        except BaseException:
-            self.conn.rollback()
-            raise
-        finally:
-            cur.close()
 
     def current(self, resource: str) -> int | None:
         """The highest token ``resource`` has accepted, or None when never fenced."""

@@ -42,6 +42,16 @@ def _die_with_parent() -> None:
         pass
 
 
+def wait_for(cond, timeout: float, what: str) -> None:
+    """Wait for cond() with a deadline (never a bare sleep); fail naming what was awaited."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if cond():
+            return
+        time.sleep(0.02)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+
+
 def free_port() -> int:
     """A free loopback port (bind 0, read it, close)."""
     return free_ports(1)[0]

@@ -24,23 +24,13 @@ sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
 import raftlock  # noqa: E402
-from cluster import Cluster, ModuleCluster, free_port  # noqa: E402
+from cluster import Cluster, ModuleCluster, free_port, wait_for  # noqa: E402
 from conformance import FaultProxy, ProxyState, Scenario, StepFailure  # noqa: E402
 from raftlock.fencing import FencedDB, StaleToken  # noqa: E402
 
 _CLUSTER = ModuleCluster()
 setUpModule, tearDownModule = _CLUSTER.start, _CLUSTER.stop
 cluster = _CLUSTER.get
-
-
-def wait_for(cond, timeout: float, what: str) -> None:
-    """Wait for cond() with a deadline (never a bare sleep)."""
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if cond():
-            return
-        time.sleep(0.02)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
 
 
 class ProxiedClient:

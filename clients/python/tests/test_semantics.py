@@ -18,21 +18,12 @@ sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
 import raftlock  # noqa: E402
-from cluster import ModuleCluster, free_port  # noqa: E402
+from cluster import ModuleCluster, free_port, wait_for  # noqa: E402
 from raftlock._http import NAME_RULE  # noqa: E402
 
 _CLUSTER = ModuleCluster()
 setUpModule, tearDownModule = _CLUSTER.start, _CLUSTER.stop
 endpoints = _CLUSTER.endpoints
-
-
-def wait_for(cond, timeout: float, what: str) -> None:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if cond():
-            return
-        time.sleep(0.02)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
 
 
 class SemanticsTest(unittest.TestCase):

@@ -7,6 +7,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.Lock;
+import java.util.function.BooleanSupplier;
 
 /**
  * A {@link Lock} over one raftlock lock, for code written against {@code Lock}.
@@ -63,10 +64,7 @@ public final class RaftLockLock implements Lock {
                 return false;
             }
             try {
-                Held h = client.lock(name, ttl, Duration.ofNanos(Math.min(left, CHUNK.toNanos())));
-                held.set(h);
-                holder.set(Thread.currentThread());
-                return true;
+                return hold(client.lock(name, ttl, Duration.ofNanos(Math.min(left, CHUNK.toNanos()))));
             } catch (WaitTimeoutException e) {
                 // next chunk
             }
@@ -100,51 +98,51 @@ public final class RaftLockLock implements Lock {
         }
     }
 
-    @Override
-    public boolean tryLock() {
-        checkNotHolder();
-        if (!local.tryAcquire()) {
-            return false;
-        }
+    /** Records h as the current hold, of this thread. */
+    private boolean hold(Held h) {
+        held.set(h);
+        holder.set(Thread.currentThread());
+        return true;
+    }
+
+    /** Takes the lock if it is free, without waiting; LockHeldException when it is not. */
+    private boolean takeNow() {
+        return hold(client.lock(name, ttl, Duration.ZERO));
+    }
+
+    /**
+     * Runs attempt with the local permit held: the permit stays with a taken lock and is given
+     * back when the attempt did not take it (false, or LockHeldException) or failed.
+     */
+    private boolean keepPermitIf(BooleanSupplier attempt) {
         try {
-            held.set(client.lock(name, ttl, Duration.ZERO));
-            holder.set(Thread.currentThread());
-            return true;
+            if (attempt.getAsBoolean()) {
+                return true;
+            }
         } catch (LockHeldException e) {
-            local.release();
-            return false;
+            // held by another lease: not taken
         } catch (RuntimeException e) {
             local.release();
             throw e;
         }
+        local.release();
+        return false;
+    }
+
+    @Override
+    public boolean tryLock() {
+        checkNotHolder();
+        return local.tryAcquire() && keepPermitIf(this::takeNow);
     }
 
     @Override
     public boolean tryLock(long time, TimeUnit unit) throws InterruptedException {
         checkNotHolder();
         long end = System.nanoTime() + unit.toNanos(time);
-        if (!local.tryAcquire(time, unit)) {
-            return false;
-        }
-        try {
+        return local.tryAcquire(time, unit) && keepPermitIf(() -> {
             long left = end - System.nanoTime();
-            if (left <= 0) {
-                held.set(client.lock(name, ttl, Duration.ZERO));
-                holder.set(Thread.currentThread());
-                return true;
-            }
-            if (take(left)) {
-                return true;
-            }
-            local.release();
-            return false;
-        } catch (LockHeldException e) {
-            local.release();
-            return false;
-        } catch (RuntimeException e) {
-            local.release();
-            throw e;
-        }
+            return left <= 0 ? takeNow() : take(left);
+        });
     }
 
     /** Releases the hold; throws {@link LeaseLostException} (after releasing) when it had been lost. */

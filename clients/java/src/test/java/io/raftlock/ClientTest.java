@@ -150,7 +150,14 @@ class ClientTest {
                 l.unlock();
             }
             assertTrue(l.tryLock(1, TimeUnit.SECONDS));
+            // Another adapter of the same lock is refused by the cluster, not locally, and
+            // each refusal gives its local permit back: it takes the lock once it is free.
+            Lock other = c.newLock("java/adapter", Duration.ofSeconds(10));
+            assertFalse(other.tryLock());
+            assertFalse(other.tryLock(0, TimeUnit.SECONDS));
             l.unlock();
+            assertTrue(other.tryLock());
+            other.unlock();
             assertThrows(IllegalMonitorStateException.class, l::unlock);
             assertThrows(UnsupportedOperationException.class, l::newCondition);
         }
