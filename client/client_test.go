@@ -3,6 +3,7 @@ package client_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -22,21 +23,28 @@ func TestClient_InProcess(t *testing.T) {
 
 	t.Run("LeaseKeepAliveAndClose", func(t *testing.T) {
 		c := newClient(t, eps)
-		l := mustLease(t, c, time.Second)
+		// A TTL of many election timeouts with keepalives every tenth of it: a lost
+		// keepalive or two (a leader change, a starved scheduler) cannot lose the lease,
+		// while a client that stops renewing is still seen at once.
+		ttl := starvedTTL(tc)
+		interval := ttl / 10
+		l := mustLease(t, c, ttl, client.WithKeepAliveInterval(interval))
 		first := l.SafeUntil()
-		if d := time.Until(first); d <= 0 || d > time.Second {
-			t.Fatalf("SafeUntil is %v from now; want within the TTL", d)
+		if d := time.Until(first); d <= 0 || d > ttl {
+			t.Fatalf("SafeUntil is %v from now; want within the TTL %v", d, ttl)
 		}
-		// Keepalives must push SafeUntil well past the first TTL.
-		testkit.WaitFor(t, 10*time.Second, "keepalives to extend SafeUntil by 1.5 s", func() bool {
-			return l.SafeUntil().Sub(first) > 1500*time.Millisecond
+		// Keepalives must push SafeUntil forward round after round: two rounds' worth of
+		// extension needs at least two answered keepalives. The deadline is the TTL: a
+		// lease not renewed by then would be lost.
+		testkit.WaitFor(t, ttl, fmt.Sprintf("keepalives to extend SafeUntil by %v", 2*interval), func() bool {
+			return l.SafeUntil().Sub(first) > 2*interval
 		})
 		if closed(l.Done()) {
 			t.Fatalf("lease lost: %v", l.Err())
 		}
 		got, err := c.GetLease(ctxFor(t, 5*time.Second), l.ID())
-		if err != nil || got.TTLMs != 1000 {
-			t.Fatalf("GetLease = %+v, %v", got, err)
+		if err != nil || got.TTLMs != ttl.Milliseconds() {
+			t.Fatalf("GetLease = %+v, %v; want TTL %v", got, err, ttl)
 		}
 		if err := l.Close(ctxFor(t, 5*time.Second)); err != nil {
 			t.Fatalf("Close: %v", err)
@@ -438,4 +446,11 @@ func TestClient_RetryAcrossStoppedNode(t *testing.T) {
 	if !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, client.ErrUnavailable) {
 		t.Fatalf("acquire with no live endpoint = %v; want DeadlineExceeded and ErrUnavailable", err)
 	}
+}
+
+// starvedTTL is a lease TTL for tests that need a lease kept alive on a loaded machine:
+// twenty of the cluster's election timeouts, so that a leader change and keepalives
+// starved for several election timeouts still fit inside one TTL.
+func starvedTTL(tc *testcluster.InProcess) time.Duration {
+	return 20 * tc.Nodes[0].ElectionTimeout()
 }
