@@ -35,7 +35,7 @@ type ElectionGrant struct {
 // queue (and resigns a leadership won meanwhile) before it returns.
 func (el *Elections) Campaign(ctx context.Context, req CampaignRequest) (ElectionGrant, error) {
 	n := el.n
-	c, err := n.primCommand(ctx, &req.Holder, fsm.TypeCampaign, req.Name)
+	c, err := req.Holder.versionedCommand(ctx, n, fsm.TypeCampaign, req.Name)
 	if err != nil {
 		return ElectionGrant{}, err
 	}

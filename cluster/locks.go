@@ -48,7 +48,7 @@ func (l *Locks) Acquire(ctx context.Context, req AcquireRequest) (Grant, error) 
 		if err := n.prop.versionReady(ctx, fsm.TypeAcquireEx); err != nil {
 			return Grant{}, v3Inactive(err)
 		}
-		c.Type, c.Shared, c.MaxHold, c.LockDelay = fsm.TypeAcquireEx, req.Shared, ms(n.capHold(req.MaxHold)), ms(req.LockDelay)
+		c.Type, c.Shared, c.MaxHold, c.LockDelay = fsm.TypeAcquireEx, req.Shared, ms(n.cfg.capHold(req.MaxHold)), ms(req.LockDelay)
 	}
 	if mutant.Is("grant-without-commit") && !n.IsLeader() && !n.fsm.Lock(req.Name).Held {
 		return Grant{Granted: Granted{Name: req.Name, Lease: req.Lease, TTL: req.TTL, Token: n.fsm.AppliedIndex() + 1, Owner: req.Owner}}, nil

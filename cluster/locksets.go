@@ -48,7 +48,7 @@ func (l *Locks) AcquireSet(ctx context.Context, req LockSetRequest) (LockSetGran
 	// The command's Name is not encoded: the wait listens on the set's first lock, which
 	// every grant of it includes.
 	c := req.Holder.command(ctx, n, fsm.TypeLockSet, names[0])
-	c.Names, c.Shared, c.MaxHold, c.LockDelay = names, req.Shared, ms(n.capHold(req.MaxHold)), ms(req.LockDelay)
+	c.Names, c.Shared, c.MaxHold, c.LockDelay = names, req.Shared, ms(n.cfg.capHold(req.MaxHold)), ms(req.LockDelay)
 	release := func(ctx context.Context, _ string, lease LeaseID, _ uint64) error {
 		return l.ReleaseSet(ctx, lease, l.heldTokens(names, lease))
 	}

@@ -36,7 +36,7 @@ type SemaphoreGrant struct {
 // a permit granted meanwhile) before it returns.
 func (s *Semaphores) Acquire(ctx context.Context, req SemaphoreRequest) (SemaphoreGrant, error) {
 	n := s.n
-	c, err := n.primCommand(ctx, &req.Holder, fsm.TypeSemAcquire, req.Name)
+	c, err := req.Holder.versionedCommand(ctx, n, fsm.TypeSemAcquire, req.Name)
 	if err != nil {
 		return SemaphoreGrant{}, err
 	}
@@ -45,7 +45,7 @@ func (s *Semaphores) Acquire(ctx context.Context, req SemaphoreRequest) (Semapho
 		if err := n.prop.versionReady(ctx, fsm.TypeSemAcquireEx); err != nil {
 			return SemaphoreGrant{}, v3Inactive(err)
 		}
-		c.Type, c.MaxHold = fsm.TypeSemAcquireEx, ms(n.capHold(req.MaxHold))
+		c.Type, c.MaxHold = fsm.TypeSemAcquireEx, ms(n.cfg.capHold(req.MaxHold))
 	}
 	w := &queuedWait{n: n, space: fsm.SpaceSemaphore, holder: req.Holder, dequeue: fsm.TypeSemDequeue, release: s.Release}
 	return acquire(ctx, w, c, n.prop.applyAs(ctx), func(r *fsm.Result) SemaphoreGrant {

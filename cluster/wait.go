@@ -46,10 +46,10 @@ func (h *Holder) command(ctx context.Context, n *Node, t fsm.Type, name string) 
 	return &fsm.Command{Type: t, Name: name, Lease: h.Lease, NewLease: h.NewLease, TTL: ms(h.TTL), Wait: waitMs(h.Wait), Owner: h.Owner}
 }
 
-// primCommand is Holder.command for a request of a primitive of protocol version 2 or
+// versionedCommand is command for a request of a primitive of protocol version 2 or
 // later (a semaphore's permit, a campaign), refused with an *InactiveError while the
 // cluster has not activated the version that t needs.
-func (n *Node) primCommand(ctx context.Context, h *Holder, t fsm.Type, name string) (*fsm.Command, error) {
+func (h *Holder) versionedCommand(ctx context.Context, n *Node, t fsm.Type, name string) (*fsm.Command, error) {
 	c := h.command(ctx, n, t, name)
 	if err := n.prop.versionReady(ctx, t); err != nil {
 		return nil, err
@@ -57,10 +57,10 @@ func (n *Node) primCommand(ctx context.Context, h *Holder, t fsm.Type, name stri
 	return c, nil
 }
 
-// capHold applies the node's maximum hold ceiling (Config.MaxHoldCeiling) to a request's
+// capHold applies the node's maximum hold ceiling (MaxHoldCeiling) to a request's
 // maximum hold. A request without one is left without one.
-func (n *Node) capHold(d time.Duration) time.Duration {
-	if c := n.cfg.MaxHoldCeiling; c > 0 && d > c {
+func (cfg *Config) capHold(d time.Duration) time.Duration {
+	if c := cfg.MaxHoldCeiling; c > 0 && d > c {
 		return c
 	}
 	return d
