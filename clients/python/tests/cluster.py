@@ -42,13 +42,14 @@ def _die_with_parent() -> None:
         pass
 
 
-def wait_for(cond, timeout: float, what: str) -> None:
-    """Wait for cond() with a deadline (never a bare sleep); fail naming what was awaited."""
+def wait_for(cond, timeout: float, what: str, every: float = 0.02) -> None:
+    """Wait for cond() with a deadline (never a bare sleep), asking every `every` seconds;
+    fail naming what was awaited."""
     end = time.monotonic() + timeout
     while time.monotonic() < end:
         if cond():
             return
-        time.sleep(0.02)
+        time.sleep(every)
     raise AssertionError(f"timed out after {timeout}s waiting for {what}")
 
 

@@ -358,11 +358,14 @@ class RetryAfterTest(unittest.TestCase):
             c = raftlock.Client(one.endpoints)
             self.addCleanup(c.close)
             idx = c.status("py/busy").modify_index
-            # The blocker holds the node's one slot for 3 s, longer than the checks below take
-            # even on a loaded machine.
-            blocker = threading.Thread(target=lambda: c.status("py/busy", wait_index=idx, wait=3))
+            # The blocker holds the node's one slot for 5 s, longer than the checks below take
+            # even on a loaded machine. The probe holds the slot itself for 10 ms at most, once
+            # per 100 ms: a probe that waited longer, back to back, could take the slot each time
+            # the blocker retried after its own 429, and never see the blocker hold it (CI on a
+            # loaded machine did just that).
+            blocker = threading.Thread(target=lambda: c.status("py/busy", wait_index=idx, wait=5))
             blocker.start()
-            wait_for(lambda: _busy(c, idx), 5, "the node to refuse a second blocking query")
+            wait_for(lambda: _busy(c, idx), 15, "the node to refuse a second blocking query", every=0.1)
             # A call whose deadline falls before the Retry-After pause gives up at once.
             with self.assertRaises(raftlock.TooManyRequests) as cm:
                 c.status("py/busy", wait_index=idx, wait=0.2, timeout=0.5)
@@ -377,7 +380,7 @@ class RetryAfterTest(unittest.TestCase):
 
 def _busy(c: raftlock.Client, idx: int) -> bool:
     try:
-        c.status("py/busy", wait_index=idx, wait=0.05, timeout=0.3)
+        c.status("py/busy", wait_index=idx, wait=0.01, timeout=0.3)
     except raftlock.TooManyRequests:
         return True
     except raftlock.RaftlockError:
