@@ -119,9 +119,14 @@ func TestNegativeControlPrimitives(t *testing.T) {
 		{"semaphore-extra-permit", "semaphores", func(cfg *campaignConfig) { cfg.SemWorkers, cfg.Semaphores, cfg.SemLimit = 4, 1, 2 }, illegal("semaphores")},
 		{"election-two-leaders", "elections", func(cfg *campaignConfig) { cfg.ElectWorkers, cfg.Elections = 3, 1 }, illegal("elections")},
 		// One round of the partial grant may show a set granted with two tokens instead
-		// (set_tokens_differ: the partial grant's earlier lock beside the later ones).
+		// (set_tokens_differ: the partial grant's earlier lock beside the later ones). A
+		// 2 s round on a loaded machine (two CPU hogs and six builds) made 360 operations
+		// and granted one set whole, and the partial grants it made showed only as a
+		// deadlock answer the deadlocks checker could not back: 6 s gives the locksets
+		// checker three times the operations.
 		{"lockset-partial-grant", "locksets", func(cfg *campaignConfig) {
 			cfg.SetWorkers, cfg.SetLocks, cfg.SetSize, cfg.SetWaitMs, cfg.SetMaxHoldMs = 4, 3, 2, 1000, 300
+			cfg.MinHold, cfg.MaxHold = 6*time.Second, 6*time.Second
 		}, illegal("locksets", "set_tokens_differ")},
 		{"deadlock-check-off", "deadlocks", edges, func(res *campaignResult) string {
 			if v := res.Verdicts["deadlocks"]; v.Kinds["undetected_cycle"] == 0 {
