@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net"
+	"sync"
 	"time"
 )
 
@@ -29,12 +30,40 @@ const (
 	ports     = 32768 - firstPort
 )
 
-// ListenLoopback opens a listener on 127.0.0.1 at a random port in 20000-32767.
+// handedOut holds the ports this process has picked already. A port FreeAddr returns is
+// free again once it returns, and until its server binds it a second pick may choose it:
+// three nodes of one test cluster were once given the same Raft address ("found duplicate
+// address in configuration") on a loaded machine. Picking each port once per process
+// rules that out; other processes still bind for themselves and fail on a taken port.
+var handedOut = struct {
+	sync.Mutex
+	ports map[int]bool
+}{ports: map[int]bool{}}
+
+// pick chooses a port not handed out before, forgetting them all once half the range has
+// been (a process that starts that many servers has closed most of them).
+func pick() int {
+	handedOut.Lock()
+	defer handedOut.Unlock()
+	if len(handedOut.ports) >= ports/2 {
+		clear(handedOut.ports)
+	}
+	for {
+		p := firstPort + rand.IntN(ports)
+		if !handedOut.ports[p] {
+			handedOut.ports[p] = true
+			return p
+		}
+	}
+}
+
+// ListenLoopback opens a listener on 127.0.0.1 at a random port in 20000-32767 that this
+// process has not picked before.
 func ListenLoopback() (net.Listener, error) {
 	var err error
 	for i := 0; i < 1000; i++ {
 		var l net.Listener
-		if l, err = net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", firstPort+rand.IntN(ports))); err == nil {
+		if l, err = net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", pick())); err == nil {
 			return l, nil
 		}
 	}
