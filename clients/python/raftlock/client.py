@@ -202,22 +202,16 @@ class Held:
         except RaftlockError as e:
             err = e
         gone = err is None or isinstance(err, (NotHolder, LeaseNotFound))
-        if not self._own_lease:
-            # The lease holds other grants too (Lease.lock): it stays open.
-            if gone:
-                with self._mu:
-                    self._held = False
-            if err is not None:
-                raise err
-            return
-        try:
-            self.lease.close(timeout=timeout)
-            if not gone:
-                err = None  # the release did not get through, but the revoke did
-            gone = True
-        except RaftlockError as e:
-            if err is None:
-                err = e
+        # A lease the caller gave (Lease.lock) may hold other grants too: only the hold's own is closed.
+        if self._own_lease:
+            try:
+                self.lease.close(timeout=timeout)
+                if not gone:
+                    err = None  # the release did not get through, but the revoke did
+                gone = True
+            except RaftlockError as e:
+                if err is None:
+                    err = e
         if gone:
             with self._mu:
                 self._held = False

@@ -40,6 +40,13 @@ function newClient(endpoints = cluster.endpoints(), extra: Partial<ConstructorPa
   return c;
 }
 
+/** Fault proxies in front of every node (closed after the test) and a client that calls through them. */
+async function proxied(): Promise<{ p: FaultProxies; a: Client }> {
+  const p = await FaultProxies.start(cluster.endpoints());
+  proxies.push(p);
+  return { p, a: newClient(p.endpoints) };
+}
+
 before(async () => {
   cluster = await Cluster.start();
 });
@@ -114,9 +121,7 @@ test("withLock releases after the function, and after its error", async () => {
 });
 
 test("keepalives hold a lease for several TTLs, with one batch per interval for all of a client's leases", async () => {
-  const p = await FaultProxies.start(cluster.endpoints());
-  proxies.push(p);
-  const a = newClient(p.endpoints);
+  const { p, a } = await proxied();
   const names = Array.from({ length: 10 }, () => uniq("batch"));
   // TTL 3 s: a keepalive attempt may take min(timeout, max(TTL/6, 250 ms)) = 500 ms (the Go
   // client's rule) before the next endpoint is tried; with TTL 1.5 s (250 ms) a loaded 2-core
@@ -154,9 +159,7 @@ test("the loss signal fires before the lease can have expired when every node is
 });
 
 test("an acquire answered unknown_outcome is retried with the same request_id and takes one grant", async () => {
-  const p = await FaultProxies.start(cluster.endpoints());
-  proxies.push(p);
-  const a = newClient(p.endpoints);
+  const { p, a } = await proxied();
   const name = uniq("reqid");
   p.arm({ kind: "unknown_outcome", method: "PUT", pathPrefix: "/v1/locks/", count: 1 });
   const h = await a.lock(name, { ttl: 3000 });
@@ -174,9 +177,7 @@ test("an acquire answered unknown_outcome is retried with the same request_id an
 });
 
 test("a dropped connection on release is retried; the release succeeds once", async () => {
-  const p = await FaultProxies.start(cluster.endpoints());
-  proxies.push(p);
-  const a = newClient(p.endpoints);
+  const { p, a } = await proxied();
   const name = uniq("droprelease");
   const h = await a.lock(name, { ttl: 3000 });
   p.arm({ kind: "drop", method: "DELETE", pathPrefix: "/v1/locks/", count: 1 });
@@ -186,9 +187,7 @@ test("a dropped connection on release is retried; the release succeeds once", as
 });
 
 test("too_many_requests is retried after its Retry-After, or refused at once when the deadline is sooner", async () => {
-  const p = await FaultProxies.start(cluster.endpoints());
-  proxies.push(p);
-  const a = newClient(p.endpoints);
+  const { p, a } = await proxied();
   const name = uniq("throttled");
   p.arm({ kind: "too_many_requests", method: "PUT", pathPrefix: "/v1/locks/", count: 1, retryAfter: 1 });
   const t0 = performance.now();

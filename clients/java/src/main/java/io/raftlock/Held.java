@@ -4,7 +4,6 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.locks.ReentrantLock;
 
 /**
  * A grant held with a lease of its own that the client keeps alive: a lock (either mode), a
@@ -36,8 +35,8 @@ public final class Held implements AutoCloseable {
     private final boolean shared;
     private final boolean ownsLease; // false: a lease the caller gave, which release leaves open
     volatile String value = "";
-    private final ReentrantLock mu = new ReentrantLock();
-    private boolean held = true;
+    // Each access is one read or one write, so volatile is all the synchronization it needs.
+    private volatile boolean held = true;
 
     Held(RaftLock client, Kind kind, String route, String name, long token, Lease lease, boolean shared) {
         this(client, kind, route, name, token, lease, shared, true);
@@ -139,13 +138,8 @@ public final class Held implements AutoCloseable {
      * over.
      */
     public void release() {
-        mu.lock();
-        try {
-            if (!held) {
-                throw new NotLockedException("release \"" + name + "\": nothing is held");
-            }
-        } finally {
-            mu.unlock();
+        if (!held) {
+            throw new NotLockedException("release \"" + name + "\": nothing is held");
         }
         RaftLockException err = null;
         try {
@@ -158,38 +152,21 @@ public final class Held implements AutoCloseable {
             err = e;
         }
         boolean gone = err == null || err instanceof NotHolderException || err instanceof LeaseNotFoundException;
-        if (!ownsLease) {
-            if (gone) {
-                mu.lock();
-                try {
-                    held = false;
-                } finally {
-                    mu.unlock();
+        if (ownsLease) { // a lease the caller gave may hold other grants too: only the hold's own is closed
+            try {
+                lease.close();
+                if (!gone) {
+                    err = null; // the release did not get through, but the revoke did
                 }
-            }
-            if (err != null) {
-                throw err;
-            }
-            return;
-        }
-        try {
-            lease.close();
-            if (!gone) {
-                err = null; // the release did not get through, but the revoke did
-            }
-            gone = true;
-        } catch (RaftLockException e) {
-            if (err == null) {
-                err = e;
+                gone = true;
+            } catch (RaftLockException e) {
+                if (err == null) {
+                    err = e;
+                }
             }
         }
         if (gone) {
-            mu.lock();
-            try {
-                held = false;
-            } finally {
-                mu.unlock();
-            }
+            held = false;
         }
         if (err != null) {
             throw err;
@@ -205,13 +182,8 @@ public final class Held implements AutoCloseable {
      */
     @Override
     public void close() {
-        mu.lock();
-        try {
-            if (!held) {
-                return;
-            }
-        } finally {
-            mu.unlock();
+        if (!held) {
+            return;
         }
         boolean lostBefore = lease.isLost();
         try {

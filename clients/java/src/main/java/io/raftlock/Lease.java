@@ -7,6 +7,7 @@ import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.Supplier;
 
 /**
  * A lease kept alive in the background by its client's keepalive thread.
@@ -58,18 +59,18 @@ public final class Lease {
 
     /** safe-until on System.nanoTime's clock. */
     long safeUntilNanos() {
-        mu.lock();
-        try {
-            return safeUntil;
-        } finally {
-            mu.unlock();
-        }
+        return locked(() -> safeUntil);
     }
 
     long lastSentNanos() {
+        return locked(() -> lastSent);
+    }
+
+    /** Reads state the keepalive thread writes, under the lock that keeps it consistent. */
+    private <T> T locked(Supplier<T> read) {
         mu.lock();
         try {
-            return lastSent;
+            return read.get();
         } finally {
             mu.unlock();
         }
@@ -113,12 +114,7 @@ public final class Lease {
 
     /** Why the lease was lost, or null while it is live. */
     public RaftLockException error() {
-        mu.lock();
-        try {
-            return error;
-        } finally {
-            mu.unlock();
-        }
+        return locked(() -> error);
     }
 
     /** Runs fn (from the thread that notices) when the lease is lost; at once if it is. */

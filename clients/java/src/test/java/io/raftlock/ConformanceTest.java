@@ -57,6 +57,16 @@ class ConformanceTest {
     /** ok with a result, or an error code. */
     record Outcome(ObjectNode result, String error) {}
 
+    /**
+     * A plain grant (acquire) and the client that took it: unlike a {@link Held} it has no
+     * lease kept alive and no loss signal, so a step releases it through the client.
+     */
+    record Acquired(RaftLock client, Grant grant) {
+        void release() {
+            client.release(grant.name(), grant.leaseId(), grant.token());
+        }
+    }
+
     @AfterAll
     static void stopCluster() throws IOException {
         if (cluster != null) {
@@ -139,7 +149,7 @@ class ConformanceTest {
         final Map<String, FaultProxy.State> proxies = new HashMap<>();
         final List<FaultProxy> proxyServers = new ArrayList<>();
         final Map<String, ObjectNode> results = new HashMap<>();
-        final Map<String, Object> holds = new HashMap<>(); // Held, or Object[]{RaftLock, Grant}
+        final Map<String, Object> holds = new HashMap<>(); // Held, or Acquired
         final Map<String, Connection> stores = new HashMap<>();
         final Map<String, Thread> bgThreads = new HashMap<>();
         final Map<String, Outcome[]> bgOutcomes = new HashMap<>();
@@ -326,24 +336,22 @@ class ConformanceTest {
                     RaftLock c = client(step);
                     Grant g = c.acquire(step.path("name").asText(), ms(step, "ttl_ms", 10000), step.path("owner").asText(""));
                     if (!as.isEmpty()) {
-                        holds.put(as, new Object[] {c, g});
+                        holds.put(as, new Acquired(c, g));
                     }
                     return obj("token", g.token());
                 }
                 case "release": {
                     Object h = hold(step);
-                    if (h instanceof Held) {
-                        ((Held) h).release();
+                    if (h instanceof Held held) {
+                        held.release();
                     } else {
-                        Object[] cg = (Object[]) h;
-                        Grant g = (Grant) cg[1];
-                        ((RaftLock) cg[0]).release(g.name(), g.leaseId(), g.token());
+                        ((Acquired) h).release();
                     }
                     return obj();
                 }
                 case "release_token": {
                     Object h = hold(step);
-                    String lid = h instanceof Held ? ((Held) h).lease().id : ((Grant) ((Object[]) h)[1]).leaseId();
+                    String lid = h instanceof Held held ? held.lease().id : ((Acquired) h).grant().leaseId();
                     client(step).release(step.path("name").asText(), lid, ref(step.path("token")).asLong());
                     return obj();
                 }
@@ -588,12 +596,10 @@ class ConformanceTest {
         void cleanup() {
             for (Object h : holds.values()) {
                 try {
-                    if (h instanceof Held) {
-                        ((Held) h).close();
+                    if (h instanceof Held held) {
+                        held.close();
                     } else {
-                        Object[] cg = (Object[]) h;
-                        Grant g = (Grant) cg[1];
-                        ((RaftLock) cg[0]).release(g.name(), g.leaseId(), g.token());
+                        ((Acquired) h).release();
                     }
                 } catch (RuntimeException e) {
                     // best effort

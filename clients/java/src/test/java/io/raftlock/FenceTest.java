@@ -15,7 +15,11 @@ import java.sql.SQLException;
 import java.sql.Statement;
 import java.util.Properties;
 import java.util.concurrent.ThreadLocalRandom;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.Named;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.MethodSource;
 
 /** JDBC fencing against real PostgreSQL (pgjdbc) and embedded SQLite (sqlite-jdbc). */
 class FenceTest {
@@ -55,6 +59,13 @@ class FenceTest {
         }
     }
 
+    /** The databases every fencing test runs against. */
+    static Stream<Named<Db>> databases() {
+        return Stream.of(Named.of("postgres", FenceTest::pg), Named.of("sqlite", FenceTest::sqlite));
+    }
+
+    @ParameterizedTest
+    @MethodSource("databases")
     void singleStatement(Db db) throws Exception {
         try (Connection c = db.open()) {
             String t = "accounts_" + Long.toHexString(System.nanoTime());
@@ -76,6 +87,8 @@ class FenceTest {
         }
     }
 
+    @ParameterizedTest
+    @MethodSource("databases")
     void guardTable(Db db) throws Exception {
         try (Connection c = db.open()) {
             Fence.createTable(c);
@@ -107,26 +120,6 @@ class FenceTest {
             assertEquals(70, balance(c, t, 1));
             assertTrue(c.getAutoCommit());
         }
-    }
-
-    @Test
-    void postgresSingleStatement() throws Exception {
-        singleStatement(FenceTest::pg);
-    }
-
-    @Test
-    void postgresGuardTable() throws Exception {
-        guardTable(FenceTest::pg);
-    }
-
-    @Test
-    void sqliteSingleStatement() throws Exception {
-        singleStatement(FenceTest::sqlite);
-    }
-
-    @Test
-    void sqliteGuardTable() throws Exception {
-        guardTable(FenceTest::sqlite);
     }
 
     @Test
