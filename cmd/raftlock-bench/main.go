@@ -26,9 +26,7 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -38,16 +36,7 @@ import (
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := newApp(os.Stdout, os.Stderr).RunContext(ctx, os.Args); err != nil {
-		fmt.Fprintln(os.Stderr, "raftlock-bench:", err)
-		code := 1
-		if ec, ok := err.(cli.ExitCoder); ok {
-			code = ec.ExitCode()
-		}
-		os.Exit(code)
-	}
+	benchkit.MainErr("raftlock-bench", func(ctx context.Context) error { return newApp(os.Stdout, os.Stderr).RunContext(ctx, os.Args) })
 }
 
 // workloads lists every workload in the order "all" runs them.
