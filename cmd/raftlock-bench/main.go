@@ -164,13 +164,9 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 					&cli.StringFlag{Name: "base", Value: "etcd", Usage: "the system every other is divided by"},
 				},
 				Action: func(c *cli.Context) error {
-					var all []*benchkit.Result
-					for _, f := range c.Args().Slice() {
-						rs, err := benchkit.ReadJSON(f)
-						if err != nil {
-							return err
-						}
-						all = append(all, rs...)
+					all, err := readResults(c.Args().Slice())
+					if err != nil {
+						return err
 					}
 					if benchkit.PrintSystems(stdout, all, c.String("base")) == 0 {
 						return cli.Exit("systems: no results with figures", 1)
@@ -183,13 +179,9 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 				Usage:     "print results saved with --json-out as a table",
 				ArgsUsage: "FILE.json...",
 				Action: func(c *cli.Context) error {
-					var all []*benchkit.Result
-					for _, f := range c.Args().Slice() {
-						rs, err := benchkit.ReadJSON(f)
-						if err != nil {
-							return err
-						}
-						all = append(all, rs...)
+					all, err := readResults(c.Args().Slice())
+					if err != nil {
+						return err
 					}
 					benchkit.PrintTable(stdout, all)
 					return nil
@@ -197,6 +189,19 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			},
 		},
 	}
+}
+
+// readResults reads the results of every file written with --json-out, in order.
+func readResults(paths []string) ([]*benchkit.Result, error) {
+	var all []*benchkit.Result
+	for _, f := range paths {
+		rs, err := benchkit.ReadJSON(f)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, rs...)
+	}
+	return all, nil
 }
 
 // expand turns the arguments into workload names ("all" is every workload).
