@@ -72,23 +72,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (int, err
 		fmt.Fprintln(stderr, "usage: peers-bench --system zookeeper|redis [flags] WORKLOAD...   (uncontended, parallel, contended, shared, semaphore, or all)")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		return 2, nil
-	}
-	var names []string
-	for _, a := range fs.Args() {
-		switch {
-		case a == "all":
-			names = append(names, allWorkloads...)
-		case contains(allWorkloads, a):
-			names = append(names, a)
-		default:
-			return 2, fmt.Errorf("unknown workload %q; known: %s, all", a, strings.Join(allWorkloads, ", "))
-		}
-	}
-	if len(names) == 0 {
-		fs.Usage()
-		return 2, nil
+	names, err := benchkit.ParseWorkloads(fs, args, allWorkloads, nil)
+	if names == nil {
+		return 2, err
 	}
 
 	var b peer
@@ -159,15 +145,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (int, err
 		results = append(results, r)
 	}
 	return o.Finish(stdout, "peers-bench", results)
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
 
 func splitList(s string) []string {
