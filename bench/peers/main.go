@@ -24,7 +24,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/raftlock/raftlock/bench/benchkit"
@@ -148,16 +147,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (int, err
 		results = append(results, r)
 	}
 	return o.Finish(stdout, "peers-bench", results)
-}
-
-func splitList(s string) []string {
-	var out []string
-	for _, v := range strings.Split(s, ",") {
-		if v = strings.TrimSpace(v); v != "" {
-			out = append(out, v)
-		}
-	}
-	return out
 }
 
 // serverPIDs finds the server processes: pids given, the pid files under the state
