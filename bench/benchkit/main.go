@@ -15,8 +15,31 @@ import (
 // context that SIGINT and SIGTERM cancel, so that a stopped run still prints what it
 // measured; its error is printed under the tool's name and its code is the exit status.
 func Main(tool string, run func(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error)) {
+	exit(tool, func(ctx context.Context) (int, error) { return run(ctx, os.Args[1:], os.Stdout, os.Stderr) })
+}
+
+// MainErr runs a program whose error alone decides its exit status (bench/budget,
+// bench/inproc, raftlock-bench) as Main does: nil exits 0; an error is printed under the
+// tool's name and exits with the status it carries (ExitCode() int, as cli.Exit's errors
+// have), else 1.
+func MainErr(tool string, run func(ctx context.Context) error) {
+	exit(tool, func(ctx context.Context) (int, error) {
+		err := run(ctx)
+		if err == nil {
+			return 0, nil
+		}
+		if ec, ok := err.(interface{ ExitCode() int }); ok {
+			return ec.ExitCode(), err
+		}
+		return 1, err
+	})
+}
+
+// exit is Main and MainErr's common part: run under a context that SIGINT and SIGTERM
+// cancel, print its error, exit with its code.
+func exit(tool string, run func(ctx context.Context) (int, error)) {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code, err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	code, err := run(ctx)
 	stop()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, tool+":", err)

@@ -174,13 +174,21 @@ func ServerPIDs(pids, pidGlob string, match func(args []string) bool) ([]int, er
 	return FindProcs(match), nil
 }
 
+// SplitList splits a comma-separated flag value (endpoints, pids), dropping empty items.
+func SplitList(s string) []string {
+	var out []string
+	for _, v := range strings.Split(s, ",") {
+		if v = strings.TrimSpace(v); v != "" {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
 // ParsePIDs parses a comma-separated list of pids.
 func ParsePIDs(s string) ([]int, error) {
 	var pids []int
-	for _, f := range strings.Split(s, ",") {
-		if f = strings.TrimSpace(f); f == "" {
-			continue
-		}
+	for _, f := range SplitList(s) {
 		pid, err := strconv.Atoi(f)
 		if err != nil || pid <= 0 {
 			return nil, fmt.Errorf("benchkit: %q is not a pid", f)

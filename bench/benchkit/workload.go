@@ -3,9 +3,12 @@ package benchkit
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -84,6 +87,32 @@ func DefaultClients(workload string) int {
 		return 16
 	}
 	return 1
+}
+
+// ParseWorkloads parses args with fs and returns the workloads they name, in order, "all"
+// standing for every one of known. A workload in unsupported is refused with its message.
+// nil names means exit status 2: a bad flag (fs has printed why), no workload (the usage is
+// printed), or err, an unknown or unsupported workload.
+func ParseWorkloads(fs *flag.FlagSet, args, known []string, unsupported map[string]string) (names []string, err error) {
+	if err := fs.Parse(args); err != nil {
+		return nil, nil
+	}
+	for _, a := range fs.Args() {
+		switch {
+		case a == "all":
+			names = append(names, known...)
+		case slices.Contains(known, a):
+			names = append(names, a)
+		case unsupported[a] != "":
+			return nil, errors.New(unsupported[a])
+		default:
+			return nil, fmt.Errorf("unknown workload %q; known: %s, all", a, strings.Join(known, ", "))
+		}
+	}
+	if len(names) == 0 {
+		fs.Usage()
+	}
+	return names, nil
 }
 
 // Config configures one run of a lock workload.

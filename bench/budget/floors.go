@@ -45,16 +45,12 @@ func (f *floors) floorOf(s budget.Stage) (time.Duration, string) {
 	switch s {
 	case budget.HTTPIn:
 		return f.Decode.P50, "JSON decode of the request"
-	case budget.Forward:
+	case budget.Forward, budget.Replication:
 		return f.RTT.P50, "1 loopback TCP round trip"
-	case budget.Propose:
+	case budget.Propose, budget.Commit:
 		return f.Handoff.P50, "1 goroutine hand-off"
 	case budget.LeaderWrite, budget.FollowerWrite:
 		return f.Fsync.P50, "1 pwrite + fdatasync (4 KiB)"
-	case budget.Replication:
-		return f.RTT.P50, "1 loopback TCP round trip"
-	case budget.Commit:
-		return f.Handoff.P50, "1 goroutine hand-off"
 	case budget.Apply:
 		return f.Apply.P50, "state machine apply, called directly"
 	case budget.Answer:

@@ -30,27 +30,21 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/signal"
 	"runtime"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/raftlock/raftlock/api"
+	"github.com/raftlock/raftlock/bench/benchkit"
 	"github.com/raftlock/raftlock/cluster"
 	"github.com/raftlock/raftlock/internal/budget"
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
-		fmt.Fprintln(os.Stderr, "budget:", err)
-		os.Exit(1)
-	}
+	benchkit.MainErr("budget", func(ctx context.Context) error { return run(ctx, os.Args[1:], os.Stdout, os.Stderr) })
 }
 
 // options are the command's flags.

@@ -28,12 +28,7 @@ type backend struct {
 }
 
 func newBackend(ctx context.Context, o options) (*backend, error) {
-	var endpoints []string
-	for _, ep := range strings.Split(o.endpoints, ",") {
-		if ep = strings.TrimSpace(ep); ep != "" {
-			endpoints = append(endpoints, ep)
-		}
-	}
+	endpoints := benchkit.SplitList(o.endpoints)
 	leader, version, err := findLeader(ctx, endpoints)
 	if err != nil {
 		return nil, err

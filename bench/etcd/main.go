@@ -44,7 +44,8 @@ type options struct {
 	state     string
 }
 
-var lockWorkloads = []string{benchkit.Uncontended, benchkit.Parallel, benchkit.Contended}
+// workloads are those etcd has a recipe for, in the order "all" runs them.
+var workloads = []string{benchkit.Uncontended, benchkit.Parallel, benchkit.Contended, benchkit.Shared}
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
 	var o options
@@ -60,25 +61,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (int, err
 		fmt.Fprintln(stderr, "usage: etcd-bench [flags] WORKLOAD...   (uncontended, parallel, contended, shared, or all; etcd has no semaphore)")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		return 2, nil
-	}
-	var names []string
-	for _, a := range fs.Args() {
-		switch {
-		case a == "all":
-			names = append(names, append(lockWorkloads, benchkit.Shared)...)
-		case a == benchkit.Uncontended || a == benchkit.Parallel || a == benchkit.Contended || a == benchkit.Shared:
-			names = append(names, a)
-		case a == benchkit.Semaphore:
-			return 2, errors.New(noSemaphore)
-		default:
-			return 2, fmt.Errorf("unknown workload %q; known: %s, %s, all", a, strings.Join(lockWorkloads, ", "), benchkit.Shared)
-		}
-	}
-	if len(names) == 0 {
-		fs.Usage()
-		return 2, nil
+	names, err := benchkit.ParseWorkloads(fs, args, workloads, map[string]string{benchkit.Semaphore: noSemaphore})
+	if names == nil {
+		return 2, err
 	}
 	progress := o.Progress(stderr)
 

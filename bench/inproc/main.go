@@ -17,27 +17,19 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
-	"syscall"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/raftlock/raftlock/bench/benchkit"
 	"github.com/raftlock/raftlock/cluster"
 	"github.com/raftlock/raftlock/transport"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx); err != nil {
-		fmt.Fprintln(os.Stderr, "inproc:", err)
-		os.Exit(1)
-	}
-}
+func main() { benchkit.MainErr("inproc", run) }
 
 func run(ctx context.Context) error {
 	httpBase := flag.Int("http-base", 17000, "node i serves HTTP on 127.0.0.1:http-base+i")

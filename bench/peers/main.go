@@ -24,7 +24,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/raftlock/raftlock/bench/benchkit"
@@ -55,6 +54,14 @@ type peer interface {
 
 var allWorkloads = []string{benchkit.Uncontended, benchkit.Parallel, benchkit.Contended, benchkit.Shared, benchkit.Semaphore}
 
+// systems are the peers --system names: the servers of their local script
+// (scripts/zk-local.sh, scripts/redis-local.sh) and the variable that holds its state
+// directory, the defaults of --endpoints and --state.
+var systems = map[string]struct{ endpoints, stateEnv string }{
+	"zookeeper": {"127.0.0.1:21811,127.0.0.1:21812,127.0.0.1:21813", "ZK_STATE"},
+	"redis":     {"127.0.0.1:63791", "REDIS_STATE"},
+}
+
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
 	var o options
 	fs := flag.NewFlagSet("peers-bench", flag.ContinueOnError)
@@ -72,54 +79,35 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (int, err
 		fmt.Fprintln(stderr, "usage: peers-bench --system zookeeper|redis [flags] WORKLOAD...   (uncontended, parallel, contended, shared, semaphore, or all)")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		return 2, nil
-	}
-	var names []string
-	for _, a := range fs.Args() {
-		switch {
-		case a == "all":
-			names = append(names, allWorkloads...)
-		case contains(allWorkloads, a):
-			names = append(names, a)
-		default:
-			return 2, fmt.Errorf("unknown workload %q; known: %s, all", a, strings.Join(allWorkloads, ", "))
-		}
-	}
-	if len(names) == 0 {
-		fs.Usage()
-		return 2, nil
+	names, err := benchkit.ParseWorkloads(fs, args, allWorkloads, nil)
+	if names == nil {
+		return 2, err
 	}
 
+	sys, ok := systems[o.system]
+	if !ok {
+		return 2, fmt.Errorf("--system %q: want zookeeper or redis", o.system)
+	}
+	if o.endpoints == "" {
+		o.endpoints = sys.endpoints
+	}
+	if o.state == "" {
+		o.state = os.Getenv(sys.stateEnv)
+	}
 	var b peer
-	switch o.system {
-	case "zookeeper":
-		if o.endpoints == "" {
-			o.endpoints = "127.0.0.1:21811,127.0.0.1:21812,127.0.0.1:21813"
-		}
-		if o.state == "" {
-			o.state = os.Getenv("ZK_STATE")
-		}
-		zb, err := newZKBackend(ctx, o)
-		if err != nil {
-			return 1, err
-		}
-		b = zb
-	case "redis":
-		if o.endpoints == "" {
-			o.endpoints = "127.0.0.1:63791"
-		}
-		if o.state == "" {
-			o.state = os.Getenv("REDIS_STATE")
-		}
+	if o.system == "redis" {
 		rb, err := newRedisBackend(ctx, o)
 		if err != nil {
 			return 1, err
 		}
 		defer rb.close()
 		b = rb
-	default:
-		return 2, fmt.Errorf("--system %q: want zookeeper or redis", o.system)
+	} else {
+		zb, err := newZKBackend(ctx, o)
+		if err != nil {
+			return 1, err
+		}
+		b = zb
 	}
 	progress := o.Progress(stderr)
 	if progress != nil {
@@ -159,25 +147,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (int, err
 		results = append(results, r)
 	}
 	return o.Finish(stdout, "peers-bench", results)
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
-}
-
-func splitList(s string) []string {
-	var out []string
-	for _, v := range strings.Split(s, ",") {
-		if v = strings.TrimSpace(v); v != "" {
-			out = append(out, v)
-		}
-	}
-	return out
 }
 
 // serverPIDs finds the server processes: pids given, the pid files under the state

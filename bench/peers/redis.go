@@ -44,7 +44,7 @@ type redisBackend struct {
 }
 
 func newRedisBackend(ctx context.Context, o options) (*redisBackend, error) {
-	addr := splitList(o.endpoints)[0]
+	addr := benchkit.SplitList(o.endpoints)[0]
 	b := &redisBackend{addr: addr, ttl: o.ttl, backoffMin: o.backoffMin, backoffMax: o.backoffMax}
 	if b.backoffMin <= 0 || b.backoffMax < b.backoffMin {
 		return nil, fmt.Errorf("backoff %s..%s: want 0 < min <= max", b.backoffMin, b.backoffMax)

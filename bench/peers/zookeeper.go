@@ -30,7 +30,7 @@ type zkBackend struct {
 }
 
 func newZKBackend(ctx context.Context, o options) (*zkBackend, error) {
-	leader, version, err := zkLeader(ctx, splitList(o.endpoints))
+	leader, version, err := zkLeader(ctx, benchkit.SplitList(o.endpoints))
 	if err != nil {
 		return nil, err
 	}

@@ -26,9 +26,7 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -38,16 +36,7 @@ import (
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := newApp(os.Stdout, os.Stderr).RunContext(ctx, os.Args); err != nil {
-		fmt.Fprintln(os.Stderr, "raftlock-bench:", err)
-		code := 1
-		if ec, ok := err.(cli.ExitCoder); ok {
-			code = ec.ExitCode()
-		}
-		os.Exit(code)
-	}
+	benchkit.MainErr("raftlock-bench", func(ctx context.Context) error { return newApp(os.Stdout, os.Stderr).RunContext(ctx, os.Args) })
 }
 
 // workloads lists every workload in the order "all" runs them.
@@ -175,13 +164,9 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 					&cli.StringFlag{Name: "base", Value: "etcd", Usage: "the system every other is divided by"},
 				},
 				Action: func(c *cli.Context) error {
-					var all []*benchkit.Result
-					for _, f := range c.Args().Slice() {
-						rs, err := benchkit.ReadJSON(f)
-						if err != nil {
-							return err
-						}
-						all = append(all, rs...)
+					all, err := readResults(c.Args().Slice())
+					if err != nil {
+						return err
 					}
 					if benchkit.PrintSystems(stdout, all, c.String("base")) == 0 {
 						return cli.Exit("systems: no results with figures", 1)
@@ -194,13 +179,9 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 				Usage:     "print results saved with --json-out as a table",
 				ArgsUsage: "FILE.json...",
 				Action: func(c *cli.Context) error {
-					var all []*benchkit.Result
-					for _, f := range c.Args().Slice() {
-						rs, err := benchkit.ReadJSON(f)
-						if err != nil {
-							return err
-						}
-						all = append(all, rs...)
+					all, err := readResults(c.Args().Slice())
+					if err != nil {
+						return err
 					}
 					benchkit.PrintTable(stdout, all)
 					return nil
@@ -208,6 +189,19 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			},
 		},
 	}
+}
+
+// readResults reads the results of every file written with --json-out, in order.
+func readResults(paths []string) ([]*benchkit.Result, error) {
+	var all []*benchkit.Result
+	for _, f := range paths {
+		rs, err := benchkit.ReadJSON(f)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, rs...)
+	}
+	return all, nil
 }
 
 // expand turns the arguments into workload names ("all" is every workload).

@@ -292,41 +292,19 @@ func waitSnapshots(ctx context.Context, b *backend, sessions []*session, prefix,
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			name := fmt.Sprintf("%sfiller/%d", prefix, i)
-			for fctx.Err() == nil {
-				start := time.Now()
-				tok, err := s.Lock(fctx, name)
-				if err == nil {
-					err = s.Unlock(fctx, name, tok)
-				}
-				if err != nil {
-					benchkit.Sleep(fctx, 10*time.Millisecond)
-					continue
-				}
+			lockCycles(fctx, s, fmt.Sprintf("%sfiller/%d", prefix, i), func(c probeCycle) {
 				cycles.Add(1)
-				if d := int64(time.Since(start)); d > worst.Load() {
+				if d := int64(c.took); d > worst.Load() {
 					worst.Store(d)
 				}
-			}
+			})
 		}()
 	}
 	var probe []probeCycle // written by the probe alone, read after wg.Wait
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		s, name := sessions[0], prefix+"probe"
-		for fctx.Err() == nil {
-			start := time.Now()
-			tok, err := s.Lock(fctx, name)
-			if err == nil {
-				err = s.Unlock(fctx, name, tok)
-			}
-			if err != nil {
-				benchkit.Sleep(fctx, 10*time.Millisecond)
-				continue
-			}
-			probe = append(probe, probeCycle{start, time.Since(start)})
-		}
+		lockCycles(fctx, sessions[0], prefix+"probe", func(c probeCycle) { probe = append(probe, c) })
 	}()
 	defer func() { cancel(); wg.Wait() }()
 	start := time.Now()
@@ -362,10 +340,29 @@ func waitSnapshots(ctx context.Context, b *backend, sessions []*session, prefix,
 	}
 }
 
-// probeCycle is one acquire+release of the snapshot probe.
+// probeCycle is one acquire+release of a lock (the snapshot probe's, a filler's): when it
+// began and how long it took.
 type probeCycle struct {
 	start time.Time
 	took  time.Duration
+}
+
+// lockCycles acquires and releases name with s over and over until ctx ends, passing each
+// cycle that succeeded to done. A failed cycle is retried after a pause, so that a cluster
+// busy with a snapshot or an election is not spun on.
+func lockCycles(ctx context.Context, s *session, name string, done func(probeCycle)) {
+	for ctx.Err() == nil {
+		start := time.Now()
+		tok, err := s.Lock(ctx, name)
+		if err == nil {
+			err = s.Unlock(ctx, name, tok)
+		}
+		if err != nil {
+			benchkit.Sleep(ctx, 10*time.Millisecond)
+			continue
+		}
+		done(probeCycle{start, time.Since(start)})
+	}
 }
 
 // probeMetrics splits the probe's cycles into those that overlap each node's snapshot

@@ -22,18 +22,7 @@ func TestStartPprof_LoopbackOnly(t *testing.T) {
 }
 
 func TestStartPprof_ServesHeapProfile(t *testing.T) {
-	// Find a free loopback port, then serve there.
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	stop, err := startPprof(addr, &transport.BrowserPolicy{}, hclog.NewNullLogger())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stop()
+	addr := servePprof(t, &transport.BrowserPolicy{})
 	resp, err := http.Get("http://" + addr + "/debug/pprof/heap?debug=1")
 	if err != nil {
 		t.Fatal(err)
@@ -54,17 +43,7 @@ func TestStartPprof_ServesHeapProfile(t *testing.T) {
 // 127.0.0.1 reaches the pprof listener with its name in Host, and must get neither the
 // command line nor the goroutine dump; nor may a page of another origin read them.
 func TestPprof_RefusesRebindingAndOtherOrigins(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	stop, err := startPprof(addr, &transport.BrowserPolicy{AllowedHosts: []string{"ops.example"}}, hclog.NewNullLogger())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stop()
+	addr := servePprof(t, &transport.BrowserPolicy{AllowedHosts: []string{"ops.example"}})
 	get := func(path, host, origin string) int {
 		req, _ := http.NewRequest(http.MethodGet, "http://"+addr+path, nil)
 		req.Host = host
@@ -92,4 +71,22 @@ func TestPprof_RefusesRebindingAndOtherOrigins(t *testing.T) {
 			}
 		}
 	}
+}
+
+// servePprof starts the pprof listener with policy on a free loopback port, stopped when
+// the test ends, and returns its address.
+func servePprof(t *testing.T, policy *transport.BrowserPolicy) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	stop, err := startPprof(addr, policy, hclog.NewNullLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stop)
+	return addr
 }

@@ -173,11 +173,7 @@ func runTLSCert(c *cli.Context, a parsedArgs) error {
 func splitList(vals []string) []string {
 	var out []string
 	for _, v := range vals {
-		for _, s := range strings.Split(v, ",") {
-			if s = strings.TrimSpace(s); s != "" {
-				out = append(out, s)
-			}
-		}
+		out = append(out, commaList(v)...)
 	}
 	return out
 }
