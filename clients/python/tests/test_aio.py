@@ -25,13 +25,15 @@ endpoints = _CLUSTER.endpoints
 class AioTest(unittest.IsolatedAsyncioTestCase):
     async def test_async_with_lock_handover_and_keepalive(self) -> None:
         async with AsyncClient(endpoints()) as a, AsyncClient(endpoints()) as b:
-            async with a.lock("aio/x", ttl=1) as h1:
+            # A 3 s TTL: with 1 s a keepalive answered late on a loaded machine (load 15 on
+            # 2 cores) let the lease's safe time pass, which is the client working as meant.
+            async with a.lock("aio/x", ttl=3) as h1:
                 self.assertGreater(h1.token, 0)
                 with self.assertRaises(raftlock.LockHeld):
                     await b.lock("aio/x", ttl=1)
-                waiter = asyncio.ensure_future(b.lock("aio/x", ttl=1, wait=10))
+                waiter = asyncio.ensure_future(b.lock("aio/x", ttl=1, wait=20))
                 # Kept alive past two TTLs by the keepalive task.
-                await asyncio.sleep(2.2)
+                await asyncio.sleep(6.5)
                 self.assertFalse(h1.lost.is_set())
                 self.assertTrue((await a.status("aio/x"))["held"])
             h2 = await asyncio.wait_for(waiter, 10)

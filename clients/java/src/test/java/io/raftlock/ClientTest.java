@@ -193,11 +193,14 @@ class ClientTest {
         try (RaftLock c = client()) {
             List<Held> hs = new java.util.ArrayList<>();
             for (int i = 0; i < 10; i++) {
-                hs.add(c.lock("java/batch/" + i, Duration.ofSeconds(2), Duration.ZERO));
+                // TTL 3 s, as the TypeScript client's test: a keepalive attempt may take
+                // TTL/6 before the next endpoint is tried, and a loaded 2-core machine
+                // answers slower than the 333 ms a 2 s TTL leaves.
+                hs.add(c.lock("java/batch/" + i, Duration.ofSeconds(3), Duration.ZERO));
             }
             long threads = Thread.getAllStackTraces().keySet().stream().filter(t -> t.getName().equals("raftlock-keepalive")).count();
             assertTrue(threads >= 1);
-            Thread.sleep(4200); // longer than two TTLs: every hold must have been renewed
+            Thread.sleep(6500); // longer than two TTLs: every hold must have been renewed
             for (Held h : hs) {
                 assertFalse(h.isLost(), "kept alive past two TTLs");
                 h.close();
