@@ -84,31 +84,25 @@ func benchSets(b *testing.B, n int, set bool) {
 	for i := range names {
 		names[i] = "jobs/" + string(rune('a'+i))
 	}
+	apply := func(c *Command) *Result {
+		index++
+		r := f.ApplyCommand(index, c)
+		if r.Status != StatusOK {
+			b.Fatal(r.Status)
+		}
+		return r
+	}
 	b.ResetTimer()
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
 		if set {
-			index++
-			r := f.ApplyCommand(index, &Command{Type: TypeLockSet, Now: 1, Lease: id, Names: names})
-			if r.Status != StatusOK {
-				b.Fatal(r.Status)
-			}
-			index++
-			if r := f.ApplyCommand(index, &Command{Type: TypeLockSetRelease, Now: 1, Lease: id, Names: names, Tokens: r.Tokens}); r.Status != StatusOK {
-				b.Fatal(r.Status)
-			}
+			r := apply(&Command{Type: TypeLockSet, Now: 1, Lease: id, Names: names})
+			apply(&Command{Type: TypeLockSetRelease, Now: 1, Lease: id, Names: names, Tokens: r.Tokens})
 			continue
 		}
 		for _, name := range names {
-			index++
-			r := f.ApplyCommand(index, &Command{Type: TypeAcquire, Now: 1, Lease: id, Name: name})
-			if r.Status != StatusOK {
-				b.Fatal(r.Status)
-			}
-			index++
-			if r := f.ApplyCommand(index, &Command{Type: TypeRelease, Now: 1, Lease: id, Name: name, Token: r.Token}); r.Status != StatusOK {
-				b.Fatal(r.Status)
-			}
+			r := apply(&Command{Type: TypeAcquire, Now: 1, Lease: id, Name: name})
+			apply(&Command{Type: TypeRelease, Now: 1, Lease: id, Name: name, Token: r.Token})
 		}
 	}
 }
