@@ -145,26 +145,26 @@ func ValidateACLToken(accessor string, policies []string) error {
 }
 
 func validatePolicyName(name string) error {
-	if name == "" || len(name) > MaxACLPolicyName {
-		return fmt.Errorf("%w: policy name must be 1 to %d characters", ErrACLInvalid, MaxACLPolicyName)
-	}
-	for i := 0; i < len(name); i++ {
-		switch c := name[i]; {
-		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '_', c == '-':
-		default:
-			return fmt.Errorf("%w: policy name %q: only letters, digits, '_' and '-'", ErrACLInvalid, name)
-		}
-	}
-	return nil
+	return validateChars("policy name", name, MaxACLPolicyName, "letters, digits, '_' and '-'", func(c byte) bool {
+		return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-'
+	})
 }
 
 func validateAccessor(accessor string) error {
-	if accessor == "" || len(accessor) > MaxACLAccessor {
-		return fmt.Errorf("%w: accessor must be 1 to %d characters", ErrACLInvalid, MaxACLAccessor)
+	return validateChars("accessor", accessor, MaxACLAccessor, "lowercase hex digits and '-'", func(c byte) bool {
+		return c >= 'a' && c <= 'f' || c >= '0' && c <= '9' || c == '-'
+	})
+}
+
+// validateChars checks that s, a what, is 1 to maxLen bytes, each of which allowed
+// accepts; which names the bytes allowed in the error.
+func validateChars(what, s string, maxLen int, which string, allowed func(c byte) bool) error {
+	if s == "" || len(s) > maxLen {
+		return fmt.Errorf("%w: %s must be 1 to %d characters", ErrACLInvalid, what, maxLen)
 	}
-	for i := 0; i < len(accessor); i++ {
-		if c := accessor[i]; !(c >= 'a' && c <= 'f' || c >= '0' && c <= '9' || c == '-') {
-			return fmt.Errorf("%w: accessor %q: only lowercase hex digits and '-'", ErrACLInvalid, accessor)
+	for i := 0; i < len(s); i++ {
+		if !allowed(s[i]) {
+			return fmt.Errorf("%w: %s %q: only %s", ErrACLInvalid, what, s, which)
 		}
 	}
 	return nil

@@ -201,9 +201,8 @@ func (s *state) acquire(index uint64, c *Command, r *Result) {
 		invalid(r, "bad lock name")
 		return
 	}
-	l := s.leases[c.Lease]
-	if l == nil && !c.NewLease {
-		r.Status = StatusLeaseNotFound
+	l, ok := s.requester(c, r)
+	if !ok {
 		return
 	}
 	lk := s.locks[c.Name]

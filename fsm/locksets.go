@@ -73,9 +73,8 @@ func (s *state) lockSetAcquire(index uint64, c *Command, r *Result) {
 		invalid(r, "bad lockset")
 		return
 	}
-	l := s.leases[c.Lease]
-	if l == nil && !c.NewLease {
-		r.Status = StatusLeaseNotFound
+	l, ok := s.requester(c, r)
+	if !ok {
 		return
 	}
 	var need, blocked []string // not yet the lease's; of those, not free for it now
