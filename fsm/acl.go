@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"slices"
-	"sort"
 	"strings"
 )
 
@@ -146,26 +145,26 @@ func ValidateACLToken(accessor string, policies []string) error {
 }
 
 func validatePolicyName(name string) error {
-	if name == "" || len(name) > MaxACLPolicyName {
-		return fmt.Errorf("%w: policy name must be 1 to %d characters", ErrACLInvalid, MaxACLPolicyName)
-	}
-	for i := 0; i < len(name); i++ {
-		switch c := name[i]; {
-		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '_', c == '-':
-		default:
-			return fmt.Errorf("%w: policy name %q: only letters, digits, '_' and '-'", ErrACLInvalid, name)
-		}
-	}
-	return nil
+	return validateChars("policy name", name, MaxACLPolicyName, "letters, digits, '_' and '-'", func(c byte) bool {
+		return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-'
+	})
 }
 
 func validateAccessor(accessor string) error {
-	if accessor == "" || len(accessor) > MaxACLAccessor {
-		return fmt.Errorf("%w: accessor must be 1 to %d characters", ErrACLInvalid, MaxACLAccessor)
+	return validateChars("accessor", accessor, MaxACLAccessor, "lowercase hex digits and '-'", func(c byte) bool {
+		return c >= 'a' && c <= 'f' || c >= '0' && c <= '9' || c == '-'
+	})
+}
+
+// validateChars checks that s, a what, is 1 to maxLen bytes, each of which allowed
+// accepts; which names the bytes allowed in the error.
+func validateChars(what, s string, maxLen int, which string, allowed func(c byte) bool) error {
+	if s == "" || len(s) > maxLen {
+		return fmt.Errorf("%w: %s must be 1 to %d characters", ErrACLInvalid, what, maxLen)
 	}
-	for i := 0; i < len(accessor); i++ {
-		if c := accessor[i]; !(c >= 'a' && c <= 'f' || c >= '0' && c <= '9' || c == '-') {
-			return fmt.Errorf("%w: accessor %q: only lowercase hex digits and '-'", ErrACLInvalid, accessor)
+	for i := 0; i < len(s); i++ {
+		if !allowed(s[i]) {
+			return fmt.Errorf("%w: %s %q: only %s", ErrACLInvalid, what, s, which)
 		}
 	}
 	return nil
@@ -438,44 +437,48 @@ func (f *FSM) ACLBootstrapped() bool {
 func (f *FSM) ACLPolicies() []ACLPolicyView {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	out := make([]ACLPolicyView, 0, len(f.s.acl.policies))
-	for _, name := range sortedNames(f.s.acl.policies) {
-		out = append(out, f.s.acl.policies[name].view())
-	}
-	return out
+	return views[ACLPolicyView](f.s.acl.policies)
 }
 
 // ACLPolicy returns policy name and whether it exists.
 func (f *FSM) ACLPolicy(name string) (ACLPolicyView, bool) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	p := f.s.acl.policies[name]
-	if p == nil {
-		return ACLPolicyView{}, false
-	}
-	return p.view(), true
+	return viewOf[ACLPolicyView](f.s.acl.policies, name)
 }
 
 // ACLTokens returns every token, sorted by accessor, without secrets.
 func (f *FSM) ACLTokens() []ACLTokenView {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	out := make([]ACLTokenView, 0, len(f.s.acl.tokens))
-	for _, acc := range sortedNames(f.s.acl.tokens) {
-		out = append(out, f.s.acl.tokens[acc].view())
-	}
-	return out
+	return views[ACLTokenView](f.s.acl.tokens)
 }
 
 // ACLToken returns the token with accessor and whether it exists, without its secret.
 func (f *FSM) ACLToken(accessor string) (ACLTokenView, bool) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	t := f.s.acl.tokens[accessor]
-	if t == nil {
-		return ACLTokenView{}, false
+	return viewOf[ACLTokenView](f.s.acl.tokens, accessor)
+}
+
+// views returns the read-only copies of the policies or tokens of m, in key order.
+func views[V any, R interface{ view() V }](m map[string]R) []V {
+	out := make([]V, 0, len(m))
+	for _, key := range sortedNames(m) {
+		out = append(out, m[key].view())
 	}
-	return t.view(), true
+	return out
+}
+
+// viewOf returns the read-only copy of the policy or token of m at key, and whether it
+// exists.
+func viewOf[V any, R interface{ view() V }](m map[string]R, key string) (V, bool) {
+	r, ok := m[key]
+	if !ok {
+		var none V
+		return none, false
+	}
+	return r.view(), true
 }
 
 // ACLResolve returns the identity of the token whose secret hashes to secretHash, and
@@ -504,23 +507,4 @@ func (f *FSM) ACLAnonymous() ACLIdentity {
 		return ACLIdentity{}
 	}
 	return ACLIdentity{Policies: []string{ACLPolicyAnonymous}, rules: p.compiled}
-}
-
-// sortedPolicies and sortedTokens give the snapshot its canonical order.
-func (a *acl) sortedPolicies() []*aclPolicy {
-	out := make([]*aclPolicy, 0, len(a.policies))
-	for _, p := range a.policies {
-		out = append(out, p)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
-	return out
-}
-
-func (a *acl) sortedTokens() []*aclToken {
-	out := make([]*aclToken, 0, len(a.tokens))
-	for _, t := range a.tokens {
-		out = append(out, t)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].accessor < out[j].accessor })
-	return out
 }

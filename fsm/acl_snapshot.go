@@ -17,13 +17,15 @@ func (a *acl) appendACL(buf []byte) []byte {
 		buf = append(buf, 0)
 	}
 	buf = binary.AppendUvarint(buf, uint64(len(a.policies)))
-	for _, p := range a.sortedPolicies() {
+	for _, name := range sortedNames(a.policies) {
+		p := a.policies[name]
 		buf = appendString(buf, p.name)
 		buf = appendString(buf, p.description)
 		buf = appendRules(buf, p.rules)
 	}
 	buf = binary.AppendUvarint(buf, uint64(len(a.tokens)))
-	for _, t := range a.sortedTokens() {
+	for _, acc := range sortedNames(a.tokens) {
+		t := a.tokens[acc]
 		buf = appendString(buf, t.accessor)
 		buf = append(buf, t.secretHash[:]...)
 		buf = appendString(buf, t.description)

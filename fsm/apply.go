@@ -136,18 +136,32 @@ var coreCommands = []command{
 }
 
 // commands is the registry: every command type this code knows, by its type without
-// FlagSkippable: coreCommands and every primitive's rows, set by init (primitives.go),
-// which refuses a type taken twice. A new command is one row and its constant; its row
+// FlagSkippable: coreCommands and every primitive's rows, set by init (primitives.go)
+// from registry, which refuses a type taken twice. A new command is one row and its constant; its row
 // names its fields, so its encoding is the row too.
 var commands [FlagSkippable]command
 
-// register puts row into commands; a type taken twice, or out of range, is a programming
-// error that init stops on.
-func register(row command) {
-	if row.typ == 0 || row.typ >= FlagSkippable || commands[row.typ].name != "" || row.name == "" || row.apply == nil {
-		panic(fmt.Sprintf("fsm: command type %d (%s): out of range, taken twice, or without a name or handler", uint8(row.typ), row.name))
+// registry builds the command registry from the core rows and every primitive's rows. A
+// type out of range or taken twice, or a row without a name or handler, is a programming
+// error that init stops on; the error names the row, so that the panic says which row to
+// fix.
+func registry(core []command, prims []primitive) (reg [FlagSkippable]command, err error) {
+	rows := append([]command(nil), core...)
+	for _, p := range prims {
+		rows = append(rows, p.commands...)
 	}
-	commands[row.typ] = row
+	for _, row := range rows {
+		switch {
+		case row.typ == 0 || row.typ >= FlagSkippable:
+			return reg, fmt.Errorf("fsm: command type %d (%s): out of range", uint8(row.typ), row.name)
+		case row.name == "" || row.apply == nil:
+			return reg, fmt.Errorf("fsm: command type %d (%s): without a name or handler", uint8(row.typ), row.name)
+		case reg[row.typ].name != "":
+			return reg, fmt.Errorf("fsm: command type %d (%s): taken twice, by %s too", uint8(row.typ), row.name, reg[row.typ].name)
+		}
+		reg[row.typ] = row
+	}
+	return reg, nil
 }
 
 // noCommand is the row of a type this code does not know: no name, no handler, no body.

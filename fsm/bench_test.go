@@ -35,11 +35,16 @@ func mustApply(b *testing.B, f *fsm.FSM, index uint64, c *fsm.Command, want fsm.
 // acquire entry and a release entry, each decoded and applied.
 func BenchmarkApplyAcquireRelease(b *testing.B) {
 	f := fsm.New(nil)
-	id := lease(1)
-	mustApply(b, f, 1, &fsm.Command{Type: fsm.TypeCreateLease, Now: 1, Lease: id, TTL: 10_000}, fsm.StatusOK)
-	index := uint64(1)
-	acq := fsm.Command{Type: fsm.TypeAcquire, Lease: id, Name: "accounts/A", Wait: 30_000, Owner: "bench"}
-	rel := fsm.Command{Type: fsm.TypeRelease, Lease: id, Name: "accounts/A"}
+	mustApply(b, f, 1, &fsm.Command{Type: fsm.TypeCreateLease, Now: 1, Lease: lease(1), TTL: 10_000}, fsm.StatusOK)
+	benchAcquireRelease(b, f, 1, true)
+}
+
+// benchAcquireRelease times cycles of lease(1), which exists in f at index, on lock
+// "accounts/A": an acquire and a release entry each. With snapshots it also pays for
+// snapshots as a node does (snapshotEvery).
+func benchAcquireRelease(b *testing.B, f *fsm.FSM, index uint64, snapshots bool) {
+	acq := fsm.Command{Type: fsm.TypeAcquire, Lease: lease(1), Name: "accounts/A", Wait: 30_000, Owner: "bench"}
+	rel := fsm.Command{Type: fsm.TypeRelease, Lease: lease(1), Name: "accounts/A"}
 	b.ReportAllocs()
 	for b.Loop() {
 		index++
@@ -48,7 +53,9 @@ func BenchmarkApplyAcquireRelease(b *testing.B) {
 		index++
 		rel.Now, rel.Token = int64(index), tok
 		mustApply(b, f, index, &rel, fsm.StatusOK)
-		snapshotEvery(b, f, index)
+		if snapshots {
+			snapshotEvery(b, f, index)
+		}
 	}
 }
 
@@ -215,28 +222,42 @@ func withLeases(b *testing.B, n int, ttl int64) (*fsm.FSM, uint64) {
 	return f, index
 }
 
-// held builds (once per size) a state machine holding n locks, by 64 leases, the shape of
-// the scale workload of cmd/raftlock-bench.
-var (
-	heldMu    sync.Mutex
-	heldCache = map[int]*fsm.FSM{}
-)
+// sized keeps the state machines that build makes, one per size, for the benchmarks
+// that share them: building one of a million locks takes longer than they do.
+type sized struct {
+	mu    sync.Mutex
+	built map[int]*fsm.FSM
+	build func(b *testing.B, n int) *fsm.FSM
+}
 
-func held(b *testing.B, n int) *fsm.FSM {
-	heldMu.Lock()
-	defer heldMu.Unlock()
-	if f := heldCache[n]; f != nil {
+// get returns the state machine of size n, building it the first time.
+func (s *sized) get(b *testing.B, n int) *fsm.FSM {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if f := s.built[n]; f != nil {
 		return f
 	}
+	if s.built == nil {
+		s.built = map[int]*fsm.FSM{}
+	}
+	f := s.build(b, n)
+	s.built[n] = f
+	return f
+}
+
+// heldStates hold (once per size) a state machine holding n locks, by 64 leases, the
+// shape of the scale workload of cmd/raftlock-bench.
+var heldStates = sized{build: func(b *testing.B, n int) *fsm.FSM {
 	const leases = 64
 	f, index := withLeases(b, leases, 60_000)
 	for i := 0; i < n; i++ {
 		index++
 		mustApply(b, f, index, &fsm.Command{Type: fsm.TypeAcquire, Now: 2, Lease: lease(i % leases), Name: fmt.Sprintf("bench/scale/%07d", i)}, fsm.StatusOK)
 	}
-	heldCache[n] = f
 	return f
-}
+}}
+
+func held(b *testing.B, n int) *fsm.FSM { return heldStates.get(b, n) }
 
 // snapshotSizes are the state sizes of the snapshot benchmarks. 1,000,000 locks (the
 // scale raftlock is sized for) takes about 2 s per iteration and 1 GiB of memory, so it runs

@@ -19,6 +19,18 @@ func historyFSM(t *testing.T) (*fsm.FSM, *uint64) {
 	return f, &index
 }
 
+// historyLeases is historyFSM with three leases created at time 100: a, which ends at
+// 1100 unless renewed, and b and c, which outlive the test.
+func historyLeases(t *testing.T) (f *fsm.FSM, ix *uint64, a, b, c fsm.LeaseID) {
+	t.Helper()
+	f, ix = historyFSM(t)
+	a, b, c = lease(1), lease(2), lease(3)
+	apply(t, f, ix, fsm.Command{Type: fsm.TypeCreateLease, Now: 100, Lease: a, TTL: 1000}, fsm.StatusOK)
+	apply(t, f, ix, fsm.Command{Type: fsm.TypeCreateLease, Now: 100, Lease: b, TTL: 60_000}, fsm.StatusOK)
+	apply(t, f, ix, fsm.Command{Type: fsm.TypeCreateLease, Now: 100, Lease: c, TTL: 60_000}, fsm.StatusOK)
+	return f, ix, a, b, c
+}
+
 func apply(t *testing.T, f *fsm.FSM, index *uint64, c fsm.Command, want fsm.Status) *fsm.Result {
 	t.Helper()
 	*index++
@@ -41,11 +53,7 @@ func kinds(evs []fsm.HistoryEvent) string {
 }
 
 func TestHistory_GrantReleaseHandoverExpireRevoke(t *testing.T) {
-	f, ix := historyFSM(t)
-	a, b, c := lease(1), lease(2), lease(3)
-	apply(t, f, ix, fsm.Command{Type: fsm.TypeCreateLease, Now: 100, Lease: a, TTL: 1000}, fsm.StatusOK)
-	apply(t, f, ix, fsm.Command{Type: fsm.TypeCreateLease, Now: 100, Lease: b, TTL: 60_000}, fsm.StatusOK)
-	apply(t, f, ix, fsm.Command{Type: fsm.TypeCreateLease, Now: 100, Lease: c, TTL: 60_000}, fsm.StatusOK)
+	f, ix, a, b, c := historyLeases(t)
 	tokA := apply(t, f, ix, fsm.Command{Type: fsm.TypeAcquire, Now: 200, Lease: a, Name: "x", Owner: "worker-3"}, fsm.StatusOK).Token
 	apply(t, f, ix, fsm.Command{Type: fsm.TypeAcquire, Now: 300, Lease: b, Name: "x", Owner: "worker-7", Wait: 60_000}, fsm.StatusQueued)
 	apply(t, f, ix, fsm.Command{Type: fsm.TypeRenew, Now: 500, Leases: []fsm.LeaseID{a}}, fsm.StatusOK)

@@ -85,6 +85,18 @@ func (s *state) revoke(index uint64, c *Command, r *Result) {
 	r.Released = s.removeLeases(index, []*lease{l})
 }
 
+// requester returns the lease that request c names, nil where c creates it with the
+// grant (NewLease); false, with r refused StatusLeaseNotFound, where the lease neither
+// exists nor is created.
+func (s *state) requester(c *Command, r *Result) (*lease, bool) {
+	l := s.leases[c.Lease]
+	if l == nil && !c.NewLease {
+		r.Status = StatusLeaseNotFound
+		return nil, false
+	}
+	return l, true
+}
+
 // addLease creates lease id with ttl and creator, stamped by this entry, unless it exists
 // (a lease's creator never changes). The creator is kept from version 3 on only, so that
 // before it nothing of it enters the state.

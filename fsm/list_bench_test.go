@@ -3,7 +3,6 @@ package fsm_test
 import (
 	"fmt"
 	"os"
-	"sync"
 	"testing"
 
 	"github.com/raftlock/raftlock/fsm"
@@ -13,20 +12,10 @@ import (
 // one listing page, which must not grow with the number of locks, and the index update
 // on each grant and free.
 
-// tenantsCache holds (once per size) a state machine with n held locks named
+// tenantStates hold (once per size) a state machine with n held locks named
 // tenant-%03d/job-%07d, 1,000 locks per tenant, by 64 leases: a multi-tenant table where
 // one tenant's locks are a small part of the whole.
-var (
-	tenantsMu    sync.Mutex
-	tenantsCache = map[int]*fsm.FSM{}
-)
-
-func tenantLocks(b *testing.B, n int) *fsm.FSM {
-	tenantsMu.Lock()
-	defer tenantsMu.Unlock()
-	if f := tenantsCache[n]; f != nil {
-		return f
-	}
+var tenantStates = sized{build: func(b *testing.B, n int) *fsm.FSM {
 	const leases = 64
 	f, index := withLeases(b, leases, 3_600_000)
 	tenants := max(n/1000, 1)
@@ -37,9 +26,10 @@ func tenantLocks(b *testing.B, n int) *fsm.FSM {
 		acq.Lease, acq.Name = lease(i%leases), tenantLockName(i%tenants, i)
 		mustApply(b, f, index, &acq, fsm.StatusOK)
 	}
-	tenantsCache[n] = f
 	return f
-}
+}}
+
+func tenantLocks(b *testing.B, n int) *fsm.FSM { return tenantStates.get(b, n) }
 
 func tenantLockName(tenant, job int) string { return fmt.Sprintf("tenant-%03d/job-%07d", tenant, job) }
 

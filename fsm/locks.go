@@ -201,9 +201,8 @@ func (s *state) acquire(index uint64, c *Command, r *Result) {
 		invalid(r, "bad lock name")
 		return
 	}
-	l := s.leases[c.Lease]
-	if l == nil && !c.NewLease {
-		r.Status = StatusLeaseNotFound
+	l, ok := s.requester(c, r)
+	if !ok {
 		return
 	}
 	lk := s.locks[c.Name]
@@ -422,12 +421,7 @@ func (s *state) handOver(index uint64, name string, lk *lock) {
 	lk.rw().v3.vacant = false
 	s.startHold(name, lk, w.lease, w.maxHold, w.lockDelay, false)
 	lk.shrink()
-	s.notify(Event{Kind: EventGranted, Name: name, Lease: w.lease, Token: token, Owner: w.owner, Index: index})
-	granted := HistoryEvent{Kind: HistoryGranted, FromQueue: true, Lease: next.fingerprint(), Token: token, Owner: w.owner}
-	if w.since > 0 {
-		granted.Waited = s.time - (w.since - 1)
-	}
-	s.record(name, granted)
+	s.grantedFromQueue(index, name, next, w, token)
 	s.notify(Event{Kind: EventLockChanged, Name: name, Index: index})
 }
 
@@ -451,12 +445,7 @@ func (s *state) grantShared(index uint64, name string, lk *lock) {
 		addName(&next.held, name)
 		x.readers.add(&grant{lease: w.lease, token: index, owner: w.owner})
 		s.startHold(name, lk, w.lease, w.maxHold, 0, true)
-		s.notify(Event{Kind: EventGranted, Name: name, Lease: w.lease, Token: index, Owner: w.owner, Index: index})
-		granted := HistoryEvent{Kind: HistoryGranted, FromQueue: true, Lease: next.fingerprint(), Token: index, Owner: w.owner}
-		if w.since > 0 {
-			granted.Waited = s.time - (w.since - 1)
-		}
-		s.record(name, granted)
+		s.grantedFromQueue(index, name, next, w, index)
 	}
 	lk.syncHead()
 	lk.modify = index
@@ -464,6 +453,18 @@ func (s *state) grantShared(index uint64, name string, lk *lock) {
 	if h := lk.ro().queue.head; h != nil && h.set != nil && h.set.shared {
 		s.tryGrantSet(index, h.set)
 	}
+}
+
+// grantedFromQueue tells the watchers and the history of lock name that waiter w, of
+// lease l, was granted the lock with token at index; the history keeps how long it
+// waited (w.since is one more than the time its wait began, zero where that is unknown).
+func (s *state) grantedFromQueue(index uint64, name string, l *lease, w *waiter, token uint64) {
+	s.notify(Event{Kind: EventGranted, Name: name, Lease: l.id, Token: token, Owner: w.owner, Index: index})
+	granted := HistoryEvent{Kind: HistoryGranted, FromQueue: true, Lease: l.fingerprint(), Token: token, Owner: w.owner}
+	if w.since > 0 {
+		granted.Waited = s.time - (w.since - 1)
+	}
+	s.record(name, granted)
 }
 
 // settle admits the shared waiters that a waiter leaving the queue put at its head while

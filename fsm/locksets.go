@@ -73,9 +73,8 @@ func (s *state) lockSetAcquire(index uint64, c *Command, r *Result) {
 		invalid(r, "bad lockset")
 		return
 	}
-	l := s.leases[c.Lease]
-	if l == nil && !c.NewLease {
-		r.Status = StatusLeaseNotFound
+	l, ok := s.requester(c, r)
+	if !ok {
 		return
 	}
 	var need, blocked []string // not yet the lease's; of those, not free for it now
@@ -267,12 +266,7 @@ func (s *state) tryGrantSet(index uint64, set *lockSet) {
 		addName(&l.held, name)
 		s.startHold(name, lk, l.id, set.maxHold, set.delay, set.shared)
 		lk.shrink()
-		s.notify(Event{Kind: EventGranted, Name: name, Lease: l.id, Token: index, Owner: w.owner, Index: index})
-		granted := HistoryEvent{Kind: HistoryGranted, FromQueue: true, Lease: l.fingerprint(), Token: index, Owner: w.owner}
-		if w.since > 0 {
-			granted.Waited = s.time - (w.since - 1)
-		}
-		s.record(name, granted)
+		s.grantedFromQueue(index, name, l, w, index)
 		s.notify(Event{Kind: EventLockChanged, Name: name, Index: index})
 	}
 	if set.shared { // shared requests behind the set may join it now

@@ -249,6 +249,15 @@ type gen struct {
 	aclRate int
 }
 
+// someLeases returns up to three of ids, in random order: the leases of a Renew.
+func someLeases(rng *rand.Rand, ids []LeaseID) []LeaseID {
+	var some []LeaseID
+	for _, i := range rng.Perm(len(ids))[:rng.Intn(4)] {
+		some = append(some, ids[i])
+	}
+	return some
+}
+
 func newGen(seed int64, tokens func(string) uint64) *gen {
 	g := &gen{rng: rand.New(rand.NewSource(seed)), tokens: tokens, acl: newACLUniverse(), aclRate: 60}
 	for i := 0; i < 6; i++ {
@@ -312,10 +321,7 @@ func (g *gen) next() Command {
 	case op < 10:
 		c.Type, c.Lease, c.TTL = TypeCreateLease, id, int64(500+g.rng.Intn(1500))
 	case op < 20:
-		c.Type = TypeRenew
-		for _, i := range g.rng.Perm(len(g.ids))[:g.rng.Intn(4)] {
-			c.Leases = append(c.Leases, g.ids[i])
-		}
+		c.Type, c.Leases = TypeRenew, someLeases(g.rng, g.ids)
 	case op < 25:
 		c.Type, c.Lease = TypeRevoke, id
 	case op < 60:

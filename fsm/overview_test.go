@@ -7,11 +7,7 @@ import (
 )
 
 func TestOverview_LockDetailsAndExpiringLeases(t *testing.T) {
-	f, ix := historyFSM(t)
-	a, b, c := lease(1), lease(2), lease(3)
-	apply(t, f, ix, fsm.Command{Type: fsm.TypeCreateLease, Now: 100, Lease: a, TTL: 1000}, fsm.StatusOK)
-	apply(t, f, ix, fsm.Command{Type: fsm.TypeCreateLease, Now: 100, Lease: b, TTL: 60_000}, fsm.StatusOK)
-	apply(t, f, ix, fsm.Command{Type: fsm.TypeCreateLease, Now: 100, Lease: c, TTL: 60_000}, fsm.StatusOK)
+	f, ix, a, b, c := historyLeases(t)
 	tok := apply(t, f, ix, fsm.Command{Type: fsm.TypeAcquire, Now: 200, Lease: a, Name: "jobs/x", Owner: "w1"}, fsm.StatusOK).Token
 	apply(t, f, ix, fsm.Command{Type: fsm.TypeAcquire, Now: 300, Lease: b, Name: "jobs/x", Owner: "w2", Wait: 60_000}, fsm.StatusQueued)
 	apply(t, f, ix, fsm.Command{Type: fsm.TypeAcquire, Now: 300, Lease: c, Name: "other", Owner: "w3"}, fsm.StatusOK)

@@ -140,33 +140,70 @@ func init() {
 			},
 		},
 	}
-	for _, row := range coreCommands {
-		register(row)
+	if err := checkHooks(primitives); err != nil {
+		panic(err)
 	}
-	for _, p := range primitives {
-		for _, row := range p.commands {
-			register(row)
-		}
+	var err error
+	if commands, err = registry(coreCommands, primitives); err != nil {
+		panic(err)
+	}
+	if snapshotSections, err = sectionOrder(primitives); err != nil {
+		panic(err)
+	}
+	if historyKinds, err = historyTable(primitives); err != nil {
+		panic(err)
+	}
+}
+
+// checkHooks refuses a primitive that lacks a required hook: the shared code calls every
+// one of them without looking.
+func checkHooks(prims []primitive) error {
+	for _, p := range prims {
 		if p.start == nil || p.expireWaits == nil || p.leave == nil || p.drop == nil || p.count == nil || p.deadlines == nil {
-			panic(fmt.Sprintf("fsm: primitive %s lacks a hook", p.name))
-		}
-		snapshotSections = append(snapshotSections, p.sections...)
-		for _, k := range p.history {
-			if k.kind == 0 || k.kind >= historyKindEnd || historyKinds[k.kind].kind != 0 {
-				panic(fmt.Sprintf("fsm: history kind %d of %s: out of range or twice", k.kind, p.name))
-			}
-			historyKinds[k.kind] = k
+			return fmt.Errorf("fsm: primitive %s lacks a hook", p.name)
 		}
 	}
-	sort.Slice(snapshotSections, func(i, j int) bool {
-		a, b := snapshotSections[i], snapshotSections[j]
+	return nil
+}
+
+// sectionOrder returns every primitive's snapshot parts in (since, order) order. Two parts
+// at one place would make the order, and so the snapshot's bytes, depend on the sort: the
+// error names the place and both primitives.
+func sectionOrder(prims []primitive) ([]section, error) {
+	var parts []section
+	owner := make(map[[2]uint64]string)
+	for _, p := range prims {
+		for _, sec := range p.sections {
+			place := [2]uint64{sec.since, uint64(sec.order)}
+			if other, taken := owner[place]; taken {
+				return nil, fmt.Errorf("fsm: snapshot part of %s at version %d, place %d: taken twice, by %s too", p.name, sec.since, sec.order, other)
+			}
+			owner[place] = p.name
+			parts = append(parts, sec)
+		}
+	}
+	sort.Slice(parts, func(i, j int) bool {
+		a, b := parts[i], parts[j]
 		return a.since < b.since || a.since == b.since && a.order < b.order
 	})
-	for i := 1; i < len(snapshotSections); i++ {
-		if a, b := snapshotSections[i-1], snapshotSections[i]; a.since == b.since && a.order == b.order {
-			panic(fmt.Sprintf("fsm: two snapshot parts at version %d, place %d", a.since, a.order))
+	return parts, nil
+}
+
+// historyTable returns the history kinds of every primitive by kind, refusing a kind out
+// of range or taken twice: the error names the kind and its primitive.
+func historyTable(prims []primitive) (kinds [historyKindEnd]historyKind, err error) {
+	for _, p := range prims {
+		for _, k := range p.history {
+			switch {
+			case k.kind == 0 || k.kind >= historyKindEnd:
+				return kinds, fmt.Errorf("fsm: history kind %d (%s) of %s: out of range", k.kind, k.name, p.name)
+			case kinds[k.kind].kind != 0:
+				return kinds, fmt.Errorf("fsm: history kind %d (%s) of %s: taken twice, by %s too", k.kind, k.name, p.name, kinds[k.kind].name)
+			}
+			kinds[k.kind] = k
 		}
 	}
+	return kinds, nil
 }
 
 // expireEach is an expireWaits hook: the waits of the table that table finds (keyed by

@@ -104,6 +104,23 @@ func holdsIn(hs []pHold, id LeaseID) int {
 	return slices.IndexFunc(hs, func(h pHold) bool { return h.lease == id })
 }
 
+// holdsWith reports whether lease id holds a grant among hs with token.
+func holdsWith(hs []pHold, id LeaseID, token uint64) bool {
+	i := holdsIn(hs, id)
+	return i >= 0 && hs[i].token == token
+}
+
+// release takes lease id's grant with token out of *hs, as Release and SemRelease do;
+// false, with *hs unchanged, where id holds no grant with that token.
+func release(hs *[]pHold, id LeaseID, token uint64) bool {
+	if !holdsWith(*hs, id, token) {
+		return false
+	}
+	i := holdsIn(*hs, id)
+	*hs = slices.Delete(*hs, i, i+1)
+	return true
+}
+
 func waitsIn(q []pWaiter, id LeaseID) int {
 	return slices.IndexFunc(q, func(w pWaiter) bool { return w.lease == id })
 }
@@ -640,18 +657,16 @@ func (m *pmodel) command(index uint64, c *Command, stamp int64) (Status, uint64)
 		if l == nil {
 			return StatusLeaseNotFound, 0
 		}
-		lk := m.locks[c.Name]
-		if lk == nil || holdsIn(lk.holders, c.Lease) < 0 || lk.holders[holdsIn(lk.holders, c.Lease)].token != c.Token {
+		if lk := m.locks[c.Name]; lk == nil || !release(&lk.holders, c.Lease, c.Token) {
 			return StatusNotHolder, 0
 		}
-		lk.holders = slices.Delete(lk.holders, holdsIn(lk.holders, c.Lease), holdsIn(lk.holders, c.Lease)+1)
 	case TypeLockSetRelease:
 		if l == nil {
 			return StatusLeaseNotFound, 0
 		}
 		for i, name := range c.Names {
 			lk := m.locks[name]
-			if lk == nil || holdsIn(lk.holders, c.Lease) < 0 || lk.holders[holdsIn(lk.holders, c.Lease)].token != c.Tokens[i] {
+			if lk == nil || !holdsWith(lk.holders, c.Lease, c.Tokens[i]) {
 				return StatusNotHolder, 0
 			}
 		}
@@ -709,11 +724,9 @@ func (m *pmodel) command(index uint64, c *Command, stamp int64) (Status, uint64)
 		if l == nil {
 			return StatusLeaseNotFound, 0
 		}
-		sm := m.sems[c.Name]
-		if sm == nil || holdsIn(sm.permits, c.Lease) < 0 || sm.permits[holdsIn(sm.permits, c.Lease)].token != c.Token {
+		if sm := m.sems[c.Name]; sm == nil || !release(&sm.permits, c.Lease, c.Token) {
 			return StatusNotHolder, 0
 		}
-		sm.permits = slices.Delete(sm.permits, holdsIn(sm.permits, c.Lease), holdsIn(sm.permits, c.Lease)+1)
 	case TypeSemDequeue:
 		sm := m.sems[c.Name]
 		if sm != nil {
@@ -996,10 +1009,7 @@ func (g *pgen) next() Command {
 	case op < 8:
 		c.Type, c.Lease, c.TTL = TypeCreateLease, id, int64(1000+g.rng.Intn(5000))
 	case op < 16:
-		c.Type = TypeRenew
-		for _, i := range g.rng.Perm(len(g.ids))[:g.rng.Intn(4)] {
-			c.Leases = append(c.Leases, g.ids[i])
-		}
+		c.Type, c.Leases = TypeRenew, someLeases(g.rng, g.ids)
 	case op < 19:
 		c.Type, c.Lease = TypeRevoke, id
 	case op < 27:

@@ -89,9 +89,8 @@ func (s *state) semAcquire(index uint64, c *Command, r *Result) {
 		invalid(r, "bad semaphore limit")
 		return
 	}
-	l := s.leases[c.Lease]
-	if l == nil && !c.NewLease {
-		r.Status = StatusLeaseNotFound
+	l, ok := s.requester(c, r)
+	if !ok {
 		return
 	}
 	sm := s.sems[c.Name]
