@@ -13,16 +13,7 @@ import (
 // v3Leader is v2Leader waiting for protocol version 3.
 func v3Leader(t testing.TB, c *clustertest.Cluster) *cluster.Node {
 	t.Helper()
-	v2Leader(t, c)
-	c.WaitFor(30*time.Second, "protocol version 3 everywhere", func() bool {
-		for _, n := range c.Nodes {
-			if n.FSM().Version() < 3 {
-				return false
-			}
-		}
-		return true
-	})
-	return leaderNode(c)
+	return versionLeader(t, c, 3)
 }
 
 // A lockset of free locks is granted by one commit; a waiting set is granted whole by the

@@ -3,6 +3,7 @@ package cluster_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -17,15 +18,21 @@ import (
 // protocol version 2, and returns the leader.
 func v2Leader(t testing.TB, c *clustertest.Cluster) *cluster.Node {
 	t.Helper()
+	return versionLeader(t, c, 2)
+}
+
+// versionLeader is v2Leader waiting for protocol version v.
+func versionLeader(t testing.TB, c *clustertest.Cluster, v uint64) *cluster.Node {
+	t.Helper()
 	l := leaderNode(c)
 	for _, n := range c.Nodes {
 		if err := l.Members().RegisterVersion(clustertest.Ctx(t, 10*time.Second), n.ID(), fsm.Version); err != nil {
 			t.Fatal(err)
 		}
 	}
-	c.WaitFor(30*time.Second, "protocol version 2 everywhere", func() bool {
+	c.WaitFor(30*time.Second, fmt.Sprintf("protocol version %d everywhere", v), func() bool {
 		for _, n := range c.Nodes {
-			if n.FSM().Version() < 2 {
+			if n.FSM().Version() < v {
 				return false
 			}
 		}
