@@ -41,14 +41,9 @@ func TestNode_LockSetsDeadlocksAndMaxHold(t *testing.T) {
 		t.Fatal("a refused set took z")
 	}
 	// A waiting set, granted when the first set is released.
-	done := make(chan cluster.LockSetGrant, 1)
-	go func() {
-		g2, err := locks.AcquireSet(ctx, cluster.LockSetRequest{Names: []string{"a", "z"}, Holder: cluster.Holder{NewLease: true, TTL: 10 * time.Second, Wait: 30 * time.Second}})
-		if err != nil {
-			t.Errorf("waiting set: %v", err)
-		}
-		done <- g2
-	}()
+	done := inBackground(t, "waiting set", func() (cluster.LockSetGrant, error) {
+		return locks.AcquireSet(ctx, cluster.LockSetRequest{Names: []string{"a", "z"}, Holder: cluster.Holder{NewLease: true, TTL: 10 * time.Second, Wait: 30 * time.Second}})
+	})
 	c.WaitFor(10*time.Second, "the set queued", func() bool { return len(l.FSM().Lock("a").Waiters) == 1 })
 	if err := locks.ReleaseSet(ctx, g.Lease, g.Locks); err != nil {
 		t.Fatal(err)
