@@ -211,10 +211,7 @@ func TestClient_InProcess(t *testing.T) {
 		c := newClient(t, eps)
 		ctx := ctxFor(t, 20*time.Second)
 		name := "mutex/handover"
-		a := c.NewMutex(name, client.WithLeaseTTL(2*time.Second))
-		if err := a.Lock(ctx); err != nil {
-			t.Fatal(err)
-		}
+		a := lockedMutex(t, c, name)
 		b := c.NewMutex(name, client.WithLeaseTTL(2*time.Second))
 		got := make(chan error, 1)
 		go func() { got <- b.Lock(ctx) }()
@@ -244,10 +241,7 @@ func TestClient_InProcess(t *testing.T) {
 		c := newClient(t, eps)
 		ctx := ctxFor(t, 20*time.Second)
 		name := "mutex/cancel"
-		holder := c.NewMutex(name, client.WithLeaseTTL(2*time.Second))
-		if err := holder.Lock(ctx); err != nil {
-			t.Fatal(err)
-		}
+		holder := lockedMutex(t, c, name)
 		waitLease := mustLease(t, c, 2*time.Second)
 		waiter := client.NewMutex(waitLease, name)
 		wctx, cancel := context.WithCancel(ctx)
@@ -280,10 +274,7 @@ func TestClient_InProcess(t *testing.T) {
 		c := newClient(t, eps)
 		ctx := ctxFor(t, 20*time.Second)
 		name := "mutex/chunks"
-		holder := c.NewMutex(name, client.WithLeaseTTL(2*time.Second))
-		if err := holder.Lock(ctx); err != nil {
-			t.Fatal(err)
-		}
+		holder := lockedMutex(t, c, name)
 		// A deadline ends the wait and leaves nothing queued.
 		short := c.NewMutex(name, client.WithLeaseTTL(2*time.Second))
 		dctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
@@ -318,10 +309,7 @@ func TestClient_InProcess(t *testing.T) {
 		c := newClient(t, eps)
 		ctx := ctxFor(t, 20*time.Second)
 		name := "mutex/lost-waiter"
-		holder := c.NewMutex(name, client.WithLeaseTTL(2*time.Second))
-		if err := holder.Lock(ctx); err != nil {
-			t.Fatal(err)
-		}
+		holder := lockedMutex(t, c, name)
 		defer holder.Unlock(ctx)
 		l := mustLease(t, c, 2*time.Second)
 		waiter := client.NewMutex(l, name)

@@ -125,6 +125,16 @@ func mustStatus(t testing.TB, c *client.Client, name string) api.LockStatus {
 	return st
 }
 
+// lockedMutex returns a Mutex of name, with its own lease of 2 s, once it holds the lock.
+func lockedMutex(t testing.TB, c *client.Client, name string) *client.Mutex {
+	t.Helper()
+	m := c.NewMutex(name, client.WithLeaseTTL(2*time.Second))
+	if err := m.Lock(ctxFor(t, 10*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
 // mustLease creates a kept-alive lease closed at the end of the test.
 func mustLease(t testing.TB, c *client.Client, ttl time.Duration, opts ...client.LeaseOption) *client.Lease {
 	t.Helper()

@@ -178,31 +178,11 @@ func TestCluster_SnapshotInstallOnLaggingFollower(t *testing.T) {
 		cfg.SnapshotInterval = 100 * time.Millisecond
 		cfg.TrailingLogs = 10
 	})
-	ctx := clustertest.Ctx(t, 60*time.Second)
-	f := c.Follower()
-	_, behind, err := c.Nodes[f].LogBounds()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.Stop(f)
-	l := leaderNode(c)
-	for i := 0; i < 150; i++ {
-		if _, err := l.Locks().Acquire(ctx, cluster.AcquireRequest{Name: fmt.Sprintf("s/%d", i), Holder: cluster.Holder{NewLease: true, TTL: 120_000 * time.Millisecond}}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	// Once the leader's log starts after the follower's last entry, a snapshot install is
-	// the only way the follower can catch up.
-	c.WaitFor(30*time.Second, "the leader to compact its log past the stopped follower", func() bool {
-		first, _, err := l.LogBounds()
-		return err == nil && first > behind+1
-	})
-	c.Restart(f)
-	waitSameState(t, c)
+	lagPastCompaction(t, c, "s", 150)
 
 	// A full restart recovers every node from its snapshot plus the log after it.
 	c.RestartAll()
-	l = leaderNode(c)
+	l := leaderNode(c)
 	waitSameState(t, c)
 	if n := l.FSM().LockCount(); n != 150 {
 		t.Fatalf("%d locks held after restarting from snapshots, want 150", n)

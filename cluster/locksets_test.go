@@ -13,16 +13,7 @@ import (
 // v3Leader is v2Leader waiting for protocol version 3.
 func v3Leader(t testing.TB, c *clustertest.Cluster) *cluster.Node {
 	t.Helper()
-	v2Leader(t, c)
-	c.WaitFor(30*time.Second, "protocol version 3 everywhere", func() bool {
-		for _, n := range c.Nodes {
-			if n.FSM().Version() < 3 {
-				return false
-			}
-		}
-		return true
-	})
-	return leaderNode(c)
+	return versionLeader(t, c, 3)
 }
 
 // A lockset of free locks is granted by one commit; a waiting set is granted whole by the
@@ -50,14 +41,9 @@ func TestNode_LockSetsDeadlocksAndMaxHold(t *testing.T) {
 		t.Fatal("a refused set took z")
 	}
 	// A waiting set, granted when the first set is released.
-	done := make(chan cluster.LockSetGrant, 1)
-	go func() {
-		g2, err := locks.AcquireSet(ctx, cluster.LockSetRequest{Names: []string{"a", "z"}, Holder: cluster.Holder{NewLease: true, TTL: 10 * time.Second, Wait: 30 * time.Second}})
-		if err != nil {
-			t.Errorf("waiting set: %v", err)
-		}
-		done <- g2
-	}()
+	done := inBackground(t, "waiting set", func() (cluster.LockSetGrant, error) {
+		return locks.AcquireSet(ctx, cluster.LockSetRequest{Names: []string{"a", "z"}, Holder: cluster.Holder{NewLease: true, TTL: 10 * time.Second, Wait: 30 * time.Second}})
+	})
 	c.WaitFor(10*time.Second, "the set queued", func() bool { return len(l.FSM().Lock("a").Waiters) == 1 })
 	if err := locks.ReleaseSet(ctx, g.Lease, g.Locks); err != nil {
 		t.Fatal(err)

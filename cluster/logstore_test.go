@@ -43,6 +43,31 @@ func acquireMany(t *testing.T, l *cluster.Node, prefix string, n int) []cluster.
 	return gs
 }
 
+// lagPastCompaction stops a follower, acquires n locks named prefix/i on the leader until
+// the leader's log has been compacted past the follower's last entry, then restarts the
+// follower and waits for it to catch up. It returns the follower, its last index before
+// the stop, and the grants.
+func lagPastCompaction(t *testing.T, c *clustertest.Cluster, prefix string, n int) (int, uint64, []cluster.Grant) {
+	t.Helper()
+	f := c.Follower()
+	_, behind, err := c.Nodes[f].LogBounds()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Stop(f)
+	l := leaderNode(c)
+	gs := acquireMany(t, l, prefix, n)
+	// Once the leader's log starts after the follower's last entry, a snapshot install is
+	// the only way the follower can catch up.
+	c.WaitFor(30*time.Second, "the leader to compact its log past the stopped follower", func() bool {
+		first, _, err := l.LogBounds()
+		return err == nil && first > behind+1
+	})
+	c.Restart(f)
+	waitSameState(t, c)
+	return f, behind, gs
+}
+
 // mustHold fails unless the leader's state has every grant in gs as it was granted.
 func mustHold(t *testing.T, l *cluster.Node, gs []cluster.Grant) {
 	t.Helper()
@@ -90,20 +115,7 @@ func TestLogStore_WALSnapshotInstallOnLaggingFollower(t *testing.T) {
 		cfg.SnapshotInterval = 100 * time.Millisecond
 		cfg.TrailingLogs = 10
 	})
-	f := c.Follower()
-	_, behind, err := c.Nodes[f].LogBounds()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.Stop(f)
-	l := leaderNode(c)
-	gs := acquireMany(t, l, "s", 150)
-	c.WaitFor(30*time.Second, "the leader to compact its log past the stopped follower", func() bool {
-		first, _, err := l.LogBounds()
-		return err == nil && first > behind+1
-	})
-	c.Restart(f)
-	waitSameState(t, c)
+	f, behind, gs := lagPastCompaction(t, c, "s", 150)
 	// raft-wal may still serve entries it has deleted from the front of its open segment,
 	// and then the leader catches the follower up from its log instead of a snapshot
 	// (seen on a loaded CI machine). Either way the follower must end with the same state;
@@ -116,7 +128,7 @@ func TestLogStore_WALSnapshotInstallOnLaggingFollower(t *testing.T) {
 	// The follower goes on appending after the snapshot, and recovers from it.
 	gs = append(gs, acquireMany(t, leaderNode(c), "after", 10)...)
 	c.RestartAll()
-	l = leaderNode(c)
+	l := leaderNode(c)
 	waitSameState(t, c)
 	mustHold(t, l, gs)
 }

@@ -3,6 +3,7 @@ package cluster_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -17,21 +18,42 @@ import (
 // protocol version 2, and returns the leader.
 func v2Leader(t testing.TB, c *clustertest.Cluster) *cluster.Node {
 	t.Helper()
+	return versionLeader(t, c, 2)
+}
+
+// versionLeader is v2Leader waiting for protocol version v.
+func versionLeader(t testing.TB, c *clustertest.Cluster, v uint64) *cluster.Node {
+	t.Helper()
 	l := leaderNode(c)
 	for _, n := range c.Nodes {
 		if err := l.Members().RegisterVersion(clustertest.Ctx(t, 10*time.Second), n.ID(), fsm.Version); err != nil {
 			t.Fatal(err)
 		}
 	}
-	c.WaitFor(30*time.Second, "protocol version 2 everywhere", func() bool {
+	c.WaitFor(30*time.Second, fmt.Sprintf("protocol version %d everywhere", v), func() bool {
 		for _, n := range c.Nodes {
-			if n.FSM().Version() < 2 {
+			if n.FSM().Version() < v {
 				return false
 			}
 		}
 		return true
 	})
 	return leaderNode(c)
+}
+
+// inBackground runs call, a request that waits, in its own goroutine so that the test can
+// make the commit that answers it, and returns the channel that gets its grant. An error
+// fails the test as what.
+func inBackground[G any](t *testing.T, what string, call func() (G, error)) <-chan G {
+	done := make(chan G, 1)
+	go func() {
+		g, err := call()
+		if err != nil {
+			t.Errorf("%s: %v", what, err)
+		}
+		done <- g
+	}()
+	return done
 }
 
 // A waiting permit request is answered by the commit that releases a permit (its token
@@ -53,14 +75,9 @@ func TestNode_PrimWaitsAnsweredByTheFreeingCommit(t *testing.T) {
 	if _, err := l.Semaphores().Acquire(ctx, cluster.SemaphoreRequest{Name: "pool", Limit: 4, Holder: cluster.Holder{NewLease: true, TTL: 10_000 * time.Millisecond}}); !errors.As(err, &lc) || lc.Limit != 1 {
 		t.Fatalf("limit conflict: %v", err)
 	}
-	semDone := make(chan cluster.SemaphoreGrant, 1)
-	go func() {
-		g, err := l.Semaphores().Acquire(ctx, cluster.SemaphoreRequest{Name: "pool", Limit: 1, Holder: cluster.Holder{NewLease: true, TTL: 10_000 * time.Millisecond, Wait: 30 * time.Second}})
-		if err != nil {
-			t.Errorf("waiting permit: %v", err)
-		}
-		semDone <- g
-	}()
+	semDone := inBackground(t, "waiting permit", func() (cluster.SemaphoreGrant, error) {
+		return l.Semaphores().Acquire(ctx, cluster.SemaphoreRequest{Name: "pool", Limit: 1, Holder: cluster.Holder{NewLease: true, TTL: 10_000 * time.Millisecond, Wait: 30 * time.Second}})
+	})
 	testkit.WaitFor(t, 10*time.Second, "a permit waiter", func() bool { return len(l.FSM().Semaphore("pool").Waiters) == 1 })
 	if err := l.Semaphores().Release(ctx, "pool", p.Lease, p.Token); err != nil {
 		t.Fatal(err)
@@ -74,14 +91,9 @@ func TestNode_PrimWaitsAnsweredByTheFreeingCommit(t *testing.T) {
 	if err != nil || e.Value != "a" || e.ModifyIndex != e.Token {
 		t.Fatalf("campaign: %+v %v", e, err)
 	}
-	elDone := make(chan cluster.ElectionGrant, 1)
-	go func() {
-		g, err := l.Elections().Campaign(ctx, cluster.CampaignRequest{Name: "svc", Value: "b", Holder: cluster.Holder{Owner: "B", NewLease: true, TTL: 10_000 * time.Millisecond, Wait: 30 * time.Second}})
-		if err != nil {
-			t.Errorf("waiting candidate: %v", err)
-		}
-		elDone <- g
-	}()
+	elDone := inBackground(t, "waiting candidate", func() (cluster.ElectionGrant, error) {
+		return l.Elections().Campaign(ctx, cluster.CampaignRequest{Name: "svc", Value: "b", Holder: cluster.Holder{Owner: "B", NewLease: true, TTL: 10_000 * time.Millisecond, Wait: 30 * time.Second}})
+	})
 	testkit.WaitFor(t, 10*time.Second, "a candidate", func() bool { return len(l.FSM().Election("svc").Candidates) == 1 })
 	if err := l.Elections().Resign(ctx, "svc", e.Lease, e.Token); err != nil {
 		t.Fatal(err)
@@ -97,21 +109,15 @@ func TestNode_PrimWaitsAnsweredByTheFreeingCommit(t *testing.T) {
 	if _, err := l.Locks().Acquire(ctx, cluster.AcquireRequest{Name: "db", Holder: cluster.Holder{Lease: w.Lease}, Shared: true}); !errors.Is(err, cluster.ErrModeConflict) {
 		t.Fatalf("downgrade: %v", err)
 	}
-	readers := make(chan cluster.Grant, 2)
-	for i := 0; i < 2; i++ {
-		go func() {
-			g, err := l.Locks().Acquire(ctx, cluster.AcquireRequest{Name: "db", Shared: true, Holder: cluster.Holder{NewLease: true, TTL: 10_000 * time.Millisecond, Wait: 30 * time.Second}})
-			if err != nil {
-				t.Errorf("waiting reader: %v", err)
-			}
-			readers <- g
-		}()
+	reader := func() (cluster.Grant, error) {
+		return l.Locks().Acquire(ctx, cluster.AcquireRequest{Name: "db", Shared: true, Holder: cluster.Holder{NewLease: true, TTL: 10_000 * time.Millisecond, Wait: 30 * time.Second}})
 	}
+	r1, r2 := inBackground(t, "waiting reader", reader), inBackground(t, "waiting reader", reader)
 	testkit.WaitFor(t, 10*time.Second, "two readers waiting", func() bool { return len(l.FSM().Lock("db").Waiters) == 2 })
 	if err := l.Locks().Release(ctx, "db", w.Lease, w.Token); err != nil {
 		t.Fatal(err)
 	}
-	a, b := <-readers, <-readers
+	a, b := <-r1, <-r2
 	if !a.Shared || a.Token != b.Token || a.Token <= w.Token {
 		t.Fatalf("readers granted by one commit: %+v %+v", a, b)
 	}

@@ -13,22 +13,26 @@ func TestCloseGate_OrdersWritesBeforeClose(t *testing.T) {
 	exit := g.enter()
 	closed := make(chan struct{})
 	go func() { g.close(); close(closed) }()
-	select {
-	case <-closed:
+	if closesWithin(closed, 50*time.Millisecond) {
 		t.Fatal("close returned while a write was in progress")
-	case <-time.After(50 * time.Millisecond):
 	}
 	exit()
-	select {
-	case <-closed:
-	case <-time.After(5 * time.Second):
+	if !closesWithin(closed, 5*time.Second) {
 		t.Fatal("close did not return once the write ended")
 	}
 	late := make(chan struct{})
 	go func() { g.enter(); close(late) }()
-	select {
-	case <-late:
+	if closesWithin(late, 50*time.Millisecond) {
 		t.Fatal("a write after the close was let through")
-	case <-time.After(50 * time.Millisecond):
+	}
+}
+
+// closesWithin reports whether ch is closed before d has passed.
+func closesWithin(ch <-chan struct{}, d time.Duration) bool {
+	select {
+	case <-ch:
+		return true
+	case <-time.After(d):
+		return false
 	}
 }

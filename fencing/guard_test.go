@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/raftlock/raftlock/fencing"
+	"github.com/raftlock/raftlock/fencing/fencingtest"
 )
 
 // These tests run against every guard (see backends): MemoryGuard, and SQLGuard on SQLite
@@ -29,7 +30,7 @@ func TestGuard_ConcurrentWritersNeverGoBack(t *testing.T) {
 			stale    int
 		}
 		outcomes := make([]outcome, writers)
-		together(writers, func(w int) {
+		fencingtest.Together(writers, func(w int) {
 			rng := rand.New(rand.NewPCG(42, uint64(w)))
 			out := outcome{accepted: make(map[string][]fencing.Token)}
 			for i := range writes {
@@ -109,7 +110,7 @@ func TestGuard_NewResourceRace(t *testing.T) {
 		for round := range rounds {
 			res := "new/" + string(rune('a'+round))
 			errs := make([]error, writers)
-			together(writers, func(w int) { errs[w] = incr(ctx, s, res, fencing.Token(w+1), 1) })
+			fencingtest.Together(writers, func(w int) { errs[w] = incr(ctx, s, res, fencing.Token(w+1), 1) })
 			accepted := 0
 			for w, err := range errs {
 				switch {

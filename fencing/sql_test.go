@@ -27,7 +27,7 @@ func TestCreateTable_IdempotentAndConcurrent(t *testing.T) {
 		db := b.Open(t)
 		ctx := context.Background()
 		errs := make([]error, 4)
-		together(len(errs), func(i int) { errs[i] = fencing.CreateTable(ctx, db, b.Dialect) })
+		fencingtest.Together(len(errs), func(i int) { errs[i] = fencing.CreateTable(ctx, db, b.Dialect) })
 		for i, err := range errs {
 			if err != nil {
 				t.Fatalf("CreateTable %d: %v", i, err)
@@ -251,7 +251,7 @@ func TestSQLGuard_SQLiteTwoHandles(t *testing.T) {
 	ctx := context.Background()
 	var mu sync.Mutex
 	accepted := 0
-	together(writers, func(w int) {
+	fencingtest.Together(writers, func(w int) {
 		s := stores[w%2]
 		for i := range writes {
 			tok := fencing.Token(1 + 2*i + (w*7+i)%5)

@@ -278,20 +278,3 @@ func wantStale(t *testing.T, err error, resource string, offered, current fencin
 }
 
 func fmtTokens(ts []fencing.Token) string { return fmt.Sprint(ts) }
-
-// together runs f(0) to f(n-1) in goroutines released at the same moment, so that they
-// race, and waits for them all.
-func together(n int, f func(w int)) {
-	start := make(chan struct{})
-	var wg sync.WaitGroup
-	for w := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-start
-			f(w)
-		}()
-	}
-	close(start)
-	wg.Wait()
-}

@@ -488,18 +488,7 @@ func TestLedger_SameChargeIDRace(t *testing.T) {
 			cid := fmt.Sprintf("dup-%d", round)
 			const n = 8
 			statuses := make([]int, n)
-			start := make(chan struct{})
-			var wg sync.WaitGroup
-			for i := range n {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					<-start
-					statuses[i] = tl.charge(cid, "acct", 100, fencing.Token(i+1)).status
-				}()
-			}
-			close(start)
-			wg.Wait()
+			fencingtest.Together(n, func(i int) { statuses[i] = tl.charge(cid, "acct", 100, fencing.Token(i+1)).status })
 			slices.Sort(statuses)
 			want := append([]int{}, http.StatusOK, http.StatusOK, http.StatusOK, http.StatusOK,
 				http.StatusOK, http.StatusOK, http.StatusOK, http.StatusCreated)

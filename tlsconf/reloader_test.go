@@ -206,14 +206,22 @@ func serialOf(t *testing.T, addr string, cfg *tls.Config) *big.Int {
 	return c.ConnectionState().PeerCertificates[0].SerialNumber
 }
 
-func TestReloader_Reload(t *testing.T) {
-	p := mustNewPKI(t, "")
+// serveReloading starts an HTTPS server on a reloader of p's node n1 whose log goes to a
+// sink, for tests that rotate n1's files under it. It returns n1's files, the reloader,
+// the sink, the server's address and a client config that trusts p's CA.
+func serveReloading(t *testing.T, p *testPKI) (Files, *Reloader, *logSink, string, *tls.Config) {
+	t.Helper()
 	n1 := p.node(t, "n1")
 	sink := &logSink{}
 	r := mustNewReloader(t, n1, testLogger(t, sink))
 	url := startHTTPS(t, r)
 	addr := strings.TrimSuffix(strings.TrimPrefix(url, "https://"), "/")
-	client := mustClientConfig(t, Files{CA: p.caFile})
+	return n1, r, sink, addr, mustClientConfig(t, Files{CA: p.caFile})
+}
+
+func TestReloader_Reload(t *testing.T) {
+	p := mustNewPKI(t, "")
+	n1, r, sink, addr, client := serveReloading(t, p)
 
 	before := serialOf(t, addr, client)
 	if before.Cmp(r.Certificate().SerialNumber) != 0 {

@@ -65,12 +65,7 @@ func TestServerConfig_RefusesTLS12(t *testing.T) {
 func TestReloader_ReloadRefusesAnotherNodeOrCA(t *testing.T) {
 	p := mustNewPKI(t, "")
 	other := mustNewPKI(t, "other CA")
-	n1 := p.node(t, "n1")
-	sink := &logSink{}
-	r := mustNewReloader(t, n1, testLogger(t, sink))
-	url := startHTTPS(t, r)
-	addr := strings.TrimSuffix(strings.TrimPrefix(url, "https://"), "/")
-	client := mustClientConfig(t, Files{CA: p.caFile})
+	n1, r, sink, addr, client := serveReloading(t, p)
 	serial := r.Certificate().SerialNumber
 
 	issueOther := func(ca *testPKI, id string) ([]byte, []byte) {

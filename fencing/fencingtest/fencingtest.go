@@ -1,6 +1,7 @@
 // Package fencingtest provides real databases for tests of fenced storage: a SQLite file in
 // the test's temporary directory, and a fresh schema in the PostgreSQL server named by the
-// environment variable RAFTLOCK_TEST_POSTGRES_DSN.
+// environment variable RAFTLOCK_TEST_POSTGRES_DSN. Together starts the racing writers those
+// tests run against them.
 //
 // When that variable is unset, PostgreSQL tests are skipped with a loud message, except when
 // CI=true: then they fail, because CI must provide the server. scripts/ci-postgres.sh starts a
@@ -18,6 +19,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -153,4 +155,21 @@ func PostgresDB(t testing.TB) *sql.DB {
 		t.Fatalf("postgres at %s: %v", PostgresDSNEnv, err)
 	}
 	return db
+}
+
+// Together runs f(0) to f(n-1) in goroutines released at the same moment, so that they
+// race, and waits for them all.
+func Together(n int, f func(w int)) {
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for w := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			f(w)
+		}()
+	}
+	close(start)
+	wg.Wait()
 }
