@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/raftlock/raftlock/test/verify/checker"
 )
 
 // BankConfig configures a bank worker.
@@ -95,7 +97,7 @@ func RunBank(ctx context.Context, c *Client, cfg BankConfig) {
 		seq++
 		owner := fmt.Sprintf("bank%d.%d", c.Worker, seq)
 		op := c.CreateLease(ctx, cfg.TTLMs, owner)
-		if op.Outcome != OK {
+		if op.Outcome != checker.OutOK {
 			return false
 		}
 		st.set(op.Lease, owner)
@@ -110,12 +112,12 @@ func RunBank(ctx context.Context, c *Client, cfg BankConfig) {
 	}
 	pause := func() {
 		d := time.Duration((cfg.PauseMin + rng.Float64()*(cfg.PauseMax-cfg.PauseMin)) * float64(cfg.TTLMs) * float64(time.Millisecond))
-		op := Op{Kind: Pause, Node: -1, Call: c.Rec.Clock.Now()}
+		op := Op{Kind: checker.KindPause, Node: -1, Call: c.Rec.Clock.Now()}
 		st.run.Lock()
 		sleepCtx(ctx, d)
 		st.run.Unlock()
 		_, op.Owner = st.get()
-		c.record(op, result{outcome: OK})
+		c.record(op, result{outcome: checker.OutOK})
 	}
 	attempt := 0
 	for ctx.Err() == nil {
@@ -139,14 +141,14 @@ func RunBank(ctx context.Context, c *Client, cfg BankConfig) {
 		op := c.AcquireLock(ctx, lock, lease, owner, 0, cfg.WaitMs)
 		st.run.RUnlock()
 		switch op.Outcome {
-		case OK:
-		case LeaseNotFound:
+		case checker.OutOK:
+		case checker.OutLeaseNotFound:
 			st.set("", "")
 			continue
-		case Ambiguous:
+		case checker.OutAmbiguous:
 			dropLease()
 			continue
-		case Held, WaitTimeout:
+		case checker.OutHeld, checker.OutWaitTimeout:
 			continue
 		default:
 			sleepCtx(ctx, 20*time.Millisecond) // a node is down; do not spin
@@ -159,11 +161,11 @@ func RunBank(ctx context.Context, c *Client, cfg BankConfig) {
 		st.run.RLock()
 		claim := c.ChargeAccount(ctx, lock, owner, account, ClaimCharge(account, token, attemptID), 1, token)
 		st.run.RUnlock()
-		if claim.Outcome == OK {
+		if claim.Outcome == checker.OutOK {
 			st.run.RLock()
 			rd, acct := c.ReadAccount(ctx, account)
 			st.run.RUnlock()
-			if rd.Outcome == OK {
+			if rd.Outcome == checker.OutOK {
 				job := 0
 				for _, ch := range acct.Charges {
 					if n := ParseJob(ch.ChargeID); n >= job {
@@ -185,9 +187,9 @@ func RunBank(ctx context.Context, c *Client, cfg BankConfig) {
 		st.run.RLock()
 		rel := c.ReleaseLock(ctx, lock, lease, owner, token)
 		st.run.RUnlock()
-		if rel.Outcome == LeaseNotFound {
+		if rel.Outcome == checker.OutLeaseNotFound {
 			st.set("", "")
-		} else if rel.Outcome == Ambiguous {
+		} else if rel.Outcome == checker.OutAmbiguous {
 			dropLease()
 		}
 	}
@@ -225,7 +227,7 @@ func bankKeepAlive(ctx context.Context, kc *Client, st *bankState, ttlMs int64) 
 		lease, owner := st.get()
 		if lease != "" && ctx.Err() == nil {
 			op := kc.KeepAlive(ctx, lease, owner, ttlMs)
-			if op.Outcome == OK && i%4 == 3 {
+			if op.Outcome == checker.OutOK && i%4 == 3 {
 				kc.ReadLease(ctx, lease, owner, ttlMs)
 			}
 		}
