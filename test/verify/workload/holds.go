@@ -85,19 +85,7 @@ func RunHolds(ctx context.Context, c *Client, cfg HoldsConfig) (HoldsResult, err
 		k := rng.Intn(len(cfg.Locks))
 		lock, account := cfg.Locks[k], cfg.Accounts[k]
 		op := c.AcquireLock(ctx, lock, lease, owner, 0, cfg.WaitMs)
-		switch op.Outcome {
-		case checker.OutOK:
-		case checker.OutLeaseNotFound:
-			st.set("", "")
-			continue
-		case checker.OutAmbiguous:
-			st.set("", "")
-			c.RevokeLease(ctx, lease, owner) // best effort; otherwise it expires after a TTL
-			continue
-		case checker.OutHeld, checker.OutWaitTimeout:
-			continue
-		default:
-			sleepCtx(ctx, 20*time.Millisecond)
+		if !st.granted(ctx, c, op) {
 			continue
 		}
 		res.Holds++
@@ -116,14 +104,7 @@ func RunHolds(ctx context.Context, c *Client, cfg HoldsConfig) (HoldsResult, err
 				c.ChargeAccount(ctx, lock, owner, account, JobCharge(account, job, attemptID), JobUnitCents, token)
 			}
 		}
-		rel := c.ReleaseLock(ctx, lock, lease, owner, token)
-		switch rel.Outcome {
-		case checker.OutLeaseNotFound:
-			st.set("", "")
-		case checker.OutAmbiguous:
-			st.set("", "")
-			c.RevokeLease(ctx, lease, owner)
-		}
+		st.released(ctx, c, c.ReleaseLock(ctx, lock, lease, owner, token))
 	}
 	// Leave nothing held: revoke the lease until a definite answer.
 	lease, owner := st.get()
