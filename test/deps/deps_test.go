@@ -57,7 +57,7 @@ var allowed = map[string][]string{
 	"test/verify":            {"api", "client", "fencing", "ledger", "test/testcluster"},
 	"test/verify/nemesis":    {},
 	"test/verify/checker":    {"api"},
-	"test/verify/workload":   {"api", "client", "fencing"},
+	"test/verify/workload":   {"api", "client", "fencing", "test/verify/checker"},
 	"test/verify/harness":    {"api", "client", "fencing", "ledger", "test/rawhttp", "test/testcluster", "test/testkit"},
 	"test/verify/bankworker": {"test/verify/workload"},
 	// the conformance suite's Go runner: its test drives the client against test/testcluster.

@@ -18,12 +18,6 @@ import (
 	"github.com/raftlock/raftlock/test/testkit"
 )
 
-var (
-	buildOnce sync.Once
-	binPath   string
-	buildErr  error
-)
-
 // GoBuild builds package pkg of this module (e.g. "./cmd/raftlock") into out with extra
 // `go build` flags, from the module's root, and says what failed with the compiler's output.
 func GoBuild(out, pkg string, flags ...string) error {
@@ -51,19 +45,41 @@ func serverFlags() []string {
 // Binary builds cmd/raftlock once per test process and returns its path.
 func Binary(t testing.TB) string {
 	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "raftlock-bin-")
+	return server.Path(t, serverFlags()...)
+}
+
+// server is cmd/raftlock as Binary builds it.
+var server = &OnceBuild{DirPrefix: "raftlock-bin-", Name: "raftlock", Pkg: "./cmd/raftlock"}
+
+// OnceBuild builds one package once per test process into a temporary directory of its
+// own, so that every test of the process runs the same file and pays for one build.
+type OnceBuild struct {
+	// DirPrefix names the temporary directory; Name is the file in it; Pkg is the package
+	// to build, relative to the module root.
+	DirPrefix, Name, Pkg string
+
+	once sync.Once
+	path string
+	err  error
+}
+
+// Path builds the package with flags on its first call and returns the file's path; a
+// failed build fails the test of every call.
+func (b *OnceBuild) Path(t testing.TB, flags ...string) string {
+	t.Helper()
+	b.once.Do(func() {
+		dir, err := os.MkdirTemp("", b.DirPrefix)
 		if err != nil {
-			buildErr = err
+			b.err = err
 			return
 		}
-		binPath = filepath.Join(dir, "raftlock")
-		buildErr = GoBuild(binPath, "./cmd/raftlock", serverFlags()...)
+		b.path = filepath.Join(dir, b.Name)
+		b.err = GoBuild(b.path, b.Pkg, flags...)
 	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
+	if b.err != nil {
+		t.Fatal(b.err)
 	}
-	return binPath
+	return b.path
 }
 
 // BuildBinary builds cmd/raftlock into a new file with extra `go build` flags (for

@@ -341,7 +341,7 @@ func (c *campaign) round(r int, f nemesis.Fault) int {
 	ccancel()
 
 	// Judge the round.
-	ops := convert(rec.Ops())
+	ops := rec.Ops()
 	accts := readAccounts(t, c.ledger, accounts, bankLocks, opening)
 	dir := filepath.Join(cfg.Artifacts, fmt.Sprintf("round-%03d-%s", r, f.Kind))
 	lopt := checker.LinOptions{Dir: dir}
@@ -408,19 +408,6 @@ func readAccounts(t testing.TB, led *harness.Ledger, accounts, locks []string, o
 			ca.Charges = append(ca.Charges, checker.AppliedCharge{ChargeID: ch.ChargeID, AmountCents: ch.AmountCents, Token: uint64(ch.Token)})
 		}
 		out = append(out, ca)
-	}
-	return out
-}
-
-// convert turns workload records into the checker's ops.
-func convert(in []workload.Op) []checker.Op {
-	b, err := json.Marshal(in)
-	if err != nil {
-		panic(err)
-	}
-	var out []checker.Op
-	if err := json.Unmarshal(b, &out); err != nil {
-		panic(err)
 	}
 	return out
 }
@@ -719,11 +706,11 @@ func (c *campaign) waitPrimitives() {
 		// A permit of a semaphore no round uses, on an implicit lease that expires at once;
 		// with the lockset workload, a lockset too (protocol version 3).
 		op = cli.AcquirePermit(context.Background(), "verify/ready", "", "setup", 1)
-		if c.cfg.SetWorkers > 0 && (op.Outcome == workload.OK || op.Outcome == workload.SemaphoreFull) {
+		if c.cfg.SetWorkers > 0 && (op.Outcome == checker.OutOK || op.Outcome == checker.OutSemFull) {
 			op = cli.AcquireSet(context.Background(), []string{"verify/ready-set"}, "", "setup", 0, 0, 0)
-			return op.Outcome == workload.OK || op.Outcome == workload.Held
+			return op.Outcome == checker.OutOK || op.Outcome == checker.OutHeld
 		}
-		return op.Outcome == workload.OK || op.Outcome == workload.SemaphoreFull
+		return op.Outcome == checker.OutOK || op.Outcome == checker.OutSemFull
 	}) {
 		c.t.Fatalf("the cluster does not serve semaphores 30 s after it started: %s %s", op.Outcome, op.Err)
 	}

@@ -20,6 +20,7 @@
 //     creation): a lease's protected time is max(send + TTL) over its answered refreshes.
 //  6. Liveness is judged by the campaign from its probes (see Liveness).
 //
-// The package imports only api; the history is a slice of Op, the JSON form of the
-// workload's records.
+// The package imports only api; the history is a slice of Op, the record type the
+// workload itself records (test/verify/workload imports it), read back from JSON where
+// the records come from worker processes.
 package checker

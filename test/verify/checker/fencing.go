@@ -32,10 +32,10 @@ type FencingStats struct {
 	DoubleJobs    int // jobs applied more than once
 }
 
-// jobOf returns the job number of a job charge id ("j/<account>/<job>/<attempt>"), or -1.
-// It reads the format on its own rather than calling workload.ParseJob: the checker
-// judges the workload's records and imports none of its code (test/deps).
-func jobOf(id string) int {
+// JobOf returns the job number of a job charge id ("j/<account>/<job>/<attempt>", as
+// workload.JobCharge writes it), or -1 for any other charge. The workload reads its
+// ledger's answers with it too, so that both read the one format.
+func JobOf(id string) int {
 	parts := strings.Split(id, "/")
 	if len(parts) != 4 || parts[0] != "j" {
 		return -1
@@ -100,7 +100,7 @@ func CheckFencing(ops []Op, accounts []Account) (*Verdict, FencingStats) {
 			if !grants[a.Lock][c.Token] {
 				v.add("token_never_granted", fmt.Sprintf("account %s: charge %s carries token %d, never granted for %s", a.ID, c.ChargeID, c.Token, a.Lock))
 			}
-			if j := jobOf(c.ChargeID); j >= 0 {
+			if j := JobOf(c.ChargeID); j >= 0 {
 				if prev, dup := jobs[j]; dup {
 					st.DoubleJobs++
 					v.add("double_applied_job", fmt.Sprintf("account %s: job %d applied by charge %s (token %d) and earlier by %s; sent as %s",

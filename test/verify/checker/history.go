@@ -7,7 +7,9 @@ import (
 	"strings"
 )
 
-// Operation kinds and outcomes, as the workload records them.
+// Operation kinds, as the workload records them. A shared lock uses KindAcquire,
+// KindRelease and KindStatus with a Mode; a proclaim is a KindCampaign with the leader's
+// Token.
 const (
 	KindCreateLease = "create_lease"
 	KindKeepAlive   = "keepalive"
@@ -34,7 +36,11 @@ const (
 	// lock with a lock delay, from the earliest instant its lease can have expired (see
 	// expireOps), so that the model may end the grant there with its delay.
 	KindExpire = "expire"
+)
 
+// Outcomes: how an operation ended. An ambiguous operation may or may not have taken
+// effect; the refusals of the primitives are named by their API codes.
+const (
 	OutOK            = "ok"
 	OutHeld          = "lock_held"
 	OutWaitTimeout   = "wait_timeout"
@@ -42,8 +48,8 @@ const (
 	OutLeaseNotFound = "lease_not_found"
 	OutStale         = "stale_token"
 	OutAmbiguous     = "ambiguous"
-	OutUnavailable   = "unavailable"
-	OutFailed        = "failed"
+	OutUnavailable   = "unavailable" // definite: the request was never sent (refused)
+	OutFailed        = "failed"      // definite: another 4xx answer
 	OutModeConflict  = "mode_conflict"
 	OutSemFull       = "semaphore_full"
 	OutLimitConflict = "limit_conflict"
@@ -67,46 +73,63 @@ type CycleStep struct {
 // Never is the return time of an ambiguous operation that might still take effect.
 const Never = math.MaxInt64
 
-// Op is one recorded operation (the JSON form of the workload's record).
+// Op is one recorded operation: the workload records it (workload.Op is this type) and
+// the checkers judge it, so that a field the workload records is one the checkers read.
+// Times are nanoseconds on the campaign's one monotonic clock.
 type Op struct {
-	ID          int      `json:"id"`
-	Workload    string   `json:"workload"`
-	Worker      int      `json:"worker"`
-	Kind        string   `json:"kind"`
-	Node        int      `json:"node"`
-	Lock        string   `json:"lock,omitempty"`
-	Lease       string   `json:"lease,omitempty"`
-	Owner       string   `json:"owner,omitempty"`
-	TTLMs       int64    `json:"ttl_ms,omitempty"`
-	WaitMs      int64    `json:"wait_ms,omitempty"`
-	Token       uint64   `json:"token,omitempty"`
-	Held        bool     `json:"held,omitempty"`
-	StatusOwner string   `json:"status_owner,omitempty"`
-	Locks       []string `json:"locks,omitempty"`
-	Mode        string   `json:"mode,omitempty"`
-	Holders     []Holder `json:"holders,omitempty"`
-	Limit       int64    `json:"limit,omitempty"`
-	Value       string   `json:"value,omitempty"`
-	Elected     bool     `json:"elected,omitempty"`
-	ChargeID    string   `json:"charge_id,omitempty"`
-	Account     string   `json:"account,omitempty"`
-	Amount      int64    `json:"amount,omitempty"`
-	Balance     int64    `json:"balance,omitempty"`
-	// Names and Tokens are a lockset's locks and their tokens; HeldNames the locks a
-	// lockset's lock_held or not_holder answer named; MaxHoldMs a grant's maximum hold,
-	// LockDelayMs its lock delay.
+	ID       int    `json:"id"`
+	Workload string `json:"workload"` // lin, bank, observer, probe
+	Worker   int    `json:"worker"`
+	Kind     string `json:"kind"`
+	Node     int    `json:"node"`
+	Lock     string `json:"lock,omitempty"`
+	Lease    string `json:"lease,omitempty"`
+	// Owner is the label of the lease (the owner given at acquire time), which a status read
+	// shows; the checkers use it as the lease's identity.
+	Owner  string `json:"owner,omitempty"`
+	TTLMs  int64  `json:"ttl_ms,omitempty"`
+	WaitMs int64  `json:"wait_ms,omitempty"`
+	// Token is the input token of a release or charge, and the output token of a grant or
+	// of a status read.
+	Token uint64 `json:"token,omitempty"`
+	// Held and StatusOwner are a status read's answer.
+	Held        bool   `json:"held,omitempty"`
+	StatusOwner string `json:"status_owner,omitempty"`
+	// Locks is a lease read's answer.
+	Locks []string `json:"locks,omitempty"`
+	// Mode is a lock acquire's mode (shared or exclusive; empty means exclusive) and a
+	// status read's answer.
+	Mode string `json:"mode,omitempty"`
+	// Holders are a status read's grants (a shared lock's holders, a semaphore's permits).
+	Holders []Holder `json:"holders,omitempty"`
+	// Limit is a semaphore acquire's limit and a semaphore status read's answer.
+	Limit int64 `json:"limit,omitempty"`
+	// Value is a campaign's (proclaim's) value, and a grant's or an election status read's
+	// published value; Elected is the status read's answer.
+	Value   string `json:"value,omitempty"`
+	Elected bool   `json:"elected,omitempty"`
+
+	ChargeID string `json:"charge_id,omitempty"`
+	Account  string `json:"account,omitempty"`
+	Amount   int64  `json:"amount,omitempty"`
+	Balance  int64  `json:"balance,omitempty"`
+
+	// Names and Tokens are a lockset's locks and their tokens (asked for in name order;
+	// the answer's, the release's); HeldNames the locks its lock_held or not_holder
+	// answer named; MaxHoldMs an acquire's maximum hold, LockDelayMs its lock delay.
 	Names       []string `json:"names,omitempty"`
 	Tokens      []uint64 `json:"tokens,omitempty"`
 	HeldNames   []string `json:"held_names,omitempty"`
 	MaxHoldMs   int64    `json:"max_hold_ms,omitempty"`
 	LockDelayMs int64    `json:"lock_delay_ms,omitempty"`
-	// Fingerprint is a created lease's fingerprint (as history and deadlock answers
-	// name leases); Cycle a deadlock answer's cycle.
+	// Fingerprint is a created lease's fingerprint (how history and deadlock answers name
+	// it); Cycle is a deadlock answer's cycle.
 	Fingerprint string      `json:"fingerprint,omitempty"`
 	Cycle       []CycleStep `json:"cycle,omitempty"`
 	// named is set on one lock's part of a lockset op (see splitSets): the answer named
-	// that lock.
-	named   bool
+	// that lock. The checkers set it; the workload never does.
+	named bool
+
 	Call    int64  `json:"call"`
 	Return  int64  `json:"return"`
 	Outcome string `json:"outcome"`

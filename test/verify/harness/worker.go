@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -18,12 +17,6 @@ import (
 	"github.com/raftlock/raftlock/test/testkit"
 )
 
-var (
-	workerOnce sync.Once
-	workerBin  string
-	workerErr  error
-)
-
 // WorkerBinary builds test/verify/bankworker once per test process and returns its path.
 // It is built without -race even under a race-enabled test: two dozen instrumented worker
 // processes would halve the workload's rate on two cores, and the state its goroutines share
@@ -31,20 +24,11 @@ var (
 // -race.
 func WorkerBinary(t testing.TB) string {
 	t.Helper()
-	workerOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "raftlock-bankworker-")
-		if err != nil {
-			workerErr = err
-			return
-		}
-		workerBin = filepath.Join(dir, "bankworker")
-		workerErr = testcluster.GoBuild(workerBin, "./test/verify/bankworker")
-	})
-	if workerErr != nil {
-		t.Fatal(workerErr)
-	}
-	return workerBin
+	return worker.Path(t)
 }
+
+// worker is test/verify/bankworker as WorkerBinary builds it.
+var worker = &testcluster.OnceBuild{DirPrefix: "raftlock-bankworker-", Name: "bankworker", Pkg: "./test/verify/bankworker"}
 
 // PauseRecord is one SIGSTOP pause of a worker process.
 type PauseRecord struct {

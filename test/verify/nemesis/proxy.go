@@ -109,12 +109,19 @@ func (nt *Net) Stats() NetStats {
 // It fails, and changes nothing, when either node has no proxy or the proxies are closed:
 // a partition that was not made must not be counted as one.
 func (nt *Net) Block(from, to int) error {
+	return nt.addRule(from, to, func(p pair) { nt.blocked[p] = true })
+}
+
+// addRule lets set record a rule for the direction from -> to once checkLocked finds it
+// enforceable, then closes the existing connections between the two so that none
+// escapes it.
+func (nt *Net) addRule(from, to int, set func(pair)) error {
 	nt.mu.Lock()
 	defer nt.mu.Unlock()
 	if err := nt.checkLocked(from, to); err != nil {
 		return err
 	}
-	nt.blocked[pair{from, to}] = true
+	set(pair{from, to})
 	nt.resetLocked(from, to)
 	return nil
 }
@@ -160,14 +167,7 @@ func (nt *Net) Isolate(groups ...[]int) error {
 // Delay delivers everything node from sends to node to d late (in order). Existing
 // connections between the two are closed. It fails as Block does.
 func (nt *Net) Delay(from, to int, d time.Duration) error {
-	nt.mu.Lock()
-	defer nt.mu.Unlock()
-	if err := nt.checkLocked(from, to); err != nil {
-		return err
-	}
-	nt.delay[pair{from, to}] = d
-	nt.resetLocked(from, to)
-	return nil
+	return nt.addRule(from, to, func(p pair) { nt.delay[p] = d })
 }
 
 // Heal removes every rule and closes the connections that were affected.

@@ -3,10 +3,10 @@ package workload
 import (
 	"context"
 	"fmt"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
+
+	"github.com/raftlock/raftlock/test/verify/checker"
 )
 
 // BankConfig configures a bank worker.
@@ -27,6 +27,7 @@ type BankConfig struct {
 
 // JobCharge and ClaimCharge build charge ids: a claim raises the account's fence to the
 // holder's token before it reads (amount 1); a job is the read-modify-write's write.
+// checker.JobOf reads a job charge id back.
 func JobCharge(account string, job int, attempt string) string {
 	return fmt.Sprintf("j/%s/%d/%s", account, job, attempt)
 }
@@ -34,19 +35,6 @@ func JobCharge(account string, job int, attempt string) string {
 // ClaimCharge returns a claim's charge id.
 func ClaimCharge(account string, token uint64, attempt string) string {
 	return fmt.Sprintf("c/%s/%d/%s", account, token, attempt)
-}
-
-// ParseJob returns the job number of a job charge id, or -1 for any other charge.
-func ParseJob(chargeID string) int {
-	parts := strings.Split(chargeID, "/")
-	if len(parts) != 4 || parts[0] != "j" {
-		return -1
-	}
-	n, err := strconv.Atoi(parts[2])
-	if err != nil {
-		return -1
-	}
-	return n
 }
 
 // bankState is what the keepalive goroutine shares with the worker.
@@ -67,6 +55,45 @@ func (s *bankState) set(lease, owner string) {
 	s.mu.Lock()
 	s.lease, s.owner = lease, owner
 	s.mu.Unlock()
+}
+
+// drop forgets the lease and revokes it, best effort: after an answer in doubt the lease
+// may hold a lock, and one left to expire would only delay the others by a TTL.
+func (s *bankState) drop(ctx context.Context, c *Client) {
+	lease, owner := s.get()
+	s.set("", "")
+	if lease != "" {
+		c.RevokeLease(ctx, lease, owner)
+	}
+}
+
+// granted reads the answer to an acquire with the lease: true if the lock was granted.
+// Otherwise it forgets a lease the cluster no longer knows, drops one whose acquire is in
+// doubt, and after any other failure (a node down) waits a moment so as not to spin.
+func (s *bankState) granted(ctx context.Context, c *Client, op Op) bool {
+	switch op.Outcome {
+	case checker.OutOK:
+		return true
+	case checker.OutLeaseNotFound:
+		s.set("", "")
+	case checker.OutAmbiguous:
+		s.drop(ctx, c)
+	case checker.OutHeld, checker.OutWaitTimeout:
+	default:
+		sleepCtx(ctx, 20*time.Millisecond)
+	}
+	return false
+}
+
+// released reads the answer to a release of the lease's lock: it forgets or drops the
+// lease as granted does.
+func (s *bankState) released(ctx context.Context, c *Client, op Op) {
+	switch op.Outcome {
+	case checker.OutLeaseNotFound:
+		s.set("", "")
+	case checker.OutAmbiguous:
+		s.drop(ctx, c)
+	}
 }
 
 // RunBank runs a bank worker until ctx ends. Each attempt:
@@ -95,27 +122,20 @@ func RunBank(ctx context.Context, c *Client, cfg BankConfig) {
 		seq++
 		owner := fmt.Sprintf("bank%d.%d", c.Worker, seq)
 		op := c.CreateLease(ctx, cfg.TTLMs, owner)
-		if op.Outcome != OK {
+		if op.Outcome != checker.OutOK {
 			return false
 		}
 		st.set(op.Lease, owner)
 		return true
 	}
-	dropLease := func() {
-		lease, owner := st.get()
-		st.set("", "")
-		if lease != "" {
-			c.RevokeLease(ctx, lease, owner) // best effort; an unknown outcome only delays others by a TTL
-		}
-	}
 	pause := func() {
 		d := time.Duration((cfg.PauseMin + rng.Float64()*(cfg.PauseMax-cfg.PauseMin)) * float64(cfg.TTLMs) * float64(time.Millisecond))
-		op := Op{Kind: Pause, Node: -1, Call: c.Rec.Clock.Now()}
+		op := Op{Kind: checker.KindPause, Node: -1, Call: c.Rec.Clock.Now()}
 		st.run.Lock()
 		sleepCtx(ctx, d)
 		st.run.Unlock()
 		_, op.Owner = st.get()
-		c.record(op, result{outcome: OK})
+		c.record(op, result{outcome: checker.OutOK})
 	}
 	attempt := 0
 	for ctx.Err() == nil {
@@ -138,18 +158,7 @@ func RunBank(ctx context.Context, c *Client, cfg BankConfig) {
 		st.run.RLock()
 		op := c.AcquireLock(ctx, lock, lease, owner, 0, cfg.WaitMs)
 		st.run.RUnlock()
-		switch op.Outcome {
-		case OK:
-		case LeaseNotFound:
-			st.set("", "")
-			continue
-		case Ambiguous:
-			dropLease()
-			continue
-		case Held, WaitTimeout:
-			continue
-		default:
-			sleepCtx(ctx, 20*time.Millisecond) // a node is down; do not spin
+		if !st.granted(ctx, c, op) {
 			continue
 		}
 		token := op.Token
@@ -159,14 +168,14 @@ func RunBank(ctx context.Context, c *Client, cfg BankConfig) {
 		st.run.RLock()
 		claim := c.ChargeAccount(ctx, lock, owner, account, ClaimCharge(account, token, attemptID), 1, token)
 		st.run.RUnlock()
-		if claim.Outcome == OK {
+		if claim.Outcome == checker.OutOK {
 			st.run.RLock()
 			rd, acct := c.ReadAccount(ctx, account)
 			st.run.RUnlock()
-			if rd.Outcome == OK {
+			if rd.Outcome == checker.OutOK {
 				job := 0
 				for _, ch := range acct.Charges {
-					if n := ParseJob(ch.ChargeID); n >= job {
+					if n := checker.JobOf(ch.ChargeID); n >= job {
 						job = n + 1
 					}
 				}
@@ -185,11 +194,7 @@ func RunBank(ctx context.Context, c *Client, cfg BankConfig) {
 		st.run.RLock()
 		rel := c.ReleaseLock(ctx, lock, lease, owner, token)
 		st.run.RUnlock()
-		if rel.Outcome == LeaseNotFound {
-			st.set("", "")
-		} else if rel.Outcome == Ambiguous {
-			dropLease()
-		}
+		st.released(ctx, c, rel)
 	}
 	// Leave nothing held for the next round.
 	lease, owner := st.get()
@@ -225,7 +230,7 @@ func bankKeepAlive(ctx context.Context, kc *Client, st *bankState, ttlMs int64) 
 		lease, owner := st.get()
 		if lease != "" && ctx.Err() == nil {
 			op := kc.KeepAlive(ctx, lease, owner, ttlMs)
-			if op.Outcome == OK && i%4 == 3 {
+			if op.Outcome == checker.OutOK && i%4 == 3 {
 				kc.ReadLease(ctx, lease, owner, ttlMs)
 			}
 		}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/raftlock/raftlock/api"
 	"github.com/raftlock/raftlock/fencing"
+	"github.com/raftlock/raftlock/test/verify/checker"
 )
 
 // Client sends raftlock and ledger requests from one worker and records them.
@@ -55,7 +56,7 @@ func (c *Client) Rand() *rand.Rand { return c.rng }
 
 // result is a classified HTTP answer.
 type result struct {
-	outcome Outcome
+	outcome string
 	status  int
 	code    string
 	body    []byte
@@ -75,13 +76,13 @@ func (c *Client) send(ctx context.Context, base, method, path string, body any, 
 	if body != nil {
 		b, err := json.Marshal(body)
 		if err != nil {
-			return result{outcome: Failed, err: err.Error()}
+			return result{outcome: checker.OutFailed, err: err.Error()}
 		}
 		rd = bytes.NewReader(b)
 	}
 	req, err := http.NewRequestWithContext(ctx, method, base+path, rd)
 	if err != nil {
-		return result{outcome: Failed, err: err.Error()}
+		return result{outcome: checker.OutFailed, err: err.Error()}
 	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
@@ -93,18 +94,18 @@ func (c *Client) send(ctx context.Context, base, method, path string, body any, 
 	if err != nil {
 		var op *net.OpError
 		if errors.As(err, &op) && op.Op == "dial" {
-			return result{outcome: Unavailable, err: err.Error()}
+			return result{outcome: checker.OutUnavailable, err: err.Error()}
 		}
-		return result{outcome: Ambiguous, err: err.Error()}
+		return result{outcome: checker.OutAmbiguous, err: err.Error()}
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	if err != nil {
-		return result{outcome: Ambiguous, status: resp.StatusCode, err: err.Error()}
+		return result{outcome: checker.OutAmbiguous, status: resp.StatusCode, err: err.Error()}
 	}
 	r := result{status: resp.StatusCode, body: b}
 	if resp.StatusCode/100 == 2 {
-		r.outcome = OK
+		r.outcome = checker.OutOK
 		return r
 	}
 	var eb api.ErrorBody
@@ -112,22 +113,22 @@ func (c *Client) send(ctx context.Context, base, method, path string, body any, 
 	r.code, r.msg, r.err = eb.Error.Code, eb.Error.Message, fmt.Sprintf("%d %s", resp.StatusCode, strings.TrimSpace(string(b)))
 	switch {
 	case resp.StatusCode >= 500:
-		r.outcome = Ambiguous
+		r.outcome = checker.OutAmbiguous
 	case eb.Error.Code == api.CodeLockHeld:
-		r.outcome = Held
+		r.outcome = checker.OutHeld
 	case eb.Error.Code == api.CodeWaitTimeout:
-		r.outcome = WaitTimeout
+		r.outcome = checker.OutWaitTimeout
 	case eb.Error.Code == api.CodeNotHolder:
-		r.outcome = NotHolder
+		r.outcome = checker.OutNotHolder
 	case eb.Error.Code == api.CodeLeaseNotFound:
-		r.outcome = LeaseNotFound
+		r.outcome = checker.OutLeaseNotFound
 	case eb.Error.Code == "stale_token":
-		r.outcome = Stale
+		r.outcome = checker.OutStale
 	case eb.Error.Code == api.CodeModeConflict, eb.Error.Code == api.CodeSemaphoreFull, eb.Error.Code == api.CodeDeadlock,
 		eb.Error.Code == api.CodeLimitConflict, eb.Error.Code == api.CodeElectionHeld:
-		r.outcome = Outcome(eb.Error.Code)
+		r.outcome = eb.Error.Code
 	default:
-		r.outcome = Failed
+		r.outcome = checker.OutFailed
 	}
 	return r
 }
@@ -146,12 +147,12 @@ func (c *Client) record(op Op, r result) Op {
 // CreateLease creates a lease with ttl; the returned op carries its ID when OK.
 func (c *Client) CreateLease(ctx context.Context, ttlMs int64, owner string) Op {
 	n := c.node()
-	op := Op{Kind: CreateLease, Node: n, TTLMs: ttlMs, Owner: owner, Call: c.Rec.Clock.Now()}
+	op := Op{Kind: checker.KindCreateLease, Node: n, TTLMs: ttlMs, Owner: owner, Call: c.Rec.Clock.Now()}
 	r := c.send(ctx, c.Endpoints[n], http.MethodPost, "/v1/leases", api.CreateLeaseRequest{TTLMs: ttlMs}, 0, 0)
-	if r.outcome == OK {
+	if r.outcome == checker.OutOK {
 		var l api.Lease
 		if err := json.Unmarshal(r.body, &l); err != nil || l.LeaseID == "" {
-			r.outcome, r.err = Ambiguous, fmt.Sprintf("bad lease answer %q", r.body)
+			r.outcome, r.err = checker.OutAmbiguous, fmt.Sprintf("bad lease answer %q", r.body)
 		}
 		op.Lease, op.Fingerprint = l.LeaseID, fingerprint(l.LeaseID)
 	}
@@ -161,7 +162,7 @@ func (c *Client) CreateLease(ctx context.Context, ttlMs int64, owner string) Op 
 // KeepAlive renews lease.
 func (c *Client) KeepAlive(ctx context.Context, lease, owner string, ttlMs int64) Op {
 	n := c.node()
-	op := Op{Kind: KeepAlive, Node: n, Lease: lease, Owner: owner, TTLMs: ttlMs, Call: c.Rec.Clock.Now()}
+	op := Op{Kind: checker.KindKeepAlive, Node: n, Lease: lease, Owner: owner, TTLMs: ttlMs, Call: c.Rec.Clock.Now()}
 	r := c.send(ctx, c.Endpoints[n], http.MethodPost, "/v1/leases/"+lease+"/keepalive", nil, 0, 0)
 	return c.record(op, r)
 }
@@ -169,12 +170,12 @@ func (c *Client) KeepAlive(ctx context.Context, lease, owner string, ttlMs int64
 // ReadLease reads lease (linearizable).
 func (c *Client) ReadLease(ctx context.Context, lease, owner string, ttlMs int64) Op {
 	n := c.node()
-	op := Op{Kind: ReadLease, Node: n, Lease: lease, Owner: owner, TTLMs: ttlMs, Call: c.Rec.Clock.Now()}
+	op := Op{Kind: checker.KindReadLease, Node: n, Lease: lease, Owner: owner, TTLMs: ttlMs, Call: c.Rec.Clock.Now()}
 	r := c.send(ctx, c.Endpoints[n], http.MethodGet, "/v1/leases/"+lease, nil, 0, 0)
-	if r.outcome == OK {
+	if r.outcome == checker.OutOK {
 		var l api.Lease
 		if err := json.Unmarshal(r.body, &l); err != nil {
-			r.outcome, r.err = Ambiguous, fmt.Sprintf("bad lease answer %q", r.body)
+			r.outcome, r.err = checker.OutAmbiguous, fmt.Sprintf("bad lease answer %q", r.body)
 		}
 		op.Locks = l.Locks
 	}
@@ -184,7 +185,7 @@ func (c *Client) ReadLease(ctx context.Context, lease, owner string, ttlMs int64
 // RevokeLease revokes lease.
 func (c *Client) RevokeLease(ctx context.Context, lease, owner string) Op {
 	n := c.node()
-	op := Op{Kind: Revoke, Node: n, Lease: lease, Owner: owner, Call: c.Rec.Clock.Now()}
+	op := Op{Kind: checker.KindRevoke, Node: n, Lease: lease, Owner: owner, Call: c.Rec.Clock.Now()}
 	r := c.send(ctx, c.Endpoints[n], http.MethodDelete, "/v1/leases/"+lease, nil, 0, 0)
 	return c.record(op, r)
 }
@@ -198,7 +199,7 @@ func (c *Client) RevokeUntilGone(lease, owner string, within, every time.Duratio
 	ctx, cancel := context.WithTimeout(context.Background(), within)
 	defer cancel()
 	for ctx.Err() == nil {
-		if op := c.RevokeLease(ctx, lease, owner); op.Outcome == OK || op.Outcome == LeaseNotFound {
+		if op := c.RevokeLease(ctx, lease, owner); op.Outcome == checker.OutOK || op.Outcome == checker.OutLeaseNotFound {
 			return
 		}
 		sleepCtx(ctx, every)
@@ -214,12 +215,12 @@ func (c *Client) AcquireLock(ctx context.Context, lock, lease, owner string, ttl
 // waiting up to waitMs.
 func (c *Client) AcquireLockMode(ctx context.Context, lock, lease, owner, mode string, ttlMs, waitMs int64) Op {
 	n := c.node()
-	op := Op{Kind: Acquire, Node: n, Lock: lock, Lease: lease, Owner: owner, Mode: mode, TTLMs: ttlMs, WaitMs: waitMs, Call: c.Rec.Clock.Now()}
+	op := Op{Kind: checker.KindAcquire, Node: n, Lock: lock, Lease: lease, Owner: owner, Mode: mode, TTLMs: ttlMs, WaitMs: waitMs, Call: c.Rec.Clock.Now()}
 	r := c.send(ctx, c.Endpoints[n], http.MethodPut, "/v1/locks/"+lock, api.AcquireRequest{LeaseID: lease, WaitMs: waitMs, Owner: owner, Mode: mode}, 0, time.Duration(waitMs)*time.Millisecond)
-	if r.outcome == OK {
+	if r.outcome == checker.OutOK {
 		var g api.Grant
 		if err := json.Unmarshal(r.body, &g); err != nil || g.Token == 0 {
-			r.outcome, r.err = Ambiguous, fmt.Sprintf("bad grant answer %q", r.body)
+			r.outcome, r.err = checker.OutAmbiguous, fmt.Sprintf("bad grant answer %q", r.body)
 		}
 		op.Token = g.Token
 	}
@@ -229,7 +230,7 @@ func (c *Client) AcquireLockMode(ctx context.Context, lock, lease, owner, mode s
 // ReleaseLock releases lock held by lease with token.
 func (c *Client) ReleaseLock(ctx context.Context, lock, lease, owner string, token uint64) Op {
 	n := c.node()
-	op := Op{Kind: Release, Node: n, Lock: lock, Lease: lease, Owner: owner, Token: token, Call: c.Rec.Clock.Now()}
+	op := Op{Kind: checker.KindRelease, Node: n, Lock: lock, Lease: lease, Owner: owner, Token: token, Call: c.Rec.Clock.Now()}
 	r := c.send(ctx, c.Endpoints[n], http.MethodDelete, "/v1/locks/"+lock, api.ReleaseRequest{LeaseID: lease, Token: token}, 0, 0)
 	return c.record(op, r)
 }
@@ -237,12 +238,12 @@ func (c *Client) ReleaseLock(ctx context.Context, lock, lease, owner string, tok
 // LockStatus reads lock's status (linearizable).
 func (c *Client) LockStatus(ctx context.Context, lock string) Op {
 	n := c.node()
-	op := Op{Kind: Status, Node: n, Lock: lock, Call: c.Rec.Clock.Now()}
+	op := Op{Kind: checker.KindStatus, Node: n, Lock: lock, Call: c.Rec.Clock.Now()}
 	r := c.send(ctx, c.Endpoints[n], http.MethodGet, "/v1/locks/"+lock, nil, 0, 0)
-	if r.outcome == OK {
+	if r.outcome == checker.OutOK {
 		var s api.LockStatus
 		if err := json.Unmarshal(r.body, &s); err != nil {
-			r.outcome, r.err = Ambiguous, fmt.Sprintf("bad status answer %q", r.body)
+			r.outcome, r.err = checker.OutAmbiguous, fmt.Sprintf("bad status answer %q", r.body)
 		}
 		op.Held, op.Token, op.StatusOwner, op.Mode, op.Holders = s.Held, s.Token, s.Owner, s.Mode, holders(s.Holders)
 	}
@@ -263,9 +264,9 @@ type chargeAnswer struct {
 
 // ChargeAccount posts a fenced charge to the ledger.
 func (c *Client) ChargeAccount(ctx context.Context, lock, owner, account, chargeID string, amount int64, token uint64) Op {
-	op := Op{Kind: Charge, Node: -1, Lock: lock, Owner: owner, Account: account, ChargeID: chargeID, Amount: amount, Token: token, Call: c.Rec.Clock.Now()}
+	op := Op{Kind: checker.KindCharge, Node: -1, Lock: lock, Owner: owner, Account: account, ChargeID: chargeID, Amount: amount, Token: token, Call: c.Rec.Clock.Now()}
 	r := c.send(ctx, c.LedgerURL, http.MethodPost, "/v1/charges", chargeRequest{ChargeID: chargeID, Account: account, AmountCents: amount}, token, 0)
-	if r.outcome == OK {
+	if r.outcome == checker.OutOK {
 		var a chargeAnswer
 		_ = json.Unmarshal(r.body, &a)
 		op.Balance = a.BalanceCents
@@ -291,12 +292,12 @@ type Account struct {
 
 // ReadAccount reads an account; the op's Balance is its balance.
 func (c *Client) ReadAccount(ctx context.Context, account string) (Op, Account) {
-	op := Op{Kind: ReadAccount, Node: -1, Account: account, Call: c.Rec.Clock.Now()}
+	op := Op{Kind: checker.KindReadAccount, Node: -1, Account: account, Call: c.Rec.Clock.Now()}
 	r := c.send(ctx, c.LedgerURL, http.MethodGet, "/v1/accounts/"+url.PathEscape(account), nil, 0, 0)
 	var a Account
-	if r.outcome == OK {
+	if r.outcome == checker.OutOK {
 		if err := json.Unmarshal(r.body, &a); err != nil {
-			r.outcome, r.err = Failed, err.Error()
+			r.outcome, r.err = checker.OutFailed, err.Error()
 		}
 		op.Balance = a.BalanceCents
 	}
@@ -306,7 +307,7 @@ func (c *Client) ReadAccount(ctx context.Context, account string) (Op, Account) 
 // SetupAccount creates or resets an account's balance (not recorded; setup only).
 func (c *Client) SetupAccount(ctx context.Context, account string, balance int64) error {
 	r := c.send(ctx, c.LedgerURL, http.MethodPut, "/v1/accounts/"+url.PathEscape(account), map[string]int64{"balance_cents": balance}, 0, 0)
-	if r.outcome != OK {
+	if r.outcome != checker.OutOK {
 		return fmt.Errorf("workload: set up account %s: %s %s", account, r.outcome, r.err)
 	}
 	return nil

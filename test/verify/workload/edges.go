@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/raftlock/raftlock/test/verify/checker"
 )
 
 // EdgesConfig configures a pair of edge workers (RunEdges).
@@ -50,7 +52,7 @@ func (s *edgeSide) open(ctx context.Context, ttlMs int64) bool {
 	for ctx.Err() == nil {
 		s.seq++
 		s.owner = fmt.Sprintf("%s%d.%d", s.c.Workload, s.c.Worker, s.seq)
-		if op := s.c.CreateLease(ctx, ttlMs, s.owner); op.Outcome == OK {
+		if op := s.c.CreateLease(ctx, ttlMs, s.owner); op.Outcome == checker.OutOK {
 			s.lease, s.ttlMs, s.held, s.doubt, s.lastKA = op.Lease, ttlMs, map[string]uint64{}, false, time.Now()
 			return true
 		}
@@ -71,10 +73,10 @@ func (s *edgeSide) revoke(cleanup time.Duration) {
 func (s *edgeSide) acquire(ctx context.Context, lock string, waitMs, maxHoldMs, lockDelayMs int64) bool {
 	op := s.c.AcquireHeld(ctx, lock, s.lease, s.owner, waitMs, maxHoldMs, lockDelayMs)
 	switch op.Outcome {
-	case OK:
+	case checker.OutOK:
 		s.held[lock] = op.Token
 		return true
-	case Held, WaitTimeout, Deadlock, Unavailable, Failed:
+	case checker.OutHeld, checker.OutWaitTimeout, checker.OutDeadlock, checker.OutUnavailable, checker.OutFailed:
 	default:
 		s.doubt = true
 	}
@@ -85,14 +87,14 @@ func (s *edgeSide) acquire(ctx context.Context, lock string, waitMs, maxHoldMs, 
 // the grant), or, in doubt, replaces its lease; false when ctx ended first.
 func (s *edgeSide) giveBack(ctx context.Context, cleanup time.Duration) bool {
 	for name, tok := range s.held {
-		if out := s.c.ReleaseLock(ctx, name, s.lease, s.owner, tok).Outcome; out != OK && out != NotHolder {
+		if out := s.c.ReleaseLock(ctx, name, s.lease, s.owner, tok).Outcome; out != checker.OutOK && out != checker.OutNotHolder {
 			s.doubt = true
 		}
 	}
 	s.held = map[string]uint64{}
 	if !s.doubt && time.Since(s.lastKA) > 10*time.Second {
 		s.lastKA = time.Now()
-		s.doubt = s.c.KeepAlive(ctx, s.lease, s.owner, s.ttlMs).Outcome != OK
+		s.doubt = s.c.KeepAlive(ctx, s.lease, s.owner, s.ttlMs).Outcome != checker.OutOK
 	}
 	if s.doubt {
 		s.revoke(cleanup)
@@ -177,7 +179,7 @@ func (s *edgeSide) releaseNow(ctx context.Context, cleanup time.Duration) {
 		return
 	}
 	for name, tok := range s.held {
-		if out := s.c.ReleaseLock(ctx, name, s.lease, s.owner, tok).Outcome; out != OK && out != NotHolder {
+		if out := s.c.ReleaseLock(ctx, name, s.lease, s.owner, tok).Outcome; out != checker.OutOK && out != checker.OutNotHolder {
 			s.doubt = true
 		}
 		delete(s.held, name)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/raftlock/raftlock/test/verify/checker"
 )
 
 // JobUnitCents is the amount of every job charge of RunHolds. Claims are 1 cent, so an
@@ -73,7 +75,7 @@ func RunHolds(ctx context.Context, c *Client, cfg HoldsConfig) (HoldsResult, err
 			seq++
 			owner = fmt.Sprintf("bank%d.%d", c.Worker, seq)
 			op := c.CreateLease(ctx, cfg.TTLMs, owner)
-			if op.Outcome != OK {
+			if op.Outcome != checker.OutOK {
 				sleepCtx(ctx, 50*time.Millisecond)
 				continue
 			}
@@ -83,45 +85,26 @@ func RunHolds(ctx context.Context, c *Client, cfg HoldsConfig) (HoldsResult, err
 		k := rng.Intn(len(cfg.Locks))
 		lock, account := cfg.Locks[k], cfg.Accounts[k]
 		op := c.AcquireLock(ctx, lock, lease, owner, 0, cfg.WaitMs)
-		switch op.Outcome {
-		case OK:
-		case LeaseNotFound:
-			st.set("", "")
-			continue
-		case Ambiguous:
-			st.set("", "")
-			c.RevokeLease(ctx, lease, owner) // best effort; otherwise it expires after a TTL
-			continue
-		case Held, WaitTimeout:
-			continue
-		default:
-			sleepCtx(ctx, 20*time.Millisecond)
+		if !st.granted(ctx, c, op) {
 			continue
 		}
 		res.Holds++
 		token := op.Token
 		attemptID := fmt.Sprintf("%d.%d", c.Worker, res.Holds)
 		claim := c.ChargeAccount(ctx, lock, owner, account, ClaimCharge(account, token, attemptID), 1, token)
-		if claim.Outcome == OK {
+		if claim.Outcome == checker.OutOK {
 			job := int((cfg.OpeningCents - claim.Balance) / JobUnitCents)
 			if cfg.PauseEvery > 0 && res.Holds%cfg.PauseEvery == cfg.PauseOffset%cfg.PauseEvery {
-				p := Op{Kind: Pause, Node: -1, Owner: owner, Lock: lock, Token: token, Call: c.Rec.Clock.Now()}
+				p := Op{Kind: checker.KindPause, Node: -1, Owner: owner, Lock: lock, Token: token, Call: c.Rec.Clock.Now()}
 				pauseErr = cfg.Pause(ctx)
-				c.record(p, result{outcome: OK})
+				c.record(p, result{outcome: checker.OutOK})
 				res.Pauses++
 			}
 			if pauseErr == nil {
 				c.ChargeAccount(ctx, lock, owner, account, JobCharge(account, job, attemptID), JobUnitCents, token)
 			}
 		}
-		rel := c.ReleaseLock(ctx, lock, lease, owner, token)
-		switch rel.Outcome {
-		case LeaseNotFound:
-			st.set("", "")
-		case Ambiguous:
-			st.set("", "")
-			c.RevokeLease(ctx, lease, owner)
-		}
+		st.released(ctx, c, c.ReleaseLock(ctx, lock, lease, owner, token))
 	}
 	// Leave nothing held: revoke the lease until a definite answer.
 	lease, owner := st.get()

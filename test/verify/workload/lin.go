@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/raftlock/raftlock/api"
+	"github.com/raftlock/raftlock/test/verify/checker"
 )
 
 // LinConfig configures a lin worker.
@@ -75,7 +76,7 @@ func runLeased(ctx context.Context, c *Client, cfg LinConfig, cleanup time.Durat
 			seq++
 			owner := fmt.Sprintf("%s%d.%d", c.Workload, c.Worker, seq)
 			op := c.CreateLease(ctx, cfg.TTLMs, owner)
-			if op.Outcome == OK {
+			if op.Outcome == checker.OutOK {
 				return linLease{op.Lease, owner}, true
 			}
 			sleepCtx(ctx, 50*time.Millisecond)
@@ -96,7 +97,7 @@ func runLeased(ctx context.Context, c *Client, cfg LinConfig, cleanup time.Durat
 	for ctx.Err() == nil && ok {
 		if time.Since(lastKA) > cfg.KeepAliveEvery {
 			lastKA = time.Now()
-			if op := c.KeepAlive(ctx, l.id, l.owner, cfg.TTLMs); op.Outcome == LeaseNotFound {
+			if op := c.KeepAlive(ctx, l.id, l.owner, cfg.TTLMs); op.Outcome == checker.OutLeaseNotFound {
 				reset()
 				continue
 			}
@@ -109,16 +110,16 @@ func runLeased(ctx context.Context, c *Client, cfg LinConfig, cleanup time.Durat
 				ops.status(ctx, name)
 			case p < 0.5 && ops.update != nil:
 				switch ops.update(ctx, name, l, tok).Outcome {
-				case NotHolder, LeaseNotFound, Failed:
+				case checker.OutNotHolder, checker.OutLeaseNotFound, checker.OutFailed:
 					delete(held, name)
-				case Ambiguous:
+				case checker.OutAmbiguous:
 					reset()
 				}
 			default:
 				switch ops.release(ctx, name, l, tok).Outcome {
-				case OK, NotHolder, LeaseNotFound, Failed:
+				case checker.OutOK, checker.OutNotHolder, checker.OutLeaseNotFound, checker.OutFailed:
 					delete(held, name)
-				case Ambiguous:
+				case checker.OutAmbiguous:
 					reset()
 				}
 			}
@@ -128,14 +129,14 @@ func runLeased(ctx context.Context, c *Client, cfg LinConfig, cleanup time.Durat
 			} else {
 				op := ops.acquire(ctx, name, l)
 				switch op.Outcome {
-				case OK:
+				case checker.OutOK:
 					held[name] = op.Token
-				case Ambiguous:
+				case checker.OutAmbiguous:
 					reset()
-				case LeaseNotFound:
+				case checker.OutLeaseNotFound:
 					l, ok = newLease()
 					held = map[string]uint64{}
-				case Unavailable:
+				case checker.OutUnavailable:
 					sleepCtx(ctx, 20*time.Millisecond) // that node is down; do not spin
 				}
 			}

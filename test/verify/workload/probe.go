@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/raftlock/raftlock/test/verify/checker"
 )
 
 // Hold takes lock with a new lease of ttlMs and keeps the lease alive until the returned
@@ -14,10 +16,10 @@ func Hold(ctx context.Context, c *Client, lock string, ttlMs int64) (abandon fun
 	for i := 0; ; i++ {
 		owner = "probe-holder"
 		op := c.CreateLease(ctx, ttlMs, owner)
-		if op.Outcome == OK {
+		if op.Outcome == checker.OutOK {
 			lease = op.Lease
 			a := c.AcquireLock(ctx, lock, lease, owner, 0, 0)
-			if a.Outcome == OK {
+			if a.Outcome == checker.OutOK {
 				break
 			}
 		}
@@ -47,7 +49,7 @@ func Probe(ctx context.Context, c *Client, lock string, ttlMs int64) (time.Durat
 	for i := 0; ctx.Err() == nil; i++ {
 		owner := fmt.Sprintf("probe.%d", i)
 		op := c.CreateLease(ctx, ttlMs, owner)
-		if op.Outcome != OK {
+		if op.Outcome != checker.OutOK {
 			sleepCtx(ctx, 25*time.Millisecond)
 			continue
 		}
@@ -62,17 +64,17 @@ func Probe(ctx context.Context, c *Client, lock string, ttlMs int64) (time.Durat
 				break
 			}
 			a := c.AcquireLock(ctx, lock, op.Lease, owner, 0, wait)
-			if a.Outcome == OK {
+			if a.Outcome == checker.OutOK {
 				elapsed := time.Since(start)
 				rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 				c.RevokeLease(rctx, op.Lease, owner)
 				cancel()
 				return elapsed, true
 			}
-			if a.Outcome == LeaseNotFound {
+			if a.Outcome == checker.OutLeaseNotFound {
 				break
 			}
-			if a.Outcome != WaitTimeout && a.Outcome != Held {
+			if a.Outcome != checker.OutWaitTimeout && a.Outcome != checker.OutHeld {
 				sleepCtx(ctx, 25*time.Millisecond)
 			}
 		}

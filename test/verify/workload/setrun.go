@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sort"
 	"time"
+
+	"github.com/raftlock/raftlock/test/verify/checker"
 )
 
 // SetsConfig configures a lockset worker (RunSets).
@@ -47,7 +49,7 @@ func RunSets(ctx context.Context, c *Client, cfg SetsConfig, cleanup time.Durati
 		for ctx.Err() == nil {
 			seq++
 			owner = fmt.Sprintf("%s%d.%d", c.Workload, c.Worker, seq)
-			if op := c.CreateLease(ctx, cfg.TTLMs, owner); op.Outcome == OK {
+			if op := c.CreateLease(ctx, cfg.TTLMs, owner); op.Outcome == checker.OutOK {
 				lease = op.Lease
 				return true
 			}
@@ -72,7 +74,7 @@ func RunSets(ctx context.Context, c *Client, cfg SetsConfig, cleanup time.Durati
 			names = append(names, n)
 		}
 		sort.Strings(names)
-		var outs []Outcome
+		var outs []string
 		if len(names) > 1 && rng.Float64() < 0.5 {
 			toks := make([]uint64, len(names))
 			for i, n := range names {
@@ -80,7 +82,7 @@ func RunSets(ctx context.Context, c *Client, cfg SetsConfig, cleanup time.Durati
 			}
 			op := c.ReleaseSet(ctx, names, toks, lease, owner)
 			outs = append(outs, op.Outcome)
-			if op.Outcome == NotHolder { // a maximum hold ended some: give back the rest
+			if op.Outcome == checker.OutNotHolder { // a maximum hold ended some: give back the rest
 				gone := map[string]bool{}
 				for _, n := range op.HeldNames {
 					gone[n] = true
@@ -98,7 +100,7 @@ func RunSets(ctx context.Context, c *Client, cfg SetsConfig, cleanup time.Durati
 		}
 		held = map[string]uint64{}
 		for _, o := range outs {
-			if o != OK && o != NotHolder {
+			if o != checker.OutOK && o != checker.OutNotHolder {
 				return false
 			}
 		}
@@ -112,7 +114,7 @@ func RunSets(ctx context.Context, c *Client, cfg SetsConfig, cleanup time.Durati
 	for ctx.Err() == nil {
 		if time.Since(lastKA) > 10*time.Second {
 			lastKA = time.Now()
-			if op := c.KeepAlive(ctx, lease, owner, cfg.TTLMs); op.Outcome == LeaseNotFound && !reset() {
+			if op := c.KeepAlive(ctx, lease, owner, cfg.TTLMs); op.Outcome == checker.OutLeaseNotFound && !reset() {
 				return
 			}
 		}
@@ -130,12 +132,12 @@ func RunSets(ctx context.Context, c *Client, cfg SetsConfig, cleanup time.Durati
 		if rng.Float64() < cfg.SetProb {
 			op := c.AcquireSet(ctx, names, lease, owner, cfg.WaitMs, maxHold, 0)
 			switch op.Outcome {
-			case OK:
+			case checker.OutOK:
 				for i, n := range op.Names {
 					held[n] = op.Tokens[i]
 				}
 				complete = true
-			case Deadlock, WaitTimeout, Held, Unavailable, Failed:
+			case checker.OutDeadlock, checker.OutWaitTimeout, checker.OutHeld, checker.OutUnavailable, checker.OutFailed:
 			default:
 				ok = false
 			}
@@ -146,12 +148,12 @@ func RunSets(ctx context.Context, c *Client, cfg SetsConfig, cleanup time.Durati
 					c.LockStatus(ctx, cfg.Locks[rng.Intn(len(cfg.Locks))])
 				}
 				op := c.AcquireHeld(ctx, n, lease, owner, cfg.WaitMs, maxHold, 0)
-				if op.Outcome == OK {
+				if op.Outcome == checker.OutOK {
 					held[n] = op.Token
 					continue
 				}
 				complete = false
-				if op.Outcome == Ambiguous || op.Outcome == LeaseNotFound {
+				if op.Outcome == checker.OutAmbiguous || op.Outcome == checker.OutLeaseNotFound {
 					ok = false
 				}
 				break

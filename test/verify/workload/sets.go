@@ -12,14 +12,8 @@ import (
 	"time"
 
 	"github.com/raftlock/raftlock/api"
+	"github.com/raftlock/raftlock/test/verify/checker"
 )
-
-// CycleStep is one step of a deadlock answer's cycle: the lease with fingerprint Lease
-// waits for Lock, held or asked for ahead of it by the next step's lease.
-type CycleStep struct {
-	Lease string `json:"lease"`
-	Lock  string `json:"lock"`
-}
 
 // fingerprint is the fingerprint the server shows for lease id ("" if id is not one),
 // computed from its definition in docs/DECISIONS.md ("Fingerprints, not lease IDs"):
@@ -42,16 +36,16 @@ var (
 
 // parseCycle reads the cycle out of a deadlock answer's message (fsm.DescribeCycle's
 // form): the first lease, then each lock and the lease it waits for there.
-func parseCycle(msg string) []CycleStep {
+func parseCycle(msg string) []checker.CycleStep {
 	head := cycleHead.FindStringSubmatch(msg)
 	steps := cycleStep.FindAllStringSubmatch(msg, -1)
 	if head == nil || len(steps) == 0 {
 		return nil
 	}
-	out := make([]CycleStep, len(steps))
+	out := make([]checker.CycleStep, len(steps))
 	lease := head[1]
 	for i, st := range steps {
-		out[i] = CycleStep{Lease: lease, Lock: st[1]}
+		out[i] = checker.CycleStep{Lease: lease, Lock: st[1]}
 		lease = st[2]
 	}
 	return out
@@ -78,16 +72,16 @@ func namesIn(msg string) []string {
 // ends without a release (0: no lock delay).
 func (c *Client) AcquireHeld(ctx context.Context, lock, lease, owner string, waitMs, maxHoldMs, lockDelayMs int64) Op {
 	n := c.node()
-	op := Op{Kind: Acquire, Node: n, Lock: lock, Lease: lease, Owner: owner, WaitMs: waitMs, MaxHoldMs: maxHoldMs, LockDelayMs: lockDelayMs, Call: c.Rec.Clock.Now()}
+	op := Op{Kind: checker.KindAcquire, Node: n, Lock: lock, Lease: lease, Owner: owner, WaitMs: waitMs, MaxHoldMs: maxHoldMs, LockDelayMs: lockDelayMs, Call: c.Rec.Clock.Now()}
 	r := c.send(ctx, c.Endpoints[n], http.MethodPut, "/v1/locks/"+lock,
 		api.AcquireRequest{LeaseID: lease, WaitMs: waitMs, Owner: owner, MaxHoldMs: maxHoldMs, LockDelayMs: lockDelayMs}, 0, time.Duration(waitMs)*time.Millisecond)
 	var g api.Grant
 	decode(&r, "grant", &g)
-	if r.outcome == OK && g.Token == 0 {
-		r.outcome, r.err = Ambiguous, fmt.Sprintf("bad grant answer %q", r.body)
+	if r.outcome == checker.OutOK && g.Token == 0 {
+		r.outcome, r.err = checker.OutAmbiguous, fmt.Sprintf("bad grant answer %q", r.body)
 	}
 	op.Token = g.Token
-	if r.outcome == Deadlock {
+	if r.outcome == checker.OutDeadlock {
 		op.Cycle = parseCycle(r.msg)
 	}
 	return c.record(op, r)
@@ -100,27 +94,27 @@ func (c *Client) AcquireSet(ctx context.Context, names []string, lease, owner st
 	names = append([]string(nil), names...)
 	sort.Strings(names)
 	n := c.node()
-	op := Op{Kind: LockSet, Node: n, Names: names, Lease: lease, Owner: owner, WaitMs: waitMs, MaxHoldMs: maxHoldMs, LockDelayMs: lockDelayMs, Call: c.Rec.Clock.Now()}
+	op := Op{Kind: checker.KindLockSet, Node: n, Names: names, Lease: lease, Owner: owner, WaitMs: waitMs, MaxHoldMs: maxHoldMs, LockDelayMs: lockDelayMs, Call: c.Rec.Clock.Now()}
 	r := c.send(ctx, c.Endpoints[n], http.MethodPost, "/v1/locksets",
 		api.LockSetRequest{Names: names, LeaseID: lease, WaitMs: waitMs, Owner: owner, MaxHoldMs: maxHoldMs, LockDelayMs: lockDelayMs}, 0, time.Duration(waitMs)*time.Millisecond)
 	var g api.LockSetGrant
 	decode(&r, "lockset", &g)
 	switch r.outcome {
-	case OK:
+	case checker.OutOK:
 		tok := map[string]uint64{}
 		for _, lt := range g.Locks {
 			tok[lt.Name] = lt.Token
 		}
 		for _, name := range names {
 			if tok[name] == 0 {
-				r.outcome, r.err = Ambiguous, fmt.Sprintf("lockset answer without %s: %q", name, r.body)
+				r.outcome, r.err = checker.OutAmbiguous, fmt.Sprintf("lockset answer without %s: %q", name, r.body)
 				break
 			}
 			op.Tokens = append(op.Tokens, tok[name])
 		}
-	case Held:
+	case checker.OutHeld:
 		op.HeldNames = namesIn(r.msg)
-	case Deadlock:
+	case checker.OutDeadlock:
 		op.Cycle = parseCycle(r.msg)
 	}
 	return c.record(op, r)
@@ -129,13 +123,13 @@ func (c *Client) AcquireSet(ctx context.Context, names []string, lease, owner st
 // ReleaseSet gives back the locks names, held by lease with tokens, in one commit.
 func (c *Client) ReleaseSet(ctx context.Context, names []string, tokens []uint64, lease, owner string) Op {
 	n := c.node()
-	op := Op{Kind: LockSetRelease, Node: n, Names: names, Tokens: tokens, Lease: lease, Owner: owner, Call: c.Rec.Clock.Now()}
+	op := Op{Kind: checker.KindLockSetRelease, Node: n, Names: names, Tokens: tokens, Lease: lease, Owner: owner, Call: c.Rec.Clock.Now()}
 	req := api.LockSetRelease{LeaseID: lease}
 	for i, name := range names {
 		req.Locks = append(req.Locks, api.LockToken{Name: name, Token: tokens[i]})
 	}
 	r := c.send(ctx, c.Endpoints[n], http.MethodDelete, "/v1/locksets", req, 0, 0)
-	if r.outcome == NotHolder {
+	if r.outcome == checker.OutNotHolder {
 		op.HeldNames = namesIn(r.msg)
 	}
 	return c.record(op, r)
