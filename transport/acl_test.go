@@ -38,14 +38,7 @@ func callAs(t testing.TB, token, method, url, body string, out any) (int, string
 func startACLCluster(t testing.TB) *testcluster.InProcess {
 	c := testcluster.StartInProcessWith(t, 3, nil, func(i int, cfg *transport.Config) { cfg.ACL = true })
 	// ACLs need protocol version 2, which the leader raises once every member registered.
-	c.WaitFor(30e9, "protocol version 2", func() bool {
-		for _, n := range c.Nodes {
-			if n.FSM().Version() < 2 {
-				return false
-			}
-		}
-		return true
-	})
+	waitVersion(c, 2)
 	return c
 }
 

@@ -19,14 +19,7 @@ func TestACL_PerIdentityCaps(t *testing.T) {
 	c := testcluster.StartInProcessWith(t, 3, nil, func(i int, cfg *transport.Config) {
 		cfg.ACL, cfg.MaxHeldPerIdentity, cfg.MaxStreamsPerIdentity = true, 2, 2
 	})
-	c.WaitFor(30e9, "protocol version 2", func() bool {
-		for _, n := range c.Nodes {
-			if n.FSM().Version() < 2 {
-				return false
-			}
-		}
-		return true
-	})
+	waitVersion(c, 2)
 	pol := `{"rules":[{"prefix":"jobs/","access":"lock"}]}`
 	m, toks := aclSetup(t, c, map[string]string{"a": pol, "b": pol})
 	fi := c.Follower()

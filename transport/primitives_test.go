@@ -19,15 +19,21 @@ import (
 func startV2(t *testing.T) *testcluster.InProcess {
 	t.Helper()
 	c := testcluster.StartInProcess(t, 3, nil)
-	c.WaitFor(30*time.Second, "protocol version 2", func() bool {
+	waitVersion(c, 2)
+	return c
+}
+
+// waitVersion waits until every node of c runs protocol version v or a later one; the
+// leader raises the version only once every member registered, so this can take a while.
+func waitVersion(c *testcluster.InProcess, v uint64) {
+	c.WaitFor(30*time.Second, fmt.Sprintf("protocol version %d", v), func() bool {
 		for _, n := range c.Nodes {
-			if n.FSM().Version() < 2 {
+			if n.FSM().Version() < v {
 				return false
 			}
 		}
 		return true
 	})
-	return c
 }
 
 type grantResult[T any] struct {

@@ -12,7 +12,6 @@ import (
 
 	"github.com/raftlock/raftlock/api"
 	"github.com/raftlock/raftlock/test/rawhttp"
-	"github.com/raftlock/raftlock/test/testcluster"
 	"github.com/raftlock/raftlock/test/testkit"
 	"github.com/raftlock/raftlock/transport"
 )
@@ -100,16 +99,8 @@ func TestUI_NoHTMLFromData(t *testing.T) {
 func TestOverview_LocksNodesLeasesAndCounters(t *testing.T) {
 	doc := oaDoc(t)
 	router := newOARouter(t, doc)
-	c := testcluster.StartInProcess(t, 3, nil)
 	// Grant times come from the lock histories, which protocol version 2 keeps.
-	c.WaitFor(30*time.Second, "protocol version 2", func() bool {
-		for _, n := range c.Nodes {
-			if n.FSM().Version() < 2 {
-				return false
-			}
-		}
-		return true
-	})
+	c := startV2(t)
 	c.WaitForwarding()
 	f := c.URL(c.Follower())
 
