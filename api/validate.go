@@ -95,11 +95,8 @@ func ValidatePrefix(prefix string) *Error {
 // ValidateOwner checks an owner label: at most MaxOwnerLen bytes of UTF-8 without control
 // characters.
 func ValidateOwner(owner string) *Error {
-	if len(owner) > MaxOwnerLen {
-		return Errorf(CodeInvalidArgument, "owner is %d bytes; at most %d are allowed", len(owner), MaxOwnerLen)
-	}
-	if !utf8.ValidString(owner) {
-		return Errorf(CodeInvalidArgument, "owner is not valid UTF-8")
+	if e := validateText("owner", owner, MaxOwnerLen); e != nil {
+		return e
 	}
 	for _, r := range owner {
 		if unicode.IsControl(r) {
@@ -183,11 +180,17 @@ func ValidateSemaphoreLimit(limit int64) *Error {
 // ValidateElectionValue checks a leader's published value: at most MaxElectionValueLen
 // bytes of UTF-8. Control characters are allowed, so a value may be a JSON document.
 func ValidateElectionValue(v string) *Error {
-	if len(v) > MaxElectionValueLen {
-		return Errorf(CodeInvalidArgument, "value is %d bytes; at most %d are allowed", len(v), MaxElectionValueLen)
+	return validateText("value", v, MaxElectionValueLen)
+}
+
+// validateText holds the rules the owner and an election's value share: at most maxLen
+// bytes, and valid UTF-8. field names the request field in the error.
+func validateText(field, s string, maxLen int) *Error {
+	if len(s) > maxLen {
+		return Errorf(CodeInvalidArgument, "%s is %d bytes; at most %d are allowed", field, len(s), maxLen)
 	}
-	if !utf8.ValidString(v) {
-		return Errorf(CodeInvalidArgument, "value is not valid UTF-8")
+	if !utf8.ValidString(s) {
+		return Errorf(CodeInvalidArgument, "%s is not valid UTF-8", field)
 	}
 	return nil
 }

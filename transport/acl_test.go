@@ -35,17 +35,20 @@ func callAs(t testing.TB, token, method, url, body string, out any) (int, string
 	return a.Status, ""
 }
 
+// startACLCluster starts three in-process nodes with ACLs on, once they can serve ACLs.
 func startACLCluster(t testing.TB) *testcluster.InProcess {
-	c := testcluster.StartInProcessWith(t, 3, nil, func(i int, cfg *transport.Config) { cfg.ACL = true })
-	// ACLs need protocol version 2, which the leader raises once every member registered.
-	c.WaitFor(30e9, "protocol version 2", func() bool {
-		for _, n := range c.Nodes {
-			if n.FSM().Version() < 2 {
-				return false
-			}
-		}
-		return true
+	return startACLClusterWith(t, func(*transport.Config) {})
+}
+
+// startACLClusterWith is startACLCluster with tune applied to every node's configuration,
+// for the tests of a limit that only applies with ACLs on.
+func startACLClusterWith(t testing.TB, tune func(cfg *transport.Config)) *testcluster.InProcess {
+	c := testcluster.StartInProcessWith(t, 3, nil, func(i int, cfg *transport.Config) {
+		cfg.ACL = true
+		tune(cfg)
 	})
+	// ACLs need protocol version 2, which the leader raises once every member registered.
+	waitVersion(c, 2)
 	return c
 }
 

@@ -8,7 +8,6 @@ import (
 
 	"github.com/raftlock/raftlock/api"
 	"github.com/raftlock/raftlock/test/rawhttp"
-	"github.com/raftlock/raftlock/test/testcluster"
 	"github.com/raftlock/raftlock/transport"
 )
 
@@ -16,16 +15,8 @@ import (
 // (here 2 of each) it gets 429 too_many_requests with Retry-After, changing nothing (no
 // waiter queued), while another token still gets both.
 func TestACL_PerIdentityCaps(t *testing.T) {
-	c := testcluster.StartInProcessWith(t, 3, nil, func(i int, cfg *transport.Config) {
-		cfg.ACL, cfg.MaxHeldPerIdentity, cfg.MaxStreamsPerIdentity = true, 2, 2
-	})
-	c.WaitFor(30e9, "protocol version 2", func() bool {
-		for _, n := range c.Nodes {
-			if n.FSM().Version() < 2 {
-				return false
-			}
-		}
-		return true
+	c := startACLClusterWith(t, func(cfg *transport.Config) {
+		cfg.MaxHeldPerIdentity, cfg.MaxStreamsPerIdentity = 2, 2
 	})
 	pol := `{"rules":[{"prefix":"jobs/","access":"lock"}]}`
 	m, toks := aclSetup(t, c, map[string]string{"a": pol, "b": pol})

@@ -17,14 +17,7 @@ import (
 // lock outside your prefixes", and never name secret/payroll; an admin's history does.
 func TestACL_DeadlockNamesOnlyReadableLocks(t *testing.T) {
 	c := startACLCluster(t)
-	c.WaitFor(30e9, "protocol version 3", func() bool {
-		for _, n := range c.Nodes {
-			if n.FSM().Version() < 3 {
-				return false
-			}
-		}
-		return true
-	})
+	waitVersion(c, 3)
 	m, toks := aclSetup(t, c, map[string]string{"a-lock": `{"rules":[{"prefix":"a/","access":"lock"}]}`, "a-read": `{"rules":[{"prefix":"a/","access":"read"}]}`})
 	l := c.URL(c.Leader(10e9))
 	as := func(token string) rawhttp.Client {

@@ -16,6 +16,19 @@ func codeOf(err error) string {
 	return ""
 }
 
+// refused reports whether a decoder refused its input, failing t unless the refusal is an
+// API error with a 4xx status: no input a client sends may look like the server's fault.
+func refused(t *testing.T, err error) bool {
+	t.Helper()
+	if err == nil {
+		return false
+	}
+	if s := api.Status(codeOf(err)); s < 400 || s >= 500 {
+		t.Fatalf("error %v maps to status %d", err, s)
+	}
+	return true
+}
+
 func TestDecodeAcquire(t *testing.T) {
 	lease := strings.Repeat("ab", 16)
 	cases := []struct {
@@ -75,10 +88,7 @@ func FuzzDecodeAcquire(f *testing.F) {
 	f.Add("", []byte(`{} x`))
 	f.Fuzz(func(t *testing.T, name string, body []byte) {
 		req, err := decodeAcquire(name, body)
-		if err != nil {
-			if s := api.Status(codeOf(err)); s < 400 || s >= 500 {
-				t.Fatalf("error %v maps to status %d", err, s)
-			}
+		if refused(t, err) {
 			return
 		}
 		if api.ValidateName(req.Name) != nil || req.Wait < 0 || (req.NewLease && (ms(req.TTL) < api.MinTTLMs || ms(req.TTL) > api.MaxTTLMs)) {
@@ -92,10 +102,7 @@ func FuzzDecodeRelease(f *testing.F) {
 	f.Add([]byte(`{"lease_id":"abababababababababababababababab","token":3}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		_, token, err := decodeRelease("x", body)
-		if err != nil {
-			if s := api.Status(codeOf(err)); s < 400 || s >= 500 {
-				t.Fatalf("error %v maps to status %d", err, s)
-			}
+		if refused(t, err) {
 			return
 		}
 		if token == 0 {
@@ -167,10 +174,7 @@ func FuzzDecodeSemaphoreAcquire(f *testing.F) {
 	f.Add("a/b", []byte(`{"limit":1,"lease_id":"abababababababababababababababab"}`))
 	f.Fuzz(func(t *testing.T, name string, body []byte) {
 		req, err := decodeSemaphoreAcquire(name, body)
-		if err != nil {
-			if s := api.Status(codeOf(err)); s < 400 || s >= 500 {
-				t.Fatalf("error %v maps to status %d", err, s)
-			}
+		if refused(t, err) {
 			return
 		}
 		if api.ValidateName(req.Name) != nil || req.Limit < 1 || req.Limit > api.MaxSemaphoreLimit || req.Wait < 0 || (req.NewLease && (ms(req.TTL) < api.MinTTLMs || ms(req.TTL) > api.MaxTTLMs)) {
@@ -185,10 +189,7 @@ func FuzzDecodeCampaign(f *testing.F) {
 	f.Add("e", []byte(`{"value":"v","lease_id":"abababababababababababababababab","token":3}`))
 	f.Fuzz(func(t *testing.T, name string, body []byte) {
 		req, err := decodeCampaign(name, body)
-		if err != nil {
-			if s := api.Status(codeOf(err)); s < 400 || s >= 500 {
-				t.Fatalf("error %v maps to status %d", err, s)
-			}
+		if refused(t, err) {
 			return
 		}
 		if api.ValidateName(req.Name) != nil || len(req.Value) > api.MaxElectionValueLen || req.Wait < 0 || req.Token != 0 && (req.NewLease || req.Wait > 0) {

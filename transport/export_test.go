@@ -23,3 +23,6 @@ func StreamCheck(acl ACLStore, r *http.Request, prefix string) func() error {
 		return err
 	}
 }
+
+// APIRequest is apiRequest, for the tests outside the package.
+var APIRequest = apiRequest

@@ -16,19 +16,8 @@ import (
 func TestACL_HistoryAndEvents(t *testing.T) {
 	c := startACLCluster(t)
 	f := c.URL(c.Follower())
-	var mgmt api.ACLToken
-	if st, code := callAs(t, "", "POST", f+"/v1/acl/bootstrap", "", &mgmt); st != 200 {
-		t.Fatalf("bootstrap: %d %s", st, code)
-	}
-	m := mgmt.SecretID
-	if st, code := callAs(t, m, "PUT", f+"/v1/acl/policies/jobs-read", `{"rules":[{"prefix":"jobs/","access":"read"},{"prefix":"jobs/secret/","access":"deny"}]}`, nil); st != 200 {
-		t.Fatalf("policy: %d %s", st, code)
-	}
-	var tok api.ACLToken
-	if st, code := callAs(t, m, "POST", f+"/v1/acl/tokens", `{"policies":["jobs-read"]}`, &tok); st != 200 {
-		t.Fatalf("token: %d %s", st, code)
-	}
-	ro := tok.SecretID
+	m, toks := aclSetup(t, c, map[string]string{"jobs-read": `{"rules":[{"prefix":"jobs/","access":"read"},{"prefix":"jobs/secret/","access":"deny"}]}`})
+	ro := toks["jobs-read"]
 	// A stream is served by the node it is sent to, from its own state: wait until the
 	// follower has applied the token (a forward would have to buffer the stream).
 	fi := c.Follower()

@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/raftlock/raftlock/test/testcluster"
 	"github.com/raftlock/raftlock/transport"
 )
 
@@ -14,17 +13,7 @@ import (
 // streams still count against its identity's cap (here the anonymous identity's 2). With
 // TLS off nothing proves a node, so the hop count exempts nobody from a cap.
 func TestACL_ClientHopHeaderLiftsNoCap(t *testing.T) {
-	c := testcluster.StartInProcessWith(t, 3, nil, func(i int, cfg *transport.Config) {
-		cfg.ACL, cfg.MaxStreamsPerIdentity = true, 2
-	})
-	c.WaitFor(30e9, "protocol version 2", func() bool {
-		for _, n := range c.Nodes {
-			if n.FSM().Version() < 2 {
-				return false
-			}
-		}
-		return true
-	})
+	c := startACLClusterWith(t, func(cfg *transport.Config) { cfg.MaxStreamsPerIdentity = 2 })
 	m, _ := aclSetup(t, c, nil)
 	l := c.URL(c.Leader(10e9))
 	if st, code := callAs(t, m, "PUT", l+"/v1/acl/policies/anonymous", `{"rules":[{"prefix":"jobs/","access":"read"}]}`, nil); st != 200 {

@@ -45,14 +45,24 @@ func (h lockRoutes) acquire(w http.ResponseWriter, r *http.Request) (call, error
 	if err != nil {
 		return call{}, err
 	}
-	return call{body: body, need: accessLock, name: req.Name, leases: usedLeases(req.NewLease, req.Lease), requestID: implicitRequest(req.NewLease, req.RequestID), wait: req.Wait, traced: true, idempotent: !req.NewLease || req.RequestID != "", do: func(ctx context.Context) (any, error) {
+	c := acquireCall(body, req.Name, req.Holder, func(ctx context.Context) (any, error) {
 		g, err := h.locks.Acquire(ctx, req)
 		mode := api.ModeExclusive
 		if g.Shared {
 			mode = api.ModeShared
 		}
 		return api.Grant{Name: g.Name, Token: g.Token, LeaseID: g.Lease.String(), TTLMs: ms(g.TTL), Owner: g.Owner, Mode: mode}, err
-	}}, nil
+	})
+	c.traced = true
+	return c, nil
+}
+
+// acquireCall is the call of a request that takes name for holder h (a lock, a lockset,
+// a permit, a leadership): it needs lock rights, acts on the lease h names or on the one
+// its request_id stands for, may wait h.Wait, and is safe to retry unless it draws a new
+// lease that no request_id finds again.
+func acquireCall(body []byte, name string, h cluster.Holder, do func(context.Context) (any, error)) call {
+	return call{body: body, need: accessLock, name: name, leases: usedLeases(h.NewLease, h.Lease), requestID: implicitRequest(h.NewLease, h.RequestID), wait: h.Wait, idempotent: !h.NewLease || h.RequestID != "", do: do}
 }
 
 // usedLeases returns the existing lease an acquiring call names, for call.leases: its

@@ -49,7 +49,7 @@ func (h lockSetRoutes) acquire(w http.ResponseWriter, r *http.Request) (call, er
 	}
 	// serve authorizes the caller on every name, binds the lease to its creator and
 	// refuses another token's lease, as for a single acquire.
-	return call{body: body, need: accessLock, name: req.Names[0], more: req.Names[1:], leases: usedLeases(req.NewLease, req.Lease), requestID: implicitRequest(req.NewLease, req.RequestID), wait: req.Wait, traced: true, idempotent: !req.NewLease || req.RequestID != "", do: func(ctx context.Context) (any, error) {
+	c := acquireCall(body, req.Names[0], req.Holder, func(ctx context.Context) (any, error) {
 		g, err := h.sets.AcquireSet(ctx, req)
 		if err != nil {
 			return nil, err
@@ -62,7 +62,9 @@ func (h lockSetRoutes) acquire(w http.ResponseWriter, r *http.Request) (call, er
 			out.Locks = append(out.Locks, api.LockToken{Name: lt.Name, Token: lt.Token})
 		}
 		return out, nil
-	}}, nil
+	})
+	c.more, c.traced = req.Names[1:], true
+	return c, nil
 }
 
 func (h lockSetRoutes) release(w http.ResponseWriter, r *http.Request) (call, error) {

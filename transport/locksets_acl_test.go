@@ -14,19 +14,8 @@ func TestACL_LockSetNeedsLockRightsOnEveryName(t *testing.T) {
 	c := startACLCluster(t)
 	c.WaitFor(30*time.Second, "protocol version 3", func() bool { return c.Nodes[0].FSM().Version() >= 3 })
 	f := c.URL(c.Follower())
-	var mgmt api.ACLToken
-	if st, code := callAs(t, "", "POST", f+"/v1/acl/bootstrap", "", &mgmt); st != 200 {
-		t.Fatalf("bootstrap: %d %s", st, code)
-	}
-	m := mgmt.SecretID
-	if st, code := callAs(t, m, "PUT", f+"/v1/acl/policies/jobs-lock", `{"rules":[{"prefix":"jobs/","access":"lock"},{"prefix":"other/","access":"read"}]}`, nil); st != 200 {
-		t.Fatalf("policy: %d %s", st, code)
-	}
-	var tok api.ACLToken
-	if st, code := callAs(t, m, "POST", f+"/v1/acl/tokens", `{"policies":["jobs-lock"]}`, &tok); st != 200 {
-		t.Fatalf("token: %d %s", st, code)
-	}
-	rw := tok.SecretID
+	_, toks := aclSetup(t, c, map[string]string{"jobs-lock": `{"rules":[{"prefix":"jobs/","access":"lock"},{"prefix":"other/","access":"read"}]}`})
+	rw := toks["jobs-lock"]
 	if st, code := callAs(t, rw, "POST", f+"/v1/locksets", `{"names":["jobs/a","other/b"],"ttl_ms":60000}`, nil); st != 403 || code != api.CodePermissionDenied {
 		t.Fatalf("a set with a name the token may only read: %d %s", st, code)
 	}

@@ -79,7 +79,7 @@ func newOARouter(t *testing.T, doc *openapi3.T) *oaRouter {
 
 // operation returns the documented operation a request reaches, or an error.
 func (r *oaRouter) operation(method, target string) (*openapi3.Operation, string, error) {
-	req := apiRequest(method, target, nil)
+	req := transport.APIRequest(method, target, nil)
 	_, pattern := r.mux.Handler(req)
 	if pattern == "" {
 		return nil, "", fmt.Errorf("%s %s matches no route", method, target)
@@ -185,7 +185,7 @@ func TestOpenAPI_DescribesEveryRoute(t *testing.T) {
 
 func TestOpenAPI_ServedAtV1OpenAPIJSON(t *testing.T) {
 	rec := httptest.NewRecorder()
-	oaServer(t).Handler().ServeHTTP(rec, apiRequest("GET", "/v1/openapi.json", nil))
+	oaServer(t).Handler().ServeHTTP(rec, transport.APIRequest("GET", "/v1/openapi.json", nil))
 	if rec.Code != 200 || !strings.HasPrefix(rec.Header().Get("Content-Type"), "application/json") {
 		t.Fatalf("GET /v1/openapi.json: %d %q", rec.Code, rec.Header().Get("Content-Type"))
 	}

@@ -74,10 +74,10 @@ func (h semaphoreRoutes) acquire(w http.ResponseWriter, r *http.Request) (call, 
 	if err != nil {
 		return call{}, err
 	}
-	return call{body: body, need: accessLock, name: req.Name, leases: usedLeases(req.NewLease, req.Lease), requestID: implicitRequest(req.NewLease, req.RequestID), wait: req.Wait, idempotent: !req.NewLease || req.RequestID != "", do: func(ctx context.Context) (any, error) {
+	return acquireCall(body, req.Name, req.Holder, func(ctx context.Context) (any, error) {
 		g, err := h.semaphores.Acquire(ctx, req)
 		return api.SemaphoreGrant{Name: g.Name, Token: g.Token, LeaseID: g.Lease.String(), TTLMs: ms(g.TTL), Owner: g.Owner, Limit: int64(g.Limit)}, err
-	}}, nil
+	}), nil
 }
 
 func (h semaphoreRoutes) release(w http.ResponseWriter, r *http.Request) (call, error) {
@@ -95,10 +95,10 @@ func (h electionRoutes) campaign(w http.ResponseWriter, r *http.Request) (call, 
 	if err != nil {
 		return call{}, err
 	}
-	return call{body: body, need: accessLock, name: req.Name, leases: usedLeases(req.NewLease, req.Lease), requestID: implicitRequest(req.NewLease, req.RequestID), wait: req.Wait, idempotent: !req.NewLease || req.RequestID != "", do: func(ctx context.Context) (any, error) {
+	return acquireCall(body, req.Name, req.Holder, func(ctx context.Context) (any, error) {
 		g, err := h.elections.Campaign(ctx, req)
 		return api.ElectionGrant{Name: g.Name, Token: g.Token, LeaseID: g.Lease.String(), TTLMs: ms(g.TTL), Owner: g.Owner, Value: g.Value, ModifyIndex: g.ModifyIndex}, err
-	}}, nil
+	}), nil
 }
 
 func (h electionRoutes) resign(w http.ResponseWriter, r *http.Request) (call, error) {

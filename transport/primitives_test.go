@@ -19,15 +19,21 @@ import (
 func startV2(t *testing.T) *testcluster.InProcess {
 	t.Helper()
 	c := testcluster.StartInProcess(t, 3, nil)
-	c.WaitFor(30*time.Second, "protocol version 2", func() bool {
+	waitVersion(c, 2)
+	return c
+}
+
+// waitVersion waits until every node of c runs protocol version v or a later one; the
+// leader raises the version only once every member registered, so this can take a while.
+func waitVersion(c *testcluster.InProcess, v uint64) {
+	c.WaitFor(30*time.Second, fmt.Sprintf("protocol version %d", v), func() bool {
 		for _, n := range c.Nodes {
-			if n.FSM().Version() < 2 {
+			if n.FSM().Version() < v {
 				return false
 			}
 		}
 		return true
 	})
-	return c
 }
 
 type grantResult[T any] struct {
@@ -247,27 +253,11 @@ func TestAPI_ElectionLifecycle(t *testing.T) {
 func TestACL_PrimitivesFollowNameRules(t *testing.T) {
 	c := startACLCluster(t)
 	f := c.URL(c.Follower())
-	var mgmt api.ACLToken
-	if st, code := callAs(t, "", "POST", f+"/v1/acl/bootstrap", "", &mgmt); st != 200 {
-		t.Fatalf("bootstrap: %d %s", st, code)
-	}
-	m := mgmt.SecretID
-	for _, p := range []struct{ name, body string }{
-		{"jobs-read", `{"rules":[{"prefix":"jobs/","access":"read"}]}`},
-		{"jobs-lock", `{"rules":[{"prefix":"jobs/","access":"lock"}]}`},
-	} {
-		if st, code := callAs(t, m, "PUT", f+"/v1/acl/policies/"+p.name, p.body, nil); st != 200 {
-			t.Fatalf("policy %s: %d %s", p.name, st, code)
-		}
-	}
-	token := func(policy string) string {
-		var tok api.ACLToken
-		if st, code := callAs(t, m, "POST", f+"/v1/acl/tokens", `{"policies":["`+policy+`"]}`, &tok); st != 200 {
-			t.Fatalf("token: %d %s", st, code)
-		}
-		return tok.SecretID
-	}
-	ro, rw := token("jobs-read"), token("jobs-lock")
+	m, toks := aclSetup(t, c, map[string]string{
+		"jobs-read": `{"rules":[{"prefix":"jobs/","access":"read"}]}`,
+		"jobs-lock": `{"rules":[{"prefix":"jobs/","access":"lock"}]}`,
+	})
+	ro, rw := toks["jobs-read"], toks["jobs-lock"]
 	var sg api.SemaphoreGrant
 	if st, code := callAs(t, rw, "PUT", f+"/v1/semaphores/jobs/s", `{"limit":1}`, &sg); st != 200 {
 		t.Fatalf("semaphore with a lock token: %d %s", st, code)

@@ -12,7 +12,6 @@ import (
 
 	"github.com/raftlock/raftlock/api"
 	"github.com/raftlock/raftlock/test/rawhttp"
-	"github.com/raftlock/raftlock/test/testcluster"
 	"github.com/raftlock/raftlock/test/testkit"
 	"github.com/raftlock/raftlock/transport"
 )
@@ -29,7 +28,7 @@ func TestUI_FilesContentTypesAndCSP(t *testing.T) {
 		{"/ui/favicon.svg", "image/svg+xml"},
 	} {
 		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, apiRequest("GET", c.path, nil))
+		h.ServeHTTP(rec, transport.APIRequest("GET", c.path, nil))
 		if rec.Code != 200 || rec.Header().Get("Content-Type") != c.ctype {
 			t.Errorf("GET %s: %d %q, want 200 %q", c.path, rec.Code, rec.Header().Get("Content-Type"), c.ctype)
 		}
@@ -43,13 +42,13 @@ func TestUI_FilesContentTypesAndCSP(t *testing.T) {
 	}
 	for _, p := range []string{"/ui/nope.html", "/ui/doc.go", "/ui/ui/app.js", "/ui/../server.go"} {
 		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, apiRequest("GET", p, nil))
+		h.ServeHTTP(rec, transport.APIRequest("GET", p, nil))
 		if rec.Code == 200 || strings.Contains(rec.Body.String(), "package transport") {
 			t.Errorf("GET %s: %d, want no file", p, rec.Code)
 		}
 	}
 	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, apiRequest("GET", "/ui", nil))
+	h.ServeHTTP(rec, transport.APIRequest("GET", "/ui", nil))
 	if rec.Code/100 != 3 || rec.Header().Get("Location") != "/ui/" {
 		t.Errorf("GET /ui: %d %q, want a redirect to /ui/", rec.Code, rec.Header().Get("Location"))
 	}
@@ -100,16 +99,8 @@ func TestUI_NoHTMLFromData(t *testing.T) {
 func TestOverview_LocksNodesLeasesAndCounters(t *testing.T) {
 	doc := oaDoc(t)
 	router := newOARouter(t, doc)
-	c := testcluster.StartInProcess(t, 3, nil)
 	// Grant times come from the lock histories, which protocol version 2 keeps.
-	c.WaitFor(30*time.Second, "protocol version 2", func() bool {
-		for _, n := range c.Nodes {
-			if n.FSM().Version() < 2 {
-				return false
-			}
-		}
-		return true
-	})
+	c := startV2(t)
 	c.WaitForwarding()
 	f := c.URL(c.Follower())
 
