@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/raftlock/raftlock/api"
 	"github.com/raftlock/raftlock/test/rawhttp"
@@ -40,13 +41,19 @@ func aclSetup(t testing.TB, c *testcluster.InProcess, policies map[string]string
 func TestACL_CursorsRevealNothingUnreadable(t *testing.T) {
 	c := startACLCluster(t)
 	m, toks := aclSetup(t, c, map[string]string{"a-read": `{"rules":[{"prefix":"a/","access":"read"}]}`})
-	f := c.URL(c.Follower())
+	fi := c.Follower()
+	f := c.URL(fi)
 	names := []string{"a/1", "a/2", "b/x", "secret/k1", "secret/k2", "secret/k3", "a/3", "z/last"}
 	for _, n := range names {
 		if st, code := callAs(t, m, "PUT", f+"/v1/locks/"+n, `{"ttl_ms":60000}`, nil); st != 200 {
 			t.Fatalf("acquire %s: %d %s", n, st, code)
 		}
 	}
+	// The overview reads the answering node's applied state, and a follower learns of a
+	// commit with the leader's next message: on a loaded machine its overview once lacked
+	// a/3 well after the acquire was answered. Wait until it has applied what the leader has.
+	applied := c.Nodes[c.Leader(10*time.Second)].Status().AppliedIndex
+	c.WaitFor(10*time.Second, "the follower to apply every acquire", func() bool { return c.Nodes[fi].Status().AppliedIndex >= applied })
 	ro := toks["a-read"]
 	// The walk of the issue: prefix secret/, one at a time.
 	var page api.LockList
