@@ -32,7 +32,7 @@ const (
 
 // handedOut holds the ports this process has picked already. A port FreeAddr returns is
 // free again once it returns, and until its server binds it a second pick may choose it:
-// three nodes of one test cluster were once given the same Raft address ("found duplicate
+// two nodes of one test cluster were once given the same Raft address ("found duplicate
 // address in configuration") on a loaded machine. Picking each port once per process
 // rules that out; other processes still bind for themselves and fail on a taken port.
 var handedOut = struct {
