@@ -48,7 +48,15 @@ type (
 	LockDetail = fsm.LockDetail
 	// Holding is one grant of a lock or one permit of a semaphore: lease, token, owner.
 	Holding = fsm.Holding
+	// Quotas are an identity's quotas: leases, grants and waits (protocol version 5).
+	Quotas = fsm.Quotas
+	// UsageView is an identity's use of the cluster beside its quotas.
+	UsageView = fsm.UsageView
 )
+
+// CallerAnonymous is the identity of callers without a token when ACLs are on: they share
+// one set of quotas.
+const CallerAnonymous = fsm.CallerAnonymous
 
 // The rights of Access.
 const (

@@ -243,7 +243,7 @@ func (s *state) refuseCycle(c *Command, l *lease, names []string, shared bool, r
 	r.Status, r.Cycle = StatusDeadlock, cycle
 	detail := DescribeCycle(cycle)
 	for _, name := range names {
-		s.record(name, HistoryEvent{Kind: HistoryDeadlock, Lease: l.fingerprint(), Owner: c.Owner, Detail: detail})
+		s.record(name, l, HistoryEvent{Kind: HistoryDeadlock, Lease: l.fingerprint(), Owner: c.Owner, Detail: detail})
 	}
 	return true
 }

@@ -106,7 +106,7 @@ func (s *state) campaign(index uint64, c *Command, r *Result) {
 	if el != nil {
 		queueLen = el.queue.len
 	}
-	if s.primQuota(c, l, leads || waiting, queueLen, r) {
+	if s.primQuota(c, l, leads || waiting, el == nil || usurp, queueLen, r) {
 		return
 	}
 	l = s.leaseFor(c, l)
@@ -118,7 +118,7 @@ func (s *state) campaign(index uint64, c *Command, r *Result) {
 			s.elections[c.Name] = el
 		}
 		el.leader, el.token, el.owner, el.value, el.modify = l.id, index, c.Owner, c.Value, index
-		addName(&l.usePrims().leads, c.Name)
+		s.took(l, &l.usePrims().leads, c.Name)
 		s.notify(Event{Kind: EventLockChanged, Space: SpaceElection, Name: c.Name, Index: index})
 	case leads:
 		// Proclaim: the value changes, the leadership (and its token) does not.
@@ -157,7 +157,7 @@ func (s *state) resign(index uint64, c *Command, r *Result) {
 // dropLeader ends el's leadership and elects the head candidate at index.
 func (s *state) dropLeader(index uint64, name string, el *election) {
 	if old := s.leases[el.leader]; old != nil && old.prims != nil {
-		delete(old.prims.leads, name)
+		s.gave(old, old.prims.leads, name)
 	}
 	if el.queue.head == nil {
 		delete(s.elections, name)
@@ -168,9 +168,9 @@ func (s *state) dropLeader(index uint64, name string, el *election) {
 	w := el.queue.head
 	el.queue.remove(w)
 	next := s.leases[w.lease]
-	delete(next.prims.campaigns, name)
+	s.unqueued(next, next.prims.campaigns, name)
 	s.elecWaitExp.Delete(waitKey(name, w.lease))
-	addName(&next.usePrims().leads, name)
+	s.took(next, &next.usePrims().leads, name)
 	el.leader, el.token, el.owner, el.value, el.modify = w.lease, index, w.owner, w.value, index
 	s.notify(Event{Kind: EventGranted, Space: SpaceElection, Name: name, Lease: w.lease, Token: index, Owner: w.owner, Value: w.value, Index: index})
 	s.notify(Event{Kind: EventLockChanged, Space: SpaceElection, Name: name, Index: index})
@@ -192,7 +192,7 @@ func (s *state) electionDequeue(index uint64, c *Command, r *Result) {
 // leaveCampaign takes candidate l out of election name's queue.
 func (s *state) leaveCampaign(index uint64, name string, l *lease) {
 	el := s.elections[name]
-	unqueue(l.prims.campaigns, &s.elecWaitExp, &el.queue, name, l)
+	s.unqueue(l.prims.campaigns, &s.elecWaitExp, &el.queue, name, l)
 	el.modify = index
 	s.notify(Event{Kind: EventWaitEnded, Space: SpaceElection, Name: name, Lease: l.id, Index: index})
 	s.notify(Event{Kind: EventLockChanged, Space: SpaceElection, Name: name, Index: index})

@@ -102,6 +102,10 @@ const (
 // exLimits are the quotas the limits letter sets: each binds within a few letters.
 var exLimits = Limits{MaxLeases: 2, MaxLocksPerLease: 1, MaxWaitersPerLock: 1}
 
+// exIdentityLimits are what the letter of version 5's limits sets: the cluster-wide grants
+// and waits, and an identity's defaults, each binding within a few letters.
+var exIdentityLimits = Limits{MaxLocks: 3, MaxWaiters: 2, PerIdentity: Quotas{MaxLeases: 1, MaxLocks: 1, MaxWaiters: 1}}
+
 // exAction is one letter of the alphabet; cmd builds it from the model's state, or it is
 // nil for the snapshot action.
 type exAction struct {
@@ -249,6 +253,15 @@ func exAlphabet() []exAction {
 		return Command{Type: TypeACLDeletePolicy, Now: m.time, ACL: ACLCommand{Policy: exPolicy}}
 	})
 
+	// Version 5: quotas per identity, from the cluster's defaults, a policy and a token.
+	add("set limits per identity", func(m *pmodel) Command { return Command{Type: TypeSetLimits, Now: m.time, Limits: exIdentityLimits} })
+	add("acl set policy quotas", func(m *pmodel) Command {
+		return Command{Type: TypeACLSetPolicy, Now: m.time, ACL: ACLCommand{Policy: exPolicy, Rules: []ACLRule{{Prefix: "x/", Access: AccessRead}}, Quotas: Quotas{MaxLeases: 2, MaxWaiters: 2}}}
+	})
+	add("acl set token quotas", func(m *pmodel) Command {
+		return Command{Type: TypeACLSetToken, Now: m.time, ACL: ACLCommand{Accessor: exToken, SecretHash: ACLSecretHash("exhaustive token"), Policies: []string{exPolicy}, Quotas: Quotas{MaxLocks: 2}}}
+	})
+
 	// The cluster's own commands.
 	add("set version", func(m *pmodel) Command { return Command{Type: TypeSetVersion, Now: m.time, Version: Version} })
 	add("node version", func(m *pmodel) Command {
@@ -359,6 +372,37 @@ func exCheckRest(t *testing.T, where func() string, f *FSM, m *pmodel) {
 	if !slices.Equal(tokens, slices.Sorted(maps.Keys(m.acl.tokens))) || !slices.Equal(policies, slices.Sorted(maps.Keys(m.acl.policies))) ||
 		f.ACLBootstrapped() != m.acl.bootstrapped {
 		t.Fatalf("%s: ACL tokens %v, policies %v; model %v, %v", where(), tokens, policies, slices.Sorted(maps.Keys(m.acl.tokens)), slices.Sorted(maps.Keys(m.acl.policies)))
+	}
+	checkUsage(t, where, f, m, []string{"", exToken, CallerAnonymous})
+}
+
+// checkUsage compares each identity's use and quotas, the policies' and tokens' quotas,
+// and the cluster's totals with the model's.
+func checkUsage(t *testing.T, where func() string, f *FSM, m *pmodel, ids []string) {
+	t.Helper()
+	for _, pv := range f.ACLPolicies() {
+		if pv.Quotas != m.acl.policies[pv.Name].quotas {
+			t.Fatalf("%s: policy %s quotas %+v, model %+v", where(), pv.Name, pv.Quotas, m.acl.policies[pv.Name].quotas)
+		}
+	}
+	for _, tv := range f.ACLTokens() {
+		if tv.Quotas != m.acl.tokens[tv.Accessor].quotas {
+			t.Fatalf("%s: token %s quotas %+v, model %+v", where(), tv.Accessor, tv.Quotas, m.acl.tokens[tv.Accessor].quotas)
+		}
+	}
+	for _, id := range ids {
+		leases, locks, waits := m.modelUse(func(x LeaseID) bool { return m.creators[x] == id })
+		want := UsageView{Identity: id, Leases: uint64(leases), Locks: uint64(locks), Waiters: uint64(waits), Quotas: m.modelQuotas(id)}
+		if id == "" {
+			want.Quotas = Quotas{MaxLeases: m.limits.MaxLeases, MaxLocks: m.limits.MaxLocks, MaxWaiters: m.limits.MaxWaiters}
+		}
+		if got := f.Usage(id); got != want {
+			t.Fatalf("%s: usage of %q %+v, model %+v", where(), id, got, want)
+		}
+	}
+	leases, locks, waits := m.modelUse(func(LeaseID) bool { return true })
+	if l, k, w := f.Totals(); l != uint64(leases) || k != uint64(locks) || w != uint64(waits) {
+		t.Fatalf("%s: totals %d leases %d grants %d waits, model %d %d %d", where(), l, k, w, leases, locks, waits)
 	}
 }
 

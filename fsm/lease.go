@@ -16,6 +16,9 @@ type lease struct {
 	// creator is the ACL accessor that created the lease (Command.Creator), from
 	// protocol version 3 on; empty for a lease created before, or without ACLs.
 	creator string
+	// use is the use record of the identity the lease is charged to (quotas.go), nil
+	// once it has left the lease table: derived, not replicated.
+	use *identityUse
 }
 
 // leasePrims is what a lease holds and waits for among semaphores (semaphores.go) and
@@ -53,7 +56,7 @@ func primNames[V any](l *lease, pick func(*leasePrims) map[string]V) []string {
 
 // createLease applies CreateLease.
 func (s *state) createLease(_ uint64, c *Command, r *Result) {
-	if s.leaseQuota(c.Lease, r) {
+	if s.leaseQuota(c.Lease, r) || s.leases[c.Lease] == nil && s.identityQuota(s.identityOf(c, nil), 1, 0, 0, r) {
 		return
 	}
 	r.TTL = s.addLease(c.Lease, c.TTL, c.Creator).ttl
@@ -109,6 +112,7 @@ func (s *state) addLease(id LeaseID, ttl int64, creator string) *lease {
 		l.creator = creator
 	}
 	s.leases[id] = l
+	s.attach(l)
 	s.touch(l)
 	return l
 }
@@ -146,6 +150,7 @@ func (s *state) removeLeases(index uint64, ls []*lease) []string {
 			primitives[i].leave(s, index, l)
 		}
 		delete(s.leases, l.id)
+		s.detach(l)
 		s.leaseExp.Delete(string(l.id[:]))
 	}
 	for i := range primitives {

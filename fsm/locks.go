@@ -232,7 +232,7 @@ func (s *state) acquire(index uint64, c *Command, r *Result) {
 	if lk != nil && !mine && !join && s.refuseDeadlock(c, l, lk, shared, r) {
 		return
 	}
-	if s.acquireQuota(c, l, lk, r) {
+	if s.acquireQuota(c, l, lk, lk == nil || join, r) {
 		return
 	}
 	l = s.leaseFor(c, l)
@@ -245,10 +245,10 @@ func (s *state) acquire(index uint64, c *Command, r *Result) {
 		}
 		s.locks[c.Name] = lk
 		s.names.ReplaceOrInsert(c.Name)
-		addName(&l.held, c.Name)
+		s.took(l, &l.held, c.Name)
 		s.startHold(c.Name, lk, l.id, c.MaxHold, c.LockDelay, shared)
 		s.notify(Event{Kind: EventLockChanged, Name: c.Name, Index: index})
-		s.record(c.Name, HistoryEvent{Kind: HistoryGranted, Lease: l.fingerprint(), Token: index, Owner: c.Owner})
+		s.record(c.Name, l, HistoryEvent{Kind: HistoryGranted, Lease: l.fingerprint(), Token: index, Owner: c.Owner})
 		r.Token, r.Owner = index, c.Owner
 	case mine:
 		r.Token, r.Owner, _ = lk.grantOf(l.id) // idempotent: the same grant again
@@ -258,10 +258,10 @@ func (s *state) acquire(index uint64, c *Command, r *Result) {
 		}
 		lk.addReader(&grant{lease: l.id, token: index, owner: c.Owner})
 		lk.modify = index
-		addName(&l.held, c.Name)
+		s.took(l, &l.held, c.Name)
 		s.startHold(c.Name, lk, l.id, c.MaxHold, 0, true)
 		s.notify(Event{Kind: EventLockChanged, Name: c.Name, Index: index})
-		s.record(c.Name, HistoryEvent{Kind: HistoryGranted, Lease: l.fingerprint(), Token: index, Owner: c.Owner})
+		s.record(c.Name, l, HistoryEvent{Kind: HistoryGranted, Lease: l.fingerprint(), Token: index, Owner: c.Owner})
 		r.Token, r.Owner = index, c.Owner
 	default:
 		if w, added := s.enqueue(&lk.rw().queue, &l.waiting, &s.waitExp, c.Name, l, c); added {
@@ -323,7 +323,7 @@ func (s *state) leaveQueue(index uint64, name string, l *lease) {
 		s.leaveSet(index, l, w.set)
 		return
 	}
-	delete(l.waiting, name)
+	s.unqueued(l, l.waiting, name)
 	s.waitExp.Delete(waitKey(name, l.id))
 	lk := s.locks[name]
 	lk.rw().queue.remove(w)
@@ -358,7 +358,7 @@ func (s *state) releaseGrant(index uint64, name string, lk *lock, id LeaseID) {
 	}
 	lk.rw().readers.remove(id)
 	if l := s.leases[id]; l != nil {
-		delete(l.held, name)
+		s.gave(l, l.held, name)
 	}
 	lk.modify = index
 	if lk.ro().readers.len() > 0 {
@@ -374,7 +374,7 @@ func (s *state) releaseGrant(index uint64, name string, lk *lock, id LeaseID) {
 // in the same entry: the new grant's token is this entry's index.
 func (s *state) releaseExclusive(index uint64, name string, lk *lock) {
 	if old := s.leases[lk.holder]; old != nil {
-		delete(old.held, name)
+		s.gave(old, old.held, name)
 	}
 	s.handOver(index, name, lk)
 }
@@ -407,9 +407,9 @@ func (s *state) handOver(index uint64, name string, lk *lock) {
 	}
 	lk.rw().queue.remove(w)
 	next := s.leases[w.lease]
-	delete(next.waiting, name)
+	s.unqueued(next, next.waiting, name)
 	s.waitExp.Delete(waitKey(name, w.lease))
-	addName(&next.held, name)
+	s.took(next, &next.held, name)
 	token := index
 	if mutant.Is("handover-token-plus-one") {
 		token = lk.token + 1
@@ -440,9 +440,9 @@ func (s *state) grantShared(index uint64, name string, lk *lock) {
 	for w := x.queue.head; w != nil && w.shared && w.set == nil; w = x.queue.head {
 		x.queue.remove(w)
 		next := s.leases[w.lease]
-		delete(next.waiting, name)
+		s.unqueued(next, next.waiting, name)
 		s.waitExp.Delete(waitKey(name, w.lease))
-		addName(&next.held, name)
+		s.took(next, &next.held, name)
 		x.readers.add(&grant{lease: w.lease, token: index, owner: w.owner})
 		s.startHold(name, lk, w.lease, w.maxHold, 0, true)
 		s.grantedFromQueue(index, name, next, w, index)
@@ -464,7 +464,7 @@ func (s *state) grantedFromQueue(index uint64, name string, l *lease, w *waiter,
 	if w.since > 0 {
 		granted.Waited = s.time - (w.since - 1)
 	}
-	s.record(name, granted)
+	s.record(name, l, granted)
 }
 
 // settle admits the shared waiters that a waiter leaving the queue put at its head while

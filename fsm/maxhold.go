@@ -65,13 +65,13 @@ func (s *state) expireHolds(index uint64) {
 // grant's lock delay: nobody holds the lock until delay later on cluster time.
 func (s *state) startDelay(index uint64, name string, lk *lock, l *lease) {
 	s.endHold(name, l.id)
-	delete(l.held, name)
+	s.gave(l, l.held, name)
 	until := satAdd(s.time, lk.ro().v3.delay)
 	lk.holder, lk.token, lk.owner = LeaseID{}, 0, ""
 	lk.rw().v3 = lockV3{vacant: true, delayUntil: until}
 	lk.modify = index
 	s.delayExp.Set(name, until)
-	s.record(name, HistoryEvent{Kind: HistoryLockDelay, Lease: l.fingerprint(), Deadline: until})
+	s.record(name, l, HistoryEvent{Kind: HistoryLockDelay, Lease: l.fingerprint(), Deadline: until})
 	s.notify(Event{Kind: EventLockChanged, Name: name, Index: index})
 }
 
@@ -99,7 +99,7 @@ func (s *state) expireDelays(index uint64) {
 		}
 		lk.rw().v3.delayUntil = 0
 		lk.modify = index
-		s.record(name, HistoryEvent{Kind: HistoryLockDelayEnded})
+		s.record(name, nil, HistoryEvent{Kind: HistoryLockDelayEnded})
 		s.admit = append(s.admit, name)
 		s.notify(Event{Kind: EventLockChanged, Name: name, Index: index})
 	}

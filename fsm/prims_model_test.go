@@ -303,7 +303,7 @@ func (m *pmodel) remove(ids []LeaseID) {
 	}
 }
 
-func (m *pmodel) quotaHit(c *Command, l *modelLease, already bool, queueLen int) bool {
+func (m *pmodel) quotaHit(c *Command, l *modelLease, already, grant bool, queueLen int) bool {
 	if l == nil && m.limits.MaxLeases != 0 && uint64(len(m.leases)) >= m.limits.MaxLeases {
 		m.quota = QuotaLeases
 		return true
@@ -319,11 +319,11 @@ func (m *pmodel) quotaHit(c *Command, l *modelLease, already bool, queueLen int)
 		m.quota = QuotaWaitersPerLock
 		return true
 	}
-	return false
+	return m.identityHit(c, l == nil, grant, 1)
 }
 
 // setQuotaHit is quotaHit for a lockset that needs the locks need.
-func (m *pmodel) setQuotaHit(c *Command, l *modelLease, need []string, already bool) bool {
+func (m *pmodel) setQuotaHit(c *Command, l *modelLease, need []string, already, grant bool) bool {
 	if l == nil && m.limits.MaxLeases != 0 && uint64(len(m.leases)) >= m.limits.MaxLeases {
 		m.quota = QuotaLeases
 		return true
@@ -341,14 +341,14 @@ func (m *pmodel) setQuotaHit(c *Command, l *modelLease, need []string, already b
 			return true
 		}
 	}
-	return false
+	return m.identityHit(c, l == nil, grant, len(need))
 }
 
 // admit checks the quotas of a request for a grant (already: the lease holds or waits
 // for it) against queue, the primitive's queue, and when none is hit creates or renews
 // the lease; it reports a refusal.
-func (m *pmodel) admit(c *Command, l *modelLease, already bool, queue []pWaiter, stamp int64) bool {
-	if m.quotaHit(c, l, already, len(queue)) {
+func (m *pmodel) admit(c *Command, l *modelLease, already, grant bool, queue []pWaiter, stamp int64) bool {
+	if m.quotaHit(c, l, already, grant, len(queue)) {
 		return true
 	}
 	m.leaseFor(c, l, stamp)
@@ -616,6 +616,9 @@ func (m *pmodel) command(index uint64, c *Command, stamp int64) (Status, uint64)
 		delete(m.nodes, c.Node.ID)
 		delete(m.nodeVersions, c.Node.ID)
 	case TypeACLBootstrap, TypeACLSetPolicy, TypeACLDeletePolicy, TypeACLSetToken:
+		if m.version < 5 && c.ACL.Quotas != (Quotas{}) {
+			return StatusInvalid, 0 // quotas are version 5's
+		}
 		return m.acl.apply(c), 0
 	case TypeACLDeleteToken:
 		st := m.acl.apply(c)
@@ -625,9 +628,15 @@ func (m *pmodel) command(index uint64, c *Command, stamp int64) (Status, uint64)
 		return st, 0
 	case TypeSetLimits:
 		m.limits = c.Limits
+		if m.version < 5 { // version 4 has no place for the limits of version 5
+			m.limits = Limits{MaxLeases: c.Limits.MaxLeases, MaxLocksPerLease: c.Limits.MaxLocksPerLease, MaxWaitersPerLock: c.Limits.MaxWaitersPerLock}
+		}
 	case TypeCreateLease:
 		if l == nil && m.limits.MaxLeases != 0 && uint64(len(m.leases)) >= m.limits.MaxLeases {
 			m.quota = QuotaLeases
+			return StatusQuotaExceeded, 0
+		}
+		if l == nil && m.identityHit(c, true, false, 0) {
 			return StatusQuotaExceeded, 0
 		}
 		if l == nil {
@@ -704,7 +713,7 @@ func (m *pmodel) command(index uint64, c *Command, stamp int64) (Status, uint64)
 		if !mine && !free && c.Wait <= 0 {
 			return StatusSemaphoreFull, 0
 		}
-		if m.admit(c, l, mine || waiting, sm.waiting(), stamp) {
+		if m.admit(c, l, mine || waiting, free, sm.waiting(), stamp) {
 			return StatusQuotaExceeded, 0
 		}
 		req := pWaiter{lease: c.Lease, owner: c.Owner, maxHold: c.MaxHold}
@@ -751,7 +760,7 @@ func (m *pmodel) command(index uint64, c *Command, stamp int64) (Status, uint64)
 			return StatusElectionHeld, 0
 		}
 		waiting := l != nil && waitsIn(el.waiting(), c.Lease) >= 0
-		if m.admit(c, l, leads || waiting, el.waiting(), stamp) {
+		if m.admit(c, l, leads || waiting, el == nil, el.waiting(), stamp) {
 			return StatusQuotaExceeded, 0
 		}
 		switch {
@@ -815,7 +824,7 @@ func (m *pmodel) acquire(index uint64, c *Command, l *modelLease, stamp int64) (
 			return StatusDeadlock, 0
 		}
 	}
-	if m.admit(c, l, mine || waiting, lk.waiting(), stamp) {
+	if m.admit(c, l, mine || waiting, lk == nil || join, lk.waiting(), stamp) {
 		return StatusQuotaExceeded, 0
 	}
 	req := pWaiter{lease: c.Lease, owner: c.Owner, maxHold: c.MaxHold, delay: c.LockDelay}
@@ -885,7 +894,7 @@ func (m *pmodel) lockSet(index uint64, c *Command, l *modelLease, stamp int64) (
 	if len(blocked) > 0 && waitingSet == nil && m.version >= 3 && l != nil && m.deadlockedAfter(index, c.Lease, queueSet) {
 		return StatusDeadlock, 0
 	}
-	if m.setQuotaHit(c, l, need, waitingSet != nil) {
+	if m.setQuotaHit(c, l, need, waitingSet != nil, len(blocked) == 0) {
 		return StatusQuotaExceeded, 0
 	}
 	m.leaseFor(c, l, stamp)

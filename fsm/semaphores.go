@@ -118,7 +118,7 @@ func (s *state) semAcquire(index uint64, c *Command, r *Result) {
 	if sm != nil {
 		queueLen = sm.queue.len
 	}
-	if s.primQuota(c, l, mine != nil || waiting, queueLen, r) {
+	if s.primQuota(c, l, mine != nil || waiting, sm == nil || free, queueLen, r) {
 		return
 	}
 	l = s.leaseFor(c, l)
@@ -150,7 +150,7 @@ func (s *state) semAcquire(index uint64, c *Command, r *Result) {
 // addPermit grants lease l a permit of sm at index.
 func (s *state) addPermit(index uint64, name string, sm *semaphore, l *lease, owner string) {
 	sm.permits.add(&grant{lease: l.id, token: index, owner: owner})
-	addName(&l.usePrims().permits, name)
+	s.took(l, &l.usePrims().permits, name)
 	sm.modify = index
 	s.notify(Event{Kind: EventLockChanged, Space: SpaceSemaphore, Name: name, Index: index})
 }
@@ -180,7 +180,7 @@ func (s *state) dropPermit(index uint64, name string, sm *semaphore, id LeaseID)
 		s.semHoldExp.Delete(waitKey(name, id))
 	}
 	if l := s.leases[id]; l != nil && l.prims != nil {
-		delete(l.prims.permits, name)
+		s.gave(l, l.prims.permits, name)
 	}
 	sm.modify = index
 	s.fillPermits(index, name, sm)
@@ -193,11 +193,11 @@ func (s *state) fillPermits(index uint64, name string, sm *semaphore) {
 		w := sm.queue.head
 		sm.queue.remove(w)
 		next := s.leases[w.lease]
-		delete(next.prims.semWaits, name)
+		s.unqueued(next, next.prims.semWaits, name)
 		s.semWaitExp.Delete(waitKey(name, w.lease))
 		sm.permits.add(&grant{lease: w.lease, token: index, owner: w.owner})
 		s.startSemHold(name, w.lease, w.maxHold)
-		addName(&next.usePrims().permits, name)
+		s.took(next, &next.usePrims().permits, name)
 		sm.modify = index
 		s.notify(Event{Kind: EventGranted, Space: SpaceSemaphore, Name: name, Lease: w.lease, Token: index, Owner: w.owner, Index: index})
 	}
@@ -226,7 +226,7 @@ func (s *state) semDequeue(index uint64, c *Command, r *Result) {
 // leaveSemQueue takes lease l, which waits for semaphore name, out of its queue.
 func (s *state) leaveSemQueue(index uint64, name string, l *lease) {
 	sm := s.sems[name]
-	unqueue(l.prims.semWaits, &s.semWaitExp, &sm.queue, name, l)
+	s.unqueue(l.prims.semWaits, &s.semWaitExp, &sm.queue, name, l)
 	sm.modify = index
 	s.notify(Event{Kind: EventWaitEnded, Space: SpaceSemaphore, Name: name, Lease: l.id, Index: index})
 	s.fillPermits(index, name, sm) // a no-op while the semaphore is full, as it is with waiters

@@ -290,6 +290,7 @@ func decodeSharing(data []byte, notify func(Event), share func(name, owner strin
 	if len(d.b) != 0 {
 		return nil, badSnapshot("%d trailing bytes", len(d.b))
 	}
+	s.recount() // the sets were filled without counting
 	// Only the canonical encoding of a state is accepted (sorted, no duplicates, minimal
 	// varints), which is what makes "same state, same bytes" hold after a restore too.
 	if !bytes.Equal(s.encode(), data) {

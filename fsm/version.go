@@ -32,7 +32,13 @@ import (
 //     the lease did not exist; a caller whose token no longer exists is refused
 //     (StatusUnauthenticated); deleting a token revokes every lease it created, in the
 //     same entry. The snapshot format stays 3 (with the active version 4 in it).
-const Version uint64 = 4
+//   - 5: isolation between identities (quotas.go): the limits MaxLocks and MaxWaiters
+//     for the whole cluster and PerIdentity (SetLimits carries them as a trailing field),
+//     quotas on policies and tokens (a trailing field of ACLSetPolicy and ACLSetToken),
+//     and a lock history's identity with shares of the history bound per identity
+//     (history.go). Snapshot format 4: format 3 with the new limits, the policies' and
+//     tokens' quotas and each history's identity.
+const Version uint64 = 5
 
 // Since returns the protocol version that introduced the command type, and 0 for a type
 // this code does not know. A node that speaks an older version reads the type as unknown:
@@ -117,6 +123,9 @@ func (s *state) setVersion(index uint64, c *Command, _ *Result) {
 	if from < 4 && s.ownerChecked() {
 		s.revokeOrphans(index)
 	}
+	if from < 5 && s.version >= 5 {
+		s.hist.ownAll()
+	}
 }
 
 // registerVersion applies NodeVersion.
@@ -151,10 +160,16 @@ var snapshotMagicV2 = []byte("RLKS\x02")
 // more: format 2 with each lease's creator.
 var snapshotMagicV3 = []byte("RLKS\x03")
 
+// snapshotMagicV4 starts a snapshot in format 4, written once the active version is 5 or
+// more: format 3 with what version 5 adds (see Version).
+var snapshotMagicV4 = []byte("RLKS\x04")
+
 // magic returns the header of this state's snapshot: format 1 while the active version is
 // 1, so that old and new nodes at version 1 write the same bytes, and format 2 after.
 func (s *state) magic() []byte {
 	switch {
+	case s.version >= 5:
+		return snapshotMagicV4
 	case s.version >= 3:
 		return snapshotMagicV3
 	case s.version >= 2:
@@ -174,13 +189,18 @@ func (s *state) appendProtocol(buf []byte) []byte {
 	buf = binary.AppendUvarint(buf, s.limits.MaxLeases)
 	buf = binary.AppendUvarint(buf, s.limits.MaxLocksPerLease)
 	buf = binary.AppendUvarint(buf, s.limits.MaxWaitersPerLock)
+	if s.version >= 5 {
+		buf = binary.AppendUvarint(buf, s.limits.MaxLocks)
+		buf = binary.AppendUvarint(buf, s.limits.MaxWaiters)
+		buf = appendQuotas(buf, s.limits.PerIdentity)
+	}
 	ids := sortedNames(s.nodeVersions)
 	buf = binary.AppendUvarint(buf, uint64(len(ids)))
 	for _, id := range ids {
 		buf = appendString(buf, id)
 		buf = binary.AppendUvarint(buf, s.nodeVersions[id])
 	}
-	return s.acl.appendACL(buf)
+	return s.acl.appendACL(buf, s.version)
 }
 
 // snapshotFormat returns the format of a snapshot from its header.
@@ -192,6 +212,8 @@ func snapshotFormat(data []byte) (uint64, error) {
 		return 2, nil
 	case bytes.HasPrefix(data, snapshotMagicV3):
 		return 3, nil
+	case bytes.HasPrefix(data, snapshotMagicV4):
+		return 4, nil
 	}
 	return 0, badSnapshot("unknown header")
 }
@@ -205,6 +227,10 @@ func (s *state) decodeProtocol(d *decoder, format uint64) error {
 	}
 	s.version = d.uvarint()
 	s.limits = Limits{MaxLeases: d.uvarint(), MaxLocksPerLease: d.uvarint(), MaxWaitersPerLock: d.uvarint()}
+	if s.version >= 5 {
+		s.limits.MaxLocks, s.limits.MaxWaiters = d.uvarint(), d.uvarint()
+		s.limits.PerIdentity = d.quotas()
+	}
 	n := d.uvarint()
 	if n > uint64(len(d.b)) { // every entry takes at least one byte
 		d.fail(ErrCorruptCommand)
@@ -220,7 +246,7 @@ func (s *state) decodeProtocol(d *decoder, format uint64) error {
 		s.nodeVersions[id] = v
 	}
 	if d.err == nil {
-		if err := s.acl.decodeACL(d); err != nil {
+		if err := s.acl.decodeACL(d, s.version); err != nil {
 			return err
 		}
 	}

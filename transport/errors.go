@@ -114,7 +114,7 @@ func errorFor(err error) failure {
 	case errors.As(err, &ce):
 		ae = api.Errorf(api.CodeIndexCompacted, "this node no longer holds the events before index %d; start from from_index=%d or later, or without from_index to follow new events", ce.Oldest, ce.Oldest)
 	case errors.Is(err, cluster.ErrQuotaExceeded):
-		ae = api.Errorf(api.CodeQuotaExceeded, "%s; nothing was applied. Release or revoke what you no longer need, or raise the limit on the servers", quotaMessage(err))
+		ae = api.Errorf(api.CodeQuotaExceeded, "%s", quotaMessage(err))
 	default:
 		ae = answerFor(err)
 	}
@@ -169,6 +169,7 @@ var answers = []answer{
 	{cluster.ErrACLNotFound, api.CodeNotFound, "%v"},
 	{cluster.ErrACLInvalid, api.CodeInvalidArgument, "%v"},
 	{cluster.ErrACLInactive, api.CodeNoLeader, "%v; upgrade every node, then retry"},
+	{cluster.ErrQuotasInactive, api.CodeVersionInactive, "%v (the cluster activates it once every node runs this release); nothing was applied"},
 	{cluster.ErrStorage, api.CodeNoLeader, "%v; nothing was applied, retry on another node"},
 	{cluster.ErrHalted, api.CodeInternal, "this node's state machine halted on a command it does not know; it serves nothing until it is upgraded (see its log); use another node"},
 	{cluster.ErrInvalidMember, api.CodeInvalidArgument, "%v"},
@@ -200,13 +201,20 @@ func answerFor(err error) *api.Error {
 	return api.Errorf(api.CodeInternal, "internal error: %v", err)
 }
 
-// quotaMessage names the limit an ErrQuotaExceeded error reports.
+// quotaMessage names the limit an ErrQuotaExceeded error reports, how far its use is, and
+// what to do: free what is no longer needed, or have the limit raised where it is set (an
+// identity's quota on its token or policy, the others on the servers).
 func quotaMessage(err error) string {
 	var q *cluster.QuotaError
-	if errors.As(err, &q) {
-		return q.Error()
+	if !errors.As(err, &q) {
+		return "a configured limit was reached; nothing was applied. Release or revoke what you no longer need, or raise the limit on the servers"
 	}
-	return "a configured limit was reached"
+	what := "raise the limit on the servers (raftlock serve --" + strings.ReplaceAll(q.Limit, "_", "-") + ")"
+	if q.Identity != "" {
+		what = "ask an operator to raise this identity's quota (raftlock acl token update ACCESSOR --" +
+			strings.ReplaceAll(strings.TrimSuffix(q.Limit, "_per_identity"), "_", "-") + " N, or the quotas of one of its policies)"
+	}
+	return "quota exceeded: " + q.Message() + "; nothing was applied. Release or revoke what you no longer need, or " + what
 }
 
 // writeError writes err as errorFor answers it.

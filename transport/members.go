@@ -26,7 +26,7 @@ func (h memberRoutes) cluster(w http.ResponseWriter, r *http.Request) (call, err
 		serving := h.routing.Serving()
 		out := api.Cluster{LeaderID: st.LeaderID, Term: st.Term, CommitIndex: st.CommitIndex, AppliedIndex: st.AppliedIndex, Nodes: []api.Node{}, Ready: serving != "", Serving: serving,
 			ProtocolVersion: st.ProtocolVersion,
-			Limits:          api.Limits{MaxLeases: st.Limits.MaxLeases, MaxLocksPerLease: st.Limits.MaxLocksPerLease, MaxWaitersPerLock: st.Limits.MaxWaitersPerLock}}
+			Limits:          limitsJSON(st.Limits)}
 		for _, m := range st.Members {
 			out.Nodes = append(out.Nodes, api.Node{ID: m.ID, RaftAddr: m.RaftAddr, HTTPAddr: m.HTTPAddr, Voter: m.Voter, Leader: m.Leader})
 		}

@@ -57,6 +57,8 @@ func (s *Server) apiRoutes() []route {
 		{"POST /v1/acl/tokens", s.serve(acl.createToken)},
 		{"GET /v1/acl/tokens", s.serve(acl.listTokens)},
 		{"DELETE /v1/acl/tokens/{accessor}", s.serve(acl.deleteToken)},
+		{"PUT /v1/acl/tokens/{accessor}", s.serve(acl.updateToken)},
+		{"GET /v1/usage", s.serve(acl.usage)},
 		{"GET /v1/acl/token/self", s.serve(acl.tokenSelf)},
 		{"GET /healthz", s.serve(members.healthz)},
 		{"GET /readyz", s.serve(members.readyz)},

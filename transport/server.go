@@ -159,6 +159,9 @@ func NewServer(cfg Config) (*Server, error) {
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
 	s.met = newMetrics(cfg.Services.Status)
+	if cfg.Services.ACL != nil {
+		s.met.reg.MustRegister(usageCollector{acl: cfg.Services.ACL}) // with the usage counts: admin only
+	}
 	s.routes()
 	browser := &BrowserPolicy{AllowedHosts: cfg.AllowedHosts, AllowedOrigins: cfg.AllowedOrigins, Names: s.ownNames, RequireJSON: true}
 	handler := s.met.instrument(s.recoverer(browser.Wrap(s.onlyNodesSpeakForNodes(s.checkNames(s.forwardUnknownTokens(s.mux))))))

@@ -62,6 +62,11 @@ func serveFlags() []cli.Flag {
 		u64("max-leases", "quota: live leases in the cluster (0: unlimited)", 1_000_000),
 		u64("max-locks-per-lease", "quota: locks one lease may hold or wait for (0: unlimited)", 10_000),
 		u64("max-waiters-per-lock", "quota: leases queued for one lock (0: unlimited)", 10_000),
+		u64("max-locks", "quota: grants held in the cluster: locks (each holder of a shared lock), semaphore permits, leaderships (0: unlimited; protocol version 5)", fsm.DefaultMaxLocks),
+		u64("max-waiters", "quota: waits in the cluster, for locks, permits and leaderships (0: unlimited; protocol version 5)", fsm.DefaultMaxWaiters),
+		u64("max-leases-per-identity", "quota: live leases of one identity (an ACL token, or every caller without one) unless its token or a policy sets its own (0: unlimited; ACLs on, protocol version 5)", fsm.DefaultPerIdentity.MaxLeases),
+		u64("max-locks-per-identity", "quota: grants one identity holds (see --max-locks) unless its token or a policy sets its own (0: unlimited; ACLs on, protocol version 5)", fsm.DefaultPerIdentity.MaxLocks),
+		u64("max-waiters-per-identity", "quota: waits of one identity unless its token or a policy sets its own (0: unlimited; ACLs on, protocol version 5)", fsm.DefaultPerIdentity.MaxWaiters),
 		str("tls-cert", "this node's certificate (PEM), issued by `raftlock tls cert --node ID`; turns on TLS for the API and mutual TLS between nodes", ""),
 		str("tls-key", "the certificate's private key (PEM, mode 0600)", ""),
 		str("tls-ca", "the cluster CA certificate (PEM) that every node and client certificate is checked against", ""),
@@ -187,6 +192,13 @@ func serveConfig(c *cli.Context, logger hclog.Logger) (cluster.Config, serveOpti
 			MaxLeases:         c.Uint64("max-leases"),
 			MaxLocksPerLease:  c.Uint64("max-locks-per-lease"),
 			MaxWaitersPerLock: c.Uint64("max-waiters-per-lock"),
+			MaxLocks:          c.Uint64("max-locks"),
+			MaxWaiters:        c.Uint64("max-waiters"),
+			PerIdentity: fsm.Quotas{
+				MaxLeases:  c.Uint64("max-leases-per-identity"),
+				MaxLocks:   c.Uint64("max-locks-per-identity"),
+				MaxWaiters: c.Uint64("max-waiters-per-identity"),
+			},
 		},
 	}
 	memLimit, err := parseMemoryLimit(c.String("memory-limit"))
