@@ -2,6 +2,7 @@ package netns_test
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -18,7 +19,11 @@ import (
 //     X-Raftlock-Hops: 1 and X-Raftlock-Node naming the leader, as a relay of the
 //     leader's own call would be: where followers send their forwards, and the lease IDs
 //     in them;
-//   - 28. with the same certificate and headers, a protocol-version claim for the leader.
+//   - 28. with the same certificate and headers, a protocol-version claim for the leader;
+//   - 29. with ACLs, /metrics read without a token and with a lock token: the counts of
+//     answers by route and status (PUT /v1/locks' 200s are the grants, POST
+//     /v1/acl/tokens' the token creations) and of forwards, which the overview's rule
+//     withholds from both as it withholds the lease counts.
 //
 // Each case is sent to every node and must be refused and change nothing (leader, terms,
 // members). A registration that was not refused (the code before issue 43) is put back
@@ -76,6 +81,48 @@ func isolation(t *testing.T, ty *tally, c *testcluster.Processes, nw *network, k
 		ty.check(fmt.Sprintf("%s: claim its protocol version: %d", what, refused), c.ID(i),
 			a.Status == refused && a.Code() == code && unmoved(t, c, admin, base), a.String())
 	}
+	if !acl {
+		return
+	}
+
+	// 29. /metrics' open counters. A legitimate user takes and releases a lock through
+	// each node first, so that the node has answered a grant to count.
+	for i := 0; i < n; i++ {
+		name := fmt.Sprintf("netns/usage-%d", i)
+		g := admin.do("PUT", at(i), "/v1/locks/"+name, `{"ttl_ms":60000}`)
+		if g.Status != 200 {
+			t.Fatalf("acquire %s through %s: %v", name, c.ID(i), g)
+		}
+		token, _ := g.Body["token"].(float64)
+		if r := admin.do("DELETE", at(i), "/v1/locks/"+name, fmt.Sprintf(`{"lease_id":%q,"token":%d}`, g.Body["lease_id"], int64(token))); r.Status != 200 {
+			t.Fatalf("release %s: %v", name, r)
+		}
+		if r := admin.do("POST", at(victim), "/v1/leases/revoke", fmt.Sprintf(`{"lease_id":%q}`, g.Body["lease_id"])); r.Status != 200 {
+			t.Fatalf("revoke the lease of %s: %v", name, r)
+		}
+		grants := `raftlock_http_requests_total{code="200",route="PUT /v1/locks/{name...}"}`
+		if m := admin.do("GET", at(i), "/metrics", ""); !strings.Contains(string(m.Raw), "\n"+grants+" ") {
+			t.Fatalf("%s: the admin's /metrics has no %s: the case below could not fail", c.ID(i), grants)
+		}
+		for _, who := range []struct {
+			what string
+			cl   *client
+		}{{"no token", anon}, {"a lock token", w}} {
+			m := who.cl.do("GET", at(i), "/metrics", "")
+			var shown []string
+			for _, line := range strings.Split(string(m.Raw), "\n") {
+				if strings.HasPrefix(line, "raftlock_http_requests_total") || strings.HasPrefix(line, "raftlock_forwarded_requests_total") {
+					shown = append(shown, line)
+				}
+			}
+			if m.Status == 200 && !strings.Contains(string(m.Raw), `raftlock_http_request_duration_seconds_bucket{route="PUT /v1/locks/{name...}"`) {
+				t.Errorf("%s: /metrics with %s has no acquire latency histogram, which stays open", c.ID(i), who.what)
+			}
+			ty.check("/metrics with "+who.what+": no count of answers by route and status, nor of forwards", c.ID(i),
+				m.Status == 200 && strings.Contains(string(m.Raw), "raftlock_raft_commit_index") && len(shown) == 0 && unmoved(t, c, admin, base),
+				fmt.Sprintf("%d, shows %d lines, e.g. %q", m.Status, len(shown), first(shown)))
+		}
+	}
 }
 
 // putBack registers the victim's own HTTP address again with its own certificate, sent
@@ -98,4 +145,11 @@ func putBack(t *testing.T, c *testcluster.Processes, admin, asVictim *client, vi
 		return true
 	})
 	t.Logf("put back %s's HTTP address (%v)", c.ID(victim), last)
+}
+
+func first(s []string) string {
+	if len(s) == 0 {
+		return ""
+	}
+	return s[0]
 }
