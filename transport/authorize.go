@@ -159,6 +159,19 @@ const notANode = "-"
 // relay: the caller is the member it names in nodeHeader, and nobody when the header says
 // notANode or is missing.
 func callerNode(r *http.Request, m Membership) string {
+	id := connNode(r, m)
+	if id == "" || r.Header.Get(hopHeader) == "" {
+		return id
+	}
+	if v := r.Header.Get(nodeHeader); v != "" && v != notANode && m.Has(v) {
+		return v
+	}
+	return ""
+}
+
+// connNode returns the ID of the current member whose verified node certificate is on
+// r's connection (the last hop), or "".
+func connNode(r *http.Request, m Membership) string {
 	if r.TLS == nil || len(r.TLS.VerifiedChains) == 0 || len(r.TLS.PeerCertificates) == 0 || m == nil {
 		return ""
 	}
@@ -166,11 +179,22 @@ func callerNode(r *http.Request, m Membership) string {
 	if !ok || !m.Has(id) {
 		return ""
 	}
-	if r.Header.Get(hopHeader) == "" {
+	return id
+}
+
+// selfNode returns the ID of the member that sent r about itself, or "": the member
+// whose certificate is on the connection, when the request is its own (direct, or
+// forwarded with nodeHeader naming that same member). A node's registration and version
+// claim are believed only from selfNode, never from callerNode: a relayed caller is the
+// relay's word, and any member could otherwise claim to relay for another (n2's
+// certificate with X-Raftlock-Hops: 1 and X-Raftlock-Node: n1 re-pointed the leader n1's
+// HTTP address, issue 43). A genuine relay of a node's registration (the node took a
+// follower for the leader) is refused too; the node's register loop asks the leader
+// itself when leadership settles.
+func selfNode(r *http.Request, m Membership) string {
+	id := connNode(r, m)
+	if id == "" || r.Header.Get(hopHeader) == "" || r.Header.Get(nodeHeader) == id {
 		return id
-	}
-	if v := r.Header.Get(nodeHeader); v != "" && v != notANode && m.Has(v) {
-		return v
 	}
 	return ""
 }

@@ -217,6 +217,7 @@ func serveConfig(c *cli.Context, logger hclog.Logger) (cluster.Config, serveOpti
 		}
 		nodeToken = strings.TrimSpace(string(b))
 	}
+	warnExposed(logger, exposure{httpListen: c.String("http-addr"), raftListen: c.String("raft-addr"), tls: reloader != nil, clientAuth: files.ClientAuth, acl: c.Bool("acl")})
 	if c.Bool("acl") && reloader == nil && nodeToken == "" {
 		logger.Warn("ACLs are on and TLS is off: this node registers its HTTP address only when it leads (no node certificate or --acl-node-token-file proves who it is), so right after it first takes office other nodes answer 503 for a moment; use TLS")
 	}

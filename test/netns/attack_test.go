@@ -307,6 +307,10 @@ func attackSuite(t *testing.T, acl bool) *tally {
 	// 22.-26. The third round's cases at the HTTP edge (roundthree_test.go).
 	roundThree(t, ty, c, nw, base, admin, w, worker.withToken(tok.other), worker, acl)
 
+	// 27.-29. Issue 43: a member's certificate speaking for another, /metrics' open
+	// counters (isolation_test.go).
+	isolation(t, ty, c, nw, k, base, admin, w, worker, acl)
+
 	// 17. A backup saved through the CLI past planted symlinks (symlink_test.go).
 	plantedSymlinks(t, ty, c, k, admin.Token)
 
