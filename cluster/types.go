@@ -59,6 +59,10 @@ const (
 	AccessAdmin = fsm.AccessAdmin
 )
 
+// CallerAnonymous is the creator a lease records, from protocol version 4 on, when a
+// caller without a token made it with ACLs on (all such callers are one identity).
+const CallerAnonymous = fsm.CallerAnonymous
+
 // ParseAccess reads a rule's right as the API spells it ("deny", "read", "lock",
 // "admin"); "none" is refused, so that a rule that grants nothing says deny.
 func ParseAccess(s string) (Access, error) { return fsm.ParseAccess(s) }
