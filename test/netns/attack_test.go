@@ -307,6 +307,12 @@ func attackSuite(t *testing.T, acl bool) *tally {
 	// 22.-26. The third round's cases at the HTTP edge (roundthree_test.go).
 	roundThree(t, ty, c, nw, base, admin, w, worker.withToken(tok.other), worker, acl)
 
+	// 27. Another token's live lease and a made-up ID answered alike, on one path
+	// (unknownlease_test.go).
+	if acl {
+		foreignOrUnknown(t, ty, c, base, admin, w, other)
+	}
+
 	// 17. A backup saved through the CLI past planted symlinks (symlink_test.go).
 	plantedSymlinks(t, ty, c, k, admin.Token)
 
