@@ -114,7 +114,7 @@ func (g leaseGate) check(ctx context.Context, id cluster.ACLIdentity, uses []lea
 // exists (or u creates it) and, with ACLs on, id may use it. An admin on the empty prefix
 // may use every lease (an operator cleaning up), and a lease that recorded no creator
 // (made before version 3, or with ACLs off) is anyone's with lock rights. A caller
-// without a token is the anonymous identity, whose leases record fsm.CallerAnonymous
+// without a token is the anonymous identity, whose leases record cluster.CallerAnonymous
 // from version 4 on.
 func (g leaseGate) usable(id cluster.ACLIdentity, u leaseUse) bool {
 	creator, exists := g.leases.Creator(u.id)
