@@ -54,10 +54,6 @@ type (
 	UsageView = fsm.UsageView
 )
 
-// CallerAnonymous is the identity of callers without a token when ACLs are on: they share
-// one set of quotas.
-const CallerAnonymous = fsm.CallerAnonymous
-
 // The rights of Access.
 const (
 	AccessNone  = fsm.AccessNone
@@ -66,6 +62,11 @@ const (
 	AccessLock  = fsm.AccessLock
 	AccessAdmin = fsm.AccessAdmin
 )
+
+// CallerAnonymous is the creator a lease records, from protocol version 4 on, when a
+// caller without a token made it with ACLs on: all such callers are one identity, with one
+// set of quotas (protocol version 5).
+const CallerAnonymous = fsm.CallerAnonymous
 
 // ParseAccess reads a rule's right as the API spells it ("deny", "read", "lock",
 // "admin"); "none" is refused, so that a rule that grants nothing says deny.

@@ -113,7 +113,7 @@ func (h memberRoutes) version(w http.ResponseWriter, r *http.Request) (call, err
 	// With TLS on and ACLs off there is no admin to be: anyone with a client certificate
 	// would pass accessAdmin, so the claim is refused unless it is the node's own. Own
 	// means selfNode: the certificate on the connection names id, so a member cannot
-	// claim for another by relaying (issue 43).
+	// claim for another by relaying.
 	if h.tls && selfNode(r, h.members) != id {
 		if !h.auth.on {
 			return call{}, api.Errorf(api.CodePermissionDenied, "with TLS on and ACLs off, only node %q itself (its node certificate) may register the protocol version it speaks", id)

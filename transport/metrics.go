@@ -20,7 +20,7 @@ type metrics struct {
 	// ACLs on, to a caller without admin on the empty prefix. It leaves out the usage
 	// gauges and counters of the state machine (nodeMetric.usage), the requests answered
 	// by route and status (a route's 200s are its grants, its token creations, ...) and
-	// the requests forwarded (issue 43, item 6).
+	// the requests forwarded.
 	open *prometheus.Registry
 	// requests counts answers by route and status code; only in reg.
 	requests *prometheus.CounterVec

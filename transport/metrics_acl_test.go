@@ -11,7 +11,7 @@ import (
 // token with admin on the empty prefix reads (the overview's lease counts likewise).
 var usageGauges = []string{"raftlock_leases ", "raftlock_locks_held ", "raftlock_semaphores_in_use ", "raftlock_semaphore_permits ", "raftlock_elections_led ", "raftlock_grants_total ", "raftlock_handovers_total ", "raftlock_renew_entries_total ",
 	// The answers by route and status (a route's 200s count its grants, its token
-	// creations) and the forwards, which count usage as well (issue 43, item 6).
+	// creations) and the forwards, which count usage as well.
 	`raftlock_http_requests_total{code="200",route="PUT /v1/locks/{name...}"} `, `raftlock_http_requests_total{code="200",route="POST /v1/acl/tokens"} `, "raftlock_forwarded_requests_total "}
 
 // openToAll are /metrics' series that stay open: the node's health, the commit index (a

@@ -73,7 +73,7 @@ func (noTokensACL) Bootstrap(context.Context) (cluster.ACLToken, error) {
 	return cluster.ACLToken{}, nil
 }
 
-// A member's certificate speaks for that member only (issue 43, item 5). The leader n1
+// A member's certificate speaks for that member only. The leader n1
 // serves HTTPS with its node certificate; n2's certificate sends n1's registration and
 // version claim with X-Raftlock-Hops: 1 and X-Raftlock-Node: n1, as a relay of n1's own
 // call would be sent: refused (403 with ACLs off; 401 with ACLs on and no token), and

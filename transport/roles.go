@@ -28,6 +28,9 @@ type LeaseService interface {
 	// Creator returns the ACL accessor that created a lease ("" when none was recorded)
 	// and whether the lease exists, from this node's applied state.
 	Creator(id cluster.LeaseID) (string, bool)
+	// ReadBarrier makes the Creator answers that follow linearizable (a heartbeat round,
+	// no log entry); on a follower it returns cluster.ErrNotLeader.
+	ReadBarrier(ctx context.Context) error
 	// ImplicitLease returns the lease an acquire with requestID and no lease_id acts on
 	// for ctx's caller.
 	ImplicitLease(ctx context.Context, requestID string) cluster.LeaseID

@@ -13,7 +13,7 @@ type route struct {
 // (leases.go, locks.go, ...); serve gives them all the same reply path.
 func (s *Server) apiRoutes() []route {
 	svc := s.svc
-	leases := leaseRoutes{svc.Leases, s.auth, svc.Routing}
+	leases := leaseRoutes{svc.Leases, s.auth, s.gate}
 	locks := lockRoutes{svc.Locks, s.auth}
 	semaphores := semaphoreRoutes{svc.Semaphores}
 	elections := electionRoutes{svc.Elections}

@@ -90,6 +90,7 @@ type Server struct {
 	cfg  Config
 	svc  Services
 	auth *guard
+	gate leaseGate // refuses missing and foreign leases alike, on the leader (leasegate.go)
 	log  hclog.Logger
 	http *http.Server
 	mux  *http.ServeMux
@@ -141,7 +142,7 @@ func NewServer(cfg Config) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = hclog.Default()
 	}
-	s := &Server{cfg: cfg, svc: cfg.Services, auth: &guard{acl: cfg.Services.ACL, on: cfg.ACL}, log: cfg.Logger.Named("http"), mux: http.NewServeMux(), done: make(chan struct{}), held: newLimiter(cfg.MaxHeldRequests),
+	s := &Server{cfg: cfg, svc: cfg.Services, auth: &guard{acl: cfg.Services.ACL, on: cfg.ACL}, gate: leaseGate{leases: cfg.Services.Leases, acl: cfg.ACL}, log: cfg.Logger.Named("http"), mux: http.NewServeMux(), done: make(chan struct{}), held: newLimiter(cfg.MaxHeldRequests),
 		heldByID: newPerIdentity(cfg.MaxHeldPerIdentity), streamsByID: newPerIdentity(cfg.MaxStreamsPerIdentity)}
 	ht := &http.Transport{
 		DialContext:         (&net.Dialer{Timeout: 2 * time.Second, KeepAlive: 30 * time.Second}).DialContext,

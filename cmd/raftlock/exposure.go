@@ -22,7 +22,7 @@ type exposure struct {
 // security switches are off by default so that `make run` works on loopback; a node
 // started with the same defaults on 0.0.0.0 or a LAN address lets every machine that
 // reaches it take any lock, add voters and append entries to the Raft log, and said
-// nothing (issue 43). Listening on loopback only, or with TLS (client certificates
+// nothing. Listening on loopback only, or with TLS (client certificates
 // required, or ACLs) and ACLs, logs nothing.
 func warnExposed(logger hclog.Logger, e exposure) {
 	var beyond []any

@@ -307,9 +307,15 @@ func attackSuite(t *testing.T, acl bool) *tally {
 	// 22.-26. The third round's cases at the HTTP edge (roundthree_test.go).
 	roundThree(t, ty, c, nw, base, admin, w, worker.withToken(tok.other), worker, acl)
 
-	// 27.-29. Issue 43: a member's certificate speaking for another, /metrics' open
-	// counters (isolation_test.go).
+	// 27.-29. A member's certificate speaking for another, /metrics' open counters
+	// (isolation_test.go).
 	isolation(t, ty, c, nw, k, base, admin, w, worker, acl)
+
+	// 30. Another token's live lease and a made-up ID answered alike, on one path
+	// (unknownlease_test.go).
+	if acl {
+		foreignOrUnknown(t, ty, c, base, admin, w, other)
+	}
 
 	// 17. A backup saved through the CLI past planted symlinks (symlink_test.go).
 	plantedSymlinks(t, ty, c, k, admin.Token)

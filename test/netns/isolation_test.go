@@ -11,7 +11,7 @@ import (
 	"github.com/raftlock/raftlock/test/testkit"
 )
 
-// isolation runs issue 43's attack cases as the stranger who found them, testing a TLS
+// isolation runs the isolation round's attack cases as the stranger who found them, testing a TLS
 // (and a TLS+ACL) cluster from the same network:
 //
 //   - 27. with one member's node certificate (a follower's, taken from its host), a
@@ -26,7 +26,7 @@ import (
 //     withholds from both as it withholds the lease counts.
 //
 // Each case is sent to every node and must be refused and change nothing (leader, terms,
-// members). A registration that was not refused (the code before issue 43) is put back
+// members). A registration that was not refused (the code before this round) is put back
 // with the leader's own certificate, so that the cases after it meet the cluster as it was.
 func isolation(t *testing.T, ty *tally, c *testcluster.Processes, nw *network, k *pki, base view, admin, w, anon *client, acl bool) {
 	t.Helper()
