@@ -228,6 +228,10 @@ func (s *state) aclSetPolicy(_ uint64, c *Command, r *Result) {
 }
 
 func (s *state) aclSetToken(_ uint64, c *Command, r *Result) {
+	if s.revokingToken(c.ACL.Accessor) {
+		aclRefuse(r, StatusConflict, ErrACLConflict, "token %q was deleted and its leases are still being revoked; make a new token", c.ACL.Accessor)
+		return
+	}
 	if s.quotasActive(&c.ACL, r) {
 		s.acl.setToken(&c.ACL, r)
 	}
@@ -247,7 +251,11 @@ func (s *state) quotasActive(cmd *ACLCommand, r *Result) bool {
 // the same entry (owner.go): a deleted credential holds nothing and waits for nothing.
 func (s *state) aclDeleteToken(index uint64, c *Command, r *Result) {
 	if s.acl.deleteToken(&c.ACL, r); r.Status == StatusOK {
-		s.revokeLeasesOf(index, c.ACL.Accessor)
+		if s.version >= 6 {
+			s.revokeCreator(c.ACL.Accessor) // dead from this entry; the sweep ends them (sweep.go)
+		} else {
+			s.revokeLeasesOf(index, c.ACL.Accessor)
+		}
 		s.notify(Event{Kind: EventTokenDeleted, Name: c.ACL.Accessor, Index: index})
 	}
 }

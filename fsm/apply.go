@@ -63,6 +63,9 @@ func (s *state) apply(index uint64, c *Command) *Result {
 	s.advance(index, c.Now)
 	r := &Result{Index: index}
 	s.handle(index, c, r)
+	if s.version >= 6 {
+		s.sweep(index) // what the command ended, with what is left of the budget
+	}
 	s.settle(index)
 	return r
 }

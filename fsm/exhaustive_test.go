@@ -313,6 +313,9 @@ func exElectionToken(m *pmodel) uint64 {
 // exNextDeadline is the earliest pending deadline per the model: of a lease, a waiter, a
 // maximum hold or a lock delay.
 func exNextDeadline(m *pmodel) (int64, bool) {
+	if len(m.revoking) > 0 {
+		return m.time, true // a deleted token's leases are left to sweep (version 6)
+	}
 	next, ok := int64(0), false
 	see := func(d int64) {
 		if d != 0 && (!ok || d < next) {
@@ -345,6 +348,23 @@ func exNextDeadline(m *pmodel) (int64, bool) {
 
 // exRoot is the first entry: the newest protocol version, at the base time.
 var exRoot = Command{Type: TypeSetVersion, Version: Version, Now: exBaseTime}
+
+// exBudget is the sweep's budget per entry in the search (version 6): small enough that a
+// lease holding two locks and waiting for one is swept over several entries.
+const exBudget = 2
+
+// exNew is a state machine of the search: its events go to observe, and each entry sweeps
+// at most exBudget units.
+func exNew(observe func(Event)) *FSM {
+	return NewWithOptions(Options{Observe: observe, sweepBudget: exBudget})
+}
+
+// exNewModel is the search's reference model, with the same budget.
+func exNewModel() *pmodel {
+	m := newPModel()
+	m.budgetMax = exBudget
+	return m
+}
 
 // exCheckRest compares what checkPrims does not with the model: the version, the limits,
 // the nodes and their versions, and the ACL tokens and policies.
@@ -471,7 +491,7 @@ type exSearch struct {
 // exModel replays path on a fresh model; it returns the model and the index of the last
 // entry.
 func (x *exSearch) exModel(path []uint8) (*pmodel, uint64) {
-	m := newPModel()
+	m := exNewModel()
 	m.apply(1, &exRoot)
 	index := uint64(1)
 	for _, a := range path {
@@ -495,7 +515,7 @@ func (x *exSearch) pathString(path []uint8) string {
 
 // restore returns a fresh state machine restored from data, its events going to x.events.
 func (x *exSearch) restore(data []byte, path []uint8) *FSM {
-	f := New(func(e Event) { x.events = append(x.events, e) })
+	f := exNew(func(e Event) { x.events = append(x.events, e) })
 	if err := f.Restore(io.NopCloser(bytes.NewReader(data))); err != nil {
 		x.t.Fatalf("after %s: restore: %v", x.pathString(path), err)
 	}
@@ -526,9 +546,9 @@ func exGrants(f *FSM) map[string]uint64 {
 // returns the final bytes and the persisted ones.
 func (x *exSearch) replay(path []uint8) (live, persisted []byte) {
 	t := x.t
-	f := New(func(Event) {})
+	f := exNew(func(Event) {})
 	smallArena(f, 256*(len(path)+1))
-	m := newPModel()
+	m := exNewModel()
 	f.ApplyCommand(1, &exRoot)
 	m.apply(1, &exRoot)
 	index := uint64(1)
@@ -633,7 +653,7 @@ func TestFSM_ExhaustiveSmallBounds(t *testing.T) {
 				len(x.current), x.pathString(x.current), x.states, x.trans, time.Since(start).Round(time.Millisecond))
 		}
 	})
-	root := New(nil)
+	root := exNew(nil)
 	if r := root.ApplyCommand(1, &exRoot); r.Status != StatusOK {
 		t.Fatalf("root: %s", r.Status)
 	}
@@ -702,7 +722,7 @@ func TestFSM_ExhaustiveAlphabetCoversEveryCommand(t *testing.T) {
 	if exRoot.Type != TypeSetVersion || exRoot.Version != Version {
 		t.Errorf("the root is %+v, not the newest protocol version %d", exRoot, Version)
 	}
-	m := newPModel()
+	m := exNewModel()
 	m.apply(1, &exRoot)
 	made := map[Type][]string{}
 	var late, leap, forever bool

@@ -232,7 +232,7 @@ func TestPins_EveryCommandTypeIsPinned(t *testing.T) {
 func snapshotPinLog(version uint64, steps int) [][]byte {
 	var hash [32]byte
 	hash[0] = 1
-	f := New(nil)
+	f := NewWithOptions(Options{sweepBudget: pinSweepBudget})
 	var log [][]byte
 	index := uint64(0)
 	add := func(c Command) {
@@ -268,6 +268,26 @@ func snapshotPinLog(version uint64, steps int) [][]byte {
 		add(Command{Type: TypeCreateLease, Now: 8, Lease: LeaseID{0xEE, 15: 2}, TTL: 1 << 30, Creator: "acc-1"})
 		add(Command{Type: TypeCreateLease, Now: 8, Lease: LeaseID{0xEE, 15: 3}, TTL: 1 << 30, Creator: "acc-1"})
 	}
+	if version >= 6 {
+		// A revoke and a token's deletion that the budget of 3 carries over entries, just
+		// before the first snapshot pin (entry 100), which so holds a revoked lease and a
+		// token being revoked in the middle of their sweep.
+		add(Command{Type: TypeACLSetToken, Now: 9, ACL: ACLCommand{Accessor: "acc-2", SecretHash: [32]byte{2}, Policies: []string{"jobs"}, Quotas: Quotas{MaxLocks: 100}}})
+		for i, id := range []LeaseID{{0xEE, 15: 4}, {0xEE, 15: 5}} {
+			add(Command{Type: TypeCreateLease, Now: 9, Lease: id, TTL: 1 << 30, Creator: "acc-2"})
+			for j := 0; j < 10; j++ {
+				add(Command{Type: TypeAcquire, Now: 9, Lease: id, Name: fmt.Sprintf("r/%d/%d", i, j), Owner: "acc", Creator: "acc-2"})
+			}
+		}
+		for len(log) < 97 {
+			add(Command{Type: TypeTick, Now: 9})
+		}
+		add(Command{Type: TypeRevoke, Now: 10, Lease: LeaseID{0xEE, 15: 4}, Creator: "acc-2"})
+		add(Command{Type: TypeACLDeleteToken, Now: 10, ACL: ACLCommand{Accessor: "acc-2"}})
+		if f.s.revoking == nil || f.s.leases[LeaseID{0xEE, 15: 4}] == nil {
+			panic("the pinned log's sweep is over before its first snapshot")
+		}
+	}
 	pg := newPGen(int64(version)*1000+7, f)
 	pg.first = false
 	pg.now = 10
@@ -288,11 +308,16 @@ func snapshotPinLog(version uint64, steps int) [][]byte {
 	return log
 }
 
+// pinSweepBudget is the sweep's budget of the state machines that make and read the pins:
+// small, so that version 6's pins hold states in the middle of a sweep (revoked leases,
+// tokens being revoked) as well.
+const pinSweepBudget = 3
+
 // pinSnapshots applies log to a fresh state machine and returns its snapshots every 100
 // entries, each prefixed with its length as a uvarint.
 func pinSnapshots(t *testing.T, log [][]byte) []byte {
 	t.Helper()
-	f := New(nil)
+	f := NewWithOptions(Options{sweepBudget: pinSweepBudget})
 	var out []byte
 	for i, e := range log {
 		c, err := DecodeCommand(e)
@@ -339,7 +364,7 @@ func splitEntries(t *testing.T, b []byte) [][]byte {
 // a state whose snapshot is the same bytes. -update-pins writes the pins of a version that
 // has none yet, never those that exist.
 func TestPins_SnapshotsOfEveryVersion(t *testing.T) {
-	for _, v := range []uint64{2, 3, 4, 5} {
+	for _, v := range []uint64{2, 3, 4, 5, 6} {
 		logPath := fmt.Sprintf("testdata/log-v%d.golden", v)
 		snapPath := fmt.Sprintf("testdata/snapshots-v%d.golden", v)
 		if _, err := os.Stat(logPath); *updatePins && os.IsNotExist(err) {
@@ -367,7 +392,7 @@ func TestPins_SnapshotsOfEveryVersion(t *testing.T) {
 			n, k := binary.Uvarint(rest)
 			snap := rest[k : k+int(n)]
 			rest = rest[k+int(n):]
-			f := New(nil)
+			f := NewWithOptions(Options{sweepBudget: pinSweepBudget})
 			if err := f.Restore(nopReader(snap)); err != nil {
 				t.Fatalf("version %d: restoring a pinned snapshot: %v", v, err)
 			}

@@ -76,18 +76,20 @@ func (s *state) expireLockDeadlines(index uint64) {
 	s.expireDelays(index)
 }
 
-func (s *state) leaveLockQueues(index uint64, l *lease) {
-	for _, name := range sortedNames(l.waiting) {
-		s.hist.waitCause = HistoryWaitLeaseEnded
-		s.leaveQueue(index, name, l)
-	}
+// leaveLockQueue takes lease l, which ended, out of the queue of lock name (with its
+// whole lockset, when it waits there as one).
+func (s *state) leaveLockQueue(index uint64, name string, l *lease) {
+	s.hist.waitCause = HistoryWaitLeaseEnded
+	s.leaveQueue(index, name, l)
 }
 
-// dropLocks ends the grants of lease l, which ended: with the grant's lock delay when it
-// has one (maxhold.go), handed over otherwise.
-func (s *state) dropLocks(index uint64, l *lease) {
-	for _, name := range sortedNames(l.held) {
-		s.endGrantOfEndedLease(index, name, s.locks[name], l)
+// dropLockOf ends lease l's grant of lock name, whose lease ended: with the grant's lock
+// delay when it has one (maxhold.go), handed over otherwise.
+func (s *state) dropLockOf(index uint64, name string, l *lease) {
+	if lk := s.locks[name]; lk != nil {
+		if _, _, ok := lk.grantOf(l.id); ok {
+			s.endGrantOfEndedLease(index, name, lk, l)
+		}
 	}
 }
 
@@ -276,7 +278,7 @@ func (s *state) acquire(index uint64, c *Command, r *Result) {
 
 // release applies Release: the lease must hold the lock with the token it presents.
 func (s *state) release(index uint64, c *Command, r *Result) {
-	l := s.leases[c.Lease]
+	l := s.live(c.Lease)
 	lk := s.locks[c.Name]
 	var token uint64
 	var holds bool
@@ -298,6 +300,10 @@ func (s *state) release(index uint64, c *Command, r *Result) {
 // is told its grant instead.
 func (s *state) dequeue(index uint64, c *Command, r *Result) {
 	lk := s.locks[c.Name]
+	if s.ended(c.Lease) {
+		r.Status = StatusNotHolder // the sweep ends what it holds and waits for
+		return
+	}
 	if lk != nil {
 		if token, owner, ok := lk.grantOf(c.Lease); ok {
 			r.Token, r.Owner = token, owner
@@ -391,6 +397,14 @@ func (s *state) handOver(index uint64, name string, lk *lock) {
 		return
 	}
 	w := lk.ro().queue.head
+	if s.waitsForEnded(w) {
+		// Version 6: the head's lease ended. The lock is held by nobody, reserved, until
+		// the sweep ends that wait and hands it on (sweep.go).
+		if !lk.ro().v3.vacant {
+			s.vacate(index, name, lk)
+		}
+		return
+	}
 	if w.set != nil {
 		// The head is a lockset: the lock waits for it, reserved, until every lock of the
 		// set is free for it (locksets.go).
@@ -436,8 +450,11 @@ func (s *state) grantShared(index uint64, name string, lk *lock) {
 	if x.readers == nil {
 		x.readers = &grantSet{}
 	}
+	if s.waitsForEnded(x.queue.head) {
+		return // held shared already (handOver reserves a free lock): wait for the sweep
+	}
 	x.v3.vacant = false
-	for w := x.queue.head; w != nil && w.shared && w.set == nil; w = x.queue.head {
+	for w := x.queue.head; w != nil && w.shared && w.set == nil && !s.waitsForEnded(w); w = x.queue.head {
 		x.queue.remove(w)
 		next := s.leases[w.lease]
 		s.unqueued(next, next.waiting, name)
@@ -548,7 +565,34 @@ func (s *state) view(name string) LockView {
 	for w := lk.ro().queue.head; w != nil; w = w.next {
 		v.Waiters = append(v.Waiters, w.lease)
 	}
+	if s.version >= 6 {
+		s.withoutEnded(&v)
+	}
 	return v
+}
+
+// withoutEnded takes the grants of ended leases out of a view (version 6): until the sweep
+// reaches them they are held by nobody, as far as any reader is told.
+func (s *state) withoutEnded(v *LockView) {
+	live := v.Holders[:0:0]
+	for _, h := range v.Holders {
+		if !s.deadID(h.Lease) {
+			live = append(live, h)
+		}
+	}
+	if len(live) == len(v.Holders) {
+		return
+	}
+	v.Holders = live
+	if len(live) == 0 {
+		v.Held, v.Shared, v.Holder, v.Token, v.Owner = false, false, LeaseID{}, 0, ""
+		v.Holders, v.MaxHoldUntil, v.MaxHoldRemaining = nil, 0, 0
+		return
+	}
+	v.Holder, v.Owner, v.Token = live[0].Lease, live[0].Owner, 0
+	for _, h := range live {
+		v.Token = max(v.Token, h.Token)
+	}
 }
 
 // Lock returns the state of lock name. A free lock reports the index of the last entry

@@ -246,6 +246,9 @@ func (s *state) setReadyOn(set *lockSet, i int) bool {
 // tryGrantSet grants set, in this entry, every lock it waits for when all are free for
 // it, and does nothing otherwise.
 func (s *state) tryGrantSet(index uint64, set *lockSet) {
+	if s.version >= 6 && s.deadID(set.lease) {
+		return // its lease ended: the sweep ends the wait, and its locks go on from there
+	}
 	for i := range set.names {
 		if !s.setReadyOn(set, i) {
 			return
@@ -333,7 +336,7 @@ func (s *state) lockSetRelease(index uint64, c *Command, r *Result) {
 		invalid(r, "bad lockset release")
 		return
 	}
-	l := s.leases[c.Lease]
+	l := s.live(c.Lease)
 	if l == nil {
 		r.Status = StatusLeaseNotFound
 		return
@@ -485,8 +488,10 @@ func (s *state) decodeLockSets(d *decoder) error {
 		w.maxHold, w.lockDelay = hold, delay
 	}
 	for name, lk := range s.locks {
-		if lk.ro().v3.vacant && lk.ro().v3.delayUntil == 0 && (lk.ro().queue.head == nil || lk.ro().queue.head.set == nil) {
-			return badSnapshot("lock %q: held by nobody, with no lock delay and no lockset at its head", name)
+		// From version 6 a lock is also held by nobody while its head waiter's lease
+		// ended and the sweep has not ended that wait (sweep.go).
+		if h := lk.ro().queue.head; lk.ro().v3.vacant && lk.ro().v3.delayUntil == 0 && (h == nil || h.set == nil) && !s.waitsForEnded(h) {
+			return badSnapshot("lock %q: held by nobody, with no lock delay, lockset or ended lease at its head", name)
 		}
 	}
 	return nil

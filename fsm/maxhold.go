@@ -47,7 +47,11 @@ func (s *state) expireHolds(index uint64) {
 	if s.holdExp.Len() == 0 || mutant.Is("max-hold-ignored") {
 		return
 	}
-	for _, k := range s.holdExp.PopExpired(s.time) {
+	for {
+		k, ok := s.popExpired(&s.holdExp)
+		if !ok {
+			return
+		}
 		name, id := splitWaitKey(k)
 		lk, l := s.locks[name], s.leases[id]
 		if lk == nil || l == nil {
@@ -58,6 +62,7 @@ func (s *state) expireHolds(index uint64) {
 		}
 		s.recordEnd(name, lk, l, HistoryMaxHold)
 		s.releaseGrant(index, name, lk, id)
+		s.unitDone(index)
 	}
 }
 
@@ -92,7 +97,11 @@ func (s *state) expireDelays(index uint64) {
 	if s.delayExp.Len() == 0 {
 		return
 	}
-	for _, name := range s.delayExp.PopExpired(s.time) {
+	for {
+		name, ok := s.popExpired(&s.delayExp)
+		if !ok {
+			return
+		}
 		lk := s.locks[name]
 		if lk == nil {
 			continue
@@ -102,6 +111,7 @@ func (s *state) expireDelays(index uint64) {
 		s.record(name, nil, HistoryEvent{Kind: HistoryLockDelayEnded})
 		s.admit = append(s.admit, name)
 		s.notify(Event{Kind: EventLockChanged, Name: name, Index: index})
+		s.unitDone(index)
 	}
 }
 

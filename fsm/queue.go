@@ -90,7 +90,7 @@ func (s *state) unqueue(m map[string]*waiter, exp *leases.Table, q *waitQueue, n
 // there (its client gave up): waits picks that primitive's waits among the lease's, and
 // leave takes it out.
 func (s *state) giveUp(index uint64, name string, id LeaseID, waits func(*leasePrims) map[string]*waiter, leave func(*state, uint64, string, *lease)) {
-	l := s.leases[id]
+	l := s.live(id)
 	if l == nil || l.prims == nil {
 		return
 	}

@@ -1,7 +1,10 @@
 package fsm
 
 import (
+	"bytes"
 	"sort"
+
+	"github.com/google/btree"
 
 	"github.com/raftlock/raftlock/internal/mutant"
 )
@@ -92,7 +95,13 @@ const (
 // identityUse is one identity's use of the cluster, or the whole cluster's (state.total).
 type identityUse struct {
 	leases, locks, waits int
+	// ids are the identity's leases in ID order (not for the identity ""), where the sweep
+	// finds a deleted token's leases (sweep.go): derived, like the counts.
+	ids *btree.BTreeG[LeaseID]
 }
+
+// leaseIDLess orders lease IDs as their bytes.
+func leaseIDLess(a, b LeaseID) bool { return bytes.Compare(a[:], b[:]) < 0 }
 
 // useOf returns the use record of identity id, creating it on first use. Records are kept
 // while the identity has a lease (see detach).
@@ -110,6 +119,12 @@ func (s *state) attach(l *lease) {
 	l.use = s.useOf(l.creator)
 	l.use.leases++
 	s.total.leases++
+	if l.creator != "" {
+		if l.use.ids == nil {
+			l.use.ids = btree.NewG(16, leaseIDLess)
+		}
+		l.use.ids.ReplaceOrInsert(l.id)
+	}
 	locks, waits := leaseSets(l)
 	l.use.locks += locks
 	l.use.waits += waits
@@ -131,7 +146,10 @@ func (s *state) detach(l *lease) {
 	s.total.leases--
 	s.total.locks -= locks
 	s.total.waits -= waits
-	if *l.use == (identityUse{}) {
+	if l.use.ids != nil {
+		l.use.ids.Delete(l.id)
+	}
+	if l.use.leases == 0 && l.use.locks == 0 && l.use.waits == 0 {
 		delete(s.use, l.creator)
 	}
 	l.use = nil

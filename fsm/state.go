@@ -27,8 +27,9 @@ type state struct {
 	electionState         // elections.go
 	// use is each identity's use (quotas.go), total the cluster's: derived state,
 	// counted as grants and waits come and go, never written to a snapshot.
-	use   map[string]*identityUse
-	total identityUse
+	use        map[string]*identityUse
+	total      identityUse
+	sweepState // sweep.go
 }
 
 // newState returns an empty state whose events go to notify. Its active version is 0:
@@ -44,6 +45,7 @@ func newState(notify func(Event)) *state {
 		protocol: protocol{acl: newACL()},
 		use:      make(map[string]*identityUse),
 	}
+	s.budgetMax = SweepBudget
 	for _, p := range primitives {
 		p.start(s)
 	}

@@ -38,7 +38,12 @@ import (
 //     and a lock history's identity with shares of the history bound per identity
 //     (history.go). Snapshot format 4: format 3 with the new limits, the policies' and
 //     tokens' quotas and each history's identity.
-const Version uint64 = 5
+//   - 6: the sliced sweep (sweep.go): an entry ends at most SweepBudget units of what
+//     expired, was revoked or lost its token, the rest carried to the next entries; a lease
+//     is dead to every command from the entry that ends it; a revoke and a token's deletion
+//     mark, and the sweep ends. Snapshot format 5: format 4 with a flags byte per lease
+//     (revoked) and the tokens whose leases are being revoked.
+const Version uint64 = 6
 
 // Since returns the protocol version that introduced the command type, and 0 for a type
 // this code does not know. A node that speaks an older version reads the type as unknown:
@@ -160,14 +165,20 @@ var snapshotMagicV2 = []byte("RLKS\x02")
 // more: format 2 with each lease's creator.
 var snapshotMagicV3 = []byte("RLKS\x03")
 
-// snapshotMagicV4 starts a snapshot in format 4, written once the active version is 5 or
-// more: format 3 with what version 5 adds (see Version).
+// snapshotMagicV4 starts a snapshot in format 4, written once the active version is 5:
+// format 3 with what version 5 adds (see Version).
 var snapshotMagicV4 = []byte("RLKS\x04")
+
+// snapshotMagicV5 starts a snapshot in format 5, written once the active version is 6 or
+// more: format 4 with what version 6 adds (see Version).
+var snapshotMagicV5 = []byte("RLKS\x05")
 
 // magic returns the header of this state's snapshot: format 1 while the active version is
 // 1, so that old and new nodes at version 1 write the same bytes, and format 2 after.
 func (s *state) magic() []byte {
 	switch {
+	case s.version >= 6:
+		return snapshotMagicV5
 	case s.version >= 5:
 		return snapshotMagicV4
 	case s.version >= 3:
@@ -214,6 +225,8 @@ func snapshotFormat(data []byte) (uint64, error) {
 		return 3, nil
 	case bytes.HasPrefix(data, snapshotMagicV4):
 		return 4, nil
+	case bytes.HasPrefix(data, snapshotMagicV5):
+		return 5, nil
 	}
 	return 0, badSnapshot("unknown header")
 }
