@@ -195,9 +195,9 @@ func serveConfig(c *cli.Context, logger hclog.Logger) (cluster.Config, serveOpti
 			MaxLocks:          c.Uint64("max-locks"),
 			MaxWaiters:        c.Uint64("max-waiters"),
 			PerIdentity: fsm.Quotas{
-				MaxLeases:  c.Uint64("max-leases-per-identity"),
-				MaxLocks:   c.Uint64("max-locks-per-identity"),
-				MaxWaiters: c.Uint64("max-waiters-per-identity"),
+				MaxLeases:  identityQuota(c, "max-leases-per-identity", c.Uint64("max-leases")),
+				MaxLocks:   identityQuota(c, "max-locks-per-identity", c.Uint64("max-locks")),
+				MaxWaiters: identityQuota(c, "max-waiters-per-identity", c.Uint64("max-waiters")),
 			},
 		},
 	}
@@ -222,6 +222,18 @@ func serveConfig(c *cli.Context, logger hclog.Logger) (cluster.Config, serveOpti
 		logger.Warn("ACLs are on and TLS is off: this node registers its HTTP address only when it leads (no node certificate or --acl-node-token-file proves who it is), so right after it first takes office other nodes answer 503 for a moment; use TLS")
 	}
 	return cfg, serveOptions{join: c.String("join"), maxHeld: c.Int("max-held-requests"), holdTimeout: c.Duration("hold-timeout"), httpListen: c.String("http-addr"), acl: c.Bool("acl"), nodeToken: nodeToken, memoryLimit: memLimit, gcHeadroom: uint64(headroom), http2Cleartext: c.Bool("http2-cleartext"), pprofAddr: c.String("pprof-addr"), allowedHosts: commaList(c.String("allowed-hosts")), allowedOrigins: commaList(c.String("allowed-origins"))}, nil
+}
+
+// identityQuota is the per-identity quota of flag name: as given, or, when it was left at
+// its default, the smaller of that default and half of the cluster-wide limit it counts
+// toward (clusterCap, 0: none), so that with any cluster-wide limit an operator sets, one
+// identity cannot take all of it unless a quota was set to allow it.
+func identityQuota(c *cli.Context, name string, clusterCap uint64) uint64 {
+	v := c.Uint64(name)
+	if c.IsSet(name) || clusterCap == 0 || v == 0 {
+		return v
+	}
+	return max(min(v, clusterCap/2), 1)
 }
 
 // advertiseAddr returns the address other nodes use for this node: adv when given, else
