@@ -129,7 +129,7 @@ func (t *nbTenant) fill(ctx context.Context, token string, n, nameBytes int, ttl
 	var leases []string
 	var refused atomic.Int64
 	var quotaMsg atomic.Value
-	pad := strings.Repeat("x", max(nameBytes-40, 0))
+	pad := strings.Repeat("x", max(nameBytes-len(t.prefix)-13, 1)) // a name of about nameBytes
 	errc := make(chan error, nbFillers)
 	threads := nbFillers
 	if stopAtQuota {
