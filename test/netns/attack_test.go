@@ -103,6 +103,7 @@ func attackSuite(t *testing.T, acl bool) *tally {
 	flags := []string{"--election-timeout", "2s", "--pprof-addr", pprofAddr}
 	if acl {
 		flags = append(flags, "--acl")
+		flags = append(flags, tenantFlags()...) // small quotas for cases 31 to 35
 	}
 	c := startCluster(t, nw, k, flags...)
 
@@ -315,6 +316,12 @@ func attackSuite(t *testing.T, acl bool) *tally {
 	// (unknownlease_test.go).
 	if acl {
 		foreignOrUnknown(t, ty, c, base, admin, w, other)
+	}
+
+	// 31.-35. One tenant's flood, leases, bursts and churn beside another tenant
+	// (quotas_test.go).
+	if acl {
+		tenants(t, ty, c, base, admin, worker)
 	}
 
 	// 17. A backup saved through the CLI past planted symlinks (symlink_test.go).
