@@ -95,7 +95,7 @@ demo:
 ## `raftlock serve` processes (about 45 s)
 .PHONY: test-ts demo-ts
 test-ts: build
-	cd clients/typescript && npm ci --no-audit --no-fund --prefer-offline --ignore-scripts --loglevel=error && npm run --silent build
+	cd clients/typescript && npm ci --no-audit --no-fund --prefer-offline --ignore-scripts --loglevel=error && sh test/native-deps.sh && npm run --silent build
 	cd clients/typescript && RAFTLOCK_BIN=$(CURDIR)/$(BIN) npm test --silent
 	cd clients/typescript && RAFTLOCK_BIN=$(CURDIR)/$(BIN) npm run --silent conformance
 	cd clients/typescript && RAFTLOCK_BIN=$(CURDIR)/$(BIN) npm run --silent consumers
