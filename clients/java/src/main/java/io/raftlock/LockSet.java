@@ -39,6 +39,11 @@ public final class LockSet implements AutoCloseable {
     }
 
     static LockSet take(RaftLock c, List<String> names, Duration ttl, Duration wait, HoldOptions o) {
+        return take(c, names, ttl, wait, o, false);
+    }
+
+    /** leaseFirst: create the lease before asking, even without a wait, so that an interrupted take can revoke what it may have been granted. */
+    static LockSet take(RaftLock c, List<String> names, Duration ttl, Duration wait, HoldOptions o, boolean leaseFirst) {
         if (names.isEmpty() || names.size() > MAX_NAMES) {
             throw new InvalidArgumentException("a lockset names 1 to " + MAX_NAMES + " locks");
         }
@@ -51,7 +56,7 @@ public final class LockSet implements AutoCloseable {
         fields.put("names", new ArrayList<>(names));
         o.addFields(fields);
         String op = "lockset " + String.join(",", names);
-        if (w == 0) {
+        if (w == 0 && !leaseFirst) {
             Transport.Result res = c.acquireRaw(op, "POST", RaftLock.LOCKSETS, fields, null, ttl, 0, o.owner, null, null);
             Lease l = c.startLease(res.body.path("lease_id").asText(), res.body.path("ttl_ms").asLong() * 1_000_000L, res.first, o);
             return new LockSet(c, l, tokensOf(res.body), new GrantLoss(l, o.maxHoldNanos(), res.first));
@@ -59,18 +64,20 @@ public final class LockSet implements AutoCloseable {
         Lease l = c.lease(ttl, o);
         try {
             long end = System.nanoTime() + w;
+            boolean first = true;
             while (true) {
                 long left = end - System.nanoTime();
-                if (left <= 0) {
+                if (left <= 0 && !first) {
                     throw new WaitTimeoutException(op + ": the wait ended");
                 }
+                first = false;
                 Transport.Cancel cancel = new Transport.Cancel();
                 l.onLost(() -> cancel.cancel(new LeaseLostException(op + ": the lease was lost while waiting")));
                 Transport.Result res;
                 try {
-                    res = c.acquireRaw(op, "POST", RaftLock.LOCKSETS, fields, l.id, null, Math.min(left, RaftLock.WAIT_CHUNK_NANOS), o.owner, cancel, null);
+                    res = c.acquireRaw(op, "POST", RaftLock.LOCKSETS, fields, l.id, null, w == 0 ? 0 : Math.min(left, RaftLock.WAIT_CHUNK_NANOS), o.owner, cancel, null);
                 } catch (WaitTimeoutException e) {
-                    if (end - System.nanoTime() > 1_000_000L) {
+                    if (w > 0 && end - System.nanoTime() > 1_000_000L) {
                         continue;
                     }
                     throw e;

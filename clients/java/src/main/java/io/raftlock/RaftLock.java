@@ -10,6 +10,7 @@ import java.util.HexFormat;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Executor;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
@@ -564,6 +565,69 @@ public final class RaftLock implements AutoCloseable {
      */
     public RaftLockReentrantLock newReentrantLock(String name, Duration ttl) {
         return new RaftLockReentrantLock(this, name, ttl);
+    }
+
+    // --- asynchronous ------------------------------------------------------------------------
+
+    /** A hold taken with a lease of its own created first, so that an interrupt can revoke whatever it was granted. */
+    private Held holdLeaseFirst(Held.Kind kind, String route, String name, Map<String, Object> fields, Duration ttl, Duration wait, HoldOptions o) {
+        checkTtl(ttl);
+        long w = waitNanos(wait);
+        Names.check(name);
+        Lease l = lease(ttl, o);
+        try {
+            JsonNode[] body = new JsonNode[1];
+            long sent = System.nanoTime();
+            takeWith(route, name, fields, l, w, o.owner, b -> body[0] = b);
+            return newHeld(kind, route, name, body[0], l, o, true, new GrantLoss(l, o.maxHoldNanos(), w == 0 ? sent : System.nanoTime()));
+        } catch (RuntimeException e) {
+            closeQuietly(l);
+            throw e;
+        }
+    }
+
+    private static void releaseQuietly(AutoCloseable h) {
+        try {
+            h.close();
+        } catch (Exception e) {
+            // lost or unreachable: the lease expires by itself
+        }
+    }
+
+    /**
+     * {@link #lock(String, Duration, Duration, HoldOptions)} without blocking the caller: the
+     * future completes with the hold (or the exception). Cancelling it ends the wait, leaves
+     * the lock's queue and leaves no grant behind (the wait's lease is revoked; a hold that
+     * arrives as it is cancelled is released). Runs on a virtual thread on JDK 21+.
+     */
+    public CompletableFuture<Held> lockAsync(String name, Duration ttl, Duration waitUpTo, HoldOptions o) {
+        Map<String, Object> fields = new LinkedHashMap<>();
+        o.addFields(fields);
+        return AsyncCalls.run(() -> holdLeaseFirst(Held.Kind.LOCK, LOCKS, name, fields, ttl, waitUpTo, o), RaftLock::releaseQuietly);
+    }
+
+    /** {@link #semaphore} without blocking the caller (see {@link #lockAsync}). */
+    public CompletableFuture<Held> semaphoreAsync(String name, int limit, Duration ttl, Duration waitUpTo, HoldOptions o) {
+        if (limit < 1 || limit > 10000) {
+            throw new InvalidArgumentException("limit " + limit + ": want 1 to 10000");
+        }
+        return AsyncCalls.run(() -> holdLeaseFirst(Held.Kind.SEMAPHORE, SEMAPHORES, name, Map.of("limit", limit), ttl, waitUpTo, o), RaftLock::releaseQuietly);
+    }
+
+    /** {@link #campaign} without blocking the caller (see {@link #lockAsync}). */
+    public CompletableFuture<Leadership> campaignAsync(String name, String value, Duration ttl, Duration waitUpTo, HoldOptions o) {
+        return AsyncCalls.run(() -> (Leadership) holdLeaseFirst(Held.Kind.ELECTION, ELECTIONS, name, Map.of("value", value), ttl, waitUpTo, o),
+                RaftLock::releaseQuietly);
+    }
+
+    /** {@link #lockSet} without blocking the caller (see {@link #lockAsync}). */
+    public CompletableFuture<LockSet> lockSetAsync(List<String> names, Duration ttl, Duration waitUpTo, HoldOptions o) {
+        return AsyncCalls.run(() -> LockSet.take(this, names, ttl, waitUpTo, o, true), RaftLock::releaseQuietly);
+    }
+
+    /** {@link #status} without blocking the caller. */
+    public CompletableFuture<LockStatus> statusAsync(String name) {
+        return AsyncCalls.run(() -> status(name), s -> { });
     }
 
     // --- reads ------------------------------------------------------------------------------

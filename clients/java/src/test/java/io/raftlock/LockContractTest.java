@@ -386,6 +386,55 @@ class LockContractTest {
     }
 
     @Test
+    void asyncCallsCompleteAndCancelLeavesNoGrant() throws Exception {
+        try (RaftLock holder = client(); RaftLock c = client()) {
+            String name = "java/async/l";
+            Held h = c.lockAsync(name, Duration.ofSeconds(10), Duration.ZERO, HoldOptions.defaults()).get(20, TimeUnit.SECONDS);
+            assertEquals(h.token(), holder.statusAsync(name).get(20, TimeUnit.SECONDS).token());
+            LockSet set = c.lockSetAsync(List.of("java/async/s1", "java/async/s2"), Duration.ofSeconds(10), Duration.ZERO, HoldOptions.defaults()).get(20, TimeUnit.SECONDS);
+            Held permit = c.semaphoreAsync("java/async/sem", 2, Duration.ofSeconds(10), Duration.ZERO, HoldOptions.defaults()).get(20, TimeUnit.SECONDS);
+            Leadership lead = c.campaignAsync("java/async/e", "v", Duration.ofSeconds(10), Duration.ZERO, HoldOptions.defaults()).get(20, TimeUnit.SECONDS);
+            assertEquals("v", holder.electionStatus("java/async/e").value());
+            set.close();
+            permit.close();
+            lead.close();
+            // A waiting future, cancelled: it leaves the queue, and nothing is left to it.
+            CompletableFuture<Held> waiting = holder.lockAsync(name, Duration.ofSeconds(10), Duration.ofSeconds(60), HoldOptions.defaults());
+            waitFor("the async wait to queue", () -> c.status(name).waiters() == 1);
+            assertTrue(waiting.cancel(true));
+            waitFor("the cancelled wait to leave the queue", () -> c.status(name).waiters() == 0);
+            h.release();
+            assertFalse(c.status(name).held(), "no grant was left to the cancelled future");
+        }
+        // Cancelled as the cluster grants it (the answer held back by a proxy): given back.
+        FaultProxy.State st = new FaultProxy.State();
+        List<FaultProxy> proxies = new ArrayList<>();
+        List<String> eps = new ArrayList<>();
+        for (int port : cluster.httpPorts()) {
+            FaultProxy p = new FaultProxy(st, port);
+            proxies.add(p);
+            eps.add("http://127.0.0.1:" + p.port());
+        }
+        try (RaftLock viaProxy = RaftLock.builder().endpoints(eps).build(); RaftLock c = client()) {
+            st.mu.lock();
+            try {
+                st.faults.add(new java.util.HashMap<>(java.util.Map.of("kind", "hang", "method", "PUT", "path_prefix", "/v1/locks/", "count", 1)));
+            } finally {
+                st.mu.unlock();
+            }
+            String name = "java/async/race";
+            CompletableFuture<Held> f = viaProxy.lockAsync(name, Duration.ofSeconds(30), Duration.ofSeconds(30), HoldOptions.defaults());
+            waitFor("the cluster to grant the held-back acquire", () -> c.status(name).held());
+            assertTrue(f.cancel(true));
+            waitFor("the grant made as the future was cancelled to be revoked", () -> !c.status(name).held());
+        } finally {
+            for (FaultProxy p : proxies) {
+                p.close();
+            }
+        }
+    }
+
+    @Test
     void leadershipHasProclaimALockDoesNot() {
         try (RaftLock c = client()) {
             try (Leadership lead = c.campaign("java/kind/e", "v1", Duration.ofSeconds(10), Duration.ZERO, HoldOptions.defaults());
