@@ -179,7 +179,7 @@ class AioTest(unittest.IsolatedAsyncioTestCase):
     async def test_tls_locksets_semaphores_elections_renewed(self) -> None:
         """A script over TLS (client certificate required) takes locksets, permits and a
         leadership, keeps them past their TTL by renewing, and releases them."""
-        tc = Cluster(tls=True)
+        tc = Cluster(1, tls=True)  # one node: TLS and client certificates are per node, as with three
         tc.start_fresh()
         try:
             t = tc.tls_dir
