@@ -177,5 +177,6 @@
 //	rwmutex.go     RWMutex
 //	semaphore.go   Semaphore
 //	election.go    Election, Observe
-//	lockset.go     LockSet, AcquireSet, ReleaseSet; WithMaxHold, WithLockDelay
+//	lockset.go     LockSet, NewLockSet, AcquireSet, ReleaseSet; WithMaxHold, WithLockDelay
+//	format.go      fmt of a Lease and of the primitives: never the lease ID
 package client
