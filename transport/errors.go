@@ -104,7 +104,7 @@ func errorFor(err error) failure {
 	case errors.As(err, &dl):
 		ae = deadlockError(dl.Described)
 	case errors.As(err, &ne) && errors.Is(err, cluster.ErrLockHeld):
-		ae = api.Errorf(api.CodeLockHeld, "held by other leases: %s; nothing was taken. Retry later or pass wait_ms to queue for all of them at once", strings.Join(ne.Names, ", "))
+		ae = api.Errorf(api.CodeLockHeld, "held by other leases: %s; nothing was taken. Retry later, or ask to wait for all of them at once (the request's wait: wait_ms in the HTTP API, the wait option of the clients)", strings.Join(ne.Names, ", "))
 	case errors.As(err, &ne) && errors.Is(err, cluster.ErrNotHolder):
 		ae = api.Errorf(api.CodeNotHolder, "this lease does not hold %s with those tokens (released, expired, ended by the maximum hold, or granted again); nothing was released", strings.Join(ne.Names, ", "))
 	case errors.As(err, &ie) && errors.Is(err, cluster.ErrV3Inactive):
@@ -144,8 +144,8 @@ var answers = []answer{
 
 	// Shared locks, semaphores and elections.
 	{cluster.ErrModeConflict, api.CodeModeConflict, "this lease holds or waits for the lock in the other mode; there is no upgrade or downgrade: release it (or leave the queue) first"},
-	{cluster.ErrSemaphoreFull, api.CodeSemaphoreFull, "every permit of the semaphore is held; retry later or pass wait_ms to queue for one"},
-	{cluster.ErrElectionHeld, api.CodeElectionHeld, "another lease leads the election; retry later or pass wait_ms to queue as a candidate"},
+	{cluster.ErrSemaphoreFull, api.CodeSemaphoreFull, "every permit of the semaphore is held; retry later, or ask to wait in its queue (the request's wait: wait_ms in the HTTP API, the wait option of the clients)"},
+	{cluster.ErrElectionHeld, api.CodeElectionHeld, "another lease leads the election; retry later, or ask to wait as a candidate (the request's wait: wait_ms in the HTTP API, the wait option of the clients)"},
 	{cluster.ErrPrimsInactive, api.CodeNoLeader, "shared locks, semaphores and elections need protocol version 2, which the cluster activates once every node runs this release (a rolling upgrade is in progress); nothing was applied, retry after upgrading every node"},
 
 	// The event stream.
@@ -154,7 +154,7 @@ var answers = []answer{
 	{cluster.ErrStreamReset, api.CodeIndexCompacted, "this node restored a snapshot; the events before it are unknown here"},
 
 	// Locks, leases and the cluster.
-	{cluster.ErrLockHeld, api.CodeLockHeld, "the lock is held by another lease; retry later or pass wait_ms to queue for it"},
+	{cluster.ErrLockHeld, api.CodeLockHeld, "the lock is held by another lease; retry later, or ask to wait in its queue (the request's wait: wait_ms in the HTTP API, the wait option of the clients)"},
 	{cluster.ErrWaitTimeout, api.CodeWaitTimeout, "the wait ended before the lock was granted; the lease has left the queue"},
 	{cluster.ErrNotHolder, api.CodeNotHolder, "this lease and token do not hold the lock (it was released, expired or granted again)"},
 	{cluster.ErrTokenRevoked, api.CodeUnauthenticated, "the ACL token was revoked while the request was in flight; the leases it created were revoked with it"},
