@@ -7,7 +7,7 @@ import (
 )
 
 // BenchmarkSweep_EntryOfAMassExpiry: one entry of the sweep of a mass expiry, its full
-// budget of 1,024 units, each a lock of 64 on 3,125 leases that expire together (the
+// budget of SweepBudget units, each a lock of 64 on 3,125 leases that expire together (the
 // neighbour benchmark's 200,000 locks): the longest an entry of the sweep holds the
 // state machine. It reports the entry's time, which is what a neighbour's command may
 // wait behind.

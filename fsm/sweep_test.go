@@ -55,9 +55,10 @@ func sweepLockName(i int) string { return fmt.Sprintf("l%04d", i) }
 
 // A lease holding 5,000 locks expires: the entry that passes its deadline ends at most
 // SweepBudget units and the next entries (the leader's ticks, or anyone's commands) the
-// rest, in name order; from that first entry the lease is dead to every command and to
-// every read, and a waiter of its first lock is handed that lock by the unit that ends it.
-// Without the budget (the mutant sweep-in-one-entry) one entry ends all 5,001 units.
+// rest, in name order, exactly the budget each; from that first entry the lease is dead to
+// every command and to every read, and a waiter of its first lock is handed that lock by
+// the unit that ends it. Without the budget (the mutant sweep-in-one-entry) one entry ends
+// all 5,001 units.
 func TestSweep_MassExpiryIsSliced(t *testing.T) {
 	const n = 5000
 	w := newSweepFSM(t, 0)
@@ -75,6 +76,9 @@ func TestSweep_MassExpiryIsSliced(t *testing.T) {
 	if got := w.held(a); got != n-SweepBudget {
 		t.Fatalf("after the first entry a holds %d locks, want %d: the entry did not stop at its budget", got, n-SweepBudget)
 	}
+	if v := w.f.Lock(sweepLockName(0)); !v.Held || v.Holder != waiter || v.Token != expired {
+		t.Fatalf("the waiter's lock: %+v, want it granted at %d", v, expired)
+	}
 	// Dead to every command and every read from that entry on.
 	if _, ok := w.f.Lease(a); ok {
 		t.Fatal("a dead lease is found")
@@ -87,29 +91,37 @@ func TestSweep_MassExpiryIsSliced(t *testing.T) {
 	if r := w.apply(Command{Type: TypeRenew, Leases: []LeaseID{a}}); r.Renewed[0] {
 		t.Fatal("a keepalive renewed a dead lease")
 	}
-	if w.held(a) <= 0 {
-		t.Fatal("the test is too slow for its sweep: a is swept already")
-	}
 	w.must(StatusLeaseNotFound, Command{Type: TypeCreateLease, Lease: a, TTL: 1000})
 	w.must(StatusLeaseNotFound, Command{Type: TypeAcquire, Lease: a, Name: "fresh"})
 	w.must(StatusLeaseNotFound, Command{Type: TypeRelease, Lease: a, Name: sweepLockName(n - 1), Token: 3})
 	w.must(StatusLeaseNotFound, Command{Type: TypeRevoke, Lease: a})
-	// Each of those entries swept on: 5 entries of 1,024 units are more than the 5,001,
-	// so a is gone now, and the waiter was handed its lock by the first entry.
-	if got := w.held(a); got != -1 {
-		t.Fatalf("a still holds %d locks after %d entries of sweep", got, w.index-expired+1)
+	// A neighbour works all along: its lock, one a still holds, waits for the sweep (late,
+	// never wrong); a free lock is granted at its entry's index.
+	if got := w.held(a); got <= 0 {
+		t.Fatal("a is swept already: the test asks too little of the budget")
+	}
+	r := w.must(StatusOK, Command{Type: TypeAcquire, Lease: other, Name: "free"})
+	if r.Token != w.index {
+		t.Fatalf("the neighbour's token %d, want %d", r.Token, w.index)
+	}
+	w.must(StatusQueued, Command{Type: TypeAcquire, Lease: other, Name: sweepLockName(n - 1), Wait: 600_000})
+	// Each entry ends exactly the budget's units until a is gone.
+	for w.held(a) != -1 {
+		before := w.held(a)
+		w.must(StatusOK, Command{Type: TypeTick})
+		if after := w.held(a); after != -1 && after != before-SweepBudget {
+			t.Fatalf("an entry of the sweep ended %d locks, want %d", before-after, SweepBudget)
+		}
+	}
+	if entries, want := w.index-expired+1, uint64((n+1+SweepBudget-1)/SweepBudget); entries != want {
+		t.Fatalf("the sweep of %d units took %d entries, want %d", n+1, entries, want)
+	}
+	if v := w.f.Lock(sweepLockName(n - 1)); v.Holder != other || v.Token != w.index {
+		t.Fatalf("the neighbour's waited lock: %+v, want granted at %d", v, w.index)
 	}
 	// Once swept, its ID is as any other: a create with it makes a new lease, as before
 	// version 6.
 	w.must(StatusOK, Command{Type: TypeCreateLease, Lease: a, TTL: 1000})
-	if v := w.f.Lock(sweepLockName(0)); !v.Held || v.Holder != waiter || v.Token != expired {
-		t.Fatalf("the waiter's lock: %+v, want it granted at %d", v, expired)
-	}
-	// A neighbour works all along: its lock is granted at its entry's index.
-	r := w.must(StatusOK, Command{Type: TypeAcquire, Lease: other, Name: sweepLockName(n - 1)})
-	if r.Token != w.index {
-		t.Fatalf("the neighbour's token %d, want %d", r.Token, w.index)
-	}
 }
 
 // Each entry of a sweep ends exactly the budget's units until what is left fits, the

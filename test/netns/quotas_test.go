@@ -32,7 +32,7 @@ const (
 	setSize = 64
 	// sweepBudget is the most units of the sweep one log entry does (fsm.SweepBudget,
 	// docs/SAFETY.md §14): a grant ended is one unit, so no entry ends more grants.
-	sweepBudget = 1024
+	sweepBudget = 256
 	// historyBound is how many locks have a history at once (fsm.HistoryLocks).
 	historyBound = 100_000
 )
