@@ -41,8 +41,10 @@ type Config struct {
 	// snapshots. Required.
 	DataDir string
 	// LogStore is the kind of store for the Raft log and the stable values; zero means
-	// LogStoreBoltDB. A data directory written by the other kind is refused with
-	// ErrLogStoreMismatch: a node changes store only by being removed, wiped and re-joined.
+	// LogStoreAuto: the kind the data directory holds, raft-wal for a new one. An explicit
+	// kind that differs from what the data directory holds is refused with
+	// ErrLogStoreMismatch: a node changes store offline (ConvertLogStore) or by being
+	// removed, wiped and re-joined.
 	LogStore LogStoreKind
 	// Bootstrap, when non-empty and the data directory holds no Raft state, bootstraps a new
 	// cluster with these voters. It must list this node.
@@ -151,7 +153,7 @@ func (c *Config) setDefaults() {
 		c.Logger = hclog.Default()
 	}
 	if c.LogStore == "" {
-		c.LogStore = LogStoreBoltDB
+		c.LogStore = LogStoreAuto
 	}
 }
 

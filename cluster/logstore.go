@@ -15,41 +15,69 @@ import (
 )
 
 // LogStoreKind names the store that keeps a node's Raft log and its stable values (term,
-// vote). The zero value means LogStoreBoltDB.
+// vote). The zero value is LogStoreAuto: the store the data directory already holds, and
+// raft-wal for a new one.
 type LogStoreKind string
 
 const (
+	// LogStoreAuto chooses by the data directory (ResolveLogStore): an existing raft.db
+	// keeps BoltDB, an existing wal/ keeps raft-wal, and a new or empty directory gets
+	// raft-wal. The zero value of Config.LogStore.
+	LogStoreAuto LogStoreKind = "auto"
 	// LogStoreBoltDB keeps log and stable values in one BoltDB file, DataDir/raft.db
-	// (hashicorp/raft-boltdb). The default: the store hashicorp/raft has shipped with for
-	// years. Every commit costs two fdatasyncs (data pages, then the meta page).
+	// (hashicorp/raft-boltdb): the store hashicorp/raft has shipped with for years, and
+	// raftlock's default before raft-wal. Every commit costs two fdatasyncs (data pages,
+	// then the meta page).
 	LogStoreBoltDB LogStoreKind = "boltdb"
 	// LogStoreWAL keeps the log in append-only segment files under DataDir/wal
 	// (hashicorp/raft-wal) and the stable values in that WAL's own meta database,
 	// DataDir/wal/wal-meta.db, which raft-wal provides as its StableStore. One fdatasync
-	// per commit; raft-wal still calls itself experimental.
+	// per commit; raft-wal's README still calls it experimental (docs/DECISIONS.md, "The
+	// log store"). The store of every new data directory.
 	LogStoreWAL LogStoreKind = "wal"
 )
 
-// LogStoreKinds lists the valid kinds, the default first.
-var LogStoreKinds = []LogStoreKind{LogStoreBoltDB, LogStoreWAL}
+// LogStoreKinds lists the valid settings, the default first.
+var LogStoreKinds = []LogStoreKind{LogStoreAuto, LogStoreWAL, LogStoreBoltDB}
 
-// String returns the kind's name, "boltdb" for the zero value.
+// String returns the kind's name, "auto" for the zero value.
 func (k LogStoreKind) String() string {
 	if k == "" {
-		return string(LogStoreBoltDB)
+		return string(LogStoreAuto)
 	}
 	return string(k)
 }
 
-// ParseLogStoreKind returns the kind named s ("boltdb" or "wal"; empty means boltdb).
+// ParseLogStoreKind returns the kind named s ("auto", "wal" or "boltdb"; empty means auto).
 func ParseLogStoreKind(s string) (LogStoreKind, error) {
 	switch LogStoreKind(s) {
-	case "", LogStoreBoltDB:
+	case "", LogStoreAuto:
+		return LogStoreAuto, nil
+	case LogStoreBoltDB:
 		return LogStoreBoltDB, nil
 	case LogStoreWAL:
 		return LogStoreWAL, nil
 	}
-	return "", fmt.Errorf("cluster: config: unknown log store %q (want boltdb or wal)", s)
+	return "", fmt.Errorf("cluster: config: unknown log store %q (want auto, wal or boltdb)", s)
+}
+
+// ResolveLogStore returns the store a node configured with want opens in dir, and why:
+// an explicit kind wins; with LogStoreAuto (or zero) an existing store keeps its kind
+// and a directory without one gets raft-wal.
+func ResolveLogStore(dir string, want LogStoreKind) (LogStoreKind, string, error) {
+	if want != "" && want != LogStoreAuto {
+		return want, "configured (--raft-log-store)", nil
+	}
+	have, found, err := DetectLogStore(dir)
+	switch {
+	case err != nil:
+		return "", "", err
+	case !found:
+		return LogStoreWAL, "new data directory: raft-wal is the default", nil
+	case have == LogStoreBoltDB:
+		return LogStoreBoltDB, "the data directory holds a BoltDB log (raft.db)", nil
+	}
+	return LogStoreWAL, "the data directory holds a raft-wal log (wal/)", nil
 }
 
 // Paths of each store inside the data directory.
@@ -101,11 +129,25 @@ func checkLogStore(dir string, want LogStoreKind) error {
 		return err
 	}
 	return fmt.Errorf("%w: %s was written with --raft-log-store=%s but this node was started with --raft-log-store=%s. "+
-		"Start it with --raft-log-store=%s to keep its data, or convert it: remove the node from the cluster "+
+		"Start it with --raft-log-store=%s (or auto) to keep its data, or convert it: with the node stopped, "+
+		"`raftlock log-store convert --data-dir %s --to %s`; or remove the node from the cluster "+
 		"(raftlock cluster remove ID), delete its data directory, and start it again with --raft-log-store=%s "+
-		"and --join pointing at a member, so that it catches up from the leader's snapshot "+
-		"(or add a new node with the new store and then remove this one); see docs/OPERATIONS.md",
-		ErrLogStoreMismatch, dir, have, want, have, want)
+		"and --join pointing at a member, so that it catches up from the leader's snapshot; see docs/OPERATIONS.md",
+		ErrLogStoreMismatch, dir, have, want, have, dir, want, want)
+}
+
+// logStoreChosen logs which store the node opens and why; a BoltDB directory kept by the
+// automatic choice also gets how to move it to raft-wal.
+func logStoreChosen(log hclog.Logger, dir string, want, kind LogStoreKind, why string) {
+	if kind == LogStoreBoltDB && (want == "" || want == LogStoreAuto) {
+		log.Warn("this data directory holds a BoltDB Raft log (raft.db) from before raft-wal became the default store; "+
+			"it keeps BoltDB, which stays supported. To move it to raft-wal, stop the node and run "+
+			"`raftlock log-store convert --data-dir DIR --to wal`, or remove, wipe and re-join it (docs/OPERATIONS.md, "+
+			"\"Changing a node's log store\"); to keep BoltDB and silence this, set --raft-log-store=boltdb",
+			"data_dir", dir)
+		return
+	}
+	log.Info("raft log store", "store", kind, "why", why, "data_dir", dir)
 }
 
 // walSegmentSize is the size of raft-wal's segment files; zero means raft-wal's default

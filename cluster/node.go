@@ -154,7 +154,12 @@ func openStores(cfg Config, h *storageHealth, cl *closers, written func(index ui
 		return stores{}, err
 	}
 	cl.add(func() error { unlock(); return nil })
-	store, err := openLogStore(cfg.DataDir, cfg.LogStore, cfg.Logger)
+	kind, why, err := ResolveLogStore(cfg.DataDir, cfg.LogStore)
+	if err != nil {
+		return stores{}, err
+	}
+	logStoreChosen(cfg.Logger.Named("cluster"), cfg.DataDir, cfg.LogStore, kind, why)
+	store, err := openLogStore(cfg.DataDir, kind, cfg.Logger)
 	if err != nil {
 		return stores{}, err
 	}

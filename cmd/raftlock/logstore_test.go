@@ -11,8 +11,8 @@ import (
 )
 
 // --raft-log-store comes from the flag, RAFTLOCK_RAFT_LOG_STORE or the config file's
-// raft-log-store key (boltdb by default), and an unknown store is refused before anything
-// starts.
+// raft-log-store key (auto by default: what the data directory holds, wal for a new one),
+// and an unknown store is refused before anything starts.
 func TestServe_RaftLogStoreSetting(t *testing.T) {
 	printed := func(t *testing.T, args ...string) string {
 		t.Helper()
@@ -24,7 +24,7 @@ func TestServe_RaftLogStoreSetting(t *testing.T) {
 		}
 		return out.String()
 	}
-	if out := printed(t); !strings.Contains(out, `raft-log-store = "boltdb"`) {
+	if out := printed(t); !strings.Contains(out, `raft-log-store = "auto"`) {
 		t.Fatalf("default: %s", out)
 	}
 	cfg := filepath.Join(t.TempDir(), "n1.toml")

@@ -50,7 +50,7 @@ func serveFlags() []cli.Flag {
 		str("raft-addr", "Raft listen address", "127.0.0.1:8001"),
 		str("raft-advertise", "Raft address other nodes dial (default: --raft-addr; required when --raft-addr listens on 0.0.0.0 or [::])", ""),
 		str("data-dir", "directory for the Raft log, stable store and snapshots (required)", ""),
-		str("raft-log-store", "store for the Raft log and term/vote: boltdb (raft.db) or wal (hashicorp/raft-wal under wal/, one fsync per commit instead of two); a data dir written by the other store is refused (see docs/OPERATIONS.md to convert)", "boltdb"),
+		str("raft-log-store", "store for the Raft log and term/vote: auto (what the data dir holds; wal for a new one), wal (hashicorp/raft-wal under wal/, one fsync per commit) or boltdb (raft.db, two); an explicit store that differs from the data dir's is refused (`raftlock log-store convert` converts; docs/OPERATIONS.md)", "auto"),
 		str("bootstrap", "bootstrap a new cluster: id=raftaddr,id=raftaddr,... (ignored when the data dir has state)", ""),
 		str("join", "join a running cluster through this member's HTTP URL, e.g. http://127.0.0.1:7001", ""),
 		str("log-level", "trace, debug, info, warn or error", "info"),
