@@ -30,3 +30,9 @@ func AppliedEverythingCommitted(n *Node) (bool, error) {
 	}
 	return true, nil
 }
+
+// ReplicationFailuresReturned counts the failed replication RPCs to the peer at raftAddr
+// that node n's transport gate has handed back to raft since the node started.
+func ReplicationFailuresReturned(n *Node, raftAddr string) uint64 {
+	return n.gate.peer(raft.ServerAddress(raftAddr)).returned.Load()
+}

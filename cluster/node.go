@@ -25,6 +25,7 @@ type Node struct {
 	fsm       *fsm.FSM
 	store     logStore // raft-boltdb or raft-wal (Config.LogStore)
 	transport *raft.NetworkTransport
+	gate      *replGate // the transport as raft sees it (replgate.go)
 	closers   closers // what New opened, closed in reverse by Shutdown
 
 	leader   *leader   // the leader-only machinery and the cluster clock (leader.go)
@@ -77,9 +78,11 @@ func New(cfg Config) (_ *Node, err error) {
 		return nil, err
 	}
 	n.closers.add(n.transport.Close)
-	if n.raft, err = startRaft(cfg, n.machine(), st, n.transport, n.leader.notifyCh, n.stagger); err != nil {
+	n.gate = newReplGate(n.transport, cfg.HeartbeatTimeout)
+	if n.raft, err = startRaft(cfg, n.machine(), st, n.gate, n.leader.notifyCh, n.stagger); err != nil {
 		return nil, err
 	}
+	n.gate.watch(n.raft)
 	n.stagger.start(n.raft)
 	n.log.Info("snapshots staggered", "threshold", cfg.SnapshotThreshold, "phase", n.stagger.phase, "first_threshold", n.stagger.set.Load())
 	if peers != nil {
@@ -87,6 +90,7 @@ func New(cfg Config) (_ *Node, err error) {
 		n.peers = peers
 	}
 	n.closers.add(func() error { return n.raft.Shutdown().Error() })
+	n.closers.add(n.gate.close) // closed first: held replication failures return at once
 	if err := bootstrap(cfg, n.raft, st, n.log); err != nil {
 		return nil, err
 	}
