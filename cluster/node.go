@@ -26,7 +26,7 @@ type Node struct {
 	store     logStore // raft-boltdb or raft-wal (Config.LogStore)
 	transport *raft.NetworkTransport
 	gate      *replGate // the transport as raft sees it (replgate.go)
-	closers   closers // what New opened, closed in reverse by Shutdown
+	closers   closers   // what New opened, closed in reverse by Shutdown
 
 	leader   *leader   // the leader-only machinery and the cluster clock (leader.go)
 	prop     *proposer // stamps, proposes and answers commands (proposer.go)

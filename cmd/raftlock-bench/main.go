@@ -4,6 +4,7 @@
 // alive, and memory, snapshot and restart figures with many locks held.
 //
 //	raftlock-bench [flags] WORKLOAD...           uncontended parallel contended shared semaphore keepalive scale, or all
+//	raftlock-bench [--down 30s --restarts 10] rejoin   a follower killed and started again, timed to ready
 //	raftlock-bench compare RAFTLOCK.json ETCD.json
 //	raftlock-bench table FILE.json...
 //	raftlock-bench systems [--base etcd] FILE.json...
@@ -57,22 +58,26 @@ type options struct {
 	Locks     int
 	Snapshot  bool
 	Restart   bool
-	Keep      bool
-	PIDs      string
-	StateDir  string
-	JSON      bool
-	JSONOut   string
-	Label     string // the System name results carry; empty: "raftlock"
-	Quiet     bool
-	Stdout    io.Writer
-	Stderr    io.Writer
+	// rejoin: how long each follower stays down, how many restarts, how many locks held
+	Down        time.Duration
+	Restarts    int
+	RejoinLocks int
+	Keep        bool
+	PIDs        string
+	StateDir    string
+	JSON        bool
+	JSONOut     string
+	Label       string // the System name results carry; empty: "raftlock"
+	Quiet       bool
+	Stdout      io.Writer
+	Stderr      io.Writer
 }
 
 func newApp(stdout, stderr io.Writer) *cli.App {
 	return &cli.App{
 		Name:      "raftlock-bench",
 		Usage:     "benchmark a raftlock cluster",
-		ArgsUsage: "WORKLOAD... (uncontended, parallel, contended, shared, semaphore, keepalive, scale, or all)",
+		ArgsUsage: "WORKLOAD... (uncontended, parallel, contended, shared, semaphore, keepalive, scale, or all; and rejoin, which all leaves out: it kills and restarts followers)",
 		Writer:    stdout,
 		ErrWriter: stderr,
 		Flags: []cli.Flag{
@@ -91,6 +96,9 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			&cli.BoolFlag{Name: "snapshot", Value: true, Usage: "scale: wait for a snapshot that holds every lock and report its size"},
 			&cli.BoolFlag{Name: "restart", Value: true, Usage: "scale: restart one follower and time it until ready"},
 			&cli.BoolFlag{Name: "keep", Usage: "scale: leave the locks held (default: revoke their leases at the end)"},
+			&cli.DurationFlag{Name: "down", Value: 30 * time.Second, Usage: "rejoin: how long each killed follower stays down before it is started again"},
+			&cli.IntFlag{Name: "restarts", Value: 10, Usage: "rejoin: how many times a follower is killed and started again"},
+			&cli.IntFlag{Name: "rejoin-locks", Value: 5000, Usage: "rejoin: locks held while the followers restart"},
 			&cli.StringFlag{Name: "pids", Usage: "server pids to charge CPU to, comma-separated (default: $RAFTLOCK_STATE/*/pid, else the local serve processes of the members)"},
 			&cli.StringFlag{Name: "state", EnvVars: []string{"RAFTLOCK_STATE"}, Usage: "state directory of scripts/cluster.sh, for pid files"},
 			&cli.BoolFlag{Name: "json", Usage: "print the results as JSON on stdout instead of a table"},
@@ -112,6 +120,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 				Duration: c.Duration("duration"), Warmup: c.Duration("warmup"), Clients: c.Int("clients"),
 				WaitMs: c.Int64("wait-ms"), TTL: c.Duration("ttl"), Leases: c.Int("leases"), LeaseTTL: c.Duration("lease-ttl"), Batch: c.Int("batch"),
 				Locks: c.Int("locks"), Snapshot: c.Bool("snapshot"), Restart: c.Bool("restart"), Keep: c.Bool("keep"),
+				Down: c.Duration("down"), Restarts: c.Int("restarts"), RejoinLocks: c.Int("rejoin-locks"),
 				PIDs: c.String("pids"), StateDir: c.String("state"), JSON: c.Bool("json"), JSONOut: c.String("json-out"), Label: c.String("label"),
 				Quiet: c.Bool("quiet"), Stdout: stdout, Stderr: stderr,
 			}
@@ -215,7 +224,7 @@ func expand(args []string) ([]string, error) {
 			out = append(out, workloads...)
 			continue
 		}
-		known := false
+		known := a == "rejoin" // not in all: it kills followers, for minutes
 		for _, w := range workloads {
 			known = known || w == a
 		}
@@ -258,6 +267,11 @@ func run(ctx context.Context, o options, names []string) ([]*benchkit.Result, er
 			r, err = runKeepalive(ctx, o, b, progress)
 		case "scale":
 			r, err = runScale(ctx, o, b, progress)
+		case "rejoin":
+			if o.Restarts <= 0 || o.RejoinLocks < 0 {
+				return results, cli.Exit("--restarts must be > 0 and --rejoin-locks >= 0", 2)
+			}
+			r, err = runRejoin(ctx, o, b, progress)
 		default:
 			clients := o.Clients
 			if clients == 0 {
