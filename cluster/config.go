@@ -17,6 +17,9 @@ import (
 // member is down at bootstrap, which then costs this once.
 const DefaultFreshVersionWait = 3 * time.Second
 
+// DefaultVerifyInterval is Config.VerifyInterval's default, Consul's for the same check.
+const DefaultVerifyInterval = time.Minute
+
 // Peer is one member of the initial cluster configuration.
 type Peer struct {
 	// ID is the member's Raft server ID.
@@ -46,6 +49,12 @@ type Config struct {
 	// ErrLogStoreMismatch: a node changes store offline (ConvertLogStore) or by being
 	// removed, wiped and re-joined.
 	LogStore LogStoreKind
+	// VerifyInterval is how often the leader writes a log verification checkpoint (when
+	// anything was written since the last one), after which every node reads the range
+	// since the previous checkpoint back from its own log store and compares checksums
+	// with the leader's (verify.go); zero means DefaultVerifyInterval, negative turns
+	// verification off.
+	VerifyInterval time.Duration
 	// Bootstrap, when non-empty and the data directory holds no Raft state, bootstraps a new
 	// cluster with these voters. It must list this node.
 	Bootstrap []Peer
@@ -140,6 +149,7 @@ func (c *Config) setDefaults() {
 	def(&c.RenewWindow, 125*time.Millisecond)
 	def(&c.ApplyTimeout, 5*time.Second)
 	def(&c.DutyTimeout, 2*time.Second)
+	def(&c.VerifyInterval, DefaultVerifyInterval)
 	if c.SnapshotThreshold == 0 {
 		c.SnapshotThreshold = 8192
 	}

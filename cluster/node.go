@@ -10,6 +10,8 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
+	walmetrics "github.com/hashicorp/raft-wal/metrics"
+	"github.com/hashicorp/raft-wal/verifier"
 
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/tlsconf"
@@ -36,7 +38,8 @@ type Node struct {
 	applied  *appliedWaiter
 	watch    leaderWatch
 	storage  storageHealth
-	counters applyCounters // grants and handovers applied (metrics.go)
+	counters applyCounters  // grants and handovers applied (metrics.go)
+	verify   verifyCounters // log verification reports (verify.go)
 
 	stopping chan struct{}
 	stopOnce sync.Once
@@ -68,7 +71,7 @@ func New(cfg Config) (_ *Node, err error) {
 			n.closers.close()
 		}
 	}()
-	st, err := openStores(cfg, &n.storage, &n.closers, n.stagger.snapshotted)
+	st, err := openStores(cfg, &n.storage, &n.closers, n.stagger.snapshotted, n.verify.report(n.log.Named("verify")))
 	if err != nil {
 		return nil, err
 	}
@@ -152,7 +155,7 @@ type stores struct {
 
 // openStores takes the data directory's lock and opens the log, stable and snapshot
 // stores, adding each to cl.
-func openStores(cfg Config, h *storageHealth, cl *closers, written func(index uint64)) (stores, error) {
+func openStores(cfg Config, h *storageHealth, cl *closers, written func(index uint64), report verifier.ReportFn) (stores, error) {
 	unlock, err := openDataDir(cfg.DataDir)
 	if err != nil {
 		return stores{}, err
@@ -169,7 +172,13 @@ func openStores(cfg Config, h *storageHealth, cl *closers, written func(index ui
 	}
 	gate := &closeGate{}
 	cl.add(func() error { gate.close(); return store.Close() })
-	logs, err := raft.NewLogCache(512, watchedLogs{LogStore: store, h: h, budget: cfg.Budget, node: cfg.ID})
+	var watched raft.LogStore = watchedLogs{LogStore: store, h: h, budget: cfg.Budget, node: cfg.ID}
+	if cfg.VerifyInterval > 0 {
+		v := verifier.NewLogStore(watched, isCheckpoint, report, &walmetrics.NoOpCollector{})
+		cl.add(v.Close) // stops its goroutine; the store below is closed on its own
+		watched = v
+	}
+	logs, err := raft.NewLogCache(512, watched)
 	if err != nil {
 		return stores{}, fmt.Errorf("cluster: log cache: %w", err)
 	}

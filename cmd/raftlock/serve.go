@@ -51,6 +51,7 @@ func serveFlags() []cli.Flag {
 		str("raft-advertise", "Raft address other nodes dial (default: --raft-addr; required when --raft-addr listens on 0.0.0.0 or [::])", ""),
 		str("data-dir", "directory for the Raft log, stable store and snapshots (required)", ""),
 		str("raft-log-store", "store for the Raft log and term/vote: auto (what the data dir holds; wal for a new one), wal (hashicorp/raft-wal under wal/, one fsync per commit) or boltdb (raft.db, two); an explicit store that differs from the data dir's is refused (`raftlock log-store convert` converts; docs/OPERATIONS.md)", "auto"),
+		dur("raft-log-verify-interval", "how often the leader writes a log verification checkpoint, after which every node reads the entries since the previous one back from its log store and compares checksums with the leader's (hashicorp/raft-wal's verifier; 0 turns it off)", cluster.DefaultVerifyInterval),
 		str("bootstrap", "bootstrap a new cluster: id=raftaddr,id=raftaddr,... (ignored when the data dir has state)", ""),
 		str("join", "join a running cluster through this member's HTTP URL, e.g. http://127.0.0.1:7001", ""),
 		str("log-level", "trace, debug, info, warn or error", "info"),
@@ -166,6 +167,7 @@ func serveConfig(c *cli.Context, logger hclog.Logger) (cluster.Config, serveOpti
 	et := c.Duration("election-timeout")
 	cfg := cluster.Config{
 		LogStore:           logStore,
+		VerifyInterval:     verifyInterval(c.Duration("raft-log-verify-interval")),
 		TLS:                reloader,
 		ID:                 c.String("id"),
 		RaftBind:           c.String("raft-addr"),
@@ -408,6 +410,15 @@ func parseBootstrap(s string) ([]cluster.Peer, error) {
 		peers = append(peers, cluster.Peer{ID: id, RaftAddr: addr})
 	}
 	return peers, nil
+}
+
+// verifyInterval maps --raft-log-verify-interval to cluster.Config.VerifyInterval, where
+// zero means the default: on the command line 0 turns verification off.
+func verifyInterval(d time.Duration) time.Duration {
+	if d <= 0 {
+		return -1
+	}
+	return d
 }
 
 // holdTimeout maps --hold-timeout to transport.Config.HoldTimeout, where zero means the
