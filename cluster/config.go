@@ -49,6 +49,11 @@ type Config struct {
 	// ErrLogStoreMismatch: a node changes store offline (ConvertLogStore) or by being
 	// removed, wiped and re-joined.
 	LogStore LogStoreKind
+	// WALSegmentSize is the size of raft-wal's segment files in bytes; zero means
+	// raft-wal's default, 64 MiB. A segment is preallocated when it is created, so the
+	// log's appends take no new space until it is full; a smaller size makes a full disk
+	// show sooner (tests) and costs a file creation per segment.
+	WALSegmentSize int
 	// VerifyInterval is how often the leader writes a log verification checkpoint (when
 	// anything was written since the last one), after which every node reads the range
 	// since the previous checkpoint back from its own log store and compares checksums

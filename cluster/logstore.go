@@ -10,8 +10,6 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
-	wal "github.com/hashicorp/raft-wal"
-	"github.com/hashicorp/raft-wal/metadb"
 )
 
 // LogStoreKind names the store that keeps a node's Raft log and its stable values (term,
@@ -150,8 +148,8 @@ func logStoreChosen(log hclog.Logger, dir string, want, kind LogStoreKind, why s
 	log.Info("raft log store", "store", kind, "why", why, "data_dir", dir)
 }
 
-// walSegmentSize is the size of raft-wal's segment files; zero means raft-wal's default
-// (64 MiB). Tests shrink it: raft-wal v0.4.0 still serves entries truncated from the head
+// walSegmentSize, when not zero, is the size of raft-wal's segment files of nodes whose
+// Config.WALSegmentSize is zero. Tests shrink it: raft-wal v0.4.0 still serves entries truncated from the head
 // while they sit in the open tail segment, so only a sealed and deleted segment makes a
 // leader fall back to sending a snapshot.
 var walSegmentSize int
@@ -165,31 +163,13 @@ type logStore interface {
 
 // openLogStore opens (or creates) the store of the given kind in dir, after checking that
 // dir holds no store of another kind.
-func openLogStore(dir string, kind LogStoreKind, logger hclog.Logger) (logStore, error) {
+func openLogStore(dir string, kind LogStoreKind, walSegment int, logger hclog.Logger) (logStore, error) {
 	if err := checkLogStore(dir, kind); err != nil {
 		return nil, err
 	}
 	switch kind {
 	case LogStoreWAL:
-		p := filepath.Join(dir, walDir)
-		if err := os.MkdirAll(p, dataDirMode); err != nil {
-			return nil, fmt.Errorf("cluster: creating %s: %w", p, err)
-		}
-		meta := &metadb.BoltMetaDB{}
-		// WithSegmentSize(0) keeps raft-wal's default.
-		w, err := wal.Open(p, wal.WithMetaStore(meta), wal.WithLogger(logger.Named("wal")), wal.WithSegmentSize(walSegmentSize))
-		if err != nil {
-			meta.Close()
-			return nil, fmt.Errorf("cluster: opening the WAL in %s: %w", p, err)
-		}
-		ws := &walStore{WAL: w, meta: meta}
-		// raft-wal creates its files 0644; the directory is private already, and so are
-		// the files, like raft.db and the snapshots.
-		if err := restrictTree(p); err != nil {
-			ws.Close()
-			return nil, fmt.Errorf("cluster: making %s private: %w", p, err)
-		}
-		return ws, nil
+		return openWAL(dir, walSegment, logger)
 	default:
 		p := filepath.Join(dir, boltFile)
 		s, err := raftboltdb.New(raftboltdb.Options{Path: p})
@@ -198,21 +178,4 @@ func openLogStore(dir string, kind LogStoreKind, logger hclog.Logger) (logStore,
 		}
 		return s, nil
 	}
-}
-
-// walStore is raft-wal's WAL with its meta database, which WAL.Close leaves open (v0.4.0):
-// without closing it, the meta file's lock would outlive the node and a node restarted in
-// the same process would wait on it forever.
-type walStore struct {
-	*wal.WAL
-	meta *metadb.BoltMetaDB
-}
-
-// Close closes the WAL, then its meta database.
-func (s *walStore) Close() error {
-	err := s.WAL.Close()
-	if merr := s.meta.Close(); err == nil {
-		err = merr
-	}
-	return err
 }

@@ -37,7 +37,7 @@ type Node struct {
 	stream   *stream   // recent lock events for subscribers (events.go)
 	applied  *appliedWaiter
 	watch    leaderWatch
-	storage  storageHealth
+	storage  *storageHealth
 	counters applyCounters  // grants and handovers applied (metrics.go)
 	verify   verifyCounters // log verification reports (verify.go)
 
@@ -71,7 +71,7 @@ func New(cfg Config) (_ *Node, err error) {
 			n.closers.close()
 		}
 	}()
-	st, err := openStores(cfg, &n.storage, &n.closers, n.stagger.snapshotted, n.verify.report(n.log.Named("verify")))
+	st, err := openStores(cfg, n.storage, &n.closers, n.stagger.snapshotted, n.verify.report(n.log.Named("verify")))
 	if err != nil {
 		return nil, err
 	}
@@ -112,6 +112,7 @@ func newNode(cfg Config) *Node {
 		applied:  newAppliedWaiter(),
 		stopping: make(chan struct{}),
 		halted:   make(chan struct{}),
+		storage:  newStorageHealth(),
 		watch:    leaderWatch{changed: make(chan struct{})},
 	}
 	n.stagger = newSnapStagger(cfg, n.log)
@@ -166,9 +167,17 @@ func openStores(cfg Config, h *storageHealth, cl *closers, written func(index ui
 		return stores{}, err
 	}
 	logStoreChosen(cfg.Logger.Named("cluster"), cfg.DataDir, cfg.LogStore, kind, why)
-	store, err := openLogStore(cfg.DataDir, kind, cfg.Logger)
+	store, err := openLogStore(cfg.DataDir, kind, cfg.WALSegmentSize, cfg.Logger)
 	if err != nil {
 		return stores{}, err
+	}
+	if w, ok := store.(*walStore); ok {
+		w.fatal = func(err error) {
+			h.fail(err)
+			cfg.Logger.Named("cluster").Error("STORAGE FAILED: an fsync of the Raft log failed; this node writes nothing more. "+
+				"Its process exits so that its supervisor starts it again on what the disk holds; check the disk (dmesg, SMART)",
+				"error", err, "data_dir", cfg.DataDir)
+		}
 	}
 	gate := &closeGate{}
 	cl.add(func() error { gate.close(); return store.Close() })

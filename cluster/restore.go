@@ -88,7 +88,7 @@ func RestoreDataDir(dir string, state []byte, index uint64, peers []Peer, logger
 	if err != nil {
 		return err
 	}
-	store, err := openLogStore(dir, kind, logger)
+	store, err := openLogStore(dir, kind, 0, logger)
 	if err != nil {
 		return err
 	}

@@ -70,6 +70,7 @@ func serveFlags() []cli.Flag {
 		str("acl-node-token-file", "file holding the ACL token this node uses to register itself with the leader when ACLs are on and TLS is off (with TLS the node certificate is used); also RAFTLOCK_ACL_NODE_TOKEN", ""),
 		str("tls-client-auth", "client certificates on the HTTPS API: none (not needed; verified when offered) or require", "none"),
 		altsrc.NewIntFlag(&cli.IntFlag{Name: "max-held-requests", Usage: "waiting acquires, blocking queries and requests held for a leader that this node holds open at once", Value: 10_000, EnvVars: env("max-held-requests")}),
+		&cli.StringFlag{Name: "raft-wal-segment-size", Hidden: true, Usage: "for tests: raft-wal's segment file size (1MiB; 0: raft-wal's 64 MiB)", Value: "0", EnvVars: env("raft-wal-segment-size")},
 		&cli.Uint64Flag{Name: "max-protocol-version", Hidden: true, Usage: "for upgrade tests: speak at most this protocol version, as a node of an older release would (0: this release's)", EnvVars: env("max-protocol-version")},
 		altsrc.NewDurationFlag(&cli.DurationFlag{Name: "max-hold-ceiling", Usage: "cap on the max_hold_ms a request may ask for (protocol version 3); 0: no cap. Applied by the leader: give every node the same value", EnvVars: env("max-hold-ceiling")}),
 		str("allowed-hosts", "further names clients may send in Host, comma-separated (a load balancer's, a Kubernetes Service's); IP addresses, localhost, the --http-advertise host and the certificate's DNS names are always allowed, any other name is refused with 421 (DNS rebinding)", ""),
@@ -191,6 +192,11 @@ func serveConfig(c *cli.Context, logger hclog.Logger) (cluster.Config, serveOpti
 			MaxWaitersPerLock: c.Uint64("max-waiters-per-lock"),
 		},
 	}
+	segment, err := parseMemoryLimit(c.String("raft-wal-segment-size"))
+	if err != nil || segment < 0 || segment > 1<<30 {
+		return cluster.Config{}, serveOptions{}, fmt.Errorf("--raft-wal-segment-size %q: give a size up to 1GiB (1MiB, 64MiB) or 0 for raft-wal's default", c.String("raft-wal-segment-size"))
+	}
+	cfg.WALSegmentSize = int(segment)
 	memLimit, err := parseMemoryLimit(c.String("memory-limit"))
 	if err != nil {
 		return cluster.Config{}, serveOptions{}, err
@@ -340,6 +346,10 @@ func runServe(ctx context.Context, cfg cluster.Config, opts serveOptions, logger
 		logger.Info("shutting down")
 	case err = <-errc:
 		logger.Error("HTTP server stopped", "error", err)
+	case <-node.StorageFailed():
+		// The node logged why. Exiting lets the supervisor start it again on what the disk
+		// holds (the systemd unit restarts on this status); serving on would only refuse.
+		err = cli.Exit(fmt.Sprintf("raftlock: this node stopped: %v", node.StorageErr()), 4)
 	case <-node.Halted():
 		// The node logged why; exiting (rather than serving errors) makes the failure
 		// visible to the supervisor and the operator.
