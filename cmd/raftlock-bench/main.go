@@ -60,6 +60,7 @@ type options struct {
 	Restart   bool
 	// rejoin: how long each follower stays down, how many restarts, how many locks held
 	Down        time.Duration
+	DownJitter  time.Duration
 	Restarts    int
 	RejoinLocks int
 	Keep        bool
@@ -97,6 +98,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			&cli.BoolFlag{Name: "restart", Value: true, Usage: "scale: restart one follower and time it until ready"},
 			&cli.BoolFlag{Name: "keep", Usage: "scale: leave the locks held (default: revoke their leases at the end)"},
 			&cli.DurationFlag{Name: "down", Value: 30 * time.Second, Usage: "rejoin: how long each killed follower stays down before it is started again"},
+			&cli.DurationFlag{Name: "down-jitter", Usage: "rejoin: add a random part of up to this much to each outage (raft's replication retries run on a fixed schedule, so a fixed outage always meets it at the same phase)"},
 			&cli.IntFlag{Name: "restarts", Value: 10, Usage: "rejoin: how many times a follower is killed and started again"},
 			&cli.IntFlag{Name: "rejoin-locks", Value: 5000, Usage: "rejoin: locks held while the followers restart"},
 			&cli.StringFlag{Name: "pids", Usage: "server pids to charge CPU to, comma-separated (default: $RAFTLOCK_STATE/*/pid, else the local serve processes of the members)"},
@@ -120,7 +122,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 				Duration: c.Duration("duration"), Warmup: c.Duration("warmup"), Clients: c.Int("clients"),
 				WaitMs: c.Int64("wait-ms"), TTL: c.Duration("ttl"), Leases: c.Int("leases"), LeaseTTL: c.Duration("lease-ttl"), Batch: c.Int("batch"),
 				Locks: c.Int("locks"), Snapshot: c.Bool("snapshot"), Restart: c.Bool("restart"), Keep: c.Bool("keep"),
-				Down: c.Duration("down"), Restarts: c.Int("restarts"), RejoinLocks: c.Int("rejoin-locks"),
+				Down: c.Duration("down"), DownJitter: c.Duration("down-jitter"), Restarts: c.Int("restarts"), RejoinLocks: c.Int("rejoin-locks"),
 				PIDs: c.String("pids"), StateDir: c.String("state"), JSON: c.Bool("json"), JSONOut: c.String("json-out"), Label: c.String("label"),
 				Quiet: c.Bool("quiet"), Stdout: stdout, Stderr: stderr,
 			}

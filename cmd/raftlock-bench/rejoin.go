@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -35,7 +36,7 @@ func runRejoin(ctx context.Context, o options, b *backend, progress io.Writer) (
 		return nil, err
 	}
 	res := &benchkit.Result{System: "raftlock", Workload: "rejoin", Clients: 1, Op: "restart",
-		Target: fmt.Sprintf("followers of %s killed with SIGKILL, down %v, %d locks held", leader.ID, o.Down, o.RejoinLocks)}
+		Target: fmt.Sprintf("followers of %s killed with SIGKILL, down %v (+ up to %v), %d locks held", leader.ID, o.Down, o.DownJitter, o.RejoinLocks)}
 
 	// Fill: the locks are held by a few leases, kept alive for the whole run.
 	const fillers = 8
@@ -121,8 +122,12 @@ func rejoinOnce(ctx context.Context, o options, b *backend, s *session, leader, 
 		return 0, err
 	}
 	down := time.Now()
+	outage := o.Down
+	if o.DownJitter > 0 {
+		outage += rand.N(o.DownJitter)
+	}
 	name := fmt.Sprintf("bench/%d/rejoin-traffic", time.Now().UnixNano())
-	for i := 0; time.Since(down) < o.Down; i++ {
+	for i := 0; time.Since(down) < outage; i++ {
 		if ctx.Err() != nil {
 			return 0, ctx.Err()
 		}
