@@ -109,7 +109,8 @@ func DetectLogStore(dir string) (LogStoreKind, bool, error) {
 	}
 	switch {
 	case bolt && w:
-		return "", false, fmt.Errorf("%w: %s holds both %s and %s/%s; keep the one this node last ran with and move the other away",
+		return "", false, fmt.Errorf("%w: %s holds both %s and %s/%s; an interrupted `raftlock log-store convert` leaves both: run it again; "+
+			"otherwise keep the one this node last ran with and move the other away",
 			ErrLogStoreMismatch, dir, boltFile, walDir, walMeta)
 	case bolt:
 		return LogStoreBoltDB, true, nil

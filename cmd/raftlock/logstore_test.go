@@ -51,3 +51,31 @@ func TestServe_RaftLogStoreSetting(t *testing.T) {
 		t.Fatalf("an unknown store: %v", err)
 	}
 }
+
+// `raftlock log-store show` and `convert` on a restored data directory (raft-wal, the
+// default): converted to boltdb and back, each step says what it did, and converting to
+// the store a directory already uses is refused.
+func TestCLI_LogStoreConvert(t *testing.T) {
+	path, _ := writeTestBackup(t)
+	dir := filepath.Join(t.TempDir(), "n1")
+	if _, _, err := runInProcess(t, "backup", "restore", path, "--data-dir", dir, "--id", "n1", "--bootstrap", "n1=127.0.0.1:8001"); err != nil {
+		t.Fatal(err)
+	}
+	show := func(want string) {
+		t.Helper()
+		if out, _, err := runInProcess(t, "log-store", "show", "--data-dir", dir); err != nil || strings.TrimSpace(out) != want {
+			t.Fatalf("log-store show: %q, %v; want %s", out, err, want)
+		}
+	}
+	show("wal")
+	for _, to := range []string{"boltdb", "wal"} {
+		out, errOut, err := runInProcess(t, "log-store", "convert", "--data-dir", dir, "--to", to)
+		if err != nil || !strings.Contains(out, "converted "+dir+" to "+to) || !strings.Contains(errOut, "copied int CurrentTerm") {
+			t.Fatalf("convert to %s: %v\n%s\n%s", to, err, out, errOut)
+		}
+		show(to)
+	}
+	if _, _, err := runInProcess(t, "log-store", "convert", "--data-dir", dir, "--to", "wal"); err == nil || !strings.Contains(err.Error(), "already uses wal") {
+		t.Fatalf("converting to the store in use: %v", err)
+	}
+}
