@@ -142,7 +142,7 @@ func logStoreChosen(log hclog.Logger, dir string, want, kind LogStoreKind, why s
 		log.Warn("this data directory holds a BoltDB Raft log (raft.db) from before raft-wal became the default store; "+
 			"it keeps BoltDB, which stays supported. To move it to raft-wal, stop the node and run "+
 			"`raftlock log-store convert --data-dir DIR --to wal`, or remove, wipe and re-join it (docs/OPERATIONS.md, "+
-			"\"Changing a node's log store\"); to keep BoltDB and silence this, set --raft-log-store=boltdb",
+			"\"The log store, and changing it\"); to keep BoltDB and silence this, set --raft-log-store=boltdb",
 			"data_dir", dir)
 		return
 	}
