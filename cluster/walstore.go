@@ -151,6 +151,17 @@ func (s *walStore) recover() error {
 	if s.broken == nil {
 		return nil
 	}
+	// Reopening needs room for a new segment (raft-wal creates one when the tail was
+	// sealed). Without it the open would fail after the close, and the node would have no
+	// log to read from (raft panics when a committed entry cannot be read): keep the old
+	// WAL, which still reads, until there is room.
+	need := uint64(s.segment)
+	if need == 0 {
+		need = uint64(wal.DefaultSegmentSize)
+	}
+	if free, ok := freeBytes(s.dir); ok && free < need+1<<20 {
+		return fmt.Errorf("%w (%d bytes free in %s, the WAL reopens once %d are)", s.broken, free, s.dir, need+1<<20)
+	}
 	_ = s.closeLocked()
 	if err := s.open(); err != nil {
 		return fmt.Errorf("%w (after the append that failed with: %v)", err, s.broken)

@@ -67,6 +67,9 @@ func TestWALStore_FullDiskStopsWritesThenRecovers(t *testing.T) {
 	waitSameState(t, c)
 	full := c.Leader(15 * time.Second)
 	faults.set(c.Config(full).DataDir, map[string]error{"write": syscall.ENOSPC, "create": syscall.ENOSPC})
+	// Bounded by time, not attempts: raft backs its replication to a node that rejects
+	// appends off to 10.24 s.
+	deadline := time.Now().Add(30 * time.Second)
 	for i := 0; ; i++ {
 		gs = append(gs, grantSomewhere(t, c, fmt.Sprintf("full/%d", i), 30*time.Second))
 		if err := c.Nodes[full].StorageErr(); err != nil && c.LeaderIndex() != full {
@@ -76,17 +79,18 @@ func TestWALStore_FullDiskStopsWritesThenRecovers(t *testing.T) {
 			t.Logf("n%d says: %v", full+1, err)
 			break
 		}
-		if i > 200 {
+		if time.Now().After(deadline) {
 			t.Fatalf("n%d never reported its full disk", full+1)
 		}
 	}
 	faults.set("", nil)
+	deadline = time.Now().Add(30 * time.Second)
 	for i := 0; ; i++ {
 		gs = append(gs, grantSomewhere(t, c, fmt.Sprintf("after/%d", i), 30*time.Second))
 		if c.Nodes[full].StorageErr() == nil {
 			break
 		}
-		if i > 200 {
+		if time.Now().After(deadline) {
 			t.Fatalf("n%d did not recover once space returned: %v", full+1, c.Nodes[full].StorageErr())
 		}
 	}
@@ -110,12 +114,13 @@ func TestWALStore_FsyncFailureStopsTheNodeForGood(t *testing.T) {
 	waitSameState(t, c)
 	f := c.Follower()
 	faults.set(c.Config(f).DataDir, map[string]error{"sync": syscall.EIO})
+	deadline := time.Now().Add(30 * time.Second)
 	for i := 0; ; i++ {
 		gs = append(gs, grantSomewhere(t, c, fmt.Sprintf("eio/%d", i), 30*time.Second))
 		select {
 		case <-c.Nodes[f].StorageFailed():
 		default:
-			if i > 200 {
+			if time.Now().After(deadline) {
 				t.Fatalf("n%d's storage never failed for good", f+1)
 			}
 			continue
