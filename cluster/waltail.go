@@ -11,6 +11,7 @@ import (
 
 	"github.com/hashicorp/raft-wal/metadb"
 	"github.com/hashicorp/raft-wal/segment"
+	"github.com/hashicorp/raft-wal/types"
 )
 
 // scrubWALTail zeroes what follows the last complete commit frame of the WAL's tail
@@ -31,14 +32,16 @@ import (
 func scrubWALTail(walPath string) (int64, error) {
 	meta := &metadb.BoltMetaDB{}
 	st, err := meta.Load(walPath)
+	if err != nil {
+		meta.Close()
+		return 0, fmt.Errorf("cluster: reading the WAL's meta database in %s: %w", walPath, err)
+	}
+	err = sealWithIndex(walPath, meta, &st)
 	if cerr := meta.Close(); err == nil {
 		err = cerr
 	}
-	if err != nil {
-		return 0, fmt.Errorf("cluster: reading the WAL's meta database in %s: %w", walPath, err)
-	}
-	if len(st.Segments) == 0 {
-		return 0, nil
+	if err != nil || len(st.Segments) == 0 {
+		return 0, err
 	}
 	tail := st.Segments[len(st.Segments)-1]
 	if !tail.SealTime.IsZero() {
@@ -53,51 +56,9 @@ func scrubWALTail(walPath string) (int64, error) {
 		return 0, fmt.Errorf("cluster: opening the WAL's tail %s: %w", name, err)
 	}
 	defer f.Close()
-
-	const fileHeader, frameHeader = 32, 8
-	const frameEntry, frameIndex, frameCommit = 1, 2, 3
-	type commit struct{ offset, crcStart int64 }
-	var prev, final *commit
-	offset := int64(fileHeader)
-	var hdr [frameHeader]byte
-	for {
-		n, err := f.ReadAt(hdr[:], offset)
-		if n < frameHeader {
-			if err != nil && err != io.EOF {
-				return 0, fmt.Errorf("cluster: reading the WAL's tail %s: %w", name, err)
-			}
-			break
-		}
-		typ, length := hdr[0], binary.LittleEndian.Uint32(hdr[4:8])
-		if typ == 0 || typ > frameCommit || (typ != frameCommit && hdr[1]|hdr[2]|hdr[3] != 0) {
-			break // zeros (the end), or a torn header: raft-wal stops here too
-		}
-		size := int64(frameHeader)
-		if typ == frameEntry || typ == frameIndex {
-			size += int64(length) + int64((frameHeader-length%frameHeader)%frameHeader)
-		}
-		if typ == frameCommit {
-			c := &commit{offset: offset}
-			if final != nil {
-				c.crcStart = final.offset + frameHeader
-			}
-			prev, final = final, c
-		}
-		offset += size
-	}
-	end := offset // where raft-wal's reading stops
-	good := int64(fileHeader)
-	if final != nil {
-		ok, err := commitValid(f, final.crcStart, final.offset)
-		if err != nil {
-			return 0, fmt.Errorf("cluster: checking the WAL's tail %s: %w", name, err)
-		}
-		switch {
-		case ok:
-			good = final.offset + frameHeader
-		case prev != nil:
-			good = prev.offset + frameHeader
-		}
+	_, good, end, err := segmentFrames(f)
+	if err != nil {
+		return 0, fmt.Errorf("cluster: reading the WAL's tail %s: %w", name, err)
 	}
 	if end <= good {
 		return 0, nil
@@ -109,6 +70,128 @@ func scrubWALTail(walPath string) (int64, error) {
 		return 0, fmt.Errorf("cluster: syncing the WAL's tail %s: %w", name, err)
 	}
 	return end - good, nil
+}
+
+// Frame types and sizes of raft-wal's segment format.
+const (
+	segFileHeader  = 32
+	segFrameHeader = 8
+	segFrameEntry  = 1
+	segFrameIndex  = 2
+	segFrameCommit = 3
+)
+
+// segmentFrames reads a segment file's frames as raft-wal's recovery does: the file
+// offsets of its entry frames up to its last commit frame whose checksum holds, where that
+// commit frame ends (good; the file header's end when there is none), and where reading
+// stopped (end: zeros, a torn header, or the end of the file).
+func segmentFrames(f *os.File) (entries []uint32, good, end int64, err error) {
+	type commit struct {
+		offset, crcStart int64
+		entries          int
+	}
+	var prev, final *commit
+	var all []uint32
+	offset := int64(segFileHeader)
+	var hdr [segFrameHeader]byte
+	for {
+		n, err := f.ReadAt(hdr[:], offset)
+		if n < segFrameHeader {
+			if err != nil && err != io.EOF {
+				return nil, 0, 0, err
+			}
+			break
+		}
+		typ, length := hdr[0], binary.LittleEndian.Uint32(hdr[4:8])
+		if typ == 0 || typ > segFrameCommit || (typ != segFrameCommit && hdr[1]|hdr[2]|hdr[3] != 0) {
+			break // zeros (the end), or a torn header: raft-wal stops here too
+		}
+		size := int64(segFrameHeader)
+		switch typ {
+		case segFrameEntry, segFrameIndex:
+			size += int64(length) + int64((segFrameHeader-length%segFrameHeader)%segFrameHeader)
+			if typ == segFrameEntry {
+				all = append(all, uint32(offset))
+			}
+		case segFrameCommit:
+			c := &commit{offset: offset, entries: len(all)}
+			if final != nil {
+				c.crcStart = final.offset + segFrameHeader
+			}
+			prev, final = final, c
+		}
+		offset += size
+	}
+	good = segFileHeader
+	if final != nil {
+		ok, err := commitValid(f, final.crcStart, final.offset)
+		if err != nil {
+			return nil, 0, 0, err
+		}
+		switch {
+		case ok:
+			good, entries = final.offset+segFrameHeader, all[:final.entries]
+		case prev != nil:
+			good, entries = prev.offset+segFrameHeader, all[:prev.entries]
+		}
+	}
+	return entries, good, offset, nil
+}
+
+// sealWithIndex gives every segment that wal-meta.db marks sealed but that has no index
+// frame (IndexStart 0) the index frame and commit frame it lacks, and records it. raft-wal
+// v0.4.0 seals the tail that way when it truncates the log's end (raft does, on a
+// follower whose last entries conflict with a new leader's), and then cannot read that
+// segment once reopened: "sealed segment has no index block", on which raft panics at
+// start (raft-wal's issue #31, fixed upstream after v0.4.0, in a release this project's
+// module proxy does not serve). The index lists the segment's committed entry frames from
+// its first; raft-wal reads it only for indexes up to the segment's MaxIndex.
+func sealWithIndex(walPath string, meta *metadb.BoltMetaDB, st *types.PersistentState) error {
+	changed := false
+	for i, seg := range st.Segments {
+		if seg.SealTime.IsZero() || seg.IndexStart != 0 {
+			continue
+		}
+		name := filepath.Join(walPath, segment.FileName(seg))
+		f, err := os.OpenFile(name, os.O_RDWR, 0)
+		if err != nil {
+			return fmt.Errorf("cluster: opening the sealed WAL segment %s to index it: %w", name, err)
+		}
+		entries, good, _, err := segmentFrames(f)
+		if err == nil && seg.MaxIndex >= seg.BaseIndex && uint64(len(entries)) < seg.MaxIndex-seg.BaseIndex+1 {
+			err = fmt.Errorf("%w: it holds %d entries from %d, its metadata says up to %d", types.ErrCorrupt, len(entries), seg.BaseIndex, seg.MaxIndex)
+		}
+		if err == nil {
+			payload := make([]byte, 0, 4*len(entries)+8)
+			for _, o := range entries {
+				payload = binary.LittleEndian.AppendUint32(payload, o)
+			}
+			frame := make([]byte, segFrameHeader, segFrameHeader+len(payload)+8+segFrameHeader)
+			frame[0] = segFrameIndex
+			binary.LittleEndian.PutUint32(frame[4:8], uint32(len(payload)))
+			frame = append(frame, payload...)
+			frame = append(frame, make([]byte, (segFrameHeader-len(payload)%segFrameHeader)%segFrameHeader)...)
+			crc := crc32.Checksum(frame, crc32.MakeTable(crc32.Castagnoli))
+			frame = append(frame, segFrameCommit, 0, 0, 0)
+			frame = binary.LittleEndian.AppendUint32(frame, crc)
+			if _, err = f.WriteAt(frame, good); err == nil {
+				err = f.Sync()
+			}
+			st.Segments[i].IndexStart = uint64(good + segFrameHeader)
+			changed = true
+		}
+		f.Close()
+		if err != nil {
+			return fmt.Errorf("cluster: indexing the sealed WAL segment %s: %w", name, err)
+		}
+	}
+	if !changed {
+		return nil
+	}
+	if err := meta.CommitState(*st); err != nil {
+		return fmt.Errorf("cluster: recording the indexed WAL segments: %w", err)
+	}
+	return nil
 }
 
 // commitValid reports whether the commit frame at offset holds the CRC-32C of the bytes
