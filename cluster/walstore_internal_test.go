@@ -2,10 +2,16 @@ package cluster
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
+	"github.com/hashicorp/raft-wal/metadb"
+	"github.com/hashicorp/raft-wal/segment"
+	"github.com/hashicorp/raft-wal/types"
 )
 
 func storeRange(t *testing.T, s *walStore, from, to uint64) {
@@ -58,4 +64,65 @@ func TestWALStore_ReopensAfterTailTruncation(t *testing.T) {
 		storeRange(t, s, 13+uint64(round)*3, 15+uint64(round)*3)
 		s.Close()
 	}
+}
+
+// A WAL stopped after the batch that filled its tail was sealed and synced, but before
+// raft-wal recorded the rotation to the next segment in wal-meta.db, opens again and
+// appends: raft-wal v0.4.0 reopened the sealed file as the tail and refused every append
+// ("segment is sealed"); the node records the rotation first (finishRotation). The state
+// is made by undoing a rotation in wal-meta.db, which is what such a stop leaves.
+func TestWALStore_ReopensAfterAnInterruptedRotation(t *testing.T) {
+	dir := t.TempDir()
+	walPath := filepath.Join(dir, walDir)
+	open := func() *walStore {
+		s, err := openWAL(dir, 4096, hclog.NewNullLogger())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	s := open()
+	for i := uint64(1); ; i++ {
+		storeRange(t, s, i, i)
+		if segs, _ := filepath.Glob(filepath.Join(walPath, "*.wal")); len(segs) >= 2 {
+			break
+		}
+		if i > 10_000 {
+			t.Fatal("no segment rotation after 10,000 entries of 4 KiB segments")
+		}
+	}
+	s.Close()
+
+	meta := &metadb.BoltMetaDB{}
+	st, err := meta.Load(walPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := st.Segments[0]
+	if first.SealTime.IsZero() || first.IndexStart == 0 {
+		t.Fatalf("the first segment is not sealed: %+v", first)
+	}
+	sealedMax := first.MaxIndex
+	for _, seg := range st.Segments[1:] {
+		if err := os.Remove(filepath.Join(walPath, segment.FileName(seg))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	first.SealTime, first.IndexStart, first.MaxIndex = time.Time{}, 0, 0
+	st.Segments = []types.SegmentInfo{first}
+	if err := meta.CommitState(st); err != nil {
+		t.Fatal(err)
+	}
+	meta.Close()
+
+	s = open()
+	if last, err := s.LastIndex(); err != nil || last != sealedMax {
+		t.Fatalf("last index %d (%v) after the interrupted rotation, want %d", last, err, sealedMax)
+	}
+	mustRead(t, s, 1, sealedMax)
+	storeRange(t, s, sealedMax+1, sealedMax+3)
+	s.Close()
+	s = open()
+	mustRead(t, s, 1, sealedMax+3)
+	s.Close()
 }

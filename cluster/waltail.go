@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/hashicorp/raft-wal/metadb"
 	"github.com/hashicorp/raft-wal/segment"
@@ -56,20 +57,56 @@ func scrubWALTail(walPath string) (int64, error) {
 		return 0, fmt.Errorf("cluster: opening the WAL's tail %s: %w", name, err)
 	}
 	defer f.Close()
-	_, good, end, err := segmentFrames(f)
+	entries, good, end, index, err := segmentFramesIndex(f)
 	if err != nil {
 		return 0, fmt.Errorf("cluster: reading the WAL's tail %s: %w", name, err)
 	}
-	if end <= good {
-		return 0, nil
+	var zeroed int64
+	if end > good {
+		if _, err := f.WriteAt(make([]byte, end-good), good); err != nil {
+			return 0, fmt.Errorf("cluster: zeroing the uncommitted end of the WAL's tail %s: %w", name, err)
+		}
+		if err := f.Sync(); err != nil {
+			return 0, fmt.Errorf("cluster: syncing the WAL's tail %s: %w", name, err)
+		}
+		zeroed = end - good
 	}
-	if _, err := f.WriteAt(make([]byte, end-good), good); err != nil {
-		return 0, fmt.Errorf("cluster: zeroing the uncommitted end of the WAL's tail %s: %w", name, err)
+	if index > 0 {
+		// The tail was sealed and the seal committed, but the process stopped before
+		// raft-wal recorded the rotation in wal-meta.db: raft-wal v0.4.0 would reopen it
+		// as the tail and refuse every append ("segment is sealed"). Record the rotation
+		// it was doing: the tail sealed at its last entry, an empty next segment after it.
+		if err := finishRotation(walPath, tail, uint64(len(entries)), uint64(index)); err != nil {
+			return zeroed, err
+		}
 	}
-	if err := f.Sync(); err != nil {
-		return 0, fmt.Errorf("cluster: syncing the WAL's tail %s: %w", name, err)
+	return zeroed, nil
+}
+
+// finishRotation records in wal-meta.db a rotation raft-wal had begun: the tail sealed
+// with n entries and its index at indexStart, and a new empty tail after it, whose file
+// raft-wal creates when it opens.
+func finishRotation(walPath string, tail types.SegmentInfo, n, indexStart uint64) error {
+	meta := &metadb.BoltMetaDB{}
+	st, err := meta.Load(walPath)
+	if err == nil {
+		last := &st.Segments[len(st.Segments)-1]
+		last.SealTime = time.Now()
+		last.IndexStart = indexStart
+		last.MaxIndex = tail.BaseIndex + n - 1
+		next := types.SegmentInfo{ID: st.NextSegmentID, BaseIndex: last.MaxIndex + 1, MinIndex: last.MaxIndex + 1,
+			Codec: tail.Codec, SizeLimit: tail.SizeLimit, CreateTime: time.Now()}
+		st.NextSegmentID++
+		st.Segments = append(st.Segments, next)
+		err = meta.CommitState(st)
 	}
-	return end - good, nil
+	if cerr := meta.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("cluster: recording the WAL's interrupted segment rotation in %s: %w", walPath, err)
+	}
+	return nil
 }
 
 // Frame types and sizes of raft-wal's segment format.
@@ -86,10 +123,19 @@ const (
 // commit frame ends (good; the file header's end when there is none), and where reading
 // stopped (end: zeros, a torn header, or the end of the file).
 func segmentFrames(f *os.File) (entries []uint32, good, end int64, err error) {
+	entries, good, end, _, err = segmentFramesIndex(f)
+	return entries, good, end, err
+}
+
+// segmentFramesIndex is segmentFrames that also returns where the payload of an index
+// frame covered by the last valid commit frame starts (0: none): a sealed segment's.
+func segmentFramesIndex(f *os.File) (entries []uint32, good, end, index int64, err error) {
 	type commit struct {
 		offset, crcStart int64
 		entries          int
+		index            int64
 	}
+	var lastIndex int64
 	var prev, final *commit
 	var all []uint32
 	offset := int64(segFileHeader)
@@ -98,7 +144,7 @@ func segmentFrames(f *os.File) (entries []uint32, good, end int64, err error) {
 		n, err := f.ReadAt(hdr[:], offset)
 		if n < segFrameHeader {
 			if err != nil && err != io.EOF {
-				return nil, 0, 0, err
+				return nil, 0, 0, 0, err
 			}
 			break
 		}
@@ -112,9 +158,11 @@ func segmentFrames(f *os.File) (entries []uint32, good, end int64, err error) {
 			size += int64(length) + int64((segFrameHeader-length%segFrameHeader)%segFrameHeader)
 			if typ == segFrameEntry {
 				all = append(all, uint32(offset))
+			} else {
+				lastIndex = offset + segFrameHeader
 			}
 		case segFrameCommit:
-			c := &commit{offset: offset, entries: len(all)}
+			c := &commit{offset: offset, entries: len(all), index: lastIndex}
 			if final != nil {
 				c.crcStart = final.offset + segFrameHeader
 			}
@@ -126,16 +174,16 @@ func segmentFrames(f *os.File) (entries []uint32, good, end int64, err error) {
 	if final != nil {
 		ok, err := commitValid(f, final.crcStart, final.offset)
 		if err != nil {
-			return nil, 0, 0, err
+			return nil, 0, 0, 0, err
 		}
 		switch {
 		case ok:
-			good, entries = final.offset+segFrameHeader, all[:final.entries]
+			good, entries, index = final.offset+segFrameHeader, all[:final.entries], final.index
 		case prev != nil:
-			good, entries = prev.offset+segFrameHeader, all[:prev.entries]
+			good, entries, index = prev.offset+segFrameHeader, all[:prev.entries], prev.index
 		}
 	}
-	return entries, good, offset, nil
+	return entries, good, offset, index, nil
 }
 
 // sealWithIndex gives every segment that wal-meta.db marks sealed but that has no index
