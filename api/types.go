@@ -184,6 +184,21 @@ type Limits struct {
 	MaxLocksPerLease uint64 `json:"max_locks_per_lease"`
 	// MaxWaitersPerLock bounds the leases queued for one lock.
 	MaxWaitersPerLock uint64 `json:"max_waiters_per_lock"`
+	// MaxLocks and MaxWaiters bound the grants held and the waits in the whole cluster,
+	// and PerIdentity is the default quotas of an identity (protocol version 5; absent
+	// before).
+	MaxLocks    uint64  `json:"max_locks,omitempty"`
+	MaxWaiters  uint64  `json:"max_waiters,omitempty"`
+	PerIdentity *Quotas `json:"per_identity,omitempty"`
+}
+
+// LimitsOf is the API's form of a state's limits.
+func LimitsOf(maxLeases, maxLocksPerLease, maxWaitersPerLock, maxLocks, maxWaiters uint64, perIdentity Quotas) Limits {
+	l := Limits{MaxLeases: maxLeases, MaxLocksPerLease: maxLocksPerLease, MaxWaitersPerLock: maxWaitersPerLock, MaxLocks: maxLocks, MaxWaiters: maxWaiters}
+	if perIdentity != (Quotas{}) {
+		l.PerIdentity = &perIdentity
+	}
+	return l
 }
 
 // AddNodeRequest is the body of POST /v1/cluster/nodes: add a voter, or re-register a

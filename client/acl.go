@@ -100,6 +100,44 @@ func (c *Client) ACLTokenRevoke(ctx context.Context, accessorID string) error {
 	return c.remove(ctx, op, "/v1/acl/tokens/"+url.PathEscape(accessorID))
 }
 
+// ACLTokenUpdate replaces the description, policies and quotas of the token whose accessor
+// ID is accessorID; its secret stays, so whoever holds it goes on using it. Setting the
+// same values twice is harmless, so it is retried like any other call.
+func (c *Client) ACLTokenUpdate(ctx context.Context, accessorID string, req api.ACLTokenRequest) (api.ACLToken, error) {
+	op := fmt.Sprintf("acl token update %q", accessorID)
+	if accessorID == "" {
+		return api.ACLToken{}, wrap(ErrInvalid, nil, "%s: the accessor ID is required", op)
+	}
+	if len(req.Policies) == 0 {
+		return api.ACLToken{}, wrap(ErrInvalid, nil, "%s: name at least one policy", op)
+	}
+	for _, p := range req.Policies {
+		if err := checkPolicyName(op, p); err != nil {
+			return api.ACLToken{}, err
+		}
+	}
+	return call[api.ACLToken](ctx, c, &request{
+		op: op, method: http.MethodPut, path: "/v1/acl/tokens/" + url.PathEscape(accessorID),
+		body: func() any { return req },
+	})
+}
+
+// Usage returns what the client's identity (its token, or every caller without one) holds
+// in the cluster against its quotas, as the node it asks has applied it.
+func (c *Client) Usage(ctx context.Context) (api.Usage, error) {
+	return call[api.Usage](ctx, c, &request{op: "usage", method: http.MethodGet, path: "/v1/usage"})
+}
+
+// Usages returns every identity's use of the cluster and the cluster's against its limits;
+// it needs a token with admin on the empty prefix.
+func (c *Client) Usages(ctx context.Context) (api.UsageList, error) {
+	out, err := call[api.UsageList](ctx, c, &request{op: "usage all", method: http.MethodGet, path: "/v1/usage", query: url.Values{"all": {""}}})
+	if err == nil && out.Identities == nil {
+		out.Identities = []api.Usage{}
+	}
+	return out, err
+}
+
 // ACLTokenSelf describes the token the client sends (WithToken), without its secret.
 func (c *Client) ACLTokenSelf(ctx context.Context) (api.ACLToken, error) {
 	return call[api.ACLToken](ctx, c, &request{op: "acl token self", method: http.MethodGet, path: "/v1/acl/token/self"})

@@ -91,6 +91,9 @@
 // token that strictly increases, and the storage must accept a write only if its token is
 // at least the highest it has accepted for that resource, atomically with the write (see
 // the fencing package). A holder that wakes from a pause with an old token is refused.
+// Tokens are Raft log indexes, global to the cluster and not bound to a lock name: a
+// storage that cannot authenticate its writers checks the token against the lock it
+// protects with CheckHolder (docs/FENCING.md, "What a token proves").
 //
 // # The timing contract: SafeUntil
 //
@@ -158,7 +161,7 @@
 //	errors.go      the error values, the API-code mapping, RetryAfter
 //	token.go       the ACL token, kept out of print, and redaction of secrets in errors
 //	tls.go         TLSFromFiles
-//	locks.go       Acquire, Release, Status, List, and the acquire-like calls of every primitive
+//	locks.go       Acquire, Release, Status, CheckHolder, List, and the acquire-like calls of every primitive
 //	leases.go      CreateLease, KeepAlive(Many), Revoke, GetLease: the lease calls
 //	watch.go       History, and Watch over the event stream
 //	membership.go  Cluster, AddNode, RemoveNode, TransferLeader
@@ -174,5 +177,6 @@
 //	rwmutex.go     RWMutex
 //	semaphore.go   Semaphore
 //	election.go    Election, Observe
-//	lockset.go     LockSet, AcquireSet, ReleaseSet; WithMaxHold, WithLockDelay
+//	lockset.go     LockSet, NewLockSet, AcquireSet, ReleaseSet; WithMaxHold, WithLockDelay
+//	format.go      fmt of a Lease and of the primitives: never the lease ID
 package client

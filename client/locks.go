@@ -196,6 +196,38 @@ func (c *Client) Status(ctx context.Context, name string, opts StatusOptions) (a
 	return statusAt[api.LockStatus](ctx, c, fmt.Sprintf("status %q", name), locksRoute, name, opts)
 }
 
+// CheckHolder reports whether token is the fencing token of the current exclusive grant
+// of lock name, by a linearizable read of its status (GET /v1/locks/{name}), and returns
+// that status (its Owner and Holders, for a guard that checks the holder's label too). It
+// fails with ErrNotHolder when the lock is free, held shared, or held under another token.
+//
+// It is the check a guard makes when it cannot authenticate its writers. A fencing token
+// is a Raft log index, global to the cluster and not bound to a lock: a token taken on any
+// lock the writer may take (a/junk) is accepted by a plain guard of another resource
+// (b/job) when it is at least that guard's fence, and then raises the fence above the real
+// holder's token, which the guard refuses from then on. CheckHolder refuses the token
+// from another lock.
+//
+// The check proves that token was the lock's at the moment of the read, not that it still
+// is at the write: keep the guard's fence as well (fencing.MemoryGuard or SQLGuard, keyed
+// by the lock's name, checked after CheckHolder), so that once a later holder has written,
+// an earlier token is refused. With ACLs on, the guard's token needs read on name.
+func (c *Client) CheckHolder(ctx context.Context, name string, token uint64) (api.LockStatus, error) {
+	st, err := c.Status(ctx, name, StatusOptions{})
+	if err != nil {
+		return st, err
+	}
+	switch {
+	case !st.Held:
+		return st, wrap(ErrNotHolder, nil, "check holder of %q: the lock is free, not held with token %d", name, token)
+	case st.Mode == api.ModeShared:
+		return st, wrap(ErrNotHolder, nil, "check holder of %q: the lock is held shared; a shared holder's token fences no write", name)
+	case st.Token != token:
+		return st, wrap(ErrNotHolder, nil, "check holder of %q: token %d is not the current grant's (%d)", name, token, st.Token)
+	}
+	return st, nil
+}
+
 // statusAt reads the status of name at route (a lock's, a semaphore's, an election's),
 // blocking when opts ask for it.
 func statusAt[T any](ctx context.Context, c *Client, op, route, name string, opts StatusOptions) (T, error) {

@@ -177,6 +177,13 @@ func newLockSet(c *Client, given *Lease, names []string, opts []MutexOption) *Lo
 	return s
 }
 
+// NewLockSet returns a LockSet of the locks names that creates a lease of its own
+// (WithLeaseTTL, kept alive) for each hold, as Client.NewMutex does: Lock waits, TryLock
+// fails at once with ErrLockHeld; Unlock releases the set and revokes the lease.
+func (c *Client) NewLockSet(names []string, opts ...MutexOption) *LockSet {
+	return newLockSet(c, nil, names, opts)
+}
+
 // LockSet takes every lock of names at once with a lease of its own (WithLeaseTTL, kept
 // alive), waiting in every queue for as long as ctx allows (re-issued in chunks of
 // WithWaitChunk), and returns the held set. It fails with ErrDeadlock when waiting would

@@ -47,16 +47,35 @@ var (
 // state; nothing was applied. The error is a *QuotaError naming the limit.
 var ErrQuotaExceeded = errors.New("cluster: quota exceeded")
 
-// QuotaError says which limit a refused command would have exceeded.
+// QuotaError says which limit a refused command would have exceeded, and how far.
 type QuotaError struct {
-	// Limit names the limit ("max_leases", "max_locks_per_lease", "max_waiters_per_lock").
+	// Limit names the limit ("max_leases", "max_locks_per_lease", "max_waiters_per_lock",
+	// and from protocol version 5 "max_locks", "max_waiters" and the per-identity
+	// "max_leases_per_identity", "max_locks_per_identity", "max_waiters_per_identity").
 	Limit string
-	// Value is the limit's configured value.
+	// Value is the limit's value.
 	Value uint64
+	// Used is what the limit counts now: the cluster's, the lease's, the lock's or the
+	// identity's use.
+	Used uint64
+	// Identity is the ACL accessor whose quota it is ("anonymous" for callers without a
+	// token); empty for the other limits.
+	Identity string
 }
 
-func (e *QuotaError) Error() string {
-	return "cluster: quota exceeded: " + e.Limit + " is " + strconv.FormatUint(e.Value, 10)
+func (e *QuotaError) Error() string { return "cluster: quota exceeded: " + e.Message() }
+
+// Message says what the limit is and how far the use is, without the package prefix, for
+// an API answer.
+func (e *QuotaError) Message() string {
+	m := e.Limit + " is " + strconv.FormatUint(e.Value, 10)
+	switch {
+	case e.Identity != "":
+		m += " and identity " + strconv.Quote(e.Identity) + " has " + strconv.FormatUint(e.Used, 10)
+	case e.Used != 0:
+		m += " and " + strconv.FormatUint(e.Used, 10) + " are in use"
+	}
+	return m
 }
 
 // Is makes errors.Is(err, ErrQuotaExceeded) match.
@@ -136,6 +155,9 @@ var (
 	// ErrACLInactive: the cluster does not speak the protocol version that ACLs need yet
 	// (a member runs an older release).
 	ErrACLInactive = errors.New("cluster: ACLs need protocol version 2 on every member")
+	// ErrQuotasInactive: a policy or token with quotas was asked for before the cluster
+	// activated protocol version 5, which quotas need; nothing was proposed.
+	ErrQuotasInactive = errors.New("cluster: quotas need protocol version 5 on every member")
 )
 
 // Event stream errors.

@@ -181,6 +181,13 @@ func (l *Leases) Creator(id LeaseID) (string, bool) {
 	return v.Creator, ok
 }
 
+// ReadBarrier makes the Creator answers that follow linearizable, as a lease lookup's
+// read is (Node.ReadBarrier: a heartbeat round that confirms this node leads, and a wait
+// until it has applied every entry committed before; no log entry). On a follower it
+// returns ErrNotLeader. The API passes it before it answers a lease "not found" from the
+// applied state, without proposing anything (transport/leasegate.go).
+func (l *Leases) ReadBarrier(ctx context.Context) error { return l.n.ReadBarrier(ctx) }
+
 // ImplicitLease returns the lease an acquire with requestID and no lease_id acts on for
 // ctx's caller (see implicitLease), so that the API can check whose it is before the
 // acquire.

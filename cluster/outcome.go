@@ -53,7 +53,7 @@ var outcomes = map[fsm.Status]outcome{
 		return errors.Join(ErrHalted, r.Err)
 	}},
 	fsm.StatusQuotaExceeded: {refusesEntry: true, err: func(_ fsm.Type, r *fsm.Result, limits func() fsm.Limits) error {
-		return quotaError(r.Quota, limits())
+		return quotaError(r, limits)
 	}},
 }
 
@@ -106,16 +106,21 @@ func isACL(t fsm.Type) bool {
 	return false
 }
 
-// quotaError names the limit a refused command would have exceeded.
-func quotaError(limit string, l fsm.Limits) error {
-	var v uint64
-	switch limit {
-	case fsm.QuotaLeases:
-		v = l.MaxLeases
-	case fsm.QuotaLocksPerLease:
-		v = l.MaxLocksPerLease
-	case fsm.QuotaWaitersPerLock:
-		v = l.MaxWaitersPerLock
+// quotaError names the limit a refused command would have exceeded, with its value and
+// the use it counts as the state machine reported them. A result without the value (from
+// an older state machine's refusal) takes it from the limits in force.
+func quotaError(r *fsm.Result, limits func() fsm.Limits) error {
+	v := r.QuotaLimit
+	if v == 0 {
+		l := limits()
+		switch r.Quota {
+		case fsm.QuotaLeases:
+			v = l.MaxLeases
+		case fsm.QuotaLocksPerLease:
+			v = l.MaxLocksPerLease
+		case fsm.QuotaWaitersPerLock:
+			v = l.MaxWaitersPerLock
+		}
 	}
-	return &QuotaError{Limit: limit, Value: v}
+	return &QuotaError{Limit: r.Quota, Value: v, Used: r.QuotaUsed, Identity: r.QuotaIdentity}
 }

@@ -24,14 +24,14 @@ func TestNode_LeaseCallerCheckedAtApply(t *testing.T) {
 	if _, err := l.ACL().Bootstrap(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := l.ACL().SetPolicy(ctx, "lock", "", []cluster.ACLRule{{Prefix: "", Access: fsm.AccessLock}}); err != nil {
+	if err := l.ACL().SetPolicy(ctx, "lock", "", []cluster.ACLRule{{Prefix: "", Access: fsm.AccessLock}}, cluster.Quotas{}); err != nil {
 		t.Fatal(err)
 	}
-	ta, err := l.ACL().CreateToken(ctx, "a", []string{"lock"})
+	ta, err := l.ACL().CreateToken(ctx, "a", []string{"lock"}, cluster.Quotas{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	tb, err := l.ACL().CreateToken(ctx, "b", []string{"lock"})
+	tb, err := l.ACL().CreateToken(ctx, "b", []string{"lock"}, cluster.Quotas{})
 	if err != nil {
 		t.Fatal(err)
 	}

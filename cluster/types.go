@@ -48,6 +48,10 @@ type (
 	LockDetail = fsm.LockDetail
 	// Holding is one grant of a lock or one permit of a semaphore: lease, token, owner.
 	Holding = fsm.Holding
+	// Quotas are an identity's quotas: leases, grants and waits (protocol version 5).
+	Quotas = fsm.Quotas
+	// UsageView is an identity's use of the cluster beside its quotas.
+	UsageView = fsm.UsageView
 )
 
 // The rights of Access.
@@ -58,6 +62,11 @@ const (
 	AccessLock  = fsm.AccessLock
 	AccessAdmin = fsm.AccessAdmin
 )
+
+// CallerAnonymous is the creator a lease records, from protocol version 4 on, when a
+// caller without a token made it with ACLs on: all such callers are one identity, with one
+// set of quotas (protocol version 5).
+const CallerAnonymous = fsm.CallerAnonymous
 
 // ParseAccess reads a rule's right as the API spells it ("deny", "read", "lock",
 // "admin"); "none" is refused, so that a rule that grants nothing says deny.

@@ -51,12 +51,19 @@ func (l *leader) upgradeStep() {
 		n.log.Info("raised the cluster's protocol version: every voter speaks it", "version", target)
 		return
 	}
-	if n.fsm.Version() >= fsm.TypeSetLimits.Since() && n.fsm.Limits() != n.cfg.Limits {
-		if _, err := n.prop.apply(&fsm.Command{Type: fsm.TypeSetLimits, Limits: n.cfg.Limits}); err != nil {
+	// Only the limits the active version has a place for: before version 5 a SetLimits
+	// carrying version 5's limits would not decode on an older member, and the state
+	// would never equal the configuration, so the limits would be written on every tick.
+	v := n.fsm.Version()
+	want := n.cfg.Limits.ForVersion(v)
+	if v >= fsm.TypeSetLimits.Since() && n.fsm.Limits() != want {
+		if _, err := n.prop.apply(&fsm.Command{Type: fsm.TypeSetLimits, Limits: want}); err != nil {
 			n.log.Warn("writing the configured limits failed", "error", err)
 			return
 		}
-		n.log.Info("limits set", "max_leases", n.cfg.Limits.MaxLeases, "max_locks_per_lease", n.cfg.Limits.MaxLocksPerLease, "max_waiters_per_lock", n.cfg.Limits.MaxWaitersPerLock)
+		n.log.Info("limits set", "max_leases", want.MaxLeases, "max_locks_per_lease", want.MaxLocksPerLease, "max_waiters_per_lock", want.MaxWaitersPerLock,
+			"max_locks", want.MaxLocks, "max_waiters", want.MaxWaiters, "max_leases_per_identity", want.PerIdentity.MaxLeases,
+			"max_locks_per_identity", want.PerIdentity.MaxLocks, "max_waiters_per_identity", want.PerIdentity.MaxWaiters)
 	}
 }
 

@@ -186,6 +186,7 @@ type aclPolicy struct {
 	description string
 	rules       []ACLRule
 	compiled    *aclRuleSet // derived: the rules merged for resolution
+	quotas      Quotas      // the quotas it grants (version 5; quotas.go)
 }
 
 // aclToken is a token without its secret. policies is never modified in place either;
@@ -196,6 +197,8 @@ type aclToken struct {
 	description string
 	policies    []string
 	compiled    *aclRuleSet // derived: the rules of all its policies, merged
+	quotas      Quotas      // its own quotas (version 5; quotas.go)
+	limits      Quotas      // derived: its own quotas over the widest of its policies'
 }
 
 func newACL() acl {
@@ -216,15 +219,43 @@ func aclRefuse(r *Result, status Status, base error, format string, args ...any)
 // time.
 
 func (s *state) aclBootstrap(_ uint64, c *Command, r *Result)    { s.acl.bootstrap(&c.ACL, r) }
-func (s *state) aclSetPolicy(_ uint64, c *Command, r *Result)    { s.acl.setPolicy(&c.ACL, r) }
 func (s *state) aclDeletePolicy(_ uint64, c *Command, r *Result) { s.acl.deletePolicy(&c.ACL, r) }
-func (s *state) aclSetToken(_ uint64, c *Command, r *Result)     { s.acl.setToken(&c.ACL, r) }
+
+func (s *state) aclSetPolicy(_ uint64, c *Command, r *Result) {
+	if s.quotasActive(&c.ACL, r) {
+		s.acl.setPolicy(&c.ACL, r)
+	}
+}
+
+func (s *state) aclSetToken(_ uint64, c *Command, r *Result) {
+	if s.revokingToken(c.ACL.Accessor) {
+		aclRefuse(r, StatusConflict, ErrACLConflict, "token %q was deleted and its leases are still being revoked; make a new token", c.ACL.Accessor)
+		return
+	}
+	if s.quotasActive(&c.ACL, r) {
+		s.acl.setToken(&c.ACL, r)
+	}
+}
+
+// quotasActive refuses (StatusInvalid) a policy or token with quotas before version 5,
+// which has no place for them, and reports whether the command may go on.
+func (s *state) quotasActive(cmd *ACLCommand, r *Result) bool {
+	if s.version < 5 && !cmd.Quotas.IsZero() {
+		aclRefuse(r, StatusInvalid, ErrInactiveVersion, "quotas need protocol version 5, the cluster runs %d", s.version)
+		return false
+	}
+	return true
+}
 
 // aclDeleteToken deletes a token and, from version 4, revokes every lease it created in
 // the same entry (owner.go): a deleted credential holds nothing and waits for nothing.
 func (s *state) aclDeleteToken(index uint64, c *Command, r *Result) {
 	if s.acl.deleteToken(&c.ACL, r); r.Status == StatusOK {
-		s.revokeLeasesOf(index, c.ACL.Accessor)
+		if s.version >= 6 {
+			s.revokeCreator(c.ACL.Accessor) // dead from this entry; the sweep ends them (sweep.go)
+		} else {
+			s.revokeLeasesOf(index, c.ACL.Accessor)
+		}
 		s.notify(Event{Kind: EventTokenDeleted, Name: c.ACL.Accessor, Index: index})
 	}
 }
@@ -282,7 +313,7 @@ func (a *acl) setPolicy(cmd *ACLCommand, r *Result) {
 		aclRefuse(r, StatusInvalid, ErrACLInvalid, "policy %q is built in and cannot be changed", cmd.Policy)
 		return
 	}
-	a.putPolicy(&aclPolicy{name: cmd.Policy, description: cmd.Description, rules: slices.Clone(cmd.Rules)})
+	a.putPolicy(&aclPolicy{name: cmd.Policy, description: cmd.Description, rules: slices.Clone(cmd.Rules), quotas: cmd.Quotas})
 	memo := make(map[string]*aclRuleSet)
 	for _, t := range a.tokens {
 		if slices.Contains(t.policies, cmd.Policy) {
@@ -338,7 +369,7 @@ func (a *acl) setToken(cmd *ACLCommand, r *Result) {
 	if len(cmd.Policies) > 0 {
 		policies = slices.Clone(cmd.Policies)
 	}
-	a.putToken(&aclToken{accessor: cmd.Accessor, secretHash: cmd.SecretHash, description: cmd.Description, policies: policies}, nil)
+	a.putToken(&aclToken{accessor: cmd.Accessor, secretHash: cmd.SecretHash, description: cmd.Description, policies: policies, quotas: cmd.Quotas}, nil)
 }
 
 // deleteToken deletes a token.
@@ -372,6 +403,11 @@ func (a *acl) putToken(t *aclToken, memo map[string]*aclRuleSet) {
 // many tokens (a policy change, a restore), so that a thousand tokens made alike cost one
 // compilation; it must not outlive a change of any policy.
 func (a *acl) compileToken(t *aclToken, memo map[string]*aclRuleSet) {
+	var widestQuotas Quotas
+	for _, name := range t.policies {
+		widestQuotas = widest(widestQuotas, a.policies[name].quotas)
+	}
+	t.limits = t.quotas.over(widestQuotas)
 	switch len(t.policies) {
 	case 0:
 		t.compiled = nil
@@ -403,6 +439,8 @@ type ACLPolicyView struct {
 	Description string
 	// Rules are in the order they were set.
 	Rules []ACLRule
+	// Quotas are the quotas it grants to its tokens (version 5; zero: none).
+	Quotas Quotas
 }
 
 // ACLTokenView is a token as the API may show it: without its secret or its hash, which
@@ -415,14 +453,17 @@ type ACLTokenView struct {
 	// Policies names the token's policies, in the order they were set; a deleted policy
 	// has been taken out.
 	Policies []string
+	// Quotas are the token's own quotas (version 5; zero: none); its identity's quotas in
+	// force are its usage's (FSM.Usage).
+	Quotas Quotas
 }
 
 func (p *aclPolicy) view() ACLPolicyView {
-	return ACLPolicyView{Name: p.name, Description: p.description, Rules: slices.Clone(p.rules)}
+	return ACLPolicyView{Name: p.name, Description: p.description, Rules: slices.Clone(p.rules), Quotas: p.quotas}
 }
 
 func (t *aclToken) view() ACLTokenView {
-	return ACLTokenView{Accessor: t.accessor, Description: t.description, Policies: slices.Clone(t.policies)}
+	return ACLTokenView{Accessor: t.accessor, Description: t.description, Policies: slices.Clone(t.policies), Quotas: t.quotas}
 }
 
 // ACLBootstrapped reports whether the ACL bootstrap has happened: before it there is no
@@ -479,6 +520,18 @@ func viewOf[V any, R interface{ view() V }](m map[string]R, key string) (V, bool
 		return none, false
 	}
 	return r.view(), true
+}
+
+// ACLTokenSecretHash returns the secret hash of the token with accessor, and whether it
+// exists: what a SetToken that updates the token must carry (a token's secret never
+// changes). Only the node's own update path reads it; no API answer carries it.
+func (f *FSM) ACLTokenSecretHash(accessor string) ([32]byte, bool) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	if t := f.s.acl.tokens[accessor]; t != nil {
+		return t.secretHash, true
+	}
+	return [32]byte{}, false
 }
 
 // ACLResolve returns the identity of the token whose secret hashes to secretHash, and

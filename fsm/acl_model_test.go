@@ -19,12 +19,14 @@ type modelACL struct {
 type modelPolicy struct {
 	description string
 	rules       []ACLRule
+	quotas      Quotas
 }
 
 type modelToken struct {
 	hash        [32]byte
 	description string
 	policies    []string
+	quotas      Quotas
 }
 
 var (
@@ -76,7 +78,7 @@ func (a *modelACL) apply(c *Command) Status {
 				return StatusInvalid
 			}
 		}
-		a.policies[cmd.Policy] = modelPolicy{description: cmd.Description, rules: slices.Clone(cmd.Rules)}
+		a.policies[cmd.Policy] = modelPolicy{description: cmd.Description, rules: slices.Clone(cmd.Rules), quotas: cmd.Quotas}
 	case TypeACLDeletePolicy:
 		if cmd.Policy == ACLPolicyGlobalManagement {
 			return StatusConflict
@@ -114,7 +116,7 @@ func (a *modelACL) apply(c *Command) Status {
 				return StatusNotFound
 			}
 		}
-		a.tokens[cmd.Accessor] = modelToken{hash: cmd.SecretHash, description: cmd.Description, policies: slices.Clone(cmd.Policies)}
+		a.tokens[cmd.Accessor] = modelToken{hash: cmd.SecretHash, description: cmd.Description, policies: slices.Clone(cmd.Policies), quotas: cmd.Quotas}
 	case TypeACLDeleteToken:
 		if _, ok := a.tokens[cmd.Accessor]; !ok {
 			return StatusNotFound

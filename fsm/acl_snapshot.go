@@ -9,8 +9,10 @@ import (
 // byte; the policies sorted by name, each as name, description and rules (a count, then
 // prefix and access byte); the tokens sorted by accessor, each as accessor, the 32 bytes
 // of the secret hash, description and policy names (a count, then the names, in the
-// token's order). The hash index and the compiled rules are derived and not written.
-func (a *acl) appendACL(buf []byte) []byte {
+// token's order). From version 5 each policy's and each token's quotas follow it (three
+// numbers). The hash index, the compiled rules and a token's quotas in force are derived
+// and not written.
+func (a *acl) appendACL(buf []byte, version uint64) []byte {
 	if a.bootstrapped {
 		buf = append(buf, 1)
 	} else {
@@ -22,6 +24,9 @@ func (a *acl) appendACL(buf []byte) []byte {
 		buf = appendString(buf, p.name)
 		buf = appendString(buf, p.description)
 		buf = appendRules(buf, p.rules)
+		if version >= 5 {
+			buf = appendQuotas(buf, p.quotas)
+		}
 	}
 	buf = binary.AppendUvarint(buf, uint64(len(a.tokens)))
 	for _, acc := range sortedNames(a.tokens) {
@@ -30,6 +35,9 @@ func (a *acl) appendACL(buf []byte) []byte {
 		buf = append(buf, t.secretHash[:]...)
 		buf = appendString(buf, t.description)
 		buf = appendStrings(buf, t.policies)
+		if version >= 5 {
+			buf = appendQuotas(buf, t.quotas)
+		}
 	}
 	return buf
 }
@@ -39,7 +47,7 @@ func (a *acl) appendACL(buf []byte) []byte {
 // two tokens with one secret, a built-in policy that is not the bootstrap's), so that a
 // restored state holds the invariants that Apply relies on. Order is left to the
 // canonical-form check that decodeSnapshot ends with.
-func (a *acl) decodeACL(d *decoder) error {
+func (a *acl) decodeACL(d *decoder, version uint64) error {
 	switch d.byte() {
 	case 0:
 	case 1:
@@ -49,6 +57,9 @@ func (a *acl) decodeACL(d *decoder) error {
 	}
 	for i, n := 0, d.count(1); i < n && d.err == nil; i++ {
 		p := &aclPolicy{name: d.string(), description: d.string(), rules: d.rules()}
+		if version >= 5 {
+			p.quotas = d.quotas()
+		}
 		if d.err != nil {
 			break
 		}
@@ -62,13 +73,16 @@ func (a *acl) decodeACL(d *decoder) error {
 	}
 	gm := a.policies[ACLPolicyGlobalManagement]
 	builtin := gm != nil && gm.description == bootstrapPolicyDescription &&
-		slices.Equal(gm.rules, []ACLRule{{Prefix: "", Access: AccessAdmin}})
+		slices.Equal(gm.rules, []ACLRule{{Prefix: "", Access: AccessAdmin}}) && gm.quotas.IsZero()
 	if d.err == nil && ((gm != nil) != a.bootstrapped || (gm != nil && !builtin)) {
 		return badSnapshot("acl policy %q does not match the bootstrap", ACLPolicyGlobalManagement)
 	}
 	memo := make(map[string]*aclRuleSet)
 	for i, n := 0, d.count(1); i < n && d.err == nil; i++ {
 		t := &aclToken{accessor: d.string(), secretHash: d.hash(), description: d.string(), policies: d.strings()}
+		if version >= 5 {
+			t.quotas = d.quotas()
+		}
 		if d.err != nil {
 			break
 		}

@@ -63,6 +63,9 @@ func (s *state) apply(index uint64, c *Command) *Result {
 	s.advance(index, c.Now)
 	r := &Result{Index: index}
 	s.handle(index, c, r)
+	if s.version >= 6 {
+		s.sweep(index) // what the command ended, with what is left of the budget
+	}
 	s.settle(index)
 	return r
 }
@@ -111,6 +114,10 @@ type command struct {
 	anyVersion bool
 	// exact: see handle.
 	exact bool
+	// trailer is a field that a later protocol version (trailerSince) appends to the
+	// body, written only when it is not zero (Command.hasField).
+	trailer      field
+	trailerSince uint64
 }
 
 // coreCommands are the rows of the commands that belong to no primitive: leases, time,
@@ -126,12 +133,12 @@ var coreCommands = []command{
 
 	{typ: TypeSetVersion, name: "set_version", since: 2, apply: (*state).setVersion, body: []field{fieldVersion}, anyVersion: true},
 	{typ: typeNodeVersion, name: "node_version", since: 2, apply: (*state).registerVersion, body: []field{fieldNodeID, fieldVersion}, anyVersion: true},
-	{typ: TypeSetLimits, name: "set_limits", since: 2, apply: (*state).setLimits, body: []field{fieldLimits}},
+	{typ: TypeSetLimits, name: "set_limits", since: 2, apply: (*state).setLimits, body: []field{fieldLimits}, trailer: fieldLimitsV5, trailerSince: 5},
 
 	{typ: TypeACLBootstrap, name: "acl_bootstrap", since: 2, apply: (*state).aclBootstrap, body: []field{fieldAccessor, fieldSecretHash}, exact: true},
-	{typ: TypeACLSetPolicy, name: "acl_set_policy", since: 2, apply: (*state).aclSetPolicy, body: []field{fieldPolicy, fieldDescription, fieldRules}, exact: true},
+	{typ: TypeACLSetPolicy, name: "acl_set_policy", since: 2, apply: (*state).aclSetPolicy, body: []field{fieldPolicy, fieldDescription, fieldRules}, exact: true, trailer: fieldQuotas, trailerSince: 5},
 	{typ: TypeACLDeletePolicy, name: "acl_delete_policy", since: 2, apply: (*state).aclDeletePolicy, body: []field{fieldPolicy}, exact: true},
-	{typ: TypeACLSetToken, name: "acl_set_token", since: 2, apply: (*state).aclSetToken, body: []field{fieldAccessor, fieldSecretHash, fieldDescription, fieldPolicies}, exact: true},
+	{typ: TypeACLSetToken, name: "acl_set_token", since: 2, apply: (*state).aclSetToken, body: []field{fieldAccessor, fieldSecretHash, fieldDescription, fieldPolicies}, exact: true, trailer: fieldQuotas, trailerSince: 5},
 	{typ: TypeACLDeleteToken, name: "acl_delete_token", since: 2, apply: (*state).aclDeleteToken, body: []field{fieldAccessor}, exact: true},
 }
 

@@ -189,6 +189,9 @@ type ACLCommand struct {
 	Rules []ACLRule
 	// Policies names the token's policies (ACLSetToken).
 	Policies []string
+	// Quotas are the policy's or the token's quotas (ACLSetPolicy, ACLSetToken), from
+	// protocol version 5; zero for none, and then not encoded (quotas.go).
+	Quotas Quotas
 }
 
 // typeNodeVersion is TypeNodeVersion without its flag: its index in the registry.
@@ -219,7 +222,23 @@ func (c *Command) Encode(buf []byte) []byte {
 	if row.callers && c.Type == TypeRenew && len(c.Callers) == len(c.Leases) && anyCaller(c.Callers) {
 		buf = appendCallers(buf, c.Callers) // a trailing field, since version 4
 	}
+	if row.trailer != 0 && c.hasField(row.trailer) {
+		buf = c.appendField(buf, row.trailer) // a trailing field of a later version
+	}
 	return buf
+}
+
+// hasField reports whether a trailing field f of c has anything to encode: the encoder
+// writes it only then, so that an older version's command keeps its bytes, and the decoder
+// refuses one that is all zero (not the canonical form).
+func (c *Command) hasField(f field) bool {
+	switch f {
+	case fieldQuotas:
+		return !c.ACL.Quotas.IsZero()
+	case fieldLimitsV5:
+		return c.Limits != c.Limits.v4()
+	}
+	return true
 }
 
 // leaseUse is how a command type relates to the lease c.Lease names, which decides the
@@ -335,6 +354,12 @@ func decodeCommand(b []byte, max uint64) (Command, error) {
 	if d.err == nil && len(d.b) != 0 && max >= 4 && row.callers && c.Type == TypeRenew {
 		c.Callers = d.callers(len(c.Leases))
 	}
+	if d.err == nil && len(d.b) != 0 && row.trailer != 0 && max >= row.trailerSince {
+		c.readField(&d, row.trailer)
+		if d.err == nil && !c.hasField(row.trailer) {
+			d.fail(fmt.Errorf("%w: a trailing field of zeros", ErrCorruptCommand))
+		}
+	}
 	if d.err == nil && len(d.b) != 0 {
 		d.fail(fmt.Errorf("%w: %d trailing bytes", ErrCorruptCommand, len(d.b)))
 	}
@@ -371,6 +396,8 @@ const (
 	fieldDescription                  // ACL.Description
 	fieldRules                        // ACL.Rules
 	fieldPolicies                     // ACL.Policies
+	fieldQuotas                       // ACL.Quotas: the three quotas (version 5)
+	fieldLimitsV5                     // the limits of version 5 in Limits
 )
 
 // appendField appends field f of c.
@@ -430,6 +457,12 @@ func (c *Command) appendField(buf []byte, f field) []byte {
 		return appendRules(buf, c.ACL.Rules)
 	case fieldPolicies:
 		return appendStrings(buf, c.ACL.Policies)
+	case fieldQuotas:
+		return appendQuotas(buf, c.ACL.Quotas)
+	case fieldLimitsV5:
+		buf = binary.AppendUvarint(buf, c.Limits.MaxLocks)
+		buf = binary.AppendUvarint(buf, c.Limits.MaxWaiters)
+		return appendQuotas(buf, c.Limits.PerIdentity)
 	}
 	panic(fmt.Sprintf("fsm: command field %d has no encoding", f))
 }
@@ -492,6 +525,11 @@ func (c *Command) readField(d *decoder, f field) {
 		c.ACL.Rules = d.rules()
 	case fieldPolicies:
 		c.ACL.Policies = d.strings()
+	case fieldQuotas:
+		c.ACL.Quotas = d.quotas()
+	case fieldLimitsV5:
+		c.Limits.MaxLocks, c.Limits.MaxWaiters = d.uvarint(), d.uvarint()
+		c.Limits.PerIdentity = d.quotas()
 	default:
 		panic(fmt.Sprintf("fsm: command field %d has no decoding", f))
 	}
@@ -560,6 +598,18 @@ func (c *Command) decodeOptions(d *decoder) {
 	}
 	c.MaxHold = d.int64()
 	c.LockDelay = d.int64()
+}
+
+// appendQuotas appends the three quotas of q.
+func appendQuotas(buf []byte, q Quotas) []byte {
+	buf = binary.AppendUvarint(buf, q.MaxLeases)
+	buf = binary.AppendUvarint(buf, q.MaxLocks)
+	return binary.AppendUvarint(buf, q.MaxWaiters)
+}
+
+// quotas reads what appendQuotas wrote.
+func (d *decoder) quotas() Quotas {
+	return Quotas{MaxLeases: d.uvarint(), MaxLocks: d.uvarint(), MaxWaiters: d.uvarint()}
 }
 
 func appendString(buf []byte, s string) []byte {

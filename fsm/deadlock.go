@@ -67,7 +67,8 @@ type dlNode struct {
 
 // blockers calls visit for each node that a request of mode shared, queued on lk just
 // behind w (at the tail when w is nil), waits for, in queue order from the nearest, then
-// holders in grant order. It stops when visit returns false.
+// holders in grant order. It stops when visit returns false. The waits and grants of
+// leases that ended (version 6, not yet swept) are passed over: nobody waits for them.
 func (s *state) blockers(lk *lock, w *waiter, shared bool, visit func(dlNode) bool) bool {
 	p := lk.ro().queue.tail
 	if w != nil {
@@ -76,6 +77,7 @@ func (s *state) blockers(lk *lock, w *waiter, shared bool, visit func(dlNode) bo
 	if shared {
 		for ; p != nil; p = p.prev {
 			switch {
+			case s.deadID(p.lease):
 			case !p.shared:
 				return visit(dlNode{id: p.lease})
 			case p.set != nil:
@@ -84,12 +86,15 @@ func (s *state) blockers(lk *lock, w *waiter, shared bool, visit func(dlNode) bo
 				return visit(dlNode{id: p.lease, set: p.set})
 			}
 		}
-		if !lk.ro().v3.vacant && !lk.isShared() {
+		if !lk.ro().v3.vacant && !lk.isShared() && !s.deadID(lk.holder) {
 			return visit(dlNode{id: lk.holder})
 		}
 		return true
 	}
 	for ; p != nil; p = p.prev {
+		if s.deadID(p.lease) {
+			continue
+		}
 		if !visit(dlNode{id: p.lease}) {
 			return false
 		}
@@ -101,11 +106,11 @@ func (s *state) blockers(lk *lock, w *waiter, shared bool, visit func(dlNode) bo
 	case lk.ro().v3.vacant:
 	case lk.isShared():
 		for g := lk.ro().readers.head; g != nil; g = g.next {
-			if !visit(dlNode{id: g.lease}) {
+			if !s.deadID(g.lease) && !visit(dlNode{id: g.lease}) {
 				return false
 			}
 		}
-	default:
+	case !s.deadID(lk.holder):
 		return visit(dlNode{id: lk.holder})
 	}
 	return true
@@ -243,7 +248,7 @@ func (s *state) refuseCycle(c *Command, l *lease, names []string, shared bool, r
 	r.Status, r.Cycle = StatusDeadlock, cycle
 	detail := DescribeCycle(cycle)
 	for _, name := range names {
-		s.record(name, HistoryEvent{Kind: HistoryDeadlock, Lease: l.fingerprint(), Owner: c.Owner, Detail: detail})
+		s.record(name, l, HistoryEvent{Kind: HistoryDeadlock, Lease: l.fingerprint(), Owner: c.Owner, Detail: detail})
 	}
 	return true
 }

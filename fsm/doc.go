@@ -57,6 +57,10 @@
 //	queue.go           the FIFO wait queue that every primitive uses
 //	grants.go          the ordered set of grants of a shared lock or a semaphore
 //	limits.go          the quotas, and the checks that refuse a command over one
+//	quotas.go          version 5's quotas per identity and for the whole cluster, and
+//	                   the use they count (derived state)
+//	sweep.go           version 6's sliced sweep: dead leases, the budget per entry, and
+//	                   the order in which what ended is swept
 //	history.go         the per-lock event histories, their kinds and snapshot part
 //	owner.go           lease ownership (version 4)
 //	nodes.go           node registrations

@@ -29,7 +29,8 @@ var electionCommands = []command{
 
 // election is an election with a leader. A leader that resigns (or whose lease ends)
 // hands leadership to the head candidate in the same entry; with no candidate the
-// election is deleted.
+// election is deleted. From version 6 an election whose head candidate's lease ended has
+// nobody leading (leader is the zero lease) until the sweep ends that candidacy (sweep.go).
 type election struct {
 	leader LeaseID
 	token  uint64
@@ -55,12 +56,18 @@ func (s *state) startElections() { s.elections = make(map[string]*election) }
 
 func campaignTable(s *state) *leases.Table { return &s.elecWaitExp }
 
-// dropLeads ends the leaderships of lease l, which ended, electing the head candidates.
-func (s *state) dropLeads(index uint64, l *lease) {
-	for _, name := range primNames(l, leads) {
-		if el := s.elections[name]; el != nil && el.leader == l.id {
-			s.dropLeader(index, name, el)
-		}
+// dropLeadOf ends lease l's leadership of election name, whose lease ended, electing the
+// head candidate.
+func (s *state) dropLeadOf(index uint64, name string, l *lease) {
+	if el := s.elections[name]; el != nil && el.leader == l.id {
+		s.dropLeader(index, name, el)
+	}
+}
+
+// leaveCampaignOf takes lease l, which ended, out of the candidates of election name.
+func (s *state) leaveCampaignOf(index uint64, name string, l *lease) {
+	if l.prims != nil && l.prims.campaigns[name] != nil {
+		s.leaveCampaign(index, name, l)
 	}
 }
 
@@ -81,8 +88,8 @@ func (s *state) campaign(index uint64, c *Command, r *Result) {
 		invalid(r, "bad election name")
 		return
 	}
-	l := s.leases[c.Lease]
-	if l == nil && (!c.NewLease || c.Token != 0) {
+	l := s.live(c.Lease)
+	if l == nil && (!c.NewLease || c.Token != 0 || s.ended(c.Lease)) {
 		r.Status = StatusLeaseNotFound
 		return
 	}
@@ -106,7 +113,7 @@ func (s *state) campaign(index uint64, c *Command, r *Result) {
 	if el != nil {
 		queueLen = el.queue.len
 	}
-	if s.primQuota(c, l, leads || waiting, queueLen, r) {
+	if s.primQuota(c, l, leads || waiting, el == nil || usurp, queueLen, r) {
 		return
 	}
 	l = s.leaseFor(c, l)
@@ -118,7 +125,7 @@ func (s *state) campaign(index uint64, c *Command, r *Result) {
 			s.elections[c.Name] = el
 		}
 		el.leader, el.token, el.owner, el.value, el.modify = l.id, index, c.Owner, c.Value, index
-		addName(&l.usePrims().leads, c.Name)
+		s.took(l, &l.usePrims().leads, c.Name)
 		s.notify(Event{Kind: EventLockChanged, Space: SpaceElection, Name: c.Name, Index: index})
 	case leads:
 		// Proclaim: the value changes, the leadership (and its token) does not.
@@ -142,7 +149,7 @@ func (s *state) campaign(index uint64, c *Command, r *Result) {
 
 // resign applies Resign: the leader, with its token, gives leadership up.
 func (s *state) resign(index uint64, c *Command, r *Result) {
-	if s.leases[c.Lease] == nil {
+	if s.live(c.Lease) == nil {
 		r.Status = StatusLeaseNotFound
 		return
 	}
@@ -157,8 +164,17 @@ func (s *state) resign(index uint64, c *Command, r *Result) {
 // dropLeader ends el's leadership and elects the head candidate at index.
 func (s *state) dropLeader(index uint64, name string, el *election) {
 	if old := s.leases[el.leader]; old != nil && old.prims != nil {
-		delete(old.prims.leads, name)
+		s.gave(old, old.prims.leads, name)
 	}
+	el.leader = LeaseID{}
+	s.electHead(index, name, el)
+}
+
+// electHead elects the head candidate of election name, which nobody leads, at index; with
+// no candidate the election is deleted. From version 6 a head candidate whose lease ended
+// is not elected: the election stays with nobody leading until the sweep ends that
+// candidacy and elects the next (leaveCampaign).
+func (s *state) electHead(index uint64, name string, el *election) {
 	if el.queue.head == nil {
 		delete(s.elections, name)
 		s.elecFreed = index
@@ -166,11 +182,18 @@ func (s *state) dropLeader(index uint64, name string, el *election) {
 		return
 	}
 	w := el.queue.head
+	if s.waitsForEnded(w) {
+		if el.token != 0 {
+			el.token, el.owner, el.value, el.modify = 0, "", "", index
+			s.notify(Event{Kind: EventLockChanged, Space: SpaceElection, Name: name, Index: index})
+		}
+		return
+	}
 	el.queue.remove(w)
 	next := s.leases[w.lease]
-	delete(next.prims.campaigns, name)
+	s.unqueued(next, next.prims.campaigns, name)
 	s.elecWaitExp.Delete(waitKey(name, w.lease))
-	addName(&next.usePrims().leads, name)
+	s.took(next, &next.usePrims().leads, name)
 	el.leader, el.token, el.owner, el.value, el.modify = w.lease, index, w.owner, w.value, index
 	s.notify(Event{Kind: EventGranted, Space: SpaceElection, Name: name, Lease: w.lease, Token: index, Owner: w.owner, Value: w.value, Index: index})
 	s.notify(Event{Kind: EventLockChanged, Space: SpaceElection, Name: name, Index: index})
@@ -179,6 +202,10 @@ func (s *state) dropLeader(index uint64, name string, el *election) {
 // electionDequeue applies ElectionDequeue: a waiting candidate gave up. A lease that leads
 // by now is told its leadership instead.
 func (s *state) electionDequeue(index uint64, c *Command, r *Result) {
+	if s.ended(c.Lease) {
+		r.Status = StatusNotHolder // the sweep ends what it holds and waits for
+		return
+	}
 	if el := s.elections[c.Name]; el != nil {
 		if el.leader == c.Lease {
 			r.Token, r.Owner, r.Value, r.Modify = el.token, el.owner, el.value, el.modify
@@ -192,10 +219,13 @@ func (s *state) electionDequeue(index uint64, c *Command, r *Result) {
 // leaveCampaign takes candidate l out of election name's queue.
 func (s *state) leaveCampaign(index uint64, name string, l *lease) {
 	el := s.elections[name]
-	unqueue(l.prims.campaigns, &s.elecWaitExp, &el.queue, name, l)
+	s.unqueue(l.prims.campaigns, &s.elecWaitExp, &el.queue, name, l)
 	el.modify = index
 	s.notify(Event{Kind: EventWaitEnded, Space: SpaceElection, Name: name, Lease: l.id, Index: index})
 	s.notify(Event{Kind: EventLockChanged, Space: SpaceElection, Name: name, Index: index})
+	if el.leader == (LeaseID{}) {
+		s.electHead(index, name, el) // version 6: it was held for this candidate, which ended
+	}
 }
 
 // ElectionView is a read-only copy of an election's state. With nobody leading, Elected
@@ -220,6 +250,9 @@ func (f *FSM) Election(name string) ElectionView {
 		return ElectionView{Name: name, ModifyIndex: f.s.elecFreed}
 	}
 	v := ElectionView{Name: name, Elected: true, Leader: el.leader, Token: el.token, Owner: el.owner, Value: el.value, ModifyIndex: el.modify}
+	if f.s.deadID(el.leader) && f.s.version >= 6 { // an ended lease leads nothing (sweep.go)
+		v.Elected, v.Leader, v.Token, v.Owner, v.Value = false, LeaseID{}, 0, "", ""
+	}
 	for w := el.queue.head; w != nil; w = w.next {
 		v.Candidates = append(v.Candidates, w.lease)
 	}
@@ -268,22 +301,30 @@ func (s *state) decodeElections(d *decoder) error {
 			break
 		}
 		leader := s.leases[el.leader]
-		if !validName(name) || leader == nil || s.elections[name] != nil {
+		// From version 6 an election may have nobody leading while its head candidate's
+		// lease ended (electHead): the leader is the zero lease, with no token, owner or value.
+		vacant := s.version >= 6 && el.leader == (LeaseID{}) && el.token == 0 && el.owner == "" && el.value == ""
+		if !validName(name) || leader == nil && !vacant || s.elections[name] != nil {
 			return badSnapshot("election %q: bad name, leader lease missing, or listed twice", name)
 		}
-		addName(&leader.usePrims().leads, name)
+		if leader != nil {
+			addName(&leader.usePrims().leads, name)
+		}
 		for j, m := 0, d.count(1); j < m && d.err == nil; j++ {
 			w := &waiter{lease: d.leaseID(), owner: d.string(), value: d.string(), deadline: d.int64(), since: d.int64()}
 			if d.err != nil {
 				break
 			}
 			l := s.leases[w.lease]
-			if l == nil || l == leader || l.usePrims().campaigns[name] != nil {
+			if l == nil || leader != nil && l == leader || l.usePrims().campaigns[name] != nil {
 				return badSnapshot("election %q: candidate lease missing, leading, or twice", name)
 			}
 			el.queue.push(w)
 			addWaiter(&l.prims.campaigns, name, w)
 			s.elecWaitExp.Set(waitKey(name, w.lease), w.deadline)
+		}
+		if d.err == nil && leader == nil && !s.waitsForEnded(el.queue.head) {
+			return badSnapshot("election %q: nobody leads, and its head candidate's lease has not ended", name)
 		}
 		s.elections[name] = el
 	}

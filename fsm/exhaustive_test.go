@@ -102,6 +102,10 @@ const (
 // exLimits are the quotas the limits letter sets: each binds within a few letters.
 var exLimits = Limits{MaxLeases: 2, MaxLocksPerLease: 1, MaxWaitersPerLock: 1}
 
+// exIdentityLimits are what the letter of version 5's limits sets: the cluster-wide grants
+// and waits, and an identity's defaults, each binding within a few letters.
+var exIdentityLimits = Limits{MaxLocks: 3, MaxWaiters: 2, PerIdentity: Quotas{MaxLeases: 1, MaxLocks: 1, MaxWaiters: 1}}
+
 // exAction is one letter of the alphabet; cmd builds it from the model's state, or it is
 // nil for the snapshot action.
 type exAction struct {
@@ -249,6 +253,15 @@ func exAlphabet() []exAction {
 		return Command{Type: TypeACLDeletePolicy, Now: m.time, ACL: ACLCommand{Policy: exPolicy}}
 	})
 
+	// Version 5: quotas per identity, from the cluster's defaults, a policy and a token.
+	add("set limits per identity", func(m *pmodel) Command { return Command{Type: TypeSetLimits, Now: m.time, Limits: exIdentityLimits} })
+	add("acl set policy quotas", func(m *pmodel) Command {
+		return Command{Type: TypeACLSetPolicy, Now: m.time, ACL: ACLCommand{Policy: exPolicy, Rules: []ACLRule{{Prefix: "x/", Access: AccessRead}}, Quotas: Quotas{MaxLeases: 2, MaxWaiters: 2}}}
+	})
+	add("acl set token quotas", func(m *pmodel) Command {
+		return Command{Type: TypeACLSetToken, Now: m.time, ACL: ACLCommand{Accessor: exToken, SecretHash: ACLSecretHash("exhaustive token"), Policies: []string{exPolicy}, Quotas: Quotas{MaxLocks: 2}}}
+	})
+
 	// The cluster's own commands.
 	add("set version", func(m *pmodel) Command { return Command{Type: TypeSetVersion, Now: m.time, Version: Version} })
 	add("node version", func(m *pmodel) Command {
@@ -300,6 +313,9 @@ func exElectionToken(m *pmodel) uint64 {
 // exNextDeadline is the earliest pending deadline per the model: of a lease, a waiter, a
 // maximum hold or a lock delay.
 func exNextDeadline(m *pmodel) (int64, bool) {
+	if len(m.revoking) > 0 {
+		return m.time, true // a deleted token's leases are left to sweep (version 6)
+	}
 	next, ok := int64(0), false
 	see := func(d int64) {
 		if d != 0 && (!ok || d < next) {
@@ -333,6 +349,23 @@ func exNextDeadline(m *pmodel) (int64, bool) {
 // exRoot is the first entry: the newest protocol version, at the base time.
 var exRoot = Command{Type: TypeSetVersion, Version: Version, Now: exBaseTime}
 
+// exBudget is the sweep's budget per entry in the search (version 6): small enough that a
+// lease holding two locks and waiting for one is swept over several entries.
+const exBudget = 2
+
+// exNew is a state machine of the search: its events go to observe, and each entry sweeps
+// at most exBudget units.
+func exNew(observe func(Event)) *FSM {
+	return NewWithOptions(Options{Observe: observe, sweepBudget: exBudget})
+}
+
+// exNewModel is the search's reference model, with the same budget.
+func exNewModel() *pmodel {
+	m := newPModel()
+	m.budgetMax = exBudget
+	return m
+}
+
 // exCheckRest compares what checkPrims does not with the model: the version, the limits,
 // the nodes and their versions, and the ACL tokens and policies.
 func exCheckRest(t *testing.T, where func() string, f *FSM, m *pmodel) {
@@ -359,6 +392,37 @@ func exCheckRest(t *testing.T, where func() string, f *FSM, m *pmodel) {
 	if !slices.Equal(tokens, slices.Sorted(maps.Keys(m.acl.tokens))) || !slices.Equal(policies, slices.Sorted(maps.Keys(m.acl.policies))) ||
 		f.ACLBootstrapped() != m.acl.bootstrapped {
 		t.Fatalf("%s: ACL tokens %v, policies %v; model %v, %v", where(), tokens, policies, slices.Sorted(maps.Keys(m.acl.tokens)), slices.Sorted(maps.Keys(m.acl.policies)))
+	}
+	checkUsage(t, where, f, m, []string{"", exToken, CallerAnonymous})
+}
+
+// checkUsage compares each identity's use and quotas, the policies' and tokens' quotas,
+// and the cluster's totals with the model's.
+func checkUsage(t *testing.T, where func() string, f *FSM, m *pmodel, ids []string) {
+	t.Helper()
+	for _, pv := range f.ACLPolicies() {
+		if pv.Quotas != m.acl.policies[pv.Name].quotas {
+			t.Fatalf("%s: policy %s quotas %+v, model %+v", where(), pv.Name, pv.Quotas, m.acl.policies[pv.Name].quotas)
+		}
+	}
+	for _, tv := range f.ACLTokens() {
+		if tv.Quotas != m.acl.tokens[tv.Accessor].quotas {
+			t.Fatalf("%s: token %s quotas %+v, model %+v", where(), tv.Accessor, tv.Quotas, m.acl.tokens[tv.Accessor].quotas)
+		}
+	}
+	for _, id := range ids {
+		leases, locks, waits := m.modelUse(func(x LeaseID) bool { return m.creators[x] == id })
+		want := UsageView{Identity: id, Leases: uint64(leases), Locks: uint64(locks), Waiters: uint64(waits), Quotas: m.modelQuotas(id)}
+		if id == "" {
+			want.Quotas = Quotas{MaxLeases: m.limits.MaxLeases, MaxLocks: m.limits.MaxLocks, MaxWaiters: m.limits.MaxWaiters}
+		}
+		if got := f.Usage(id); got != want {
+			t.Fatalf("%s: usage of %q %+v, model %+v", where(), id, got, want)
+		}
+	}
+	leases, locks, waits := m.modelUse(func(LeaseID) bool { return true })
+	if l, k, w := f.Totals(); l != uint64(leases) || k != uint64(locks) || w != uint64(waits) {
+		t.Fatalf("%s: totals %d leases %d grants %d waits, model %d %d %d", where(), l, k, w, leases, locks, waits)
 	}
 }
 
@@ -427,7 +491,7 @@ type exSearch struct {
 // exModel replays path on a fresh model; it returns the model and the index of the last
 // entry.
 func (x *exSearch) exModel(path []uint8) (*pmodel, uint64) {
-	m := newPModel()
+	m := exNewModel()
 	m.apply(1, &exRoot)
 	index := uint64(1)
 	for _, a := range path {
@@ -451,7 +515,7 @@ func (x *exSearch) pathString(path []uint8) string {
 
 // restore returns a fresh state machine restored from data, its events going to x.events.
 func (x *exSearch) restore(data []byte, path []uint8) *FSM {
-	f := New(func(e Event) { x.events = append(x.events, e) })
+	f := exNew(func(e Event) { x.events = append(x.events, e) })
 	if err := f.Restore(io.NopCloser(bytes.NewReader(data))); err != nil {
 		x.t.Fatalf("after %s: restore: %v", x.pathString(path), err)
 	}
@@ -482,9 +546,9 @@ func exGrants(f *FSM) map[string]uint64 {
 // returns the final bytes and the persisted ones.
 func (x *exSearch) replay(path []uint8) (live, persisted []byte) {
 	t := x.t
-	f := New(func(Event) {})
+	f := exNew(func(Event) {})
 	smallArena(f, 256*(len(path)+1))
-	m := newPModel()
+	m := exNewModel()
 	f.ApplyCommand(1, &exRoot)
 	m.apply(1, &exRoot)
 	index := uint64(1)
@@ -589,7 +653,7 @@ func TestFSM_ExhaustiveSmallBounds(t *testing.T) {
 				len(x.current), x.pathString(x.current), x.states, x.trans, time.Since(start).Round(time.Millisecond))
 		}
 	})
-	root := New(nil)
+	root := exNew(nil)
 	if r := root.ApplyCommand(1, &exRoot); r.Status != StatusOK {
 		t.Fatalf("root: %s", r.Status)
 	}
@@ -658,7 +722,7 @@ func TestFSM_ExhaustiveAlphabetCoversEveryCommand(t *testing.T) {
 	if exRoot.Type != TypeSetVersion || exRoot.Version != Version {
 		t.Errorf("the root is %+v, not the newest protocol version %d", exRoot, Version)
 	}
-	m := newPModel()
+	m := exNewModel()
 	m.apply(1, &exRoot)
 	made := map[Type][]string{}
 	var late, leap, forever bool

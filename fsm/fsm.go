@@ -93,6 +93,8 @@ type FSM struct {
 	local             // node-local: the versions this node speaks, and whether it halted (halt.go)
 	ret     retention // applied entries the snapshot shadow has yet to see (shadow.go)
 	shadow  shadow
+	// sweepBudget is the units of sweep an entry does (Options; SweepBudget).
+	sweepBudget int
 }
 
 // Options configure a state machine. The zero value is what New uses.
@@ -105,6 +107,9 @@ type Options struct {
 	// exactly like the code of that version, which is how mixed-version clusters are tested
 	// and how a node is kept from registering a version before it is rolled out everywhere.
 	MaxVersion uint64
+	// sweepBudget, when not zero, replaces SweepBudget: the package's tests lower it so that
+	// small states exercise the sliced sweep. Every node of a cluster must use the same.
+	sweepBudget int
 }
 
 // New returns an empty state machine. observe, when non-nil, is called on raft's FSM
@@ -122,6 +127,10 @@ func NewWithOptions(o Options) *FSM {
 	if f.maxVersion == 0 || f.maxVersion > Version {
 		f.maxVersion = Version
 	}
+	f.sweepBudget = o.sweepBudget
+	if f.sweepBudget <= 0 {
+		f.sweepBudget = SweepBudget
+	}
 	f.s = f.emptyState(f.record)
 	f.s.hist.observed = f.observe != nil
 	return f
@@ -132,6 +141,7 @@ func NewWithOptions(o Options) *FSM {
 func (f *FSM) emptyState(notify func(Event)) *state {
 	s := newState(notify)
 	s.version, s.maxVersion = 1, f.maxVersion
+	s.budgetMax = f.sweepBudget
 	return s
 }
 

@@ -109,6 +109,14 @@ func pinnedCommands() []struct {
 		{"v4_lockset_release_caller", Command{Type: TypeLockSetRelease, Now: 27, Lease: id, Names: []string{"a"}, Tokens: []uint64{4}, Creator: "acc-1"}},
 		{"v4_sem_release_caller", Command{Type: TypeSemRelease, Now: 20, Lease: id, Name: "pool", Token: 44, Creator: "acc-1"}},
 		{"v4_resign_caller", Command{Type: TypeResign, Now: 23, Lease: id, Name: "leader", Token: 78, Creator: "acc-1"}},
+		// Protocol version 5: the limits of version 5, and quotas on policies and tokens.
+		{"v5_set_limits", Command{Type: TypeSetLimits, Now: 12, Limits: Limits{MaxLeases: 100000, MaxLocksPerLease: 64, MaxWaitersPerLock: 1000,
+			MaxLocks: 2000000, MaxWaiters: 1000000, PerIdentity: Quotas{MaxLeases: 10000, MaxLocks: 50000, MaxWaiters: 10000}}}},
+		{"v5_set_limits_identity_only", Command{Type: TypeSetLimits, Now: 12, Limits: Limits{PerIdentity: Quotas{MaxLocks: 5}}}},
+		{"v5_acl_set_policy_quotas", Command{Type: TypeACLSetPolicy, Now: 14, ACL: ACLCommand{Policy: "jobs", Rules: []ACLRule{{Prefix: "jobs/", Access: AccessLock}},
+			Quotas: Quotas{MaxLeases: 100, MaxLocks: 1000, MaxWaiters: 50}}}},
+		{"v5_acl_set_token_quotas", Command{Type: TypeACLSetToken, Now: 16, ACL: ACLCommand{Accessor: "acc-1", SecretHash: hash, Policies: []string{"jobs"},
+			Quotas: Quotas{MaxLocks: 7}}}},
 	}
 	return rows
 }
@@ -224,7 +232,7 @@ func TestPins_EveryCommandTypeIsPinned(t *testing.T) {
 func snapshotPinLog(version uint64, steps int) [][]byte {
 	var hash [32]byte
 	hash[0] = 1
-	f := New(nil)
+	f := NewWithOptions(Options{sweepBudget: pinSweepBudget})
 	var log [][]byte
 	index := uint64(0)
 	add := func(c Command) {
@@ -238,11 +246,48 @@ func snapshotPinLog(version uint64, steps int) [][]byte {
 	add(Command{Type: TypeACLSetToken, Now: 4, ACL: ACLCommand{Accessor: "acc-1", SecretHash: hash, Policies: []string{"jobs"}}})
 	add(Command{Type: TypeSetLimits, Now: 5, Limits: Limits{MaxLeases: 1000, MaxLocksPerLease: 16, MaxWaitersPerLock: 8}})
 	add(Command{Type: TypeRegisterNode, Now: 6, Node: NodeInfo{ID: "n1", RaftAddr: "127.0.0.1:8001", HTTPAddr: "127.0.0.1:7001"}})
+	if version >= 5 {
+		// Quotas from every source, each binding in the random commands below: the
+		// generators' leases carry no creator, so the cluster-wide limits bind them.
+		add(Command{Type: TypeACLSetPolicy, Now: 6, ACL: ACLCommand{Policy: "jobs", Rules: []ACLRule{{Prefix: "jobs/", Access: AccessLock}}, Quotas: Quotas{MaxLocks: 3}}})
+		add(Command{Type: TypeACLSetToken, Now: 6, ACL: ACLCommand{Accessor: "acc-1", SecretHash: hash, Policies: []string{"jobs"}, Quotas: Quotas{MaxWaiters: 2}}})
+		add(Command{Type: TypeSetLimits, Now: 6, Limits: Limits{MaxLeases: 1000, MaxLocksPerLease: 16, MaxWaitersPerLock: 8, MaxLocks: 9, MaxWaiters: 6,
+			PerIdentity: Quotas{MaxLeases: 2, MaxLocks: 2, MaxWaiters: 1}}})
+	}
 	creator := ""
 	if version >= 3 {
 		creator = "acc-1"
 	}
 	add(Command{Type: TypeCreateLease, Now: 7, Lease: LeaseID{0xEE, 15: 1}, TTL: 1 << 30, Creator: creator})
+	if version >= 5 {
+		// The token's own quotas bind: its fourth lock (its policy's max_locks 3) and its
+		// third lease (the default max_leases 2) are refused.
+		for _, name := range []string{"q/1", "q/2", "q/3", "q/4"} {
+			add(Command{Type: TypeAcquire, Now: 8, Lease: LeaseID{0xEE, 15: 1}, Name: name, Owner: "acc", Creator: "acc-1"})
+		}
+		add(Command{Type: TypeCreateLease, Now: 8, Lease: LeaseID{0xEE, 15: 2}, TTL: 1 << 30, Creator: "acc-1"})
+		add(Command{Type: TypeCreateLease, Now: 8, Lease: LeaseID{0xEE, 15: 3}, TTL: 1 << 30, Creator: "acc-1"})
+	}
+	if version >= 6 {
+		// A revoke and a token's deletion that the budget of 3 carries over entries, just
+		// before the first snapshot pin (entry 100), which so holds a revoked lease and a
+		// token being revoked in the middle of their sweep.
+		add(Command{Type: TypeACLSetToken, Now: 9, ACL: ACLCommand{Accessor: "acc-2", SecretHash: [32]byte{2}, Policies: []string{"jobs"}, Quotas: Quotas{MaxLocks: 100}}})
+		for i, id := range []LeaseID{{0xEE, 15: 4}, {0xEE, 15: 5}} {
+			add(Command{Type: TypeCreateLease, Now: 9, Lease: id, TTL: 1 << 30, Creator: "acc-2"})
+			for j := 0; j < 10; j++ {
+				add(Command{Type: TypeAcquire, Now: 9, Lease: id, Name: fmt.Sprintf("r/%d/%d", i, j), Owner: "acc", Creator: "acc-2"})
+			}
+		}
+		for len(log) < 97 {
+			add(Command{Type: TypeTick, Now: 9})
+		}
+		add(Command{Type: TypeRevoke, Now: 10, Lease: LeaseID{0xEE, 15: 4}, Creator: "acc-2"})
+		add(Command{Type: TypeACLDeleteToken, Now: 10, ACL: ACLCommand{Accessor: "acc-2"}})
+		if f.s.revoking == nil || f.s.leases[LeaseID{0xEE, 15: 4}] == nil {
+			panic("the pinned log's sweep is over before its first snapshot")
+		}
+	}
 	pg := newPGen(int64(version)*1000+7, f)
 	pg.first = false
 	pg.now = 10
@@ -263,11 +308,16 @@ func snapshotPinLog(version uint64, steps int) [][]byte {
 	return log
 }
 
+// pinSweepBudget is the sweep's budget of the state machines that make and read the pins:
+// small, so that version 6's pins hold states in the middle of a sweep (revoked leases,
+// tokens being revoked) as well.
+const pinSweepBudget = 3
+
 // pinSnapshots applies log to a fresh state machine and returns its snapshots every 100
 // entries, each prefixed with its length as a uvarint.
 func pinSnapshots(t *testing.T, log [][]byte) []byte {
 	t.Helper()
-	f := New(nil)
+	f := NewWithOptions(Options{sweepBudget: pinSweepBudget})
 	var out []byte
 	for i, e := range log {
 		c, err := DecodeCommand(e)
@@ -308,15 +358,16 @@ func splitEntries(t *testing.T, b []byte) [][]byte {
 	return log
 }
 
-// TestPins_SnapshotsOfEveryVersion: the pinned log of each protocol version (2 to 4; 1
+// TestPins_SnapshotsOfEveryVersion: the pinned log of each protocol version (2 to 5; 1
 // is TestSnapshot_V1MatchesOriginalCode's) applied to a fresh state machine gives the
 // pinned snapshots, byte for byte, every 100 entries; and each pinned snapshot restores to
-// a state whose snapshot is the same bytes.
+// a state whose snapshot is the same bytes. -update-pins writes the pins of a version that
+// has none yet, never those that exist.
 func TestPins_SnapshotsOfEveryVersion(t *testing.T) {
-	for _, v := range []uint64{2, 3, 4} {
+	for _, v := range []uint64{2, 3, 4, 5, 6} {
 		logPath := fmt.Sprintf("testdata/log-v%d.golden", v)
 		snapPath := fmt.Sprintf("testdata/snapshots-v%d.golden", v)
-		if *updatePins {
+		if _, err := os.Stat(logPath); *updatePins && os.IsNotExist(err) {
 			log := snapshotPinLog(v, 1500)
 			if err := os.WriteFile(logPath, joinEntries(log), 0o644); err != nil {
 				t.Fatal(err)
@@ -341,7 +392,7 @@ func TestPins_SnapshotsOfEveryVersion(t *testing.T) {
 			n, k := binary.Uvarint(rest)
 			snap := rest[k : k+int(n)]
 			rest = rest[k+int(n):]
-			f := New(nil)
+			f := NewWithOptions(Options{sweepBudget: pinSweepBudget})
 			if err := f.Restore(nopReader(snap)); err != nil {
 				t.Fatalf("version %d: restoring a pinned snapshot: %v", v, err)
 			}

@@ -4,16 +4,27 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
+
+	"github.com/google/btree"
+
+	"github.com/raftlock/raftlock/internal/mutant"
 )
 
 // HistoryLen is how many events the state machine keeps per lock: the newest HistoryLen,
 // older ones are overwritten.
 const HistoryLen = 32
 
-// HistoryLocks bounds how many locks have a history at once. Past it, the history of the
-// lock least recently active (the one whose newest event is oldest, ties broken by the
-// order in which the log touched them) is dropped, so a stream of distinct lock names
-// costs at most HistoryLocks × HistoryLen events.
+// HistoryLocks bounds how many locks have a history at once, so a stream of distinct lock
+// names costs at most HistoryLocks × HistoryLen events. Past it one history is dropped:
+//
+//   - before protocol version 5, that of the lock least recently active (the one whose
+//     newest event is oldest, ties broken by the order in which the log touched them);
+//   - from version 5, the bound is shared between identities: each history belongs to
+//     the identity whose lease first made it (the creator of that lease, "" for none), and
+//     the identity with the most histories (ties: the smallest identity) loses its least
+//     recently active one. An identity therefore never loses a history to another's churn
+//     while it has no more histories than that other one: one with at most HistoryLocks
+//     divided by the number of identities with a history keeps all of them.
 const HistoryLocks = 100_000
 
 // HistoryKind says what a HistoryEvent records.
@@ -140,6 +151,25 @@ type lockHistory struct {
 	events     []HistoryEvent // grows to HistoryLen, then wraps at head
 	head       int            // index of the oldest event once the ring is full
 	prev, next *lockHistory   // activity order: prev is less recently active
+	// owner is the identity the history is charged to (version 5), and by the histories
+	// of its owner in activity order.
+	owner *historyOwner
+	by    struct{ prev, next *lockHistory }
+}
+
+// historyOwner is one identity's histories: how many, and their activity order.
+type historyOwner struct {
+	id             string
+	n              int
+	oldest, newest *lockHistory
+}
+
+// ownerLess orders identities for eviction: the most histories first, then by identity.
+func ownerLess(a, b *historyOwner) bool {
+	if a.n != b.n {
+		return a.n > b.n
+	}
+	return a.id < b.id
 }
 
 // ordered returns the events oldest first.
@@ -171,6 +201,10 @@ type history struct {
 	// observed is set when the FSM has an observer: events are then built at every
 	// version (for the event stream); otherwise only from version 2 on, to be kept.
 	observed bool
+	// owners are the identities with a history, by identity and in eviction order
+	// (version 5; derived from the histories' owners, which the snapshot keeps).
+	owners     map[string]*historyOwner
+	byEviction *btree.BTreeG[*historyOwner]
 }
 
 func (h *history) len() int { return len(h.byName) }
@@ -202,8 +236,10 @@ func (h *history) pushNewest(lh *lockHistory) {
 }
 
 // add appends e to lock name's history, making it the most recently active, and evicts
-// the least recently active history past the bound.
-func (h *history) add(name string, e HistoryEvent) {
+// a history past the bound: the least recently active one, or, with shares (version 5),
+// the least recently active one of the identity with the most (see HistoryLocks). A new
+// history is charged to identity owner.
+func (h *history) add(name, owner string, e HistoryEvent, shares bool) {
 	if h.byName == nil {
 		h.byName = make(map[string]*lockHistory)
 	}
@@ -211,8 +247,15 @@ func (h *history) add(name string, e HistoryEvent) {
 	if lh == nil {
 		lh = &lockHistory{name: name}
 		h.byName[name] = lh
+		if shares {
+			h.own(lh, owner)
+		}
 	} else {
 		h.unlink(lh)
+		if lh.owner != nil {
+			h.unlinkOwned(lh)
+			h.pushOwned(lh)
+		}
 	}
 	lh.add(e)
 	h.pushNewest(lh)
@@ -222,21 +265,103 @@ func (h *history) add(name string, e HistoryEvent) {
 	}
 	for len(h.byName) > limit {
 		old := h.oldest
-		h.unlink(old)
-		delete(h.byName, old.name)
+		if shares && h.byEviction != nil && h.byEviction.Len() > 0 && !mutant.Is("history-shares-off") {
+			top, _ := h.byEviction.Min()
+			old = top.oldest
+		}
+		h.drop(old)
 	}
+}
+
+// drop forgets history lh.
+func (h *history) drop(lh *lockHistory) {
+	h.unlink(lh)
+	delete(h.byName, lh.name)
+	if o := lh.owner; o != nil {
+		h.unlinkOwned(lh)
+		h.byEviction.Delete(o)
+		o.n--
+		if o.n == 0 {
+			delete(h.owners, o.id)
+		} else {
+			h.byEviction.ReplaceOrInsert(o)
+		}
+		lh.owner = nil
+	}
+}
+
+// own charges the new history lh to identity id, as its most recently active one.
+func (h *history) own(lh *lockHistory, id string) {
+	if h.owners == nil {
+		h.owners = make(map[string]*historyOwner)
+		h.byEviction = btree.NewG(8, ownerLess)
+	}
+	o := h.owners[id]
+	if o == nil {
+		o = &historyOwner{id: id}
+		h.owners[id] = o
+	} else {
+		h.byEviction.Delete(o)
+	}
+	o.n++
+	h.byEviction.ReplaceOrInsert(o)
+	lh.owner = o
+	h.pushOwned(lh)
+}
+
+// ownAll charges every history to the identity "", in activity order: what version 5
+// finds when it is activated, made before histories had an owner. It runs once, in the
+// entry that activates version 5.
+func (h *history) ownAll() {
+	for lh := h.oldest; lh != nil; lh = lh.next {
+		h.own(lh, "")
+	}
+}
+
+// pushOwned appends lh as its owner's most recently active history.
+func (h *history) pushOwned(lh *lockHistory) {
+	o := lh.owner
+	lh.by.prev, lh.by.next = o.newest, nil
+	if o.newest != nil {
+		o.newest.by.next = lh
+	} else {
+		o.oldest = lh
+	}
+	o.newest = lh
+}
+
+// unlinkOwned takes lh out of its owner's activity order.
+func (h *history) unlinkOwned(lh *lockHistory) {
+	o := lh.owner
+	if lh.by.prev != nil {
+		lh.by.prev.by.next = lh.by.next
+	} else {
+		o.oldest = lh.by.next
+	}
+	if lh.by.next != nil {
+		lh.by.next.by.prev = lh.by.prev
+	} else {
+		o.newest = lh.by.prev
+	}
+	lh.by.prev, lh.by.next = nil, nil
 }
 
 // record builds nothing unless someone needs it: the event goes to the observer always
 // (the event stream works at every version) and into the replicated history only when
 // the active version is 2 or more, so that a version 1 node and this one never differ.
-func (s *state) record(name string, e HistoryEvent) {
+// who is the lease the event concerns (nil for none): a new history is charged to its
+// creator from version 5.
+func (s *state) record(name string, who *lease, e HistoryEvent) {
 	if s.version < 2 && !s.hist.observed {
 		return // nobody keeps or reads it
 	}
 	e.Index, e.Time = s.applied, s.time
 	if s.version >= 2 {
-		s.hist.add(name, e)
+		owner := ""
+		if who != nil {
+			owner = who.creator
+		}
+		s.hist.add(name, owner, e, s.version >= 5)
 	}
 	s.notify(Event{Kind: EventHistory, Name: name, Index: e.Index, History: e})
 }
@@ -251,7 +376,7 @@ func (s *state) recordEnd(name string, lk *lock, l *lease, cause HistoryKind) {
 	if cause == HistoryExpired {
 		e.Deadline, e.Renewed = l.deadline, l.deadline-l.ttl
 	}
-	s.record(name, e)
+	s.record(name, l, e)
 }
 
 // recordWaitEnd records that waiter w, of lease l, left the queue of lock name, for the
@@ -271,7 +396,7 @@ func (s *state) recordWaitEnd(name string, w *waiter, l *lease) {
 	if cause == HistoryWaitTimedOut {
 		e.Deadline = w.deadline
 	}
-	s.record(name, e)
+	s.record(name, l, e)
 }
 
 // History returns the newest events of lock name, oldest first (nil when it has none).
@@ -299,6 +424,9 @@ func (s *state) encodeHistory(e *snapEncoder) {
 	e.buf = binary.AppendUvarint(e.buf, uint64(s.hist.len()))
 	for lh := s.hist.oldest; lh != nil; lh = lh.next {
 		buf := appendString(e.buf, lh.name)
+		if s.version >= 5 {
+			buf = appendString(buf, lh.owner.id)
+		}
 		buf = binary.AppendUvarint(buf, uint64(len(lh.events)))
 		// Oldest first without the copy ordered() makes: the ring from head, then before it.
 		for i := range lh.events {
@@ -342,6 +470,10 @@ func (s *state) decodeHistory(d *decoder) error {
 	var newest uint64 // the newest index of the previous lock: activity order
 	for i := uint64(0); i < n && d.err == nil; i++ {
 		name := d.string()
+		var owner string
+		if s.version >= 5 {
+			owner = d.string()
+		}
 		m := d.uvarint()
 		if d.err != nil {
 			break
@@ -382,6 +514,9 @@ func (s *state) decodeHistory(d *decoder) error {
 		}
 		s.hist.byName[name] = lh
 		s.hist.pushNewest(lh)
+		if s.version >= 5 {
+			s.hist.own(lh, owner)
+		}
 	}
 	return nil
 }

@@ -16,6 +16,11 @@ type lease struct {
 	// creator is the ACL accessor that created the lease (Command.Creator), from
 	// protocol version 3 on; empty for a lease created before, or without ACLs.
 	creator string
+	// use is the use record of the identity the lease is charged to (quotas.go), nil
+	// once it has left the lease table: derived, not replicated.
+	use *identityUse
+	// revoked marks a lease revoked but not yet swept (version 6, sweep.go).
+	revoked bool
 }
 
 // leasePrims is what a lease holds and waits for among semaphores (semaphores.go) and
@@ -53,7 +58,11 @@ func primNames[V any](l *lease, pick func(*leasePrims) map[string]V) []string {
 
 // createLease applies CreateLease.
 func (s *state) createLease(_ uint64, c *Command, r *Result) {
-	if s.leaseQuota(c.Lease, r) {
+	if s.ended(c.Lease) {
+		r.Status = StatusLeaseNotFound // ended, not yet swept: its ID is not made again
+		return
+	}
+	if s.leaseQuota(c.Lease, r) || s.leases[c.Lease] == nil && s.identityQuota(s.identityOf(c, nil), 1, 0, 0, r) {
 		return
 	}
 	r.TTL = s.addLease(c.Lease, c.TTL, c.Creator).ttl
@@ -64,7 +73,7 @@ func (s *state) renew(_ uint64, c *Command, r *Result) {
 	r.Renewed = make([]bool, len(c.Leases))
 	r.RenewedTTL = make([]int64, len(c.Leases))
 	for i, id := range c.Leases {
-		if l := s.leases[id]; l != nil && s.renewAllowed(c, i, l) {
+		if l := s.live(id); l != nil && s.renewAllowed(c, i, l) {
 			s.touch(l)
 			r.Renewed[i], r.RenewedTTL[i] = true, l.ttl
 		}
@@ -73,13 +82,22 @@ func (s *state) renew(_ uint64, c *Command, r *Result) {
 
 // revoke applies Revoke: the lease ends as an expired one does, in this entry.
 func (s *state) revoke(index uint64, c *Command, r *Result) {
-	l := s.leases[c.Lease]
+	l := s.live(c.Lease)
 	if l == nil {
 		r.Status = StatusLeaseNotFound
 		return
 	}
 	if mutant.Is("revoke-leaves-locks") {
 		l.held = nil
+	}
+	if s.version >= 6 {
+		// Dead from this entry; the sweep ends it, in this entry when the budget lasts.
+		r.Released = sortedNames(l.held)
+		if r.Released == nil {
+			r.Released = []string{}
+		}
+		s.revokeLater(l)
+		return
 	}
 	s.hist.endCause = HistoryRevoked
 	r.Released = s.removeLeases(index, []*lease{l})
@@ -89,8 +107,8 @@ func (s *state) revoke(index uint64, c *Command, r *Result) {
 // grant (NewLease); false, with r refused StatusLeaseNotFound, where the lease neither
 // exists nor is created.
 func (s *state) requester(c *Command, r *Result) (*lease, bool) {
-	l := s.leases[c.Lease]
-	if l == nil && !c.NewLease {
+	l := s.live(c.Lease)
+	if l == nil && (!c.NewLease || s.ended(c.Lease)) { // an ended lease's ID is not made again until swept
 		r.Status = StatusLeaseNotFound
 		return nil, false
 	}
@@ -109,6 +127,7 @@ func (s *state) addLease(id LeaseID, ttl int64, creator string) *lease {
 		l.creator = creator
 	}
 	s.leases[id] = l
+	s.attach(l)
 	s.touch(l)
 	return l
 }
@@ -143,14 +162,21 @@ func (s *state) removeLeases(index uint64, ls []*lease) []string {
 	released := sortedNames(ls[len(ls)-1].held)
 	for _, l := range ls {
 		for i := range primitives {
-			primitives[i].leave(s, index, l)
+			p := &primitives[i]
+			for _, name := range p.waits(l) {
+				p.leaveOne(s, index, name, l)
+			}
 		}
 		delete(s.leases, l.id)
+		s.detach(l)
 		s.leaseExp.Delete(string(l.id[:]))
 	}
 	for i := range primitives {
+		p := &primitives[i]
 		for _, l := range ls {
-			primitives[i].drop(s, index, l)
+			for _, name := range p.grants(l) {
+				p.dropOne(s, index, name, l)
+			}
 		}
 	}
 	for _, l := range ls {
@@ -178,7 +204,7 @@ type LeaseView struct {
 func (f *FSM) Lease(id LeaseID) (LeaseView, bool) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	l := f.s.leases[id]
+	l := f.s.live(id)
 	if l == nil {
 		return LeaseView{}, false
 	}

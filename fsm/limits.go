@@ -13,6 +13,34 @@ type Limits struct {
 	// MaxWaitersPerLock bounds the queue of one lock, and that of every semaphore and
 	// election.
 	MaxWaitersPerLock uint64
+
+	// The limits of protocol version 5 (quotas.go). A SetLimits entry carries them only
+	// once the cluster runs version 5; before, they stay zero.
+
+	// MaxLocks bounds the grants held in the whole cluster: locks (one per holder of a
+	// lock held shared), semaphore permits and leaderships.
+	MaxLocks uint64
+	// MaxWaiters bounds the waits in the whole cluster: for locks (one per lock of a
+	// waiting lockset), for permits, and candidacies.
+	MaxWaiters uint64
+	// PerIdentity are the quotas of an identity whose token and policies set none.
+	PerIdentity Quotas
+}
+
+// v4 returns the limits that a SetLimits entry of version 4 and before carries: the
+// three of version 2.
+func (l Limits) v4() Limits {
+	return Limits{MaxLeases: l.MaxLeases, MaxLocksPerLease: l.MaxLocksPerLease, MaxWaitersPerLock: l.MaxWaitersPerLock}
+}
+
+// ForVersion returns the limits as a cluster at protocol version v keeps them: before
+// version 5, without the limits of version 5. The leader compares its configured limits
+// with the state's through it, so that it proposes only what the cluster can hold.
+func (l Limits) ForVersion(v uint64) Limits {
+	if v < 5 {
+		return l.v4()
+	}
+	return l
 }
 
 // Names of the limits, as Result.Quota reports them, so that the cluster layer can say
@@ -30,14 +58,15 @@ func (f *FSM) Limits() Limits {
 	return f.s.limits
 }
 
-// setLimits applies SetLimits: the new quotas replace the old ones.
+// setLimits applies SetLimits: the new quotas replace the old ones. Before version 5 the
+// limits of version 5 are not kept, as a node of version 4 would not read them.
 func (s *state) setLimits(_ uint64, c *Command, _ *Result) {
-	s.limits = c.Limits
+	s.limits = c.Limits.ForVersion(s.version)
 }
 
-// refuse marks r as refused by quota name and returns true.
-func refuse(r *Result, name string) bool {
-	r.Status, r.Quota = StatusQuotaExceeded, name
+// refuse marks r as refused by quota name, whose limit is at used, and returns true.
+func refuse(r *Result, name string, used int, limit uint64) bool {
+	r.Status, r.Quota, r.QuotaUsed, r.QuotaLimit = StatusQuotaExceeded, name, uint64(used), limit
 	return true
 }
 
@@ -48,14 +77,15 @@ func (s *state) leaseQuota(id LeaseID, r *Result) bool {
 	if max == 0 || s.leases[id] != nil || uint64(len(s.leases)) < max {
 		return false
 	}
-	return refuse(r, QuotaLeases)
+	return refuse(r, QuotaLeases, len(s.leases), max)
 }
 
 // acquireQuota reports whether the Acquire c would break a limit, and refuses r if so. It
 // runs before the Acquire changes anything; l is the lease (nil when the Acquire creates it)
-// and lk the lock (nil when free). Asking again for what the lease already has (the lock it
-// holds, or the wait it is in) is never refused: that keeps Acquire idempotent.
-func (s *state) acquireQuota(c *Command, l *lease, lk *lock, r *Result) bool {
+// and lk the lock (nil when free); grant tells whether the Acquire is granted at once
+// (otherwise it waits). Asking again for what the lease already has (the lock it holds, or
+// the wait it is in) is never refused: that keeps Acquire idempotent.
+func (s *state) acquireQuota(c *Command, l *lease, lk *lock, grant bool, r *Result) bool {
 	if l == nil && s.leaseQuota(c.Lease, r) {
 		return true
 	}
@@ -70,19 +100,30 @@ func (s *state) acquireQuota(c *Command, l *lease, lk *lock, r *Result) bool {
 		return false
 	}
 	if max := s.limits.MaxLocksPerLease; max != 0 && uint64(count) >= max {
-		return refuse(r, QuotaLocksPerLease)
+		return refuse(r, QuotaLocksPerLease, count, max)
 	}
 	if max := s.limits.MaxWaitersPerLock; max != 0 && lk != nil && uint64(lk.waiterCount()) >= max {
-		return refuse(r, QuotaWaitersPerLock)
+		return refuse(r, QuotaWaitersPerLock, lk.waiterCount(), max)
 	}
-	return false
+	return s.additionQuota(c, l, grant, 1, r)
+}
+
+// additionQuota checks the quotas of version 5 for a request that, with lease l (nil: it
+// creates it), adds n grants (grant) or n waits (otherwise).
+func (s *state) additionQuota(c *Command, l *lease, grant bool, n int, r *Result) bool {
+	locks, waits := 0, n
+	if grant {
+		locks, waits = n, 0
+	}
+	return s.identityQuota(s.identityOf(c, l), newLeases(l), locks, waits, r)
 }
 
 // primQuota reports whether a request for a grant of a semaphore or an election would
 // break a limit, and refuses r if so: the lock quotas count every primitive (see
 // state.leaseCount), and MaxWaitersPerLock bounds every queue. Asking again for what the lease
-// already has or waits for (already) is never refused.
-func (s *state) primQuota(c *Command, l *lease, already bool, queueLen int, r *Result) bool {
+// already has or waits for (already) is never refused; grant tells whether the request is
+// granted at once (otherwise it waits).
+func (s *state) primQuota(c *Command, l *lease, already, grant bool, queueLen int, r *Result) bool {
 	if l == nil && s.leaseQuota(c.Lease, r) {
 		return true
 	}
@@ -94,12 +135,12 @@ func (s *state) primQuota(c *Command, l *lease, already bool, queueLen int, r *R
 		count = s.leaseCount(l)
 	}
 	if max := s.limits.MaxLocksPerLease; max != 0 && uint64(count) >= max {
-		return refuse(r, QuotaLocksPerLease)
+		return refuse(r, QuotaLocksPerLease, count, max)
 	}
 	if max := s.limits.MaxWaitersPerLock; max != 0 && uint64(queueLen) >= max {
-		return refuse(r, QuotaWaitersPerLock)
+		return refuse(r, QuotaWaitersPerLock, queueLen, max)
 	}
-	return false
+	return s.additionQuota(c, l, grant, 1, r)
 }
 
 // waiterCount returns the number of leases queued for the lock. It is the one place the

@@ -76,18 +76,20 @@ func (s *state) expireLockDeadlines(index uint64) {
 	s.expireDelays(index)
 }
 
-func (s *state) leaveLockQueues(index uint64, l *lease) {
-	for _, name := range sortedNames(l.waiting) {
-		s.hist.waitCause = HistoryWaitLeaseEnded
-		s.leaveQueue(index, name, l)
-	}
+// leaveLockQueue takes lease l, which ended, out of the queue of lock name (with its
+// whole lockset, when it waits there as one).
+func (s *state) leaveLockQueue(index uint64, name string, l *lease) {
+	s.hist.waitCause = HistoryWaitLeaseEnded
+	s.leaveQueue(index, name, l)
 }
 
-// dropLocks ends the grants of lease l, which ended: with the grant's lock delay when it
-// has one (maxhold.go), handed over otherwise.
-func (s *state) dropLocks(index uint64, l *lease) {
-	for _, name := range sortedNames(l.held) {
-		s.endGrantOfEndedLease(index, name, s.locks[name], l)
+// dropLockOf ends lease l's grant of lock name, whose lease ended: with the grant's lock
+// delay when it has one (maxhold.go), handed over otherwise.
+func (s *state) dropLockOf(index uint64, name string, l *lease) {
+	if lk := s.locks[name]; lk != nil {
+		if _, _, ok := lk.grantOf(l.id); ok {
+			s.endGrantOfEndedLease(index, name, lk, l)
+		}
 	}
 }
 
@@ -232,7 +234,7 @@ func (s *state) acquire(index uint64, c *Command, r *Result) {
 	if lk != nil && !mine && !join && s.refuseDeadlock(c, l, lk, shared, r) {
 		return
 	}
-	if s.acquireQuota(c, l, lk, r) {
+	if s.acquireQuota(c, l, lk, lk == nil || join, r) {
 		return
 	}
 	l = s.leaseFor(c, l)
@@ -245,10 +247,10 @@ func (s *state) acquire(index uint64, c *Command, r *Result) {
 		}
 		s.locks[c.Name] = lk
 		s.names.ReplaceOrInsert(c.Name)
-		addName(&l.held, c.Name)
+		s.took(l, &l.held, c.Name)
 		s.startHold(c.Name, lk, l.id, c.MaxHold, c.LockDelay, shared)
 		s.notify(Event{Kind: EventLockChanged, Name: c.Name, Index: index})
-		s.record(c.Name, HistoryEvent{Kind: HistoryGranted, Lease: l.fingerprint(), Token: index, Owner: c.Owner})
+		s.record(c.Name, l, HistoryEvent{Kind: HistoryGranted, Lease: l.fingerprint(), Token: index, Owner: c.Owner})
 		r.Token, r.Owner = index, c.Owner
 	case mine:
 		r.Token, r.Owner, _ = lk.grantOf(l.id) // idempotent: the same grant again
@@ -258,10 +260,10 @@ func (s *state) acquire(index uint64, c *Command, r *Result) {
 		}
 		lk.addReader(&grant{lease: l.id, token: index, owner: c.Owner})
 		lk.modify = index
-		addName(&l.held, c.Name)
+		s.took(l, &l.held, c.Name)
 		s.startHold(c.Name, lk, l.id, c.MaxHold, 0, true)
 		s.notify(Event{Kind: EventLockChanged, Name: c.Name, Index: index})
-		s.record(c.Name, HistoryEvent{Kind: HistoryGranted, Lease: l.fingerprint(), Token: index, Owner: c.Owner})
+		s.record(c.Name, l, HistoryEvent{Kind: HistoryGranted, Lease: l.fingerprint(), Token: index, Owner: c.Owner})
 		r.Token, r.Owner = index, c.Owner
 	default:
 		if w, added := s.enqueue(&lk.rw().queue, &l.waiting, &s.waitExp, c.Name, l, c); added {
@@ -276,7 +278,7 @@ func (s *state) acquire(index uint64, c *Command, r *Result) {
 
 // release applies Release: the lease must hold the lock with the token it presents.
 func (s *state) release(index uint64, c *Command, r *Result) {
-	l := s.leases[c.Lease]
+	l := s.live(c.Lease)
 	lk := s.locks[c.Name]
 	var token uint64
 	var holds bool
@@ -298,6 +300,10 @@ func (s *state) release(index uint64, c *Command, r *Result) {
 // is told its grant instead.
 func (s *state) dequeue(index uint64, c *Command, r *Result) {
 	lk := s.locks[c.Name]
+	if s.ended(c.Lease) {
+		r.Status = StatusNotHolder // the sweep ends what it holds and waits for
+		return
+	}
 	if lk != nil {
 		if token, owner, ok := lk.grantOf(c.Lease); ok {
 			r.Token, r.Owner = token, owner
@@ -323,7 +329,7 @@ func (s *state) leaveQueue(index uint64, name string, l *lease) {
 		s.leaveSet(index, l, w.set)
 		return
 	}
-	delete(l.waiting, name)
+	s.unqueued(l, l.waiting, name)
 	s.waitExp.Delete(waitKey(name, l.id))
 	lk := s.locks[name]
 	lk.rw().queue.remove(w)
@@ -358,7 +364,7 @@ func (s *state) releaseGrant(index uint64, name string, lk *lock, id LeaseID) {
 	}
 	lk.rw().readers.remove(id)
 	if l := s.leases[id]; l != nil {
-		delete(l.held, name)
+		s.gave(l, l.held, name)
 	}
 	lk.modify = index
 	if lk.ro().readers.len() > 0 {
@@ -374,7 +380,7 @@ func (s *state) releaseGrant(index uint64, name string, lk *lock, id LeaseID) {
 // in the same entry: the new grant's token is this entry's index.
 func (s *state) releaseExclusive(index uint64, name string, lk *lock) {
 	if old := s.leases[lk.holder]; old != nil {
-		delete(old.held, name)
+		s.gave(old, old.held, name)
 	}
 	s.handOver(index, name, lk)
 }
@@ -391,6 +397,14 @@ func (s *state) handOver(index uint64, name string, lk *lock) {
 		return
 	}
 	w := lk.ro().queue.head
+	if s.waitsForEnded(w) {
+		// Version 6: the head's lease ended. The lock is held by nobody, reserved, until
+		// the sweep ends that wait and hands it on (sweep.go).
+		if !lk.ro().v3.vacant {
+			s.vacate(index, name, lk)
+		}
+		return
+	}
 	if w.set != nil {
 		// The head is a lockset: the lock waits for it, reserved, until every lock of the
 		// set is free for it (locksets.go).
@@ -407,9 +421,9 @@ func (s *state) handOver(index uint64, name string, lk *lock) {
 	}
 	lk.rw().queue.remove(w)
 	next := s.leases[w.lease]
-	delete(next.waiting, name)
+	s.unqueued(next, next.waiting, name)
 	s.waitExp.Delete(waitKey(name, w.lease))
-	addName(&next.held, name)
+	s.took(next, &next.held, name)
 	token := index
 	if mutant.Is("handover-token-plus-one") {
 		token = lk.token + 1
@@ -436,13 +450,16 @@ func (s *state) grantShared(index uint64, name string, lk *lock) {
 	if x.readers == nil {
 		x.readers = &grantSet{}
 	}
+	if s.waitsForEnded(x.queue.head) {
+		return // held shared already (handOver reserves a free lock): wait for the sweep
+	}
 	x.v3.vacant = false
-	for w := x.queue.head; w != nil && w.shared && w.set == nil; w = x.queue.head {
+	for w := x.queue.head; w != nil && w.shared && w.set == nil && !s.waitsForEnded(w); w = x.queue.head {
 		x.queue.remove(w)
 		next := s.leases[w.lease]
-		delete(next.waiting, name)
+		s.unqueued(next, next.waiting, name)
 		s.waitExp.Delete(waitKey(name, w.lease))
-		addName(&next.held, name)
+		s.took(next, &next.held, name)
 		x.readers.add(&grant{lease: w.lease, token: index, owner: w.owner})
 		s.startHold(name, lk, w.lease, w.maxHold, 0, true)
 		s.grantedFromQueue(index, name, next, w, index)
@@ -464,7 +481,7 @@ func (s *state) grantedFromQueue(index uint64, name string, l *lease, w *waiter,
 	if w.since > 0 {
 		granted.Waited = s.time - (w.since - 1)
 	}
-	s.record(name, granted)
+	s.record(name, l, granted)
 }
 
 // settle admits the shared waiters that a waiter leaving the queue put at its head while
@@ -548,7 +565,34 @@ func (s *state) view(name string) LockView {
 	for w := lk.ro().queue.head; w != nil; w = w.next {
 		v.Waiters = append(v.Waiters, w.lease)
 	}
+	if s.version >= 6 {
+		s.withoutEnded(&v)
+	}
 	return v
+}
+
+// withoutEnded takes the grants of ended leases out of a view (version 6): until the sweep
+// reaches them they are held by nobody, as far as any reader is told.
+func (s *state) withoutEnded(v *LockView) {
+	live := v.Holders[:0:0]
+	for _, h := range v.Holders {
+		if !s.deadID(h.Lease) {
+			live = append(live, h)
+		}
+	}
+	if len(live) == len(v.Holders) {
+		return
+	}
+	v.Holders = live
+	if len(live) == 0 {
+		v.Held, v.Shared, v.Holder, v.Token, v.Owner = false, false, LeaseID{}, 0, ""
+		v.Holders, v.MaxHoldUntil, v.MaxHoldRemaining = nil, 0, 0
+		return
+	}
+	v.Holder, v.Owner, v.Token = live[0].Lease, live[0].Owner, 0
+	for _, h := range live {
+		v.Token = max(v.Token, h.Token)
+	}
 }
 
 // Lock returns the state of lock name. A free lock reports the index of the last entry

@@ -121,7 +121,7 @@ func (s *state) lockSetAcquire(index uint64, c *Command, r *Result) {
 	if len(blocked) > 0 && waitingSet == nil && s.refuseCycle(c, l, need, c.Shared, r) {
 		return
 	}
-	if s.lockSetQuota(c, l, need, waitingSet != nil, r) {
+	if s.lockSetQuota(c, l, need, waitingSet != nil, len(blocked) == 0, r) {
 		return
 	}
 	l = s.leaseFor(c, l)
@@ -181,10 +181,10 @@ func (s *state) grantNow(index uint64, name string, l *lease, c *Command) {
 		lk.ro().readers.add(&grant{lease: l.id, token: index, owner: c.Owner})
 		lk.modify = index
 	}
-	addName(&l.held, name)
+	s.took(l, &l.held, name)
 	s.startHold(name, lk, l.id, c.MaxHold, c.LockDelay, c.Shared)
 	s.notify(Event{Kind: EventLockChanged, Name: name, Index: index})
-	s.record(name, HistoryEvent{Kind: HistoryGranted, Lease: l.fingerprint(), Token: index, Owner: c.Owner})
+	s.record(name, l, HistoryEvent{Kind: HistoryGranted, Lease: l.fingerprint(), Token: index, Owner: c.Owner})
 }
 
 // setTokens returns lease id's token of each lock of names, in order.
@@ -199,8 +199,9 @@ func (s *state) setTokens(names []string, id LeaseID) []uint64 {
 }
 
 // lockSetQuota is acquireQuota for a lockset: the lease's count grows by the locks it
-// does not hold or wait for yet, and every queue it joins is bounded.
-func (s *state) lockSetQuota(c *Command, l *lease, need []string, already bool, r *Result) bool {
+// does not hold or wait for yet (granted at once when grant, waited for otherwise), and
+// every queue it joins is bounded.
+func (s *state) lockSetQuota(c *Command, l *lease, need []string, already, grant bool, r *Result) bool {
 	if l == nil && s.leaseQuota(c.Lease, r) {
 		return true
 	}
@@ -212,16 +213,16 @@ func (s *state) lockSetQuota(c *Command, l *lease, need []string, already bool, 
 		count = s.leaseCount(l)
 	}
 	if max := s.limits.MaxLocksPerLease; max != 0 && uint64(count+len(need)) > max {
-		return refuse(r, QuotaLocksPerLease)
+		return refuse(r, QuotaLocksPerLease, count, max)
 	}
 	if max := s.limits.MaxWaitersPerLock; max != 0 {
 		for _, name := range need {
 			if lk := s.locks[name]; lk != nil && uint64(lk.waiterCount()) >= max {
-				return refuse(r, QuotaWaitersPerLock)
+				return refuse(r, QuotaWaitersPerLock, lk.waiterCount(), max)
 			}
 		}
 	}
-	return false
+	return s.additionQuota(c, l, grant, len(need), r)
 }
 
 // vacate leaves lock name without a holder, reserved for the lockset at the head of its
@@ -245,6 +246,9 @@ func (s *state) setReadyOn(set *lockSet, i int) bool {
 // tryGrantSet grants set, in this entry, every lock it waits for when all are free for
 // it, and does nothing otherwise.
 func (s *state) tryGrantSet(index uint64, set *lockSet) {
+	if s.version >= 6 && s.deadID(set.lease) {
+		return // its lease ended: the sweep ends the wait, and its locks go on from there
+	}
 	for i := range set.names {
 		if !s.setReadyOn(set, i) {
 			return
@@ -254,7 +258,7 @@ func (s *state) tryGrantSet(index uint64, set *lockSet) {
 	for i, name := range set.names {
 		lk, w := s.locks[name], set.waiters[i]
 		lk.rw().queue.remove(w)
-		delete(l.waiting, name)
+		s.unqueued(l, l.waiting, name)
 		s.waitExp.Delete(waitKey(name, l.id))
 		if set.shared {
 			lk.addReader(&grant{lease: l.id, token: index, owner: w.owner})
@@ -263,7 +267,7 @@ func (s *state) tryGrantSet(index uint64, set *lockSet) {
 			lk.holder, lk.token, lk.owner = l.id, index, w.owner
 		}
 		lk.rw().v3.vacant, lk.modify = false, index
-		addName(&l.held, name)
+		s.took(l, &l.held, name)
 		s.startHold(name, lk, l.id, set.maxHold, set.delay, set.shared)
 		lk.shrink()
 		s.grantedFromQueue(index, name, l, w, index)
@@ -284,7 +288,7 @@ func (s *state) tryGrantSet(index uint64, set *lockSet) {
 func (s *state) leaveSet(index uint64, l *lease, set *lockSet) {
 	for i, name := range set.names {
 		w := set.waiters[i]
-		delete(l.waiting, name)
+		s.unqueued(l, l.waiting, name)
 		s.waitExp.Delete(waitKey(name, l.id))
 		lk := s.locks[name]
 		lk.rw().queue.remove(w)
@@ -332,7 +336,7 @@ func (s *state) lockSetRelease(index uint64, c *Command, r *Result) {
 		invalid(r, "bad lockset release")
 		return
 	}
-	l := s.leases[c.Lease]
+	l := s.live(c.Lease)
 	if l == nil {
 		r.Status = StatusLeaseNotFound
 		return
@@ -484,8 +488,10 @@ func (s *state) decodeLockSets(d *decoder) error {
 		w.maxHold, w.lockDelay = hold, delay
 	}
 	for name, lk := range s.locks {
-		if lk.ro().v3.vacant && lk.ro().v3.delayUntil == 0 && (lk.ro().queue.head == nil || lk.ro().queue.head.set == nil) {
-			return badSnapshot("lock %q: held by nobody, with no lock delay and no lockset at its head", name)
+		// From version 6 a lock is also held by nobody while its head waiter's lease
+		// ended and the sweep has not ended that wait (sweep.go).
+		if h := lk.ro().queue.head; lk.ro().v3.vacant && lk.ro().v3.delayUntil == 0 && (h == nil || h.set == nil) && !s.waitsForEnded(h) {
+			return badSnapshot("lock %q: held by nobody, with no lock delay, lockset or ended lease at its head", name)
 		}
 	}
 	return nil

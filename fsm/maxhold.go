@@ -47,7 +47,11 @@ func (s *state) expireHolds(index uint64) {
 	if s.holdExp.Len() == 0 || mutant.Is("max-hold-ignored") {
 		return
 	}
-	for _, k := range s.holdExp.PopExpired(s.time) {
+	for {
+		k, ok := s.popExpired(&s.holdExp)
+		if !ok {
+			return
+		}
 		name, id := splitWaitKey(k)
 		lk, l := s.locks[name], s.leases[id]
 		if lk == nil || l == nil {
@@ -58,6 +62,7 @@ func (s *state) expireHolds(index uint64) {
 		}
 		s.recordEnd(name, lk, l, HistoryMaxHold)
 		s.releaseGrant(index, name, lk, id)
+		s.unitDone(index)
 	}
 }
 
@@ -65,13 +70,13 @@ func (s *state) expireHolds(index uint64) {
 // grant's lock delay: nobody holds the lock until delay later on cluster time.
 func (s *state) startDelay(index uint64, name string, lk *lock, l *lease) {
 	s.endHold(name, l.id)
-	delete(l.held, name)
+	s.gave(l, l.held, name)
 	until := satAdd(s.time, lk.ro().v3.delay)
 	lk.holder, lk.token, lk.owner = LeaseID{}, 0, ""
 	lk.rw().v3 = lockV3{vacant: true, delayUntil: until}
 	lk.modify = index
 	s.delayExp.Set(name, until)
-	s.record(name, HistoryEvent{Kind: HistoryLockDelay, Lease: l.fingerprint(), Deadline: until})
+	s.record(name, l, HistoryEvent{Kind: HistoryLockDelay, Lease: l.fingerprint(), Deadline: until})
 	s.notify(Event{Kind: EventLockChanged, Name: name, Index: index})
 }
 
@@ -92,16 +97,21 @@ func (s *state) expireDelays(index uint64) {
 	if s.delayExp.Len() == 0 {
 		return
 	}
-	for _, name := range s.delayExp.PopExpired(s.time) {
+	for {
+		name, ok := s.popExpired(&s.delayExp)
+		if !ok {
+			return
+		}
 		lk := s.locks[name]
 		if lk == nil {
 			continue
 		}
 		lk.rw().v3.delayUntil = 0
 		lk.modify = index
-		s.record(name, HistoryEvent{Kind: HistoryLockDelayEnded})
+		s.record(name, nil, HistoryEvent{Kind: HistoryLockDelayEnded})
 		s.admit = append(s.admit, name)
 		s.notify(Event{Kind: EventLockChanged, Name: name, Index: index})
+		s.unitDone(index)
 	}
 }
 

@@ -33,7 +33,7 @@ func (s *state) mayUse(c *Command, r *Result) bool {
 		r.Status = StatusUnauthenticated
 		return false
 	}
-	if l := s.leases[c.Lease]; l != nil && !s.owns(l, c.Creator) {
+	if l := s.live(c.Lease); l != nil && !s.owns(l, c.Creator) {
 		r.Status = StatusLeaseNotFound
 		return false
 	}

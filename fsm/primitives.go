@@ -31,13 +31,15 @@ type primitive struct {
 	// expire ends what its own deadlines end once the expired leases are gone: grants
 	// past their maximum hold, lock delays that are over (advance).
 	expire func(s *state, index uint64)
-	// leave takes lease l, which ends, out of every queue of the primitive, in name
-	// order. It runs for every ending lease before any grant is dropped, so that nothing
-	// is handed to a lease that ends in the same entry.
-	leave func(s *state, index uint64, l *lease)
-	// drop ends lease l's grants, handing each to the next waiter, in name order. The
-	// lease has left every queue and the lease table.
-	drop func(s *state, index uint64, l *lease)
+	// waits and grants are the names of the primitive that lease l waits for and holds,
+	// in name order: what ending the lease ends, one name at a time.
+	waits, grants func(l *lease) []string
+	// leaveOne takes lease l, which ends, out of the queue of name, if it is still there;
+	// dropOne ends its grant of name, if it still holds one, handing it to the next
+	// waiter. Before version 6 every ending lease leaves every queue before any grant is
+	// dropped (removeLeases), so that nothing is handed to a lease that ends in the same
+	// entry; from version 6 a handover skips the waiters of ended leases (sweep.go).
+	leaveOne, dropOne func(s *state, index uint64, name string, l *lease)
 	// count is how many grants and waits of the primitive lease l has: the
 	// MaxLocksPerLease quota bounds their sum over every primitive.
 	count func(s *state, l *lease) int
@@ -93,8 +95,10 @@ func init() {
 			start:       (*state).startLocks,
 			expireWaits: expireEach(lockWaitTable, (*state).lockWaitTimedOut),
 			expire:      (*state).expireLockDeadlines,
-			leave:       (*state).leaveLockQueues,
-			drop:        (*state).dropLocks,
+			waits:       func(l *lease) []string { return sortedNames(l.waiting) },
+			grants:      func(l *lease) []string { return sortedNames(l.held) },
+			leaveOne:    (*state).leaveLockQueue,
+			dropOne:     (*state).dropLockOf,
 			count:       lockCount,
 			deadlines:   lockDeadlines,
 			history:     lockHistoryKinds,
@@ -112,8 +116,10 @@ func init() {
 			start:       (*state).startSems,
 			expireWaits: expireEach(semWaitTable, (*state).leaveSemQueue),
 			expire:      (*state).expireSemHolds,
-			leave:       leaveEach(semWaits, (*state).leaveSemQueue),
-			drop:        (*state).dropPermits,
+			waits:       func(l *lease) []string { return primNames(l, semWaits) },
+			grants:      func(l *lease) []string { return primNames(l, permits) },
+			leaveOne:    (*state).leaveSemQueueOf,
+			dropOne:     (*state).dropPermitOf,
 			count:       semCount,
 			deadlines:   semDeadlines,
 			commands:    semCommands,
@@ -129,8 +135,10 @@ func init() {
 			space:       SpaceElection,
 			start:       (*state).startElections,
 			expireWaits: expireEach(campaignTable, (*state).leaveCampaign),
-			leave:       leaveEach(campaigns, (*state).leaveCampaign),
-			drop:        (*state).dropLeads,
+			waits:       func(l *lease) []string { return primNames(l, campaigns) },
+			grants:      func(l *lease) []string { return primNames(l, leads) },
+			leaveOne:    (*state).leaveCampaignOf,
+			dropOne:     (*state).dropLeadOf,
 			count:       electionCount,
 			deadlines:   electionDeadlines,
 			commands:    electionCommands,
@@ -159,7 +167,7 @@ func init() {
 // one of them without looking.
 func checkHooks(prims []primitive) error {
 	for _, p := range prims {
-		if p.start == nil || p.expireWaits == nil || p.leave == nil || p.drop == nil || p.count == nil || p.deadlines == nil {
+		if p.start == nil || p.expireWaits == nil || p.waits == nil || p.grants == nil || p.leaveOne == nil || p.dropOne == nil || p.count == nil || p.deadlines == nil {
 			return fmt.Errorf("fsm: primitive %s lacks a hook", p.name)
 		}
 	}
@@ -211,17 +219,6 @@ func historyTable(prims []primitive) (kinds [historyKindEnd]historyKind, err err
 // through leave.
 func expireEach(table func(*state) *leases.Table, leave func(s *state, index uint64, name string, l *lease)) func(*state, uint64) {
 	return func(s *state, index uint64) { s.expireWaits(index, table(s), leave) }
-}
-
-// leaveEach is a leave hook for a primitive whose waits a lease keeps among its
-// leasePrims: pick finds them, and the lease leaves each queue, in name order, through
-// leave.
-func leaveEach(pick func(*leasePrims) map[string]*waiter, leave func(s *state, index uint64, name string, l *lease)) func(*state, uint64, *lease) {
-	return func(s *state, index uint64, l *lease) {
-		for _, name := range primNames(l, pick) {
-			leave(s, index, name, l)
-		}
-	}
 }
 
 // numberPart is a snapshot part that is one number of the state, which field finds.

@@ -31,13 +31,18 @@ type pmodel struct {
 	locks    map[string]*pLock
 	sems     map[string]*pSem
 	// elections are the elections with a leader.
-	elections    map[string]*pElection
-	limits       Limits
-	quota        string
-	tokens       []uint64 // a LockSet's tokens (Result.Tokens) from the last apply
-	acl          modelACL
-	nodes        map[string]NodeInfo
-	nodeVersions map[string]uint64
+	elections map[string]*pElection
+	// The sliced sweep (version 6): the leases revoked but not yet swept, the deleted
+	// tokens whose leases are being revoked, and the units left to the entry.
+	revoked           map[LeaseID]bool
+	revoking          []string
+	budget, budgetMax int
+	limits            Limits
+	quota             string
+	tokens            []uint64 // a LockSet's tokens (Result.Tokens) from the last apply
+	acl               modelACL
+	nodes             map[string]NodeInfo
+	nodeVersions      map[string]uint64
 }
 
 // pHold is a grant: maxUntil is when its maximum hold ends it (0: none), delay the lock
@@ -97,7 +102,8 @@ type pElection struct {
 func newPModel() *pmodel {
 	return &pmodel{version: 1, leases: map[LeaseID]*modelLease{}, creators: map[LeaseID]string{},
 		locks: map[string]*pLock{}, sems: map[string]*pSem{}, elections: map[string]*pElection{},
-		acl: newModelACL(), nodes: map[string]NodeInfo{}, nodeVersions: map[string]uint64{}}
+		acl: newModelACL(), nodes: map[string]NodeInfo{}, nodeVersions: map[string]uint64{},
+		revoked: map[LeaseID]bool{}, budgetMax: SweepBudget}
 }
 
 func holdsIn(hs []pHold, id LeaseID) int {
@@ -223,6 +229,9 @@ func (m *pmodel) fill(index uint64) {
 				continue
 			}
 			w := lk.queue[0]
+			if m.deadWaiter(w.lease) {
+				continue // version 6: held by nobody until the sweep ends that wait
+			}
 			switch {
 			case w.set != nil:
 				if m.setReady(w.set) {
@@ -234,7 +243,7 @@ func (m *pmodel) fill(index uint64) {
 				lk.shared, lk.holders = false, []pHold{m.hold(w, index, true)}
 				changed = true
 			case w.shared && (len(lk.holders) == 0 || lk.isShared()):
-				for len(lk.queue) > 0 && lk.queue[0].shared && lk.queue[0].set == nil {
+				for len(lk.queue) > 0 && lk.queue[0].shared && lk.queue[0].set == nil && !m.deadWaiter(lk.queue[0].lease) {
 					lk.holders = append(lk.holders, m.hold(lk.queue[0], index, false))
 					lk.queue = lk.queue[1:]
 				}
@@ -252,23 +261,26 @@ func (m *pmodel) fill(index uint64) {
 		}
 	}
 	for name, sm := range m.sems {
-		for uint64(len(sm.permits)) < sm.limit && len(sm.queue) > 0 {
+		for uint64(len(sm.permits)) < sm.limit && len(sm.queue) > 0 && !m.deadWaiter(sm.queue[0].lease) {
 			w := sm.queue[0]
 			sm.queue = sm.queue[1:]
 			sm.permits = append(sm.permits, m.hold(w, index, false))
 		}
-		if len(sm.permits) == 0 {
+		if len(sm.permits) == 0 && len(sm.queue) == 0 {
 			delete(m.sems, name)
 		}
 	}
 	for name, el := range m.elections {
-		if el.leader.lease == (LeaseID{}) && len(el.queue) > 0 {
+		if el.leader.lease == (LeaseID{}) && len(el.queue) > 0 && !m.deadWaiter(el.queue[0].lease) {
 			w := el.queue[0]
 			el.queue = el.queue[1:]
 			el.leader, el.value = pHold{lease: w.lease, token: index, owner: w.owner}, w.value
 		}
-		if el.leader.lease == (LeaseID{}) {
+		if el.leader.lease == (LeaseID{}) && len(el.queue) == 0 {
 			delete(m.elections, name)
+		}
+		if el.leader.lease == (LeaseID{}) {
+			el.value = ""
 		}
 	}
 }
@@ -303,7 +315,7 @@ func (m *pmodel) remove(ids []LeaseID) {
 	}
 }
 
-func (m *pmodel) quotaHit(c *Command, l *modelLease, already bool, queueLen int) bool {
+func (m *pmodel) quotaHit(c *Command, l *modelLease, already, grant bool, queueLen int) bool {
 	if l == nil && m.limits.MaxLeases != 0 && uint64(len(m.leases)) >= m.limits.MaxLeases {
 		m.quota = QuotaLeases
 		return true
@@ -319,11 +331,11 @@ func (m *pmodel) quotaHit(c *Command, l *modelLease, already bool, queueLen int)
 		m.quota = QuotaWaitersPerLock
 		return true
 	}
-	return false
+	return m.identityHit(c, l == nil, grant, 1)
 }
 
 // setQuotaHit is quotaHit for a lockset that needs the locks need.
-func (m *pmodel) setQuotaHit(c *Command, l *modelLease, need []string, already bool) bool {
+func (m *pmodel) setQuotaHit(c *Command, l *modelLease, need []string, already, grant bool) bool {
 	if l == nil && m.limits.MaxLeases != 0 && uint64(len(m.leases)) >= m.limits.MaxLeases {
 		m.quota = QuotaLeases
 		return true
@@ -341,14 +353,14 @@ func (m *pmodel) setQuotaHit(c *Command, l *modelLease, need []string, already b
 			return true
 		}
 	}
-	return false
+	return m.identityHit(c, l == nil, grant, len(need))
 }
 
 // admit checks the quotas of a request for a grant (already: the lease holds or waits
 // for it) against queue, the primitive's queue, and when none is hit creates or renews
 // the lease; it reports a refusal.
-func (m *pmodel) admit(c *Command, l *modelLease, already bool, queue []pWaiter, stamp int64) bool {
-	if m.quotaHit(c, l, already, len(queue)) {
+func (m *pmodel) admit(c *Command, l *modelLease, already, grant bool, queue []pWaiter, stamp int64) bool {
+	if m.quotaHit(c, l, already, grant, len(queue)) {
 		return true
 	}
 	m.leaseFor(c, l, stamp)
@@ -411,6 +423,14 @@ func (m *pmodel) apply(index uint64, c *Command) (Status, uint64) {
 	} else {
 		m.time = m.stamp
 	}
+	m.budget = m.budgetMax
+	if m.version >= 6 { // the sliced sweep, before the command and after it (sweep_model_test.go)
+		m.sweepPass(index)
+		st, tok := m.command(index, c, m.stamp)
+		m.fill(index)
+		m.sweepPass(index)
+		return st, tok
+	}
 	// Waits end, then leases, then maximum holds, then lock delays.
 	var sets []*pSet
 	for _, lk := range m.locks {
@@ -450,6 +470,9 @@ func (m *pmodel) apply(index uint64, c *Command) (Status, uint64) {
 	m.fill(index)
 	st, tok := m.command(index, c, m.stamp)
 	m.fill(index)
+	if m.version >= 6 { // a SetVersion to 6: what it leaves is swept already
+		m.sweepPass(index)
+	}
 	return st, tok
 }
 
@@ -507,6 +530,13 @@ func (m *pmodel) holdsLock(id LeaseID) bool {
 // or lease ends meanwhile); a lease still waiting then waits for ever.
 func (m *pmodel) deadlockedAfter(index uint64, id LeaseID, queue func(x *pmodel)) bool {
 	x := m.clone()
+	var ended []LeaseID // version 6: nobody waits for a lease that ended
+	for lid := range x.leases {
+		if x.ended(lid) {
+			ended = append(ended, lid)
+		}
+	}
+	x.remove(ended)
 	queue(x)
 	for changed := true; changed; {
 		changed = false
@@ -552,6 +582,7 @@ func (m *pmodel) clone() *pmodel {
 		c.leases[id] = &l
 	}
 	c.creators = maps.Clone(m.creators)
+	c.revoked, c.revoking = maps.Clone(m.revoked), slices.Clone(m.revoking)
 	sets := map[*pSet]*pSet{}
 	cloneQueue := func(q []pWaiter) []pWaiter {
 		out := slices.Clone(q)
@@ -588,7 +619,7 @@ func (m *pmodel) command(index uint64, c *Command, stamp int64) (Status, uint64)
 	if t := c.Type; t != TypeSetVersion && t != TypeNodeVersion && t.Since() > m.version {
 		return StatusInvalid, 0
 	}
-	l := m.leases[c.Lease]
+	l := m.liveLease(c.Lease)
 	if m.version >= 4 && c.UsesLease() { // which commands carry a caller is wire format, pinned by golden_pins_test.go
 		if !m.callerLive(c.Creator) {
 			return StatusUnauthenticated, 0
@@ -616,18 +647,37 @@ func (m *pmodel) command(index uint64, c *Command, stamp int64) (Status, uint64)
 		delete(m.nodes, c.Node.ID)
 		delete(m.nodeVersions, c.Node.ID)
 	case TypeACLBootstrap, TypeACLSetPolicy, TypeACLDeletePolicy, TypeACLSetToken:
+		if c.Type == TypeACLSetToken && slices.Contains(m.revoking, c.ACL.Accessor) {
+			return StatusConflict, 0 // its old leases are still being revoked (version 6)
+		}
+		if m.version < 5 && c.ACL.Quotas != (Quotas{}) {
+			return StatusInvalid, 0 // quotas are version 5's
+		}
 		return m.acl.apply(c), 0
 	case TypeACLDeleteToken:
 		st := m.acl.apply(c)
-		if st == StatusOK && m.version >= 4 {
+		switch {
+		case st != StatusOK:
+		case m.version >= 6:
+			m.revokeLater(c.ACL.Accessor)
+		case m.version >= 4:
 			m.revokeWhere(func(creator string) bool { return creator == c.ACL.Accessor })
 		}
 		return st, 0
 	case TypeSetLimits:
 		m.limits = c.Limits
+		if m.version < 5 { // version 4 has no place for the limits of version 5
+			m.limits = Limits{MaxLeases: c.Limits.MaxLeases, MaxLocksPerLease: c.Limits.MaxLocksPerLease, MaxWaitersPerLock: c.Limits.MaxWaitersPerLock}
+		}
 	case TypeCreateLease:
+		if m.ended(c.Lease) {
+			return StatusLeaseNotFound, 0
+		}
 		if l == nil && m.limits.MaxLeases != 0 && uint64(len(m.leases)) >= m.limits.MaxLeases {
 			m.quota = QuotaLeases
+			return StatusQuotaExceeded, 0
+		}
+		if l == nil && m.identityHit(c, true, false, 0) {
 			return StatusQuotaExceeded, 0
 		}
 		if l == nil {
@@ -635,7 +685,7 @@ func (m *pmodel) command(index uint64, c *Command, stamp int64) (Status, uint64)
 		}
 	case TypeRenew:
 		for i, id := range c.Leases {
-			l := m.leases[id]
+			l := m.liveLease(id)
 			if l == nil {
 				continue
 			}
@@ -647,6 +697,10 @@ func (m *pmodel) command(index uint64, c *Command, stamp int64) (Status, uint64)
 	case TypeRevoke:
 		if l == nil {
 			return StatusLeaseNotFound, 0
+		}
+		if m.version >= 6 {
+			m.revoked[c.Lease], l.deadline = true, m.time // the sweep ends it
+			return StatusOK, 0
 		}
 		m.remove([]LeaseID{c.Lease})
 	case TypeAcquire, TypeAcquireShared, TypeAcquireEx:
@@ -675,6 +729,9 @@ func (m *pmodel) command(index uint64, c *Command, stamp int64) (Status, uint64)
 			lk.holders = slices.Delete(lk.holders, holdsIn(lk.holders, c.Lease), holdsIn(lk.holders, c.Lease)+1)
 		}
 	case TypeDequeue:
+		if m.ended(c.Lease) {
+			return StatusNotHolder, 0
+		}
 		lk := m.locks[c.Name]
 		if lk != nil {
 			if i := holdsIn(lk.holders, c.Lease); i >= 0 {
@@ -689,7 +746,7 @@ func (m *pmodel) command(index uint64, c *Command, stamp int64) (Status, uint64)
 		if c.Limit == 0 {
 			return StatusInvalid, 0
 		}
-		if l == nil && !c.NewLease {
+		if l == nil && (!c.NewLease || m.ended(c.Lease)) {
 			return StatusLeaseNotFound, 0
 		}
 		sm := m.sems[c.Name]
@@ -704,7 +761,7 @@ func (m *pmodel) command(index uint64, c *Command, stamp int64) (Status, uint64)
 		if !mine && !free && c.Wait <= 0 {
 			return StatusSemaphoreFull, 0
 		}
-		if m.admit(c, l, mine || waiting, sm.waiting(), stamp) {
+		if m.admit(c, l, mine || waiting, free, sm.waiting(), stamp) {
 			return StatusQuotaExceeded, 0
 		}
 		req := pWaiter{lease: c.Lease, owner: c.Owner, maxHold: c.MaxHold}
@@ -728,6 +785,9 @@ func (m *pmodel) command(index uint64, c *Command, stamp int64) (Status, uint64)
 			return StatusNotHolder, 0
 		}
 	case TypeSemDequeue:
+		if m.ended(c.Lease) {
+			return StatusNotHolder, 0
+		}
 		sm := m.sems[c.Name]
 		if sm != nil {
 			if i := holdsIn(sm.permits, c.Lease); i >= 0 {
@@ -739,7 +799,7 @@ func (m *pmodel) command(index uint64, c *Command, stamp int64) (Status, uint64)
 		}
 		return StatusNotHolder, 0
 	case TypeCampaign:
-		if l == nil && (!c.NewLease || c.Token != 0) {
+		if l == nil && (!c.NewLease || c.Token != 0 || m.ended(c.Lease)) {
 			return StatusLeaseNotFound, 0
 		}
 		el := m.elections[c.Name]
@@ -751,7 +811,7 @@ func (m *pmodel) command(index uint64, c *Command, stamp int64) (Status, uint64)
 			return StatusElectionHeld, 0
 		}
 		waiting := l != nil && waitsIn(el.waiting(), c.Lease) >= 0
-		if m.admit(c, l, leads || waiting, el.waiting(), stamp) {
+		if m.admit(c, l, leads || waiting, el == nil, el.waiting(), stamp) {
 			return StatusQuotaExceeded, 0
 		}
 		switch {
@@ -774,6 +834,9 @@ func (m *pmodel) command(index uint64, c *Command, stamp int64) (Status, uint64)
 		}
 		el.leader = pHold{}
 	case TypeElectionDequeue:
+		if m.ended(c.Lease) {
+			return StatusNotHolder, 0
+		}
 		el := m.elections[c.Name]
 		if el != nil {
 			if el.leader.lease == c.Lease {
@@ -791,7 +854,7 @@ func (m *pmodel) command(index uint64, c *Command, stamp int64) (Status, uint64)
 // acquire applies Acquire, AcquireShared and AcquireEx.
 func (m *pmodel) acquire(index uint64, c *Command, l *modelLease, stamp int64) (Status, uint64) {
 	shared := c.Type == TypeAcquireShared || c.Type == TypeAcquireEx && c.Shared
-	if l == nil && !c.NewLease {
+	if l == nil && (!c.NewLease || m.ended(c.Lease)) {
 		return StatusLeaseNotFound, 0
 	}
 	lk := m.locks[c.Name]
@@ -815,7 +878,7 @@ func (m *pmodel) acquire(index uint64, c *Command, l *modelLease, stamp int64) (
 			return StatusDeadlock, 0
 		}
 	}
-	if m.admit(c, l, mine || waiting, lk.waiting(), stamp) {
+	if m.admit(c, l, mine || waiting, lk == nil || join, lk.waiting(), stamp) {
 		return StatusQuotaExceeded, 0
 	}
 	req := pWaiter{lease: c.Lease, owner: c.Owner, maxHold: c.MaxHold, delay: c.LockDelay}
@@ -838,7 +901,7 @@ func (m *pmodel) lockSet(index uint64, c *Command, l *modelLease, stamp int64) (
 	if c.Shared && c.LockDelay > 0 {
 		return StatusInvalid, 0
 	}
-	if l == nil && !c.NewLease {
+	if l == nil && (!c.NewLease || m.ended(c.Lease)) {
 		return StatusLeaseNotFound, 0
 	}
 	var need, blocked []string
@@ -885,7 +948,7 @@ func (m *pmodel) lockSet(index uint64, c *Command, l *modelLease, stamp int64) (
 	if len(blocked) > 0 && waitingSet == nil && m.version >= 3 && l != nil && m.deadlockedAfter(index, c.Lease, queueSet) {
 		return StatusDeadlock, 0
 	}
-	if m.setQuotaHit(c, l, need, waitingSet != nil) {
+	if m.setQuotaHit(c, l, need, waitingSet != nil, len(blocked) == 0) {
 		return StatusQuotaExceeded, 0
 	}
 	m.leaseFor(c, l, stamp)
@@ -1082,9 +1145,17 @@ func checkPrims(t *testing.T, index uint64, f *FSM, m *pmodel, g *pgen) {
 	if f.Time() != m.time {
 		t.Fatalf("step %d: time %d, model %d", index, f.Time(), m.time)
 	}
+	// From version 6 reads leave out the grants of leases that ended (sweep.go).
+	liveHolds := func(hs []pHold) []pHold {
+		return slices.DeleteFunc(slices.Clone(hs), func(h pHold) bool { return m.deadWaiter(h.lease) })
+	}
 	for _, name := range g.names {
 		v, mk := f.Lock(name), m.locks[name]
-		if held := mk != nil && len(mk.holders) > 0; v.Held != held {
+		var live []pHold
+		if mk != nil {
+			live = liveHolds(mk.holders)
+		}
+		if held := len(live) > 0; v.Held != held {
 			t.Fatalf("step %d: lock %q held=%v, model %v", index, name, v.Held, held)
 		}
 		// Invariant: one exclusive holder, or only shared holders.
@@ -1093,10 +1164,10 @@ func checkPrims(t *testing.T, index uint64, f *FSM, m *pmodel, g *pgen) {
 		}
 		if mk != nil {
 			var maxUntil int64
-			if len(mk.holders) == 1 && !mk.shared {
-				maxUntil = mk.holders[0].maxUntil
+			if len(live) == 1 && !mk.shared {
+				maxUntil = live[0].maxUntil
 			}
-			if v.Shared != mk.isShared() || !slices.Equal(sortHolds(v.Holders), modelHolds(mk.holders)) || !slices.Equal(v.Waiters, waiterIDs(mk.queue)) ||
+			if v.Shared != (mk.shared && len(live) > 0) || !slices.Equal(sortHolds(v.Holders), modelHolds(live)) || !slices.Equal(v.Waiters, waiterIDs(mk.queue)) ||
 				v.DelayedUntil != mk.delayUntil || v.MaxHoldUntil != maxUntil {
 				t.Fatalf("step %d: lock %q = %+v, model %+v", index, name, v, *mk)
 			}
@@ -1107,20 +1178,22 @@ func checkPrims(t *testing.T, index uint64, f *FSM, m *pmodel, g *pgen) {
 		if (sm.Limit != 0) != (ms != nil) || uint64(len(sm.Permits)) > sm.Limit {
 			t.Fatalf("step %d: semaphore %q = %+v, model %v", index, name, sm, ms)
 		}
-		if ms != nil && (sm.Limit != ms.limit || !slices.Equal(sortHolds(sm.Permits), modelHolds(ms.permits)) || !slices.Equal(sm.Waiters, waiterIDs(ms.queue))) {
+		if ms != nil && (sm.Limit != ms.limit || !slices.Equal(sortHolds(sm.Permits), modelHolds(liveHolds(ms.permits))) || !slices.Equal(sm.Waiters, waiterIDs(ms.queue))) {
 			t.Fatalf("step %d: semaphore %q = %+v, model %+v", index, name, sm, *ms)
 		}
 		el, me := f.Election(name), m.elections[name]
-		if el.Elected != (me != nil) {
-			t.Fatalf("step %d: election %q elected=%v, model %v", index, name, el.Elected, me != nil)
+		elected := me != nil && me.leader.lease != (LeaseID{}) && !m.deadWaiter(me.leader.lease)
+		if el.Elected != elected {
+			t.Fatalf("step %d: election %q elected=%v, model %v", index, name, el.Elected, elected)
 		}
-		if me != nil && (el.Leader != me.leader.lease || el.Token != me.leader.token || el.Owner != me.leader.owner || el.Value != me.value || !slices.Equal(el.Candidates, waiterIDs(me.queue))) {
+		if elected && (el.Leader != me.leader.lease || el.Token != me.leader.token || el.Owner != me.leader.owner || el.Value != me.value) ||
+			me != nil && !slices.Equal(el.Candidates, waiterIDs(me.queue)) {
 			t.Fatalf("step %d: election %q = %+v, model %+v", index, name, el, *me)
 		}
 	}
 	for _, id := range g.ids {
 		v, ok := f.Lease(id)
-		ml := m.leases[id]
+		ml := m.liveLease(id)
 		if ok != (ml != nil) || ok && (v.Deadline != ml.deadline || v.TTL != ml.ttl || v.Creator != m.creators[id]) {
 			t.Fatalf("step %d: lease %s = %+v (%v), model %+v", index, id, v, ok, ml)
 		}
@@ -1180,7 +1253,7 @@ func checkPrimsConsistent(t *testing.T, index uint64, f *FSM) {
 			if h := lk.ro().readers.head; h.lease != lk.holder || h.token != lk.token {
 				fail("lock %q does not mirror its oldest reader", name)
 			}
-			if h := lk.ro().queue.head; h != nil && h.shared && h.set == nil { // a lockset waits for its other locks
+			if h := lk.ro().queue.head; h != nil && h.shared && h.set == nil && !s.waitsForEnded(h) { // a lockset waits for its other locks
 				fail("lock %q held shared with shared waiters at its head", name)
 			}
 		}
@@ -1189,7 +1262,7 @@ func checkPrimsConsistent(t *testing.T, index uint64, f *FSM) {
 		}
 	}
 	for name, sm := range s.sems {
-		if sm.queue.len > 0 && uint64(sm.permits.len()) < sm.limit {
+		if sm.queue.len > 0 && uint64(sm.permits.len()) < sm.limit && !s.waitsForEnded(sm.queue.head) {
 			fail("semaphore %q has free permits and waiters", name)
 		}
 		for g := sm.permits.head; g != nil; g = g.next {
@@ -1213,7 +1286,13 @@ func checkPrimsConsistent(t *testing.T, index uint64, f *FSM) {
 			fail("election %q has %d leases that lead", name, n)
 		}
 	}
-	for name := range s.elections {
+	for name, el := range s.elections {
+		if el.leader == (LeaseID{}) { // version 6: nobody leads while its head candidate's lease ended
+			if !s.waitsForEnded(el.queue.head) {
+				fail("election %q: nobody leads, and its head candidate's lease has not ended", name)
+			}
+			continue
+		}
 		if leaders[name] != 1 {
 			fail("election %q: its leader's lease does not know it leads", name)
 		}

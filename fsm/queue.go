@@ -68,7 +68,7 @@ func (s *state) enqueue(q *waitQueue, m *map[string]*waiter, exp *leases.Table, 
 			w.since = s.time + 1
 		}
 		q.push(w)
-		addWaiter(m, name, w)
+		s.queued(l, m, name, w)
 		added = true
 	} else {
 		w.deadline = deadline
@@ -79,9 +79,9 @@ func (s *state) enqueue(q *waitQueue, m *map[string]*waiter, exp *leases.Table, 
 
 // unqueue takes lease l's wait for name out of m (the lease's waits of one kind), out of
 // the wait deadlines exp, and out of the queue q.
-func unqueue(m map[string]*waiter, exp *leases.Table, q *waitQueue, name string, l *lease) {
+func (s *state) unqueue(m map[string]*waiter, exp *leases.Table, q *waitQueue, name string, l *lease) {
 	w := m[name]
-	delete(m, name)
+	s.unqueued(l, m, name)
 	exp.Delete(waitKey(name, l.id))
 	q.remove(w)
 }
@@ -90,7 +90,7 @@ func unqueue(m map[string]*waiter, exp *leases.Table, q *waitQueue, name string,
 // there (its client gave up): waits picks that primitive's waits among the lease's, and
 // leave takes it out.
 func (s *state) giveUp(index uint64, name string, id LeaseID, waits func(*leasePrims) map[string]*waiter, leave func(*state, uint64, string, *lease)) {
-	l := s.leases[id]
+	l := s.live(id)
 	if l == nil || l.prims == nil {
 		return
 	}

@@ -117,9 +117,15 @@ type Result struct {
 	RenewedTTL []int64
 	// Err explains StatusInvalid, StatusHalted, StatusConflict and StatusNotFound.
 	Err error
-	// Quota names the limit a StatusQuotaExceeded hit: QuotaLeases, QuotaLocksPerLease or
-	// QuotaWaitersPerLock.
-	Quota string
+	// Quota names the limit a StatusQuotaExceeded hit: QuotaLeases, QuotaLocksPerLease,
+	// QuotaWaitersPerLock, or one of version 5 (quotas.go). QuotaUsed is the use the
+	// command would have added to (the identity's, the lease's, the lock's or the
+	// cluster's, as the quota counts), QuotaLimit the limit, and QuotaIdentity the
+	// identity whose quota it is (empty for the others).
+	Quota         string
+	QuotaUsed     uint64
+	QuotaLimit    uint64
+	QuotaIdentity string
 	// Limit is the semaphore's number of permits (SemAcquire: granted, queued, full or in
 	// conflict).
 	Limit uint64

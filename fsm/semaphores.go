@@ -63,9 +63,17 @@ func (s *state) startSems() { s.sems = make(map[string]*semaphore) }
 
 func semWaitTable(s *state) *leases.Table { return &s.semWaitExp }
 
-func (s *state) dropPermits(index uint64, l *lease) {
-	for _, name := range primNames(l, permits) {
-		s.dropPermit(index, name, s.sems[name], l.id)
+// dropPermitOf ends lease l's permit of semaphore name, whose lease ended.
+func (s *state) dropPermitOf(index uint64, name string, l *lease) {
+	if sm := s.sems[name]; sm != nil && sm.permits.get(l.id) != nil {
+		s.dropPermit(index, name, sm, l.id)
+	}
+}
+
+// leaveSemQueueOf takes lease l, which ended, out of the queue of semaphore name.
+func (s *state) leaveSemQueueOf(index uint64, name string, l *lease) {
+	if l.prims != nil && l.prims.semWaits[name] != nil {
+		s.leaveSemQueue(index, name, l)
 	}
 }
 
@@ -118,7 +126,7 @@ func (s *state) semAcquire(index uint64, c *Command, r *Result) {
 	if sm != nil {
 		queueLen = sm.queue.len
 	}
-	if s.primQuota(c, l, mine != nil || waiting, queueLen, r) {
+	if s.primQuota(c, l, mine != nil || waiting, sm == nil || free, queueLen, r) {
 		return
 	}
 	l = s.leaseFor(c, l)
@@ -150,14 +158,14 @@ func (s *state) semAcquire(index uint64, c *Command, r *Result) {
 // addPermit grants lease l a permit of sm at index.
 func (s *state) addPermit(index uint64, name string, sm *semaphore, l *lease, owner string) {
 	sm.permits.add(&grant{lease: l.id, token: index, owner: owner})
-	addName(&l.usePrims().permits, name)
+	s.took(l, &l.usePrims().permits, name)
 	sm.modify = index
 	s.notify(Event{Kind: EventLockChanged, Space: SpaceSemaphore, Name: name, Index: index})
 }
 
 // semRelease applies SemRelease: the lease must hold a permit with the token it presents.
 func (s *state) semRelease(index uint64, c *Command, r *Result) {
-	if s.leases[c.Lease] == nil {
+	if s.live(c.Lease) == nil {
 		r.Status = StatusLeaseNotFound
 		return
 	}
@@ -180,7 +188,7 @@ func (s *state) dropPermit(index uint64, name string, sm *semaphore, id LeaseID)
 		s.semHoldExp.Delete(waitKey(name, id))
 	}
 	if l := s.leases[id]; l != nil && l.prims != nil {
-		delete(l.prims.permits, name)
+		s.gave(l, l.prims.permits, name)
 	}
 	sm.modify = index
 	s.fillPermits(index, name, sm)
@@ -189,15 +197,17 @@ func (s *state) dropPermit(index uint64, name string, sm *semaphore, id LeaseID)
 // fillPermits grants free permits to the head waiters, in queue order, at index; a
 // semaphore left with no permit and no waiter is deleted.
 func (s *state) fillPermits(index uint64, name string, sm *semaphore) {
-	for uint64(sm.permits.len()) < sm.limit && sm.queue.head != nil {
+	// Version 6: a head waiter whose lease ended holds the free permits back until the
+	// sweep ends its wait (sweep.go).
+	for uint64(sm.permits.len()) < sm.limit && sm.queue.head != nil && !s.waitsForEnded(sm.queue.head) {
 		w := sm.queue.head
 		sm.queue.remove(w)
 		next := s.leases[w.lease]
-		delete(next.prims.semWaits, name)
+		s.unqueued(next, next.prims.semWaits, name)
 		s.semWaitExp.Delete(waitKey(name, w.lease))
 		sm.permits.add(&grant{lease: w.lease, token: index, owner: w.owner})
 		s.startSemHold(name, w.lease, w.maxHold)
-		addName(&next.usePrims().permits, name)
+		s.took(next, &next.usePrims().permits, name)
 		sm.modify = index
 		s.notify(Event{Kind: EventGranted, Space: SpaceSemaphore, Name: name, Lease: w.lease, Token: index, Owner: w.owner, Index: index})
 	}
@@ -213,6 +223,10 @@ func (s *state) fillPermits(index uint64, name string, sm *semaphore) {
 // semDequeue applies SemDequeue: a waiting client gave up. A lease that holds a permit by
 // now is told its grant instead.
 func (s *state) semDequeue(index uint64, c *Command, r *Result) {
+	if s.ended(c.Lease) {
+		r.Status = StatusNotHolder // the sweep ends what it holds and waits for
+		return
+	}
 	if sm := s.sems[c.Name]; sm != nil {
 		if g := sm.permits.get(c.Lease); g != nil {
 			r.Token, r.Owner, r.Limit = g.token, g.owner, sm.limit
@@ -226,7 +240,7 @@ func (s *state) semDequeue(index uint64, c *Command, r *Result) {
 // leaveSemQueue takes lease l, which waits for semaphore name, out of its queue.
 func (s *state) leaveSemQueue(index uint64, name string, l *lease) {
 	sm := s.sems[name]
-	unqueue(l.prims.semWaits, &s.semWaitExp, &sm.queue, name, l)
+	s.unqueue(l.prims.semWaits, &s.semWaitExp, &sm.queue, name, l)
 	sm.modify = index
 	s.notify(Event{Kind: EventWaitEnded, Space: SpaceSemaphore, Name: name, Lease: l.id, Index: index})
 	s.fillPermits(index, name, sm) // a no-op while the semaphore is full, as it is with waiters
@@ -245,11 +259,16 @@ func (s *state) expireSemHolds(index uint64) {
 	if s.semHoldExp.Len() == 0 || mutant.Is("max-hold-ignored") {
 		return
 	}
-	for _, k := range s.semHoldExp.PopExpired(s.time) {
+	for {
+		k, ok := s.popExpired(&s.semHoldExp)
+		if !ok {
+			return
+		}
 		name, id := splitWaitKey(k)
 		if sm := s.sems[name]; sm != nil && sm.permits.get(id) != nil {
 			s.dropPermit(index, name, sm, id)
 		}
+		s.unitDone(index)
 	}
 }
 
@@ -273,6 +292,15 @@ func (f *FSM) Semaphore(name string) SemaphoreView {
 		return SemaphoreView{Name: name, Permits: []Holding{}, ModifyIndex: f.s.semFreed}
 	}
 	v := SemaphoreView{Name: name, Limit: sm.limit, Permits: sm.permits.holdings(), ModifyIndex: sm.modify}
+	if f.s.version >= 6 { // the permits of ended leases are held by nobody (sweep.go)
+		live := v.Permits[:0]
+		for _, h := range v.Permits {
+			if !f.s.deadID(h.Lease) {
+				live = append(live, h)
+			}
+		}
+		v.Permits = live
+	}
 	for w := sm.queue.head; w != nil; w = w.next {
 		v.Waiters = append(v.Waiters, w.lease)
 	}
@@ -287,7 +315,12 @@ func (f *FSM) PrimCounts() (semaphores, permits, elections int) {
 	for _, sm := range f.s.sems {
 		permits += sm.permits.len()
 	}
-	return len(f.s.sems), permits, len(f.s.elections)
+	for _, el := range f.s.elections {
+		if el.leader != (LeaseID{}) { // version 6: one may wait for the sweep with nobody leading
+			elections++
+		}
+	}
+	return len(f.s.sems), permits, elections
 }
 
 // The semaphore's parts of the snapshot:
@@ -361,7 +394,8 @@ func (s *state) decodeSems(d *decoder) error {
 		if d.err != nil {
 			break
 		}
-		if held := uint64(sm.permits.len()); held == 0 || held > sm.limit || sm.queue.len > 0 && held < sm.limit {
+		// From version 6 a head waiter whose lease ended holds free permits back (sweep.go).
+		if held := uint64(sm.permits.len()); held > sm.limit || (held == 0 || sm.queue.len > 0 && held < sm.limit) && !s.waitsForEnded(sm.queue.head) {
 			return badSnapshot("semaphore %q: %d permits of %d with %d waiting", name, held, sm.limit, sm.queue.len)
 		}
 		s.sems[name] = sm

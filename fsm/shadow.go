@@ -142,6 +142,7 @@ func (f *FSM) shadowBase(p *snapshot) (*state, error) {
 		return nil, fmt.Errorf("fsm: snapshot shadow: %w", err)
 	}
 	s.maxVersion = f.maxVersion
+	s.budgetMax = f.sweepBudget
 	s.hist.maxLocks = p.histLocks
 	return s, nil
 }

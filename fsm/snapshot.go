@@ -89,6 +89,7 @@ func (f *FSM) restorable(data []byte) (*state, error) {
 		return nil, fmt.Errorf("%w: snapshot at protocol version %d is newer than this node supports (%d): upgrade this node", ErrUnsupportedVersion, s.version, f.maxVersion)
 	}
 	s.maxVersion = f.maxVersion
+	s.budgetMax = f.sweepBudget
 	s.hist.observed = f.observe != nil
 	return s, nil
 }
@@ -158,8 +159,11 @@ func (s *state) encodeInto(e *snapEncoder) {
 		if s.version >= 3 {
 			buf = appendString(buf, l.creator)
 		}
-		e.buf = buf
+		e.buf = s.appendLeaseFlags(buf, l)
 		e.spill()
+	}
+	if s.version >= 6 {
+		e.buf = s.appendRevoking(e.buf)
 	}
 
 	// Locks in name order, from the name index (the same keys, kept sorted) rather than a
@@ -239,8 +243,14 @@ func decodeSharing(data []byte, notify func(Event), share func(name, owner strin
 		if s.version >= 3 {
 			l.creator = d.string()
 		}
+		s.decodeLeaseFlags(&d, l)
 		s.leases[l.id] = l
 		s.leaseExp.Set(string(l.id[:]), l.deadline)
+	}
+	if s.version >= 6 {
+		if err := s.decodeRevoking(&d); err != nil {
+			return nil, err
+		}
 	}
 	for i, n := 0, d.count(1); i < n && d.err == nil; i++ {
 		name := d.string()
@@ -289,6 +299,10 @@ func decodeSharing(data []byte, notify func(Event), share func(name, owner strin
 	}
 	if len(d.b) != 0 {
 		return nil, badSnapshot("%d trailing bytes", len(d.b))
+	}
+	s.recount() // the sets were filled without counting
+	if err := s.checkRevoking(); err != nil {
+		return nil, err
 	}
 	// Only the canonical encoding of a state is accepted (sorted, no duplicates, minimal
 	// varints), which is what makes "same state, same bytes" hold after a restore too.

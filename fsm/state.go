@@ -25,6 +25,11 @@ type state struct {
 	lockState             // locks.go
 	semState              // semaphores.go
 	electionState         // elections.go
+	// use is each identity's use (quotas.go), total the cluster's: derived state,
+	// counted as grants and waits come and go, never written to a snapshot.
+	use        map[string]*identityUse
+	total      identityUse
+	sweepState // sweep.go
 }
 
 // newState returns an empty state whose events go to notify. Its active version is 0:
@@ -38,7 +43,9 @@ func newState(notify func(Event)) *state {
 		nodes:    make(map[string]NodeInfo),
 		notify:   notify,
 		protocol: protocol{acl: newACL()},
+		use:      make(map[string]*identityUse),
 	}
+	s.budgetMax = SweepBudget
 	for _, p := range primitives {
 		p.start(s)
 	}

@@ -57,8 +57,8 @@ func TestTables_InitChecks(t *testing.T) {
 		{"sections of the real table", func() error { return sectionsOf(primitives) }, ""},
 		{"history kinds of the real table", func() error { return historyOf(primitives) }, ""},
 
-		{"a primitive without drop", func() error {
-			return checkHooks(withPrimitive(t, "election", func(p *primitive) { p.drop = nil }))
+		{"a primitive without dropOne", func() error {
+			return checkHooks(withPrimitive(t, "election", func(p *primitive) { p.dropOne = nil }))
 		}, "primitive election lacks a hook"},
 		{"a core type taken twice", func() error {
 			again := coreCommands[0]

@@ -52,10 +52,16 @@ func satAdd(a, b int64) int64 {
 //     granted, and locks that nobody holds go to the head of their queues (settle).
 //
 // The primitives' state is disjoint, so the order among them in steps 2 and 4 changes
-// only the order of their events, never the state.
+// only the order of their events, never the state. From version 6 steps 2 to 5 are the
+// sliced sweep (sweep.go): the same order, one lease at a time, at most the entry's budget.
 func (s *state) advance(index uint64, now int64) {
 	s.moveTime(now)
 	s.applied = index
+	s.startBudget()
+	if s.version >= 6 {
+		s.sweep(index) // sliced: at most budgetMax units (sweep.go)
+		return
+	}
 	for i := range primitives {
 		primitives[i].expireWaits(s, index)
 	}
@@ -95,14 +101,22 @@ func (s *state) moveTime(now int64) {
 	}
 }
 
-// expireWaits pops the waits of t (keyed by waitKey) that have ended by the current time
-// and takes each lease that still exists out of its queue with leave.
+// expireWaits pops the waits of t (keyed by waitKey) that have ended by the current time,
+// one at a time (from version 6 while the entry's budget lasts), and takes each lease that
+// still exists out of its queue with leave. Popping one at a time ends what popping them
+// all first ended: a lockset's wait that ends takes its other locks' keys out of t, which
+// would otherwise have been popped and found gone.
 func (s *state) expireWaits(index uint64, t *leases.Table, leave func(s *state, index uint64, name string, l *lease)) {
-	for _, k := range t.PopExpired(s.time) {
+	for {
+		k, ok := s.popExpired(t)
+		if !ok {
+			return
+		}
 		name, id := splitWaitKey(k)
 		if l := s.leases[id]; l != nil {
 			leave(s, index, name, l)
 		}
+		s.unitDone(index)
 	}
 }
 
@@ -128,6 +142,9 @@ func (s *state) expireLeases(index uint64) {
 func (f *FSM) NextDeadline() (int64, bool) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
+	if len(f.s.revoking) > 0 {
+		return f.s.time, true // a deleted token's leases are left to sweep
+	}
 	_, next, ok := f.s.leaseExp.Next()
 	for _, p := range primitives {
 		for _, t := range p.deadlines(f.s) {

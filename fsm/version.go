@@ -32,7 +32,18 @@ import (
 //     the lease did not exist; a caller whose token no longer exists is refused
 //     (StatusUnauthenticated); deleting a token revokes every lease it created, in the
 //     same entry. The snapshot format stays 3 (with the active version 4 in it).
-const Version uint64 = 4
+//   - 5: isolation between identities (quotas.go): the limits MaxLocks and MaxWaiters
+//     for the whole cluster and PerIdentity (SetLimits carries them as a trailing field),
+//     quotas on policies and tokens (a trailing field of ACLSetPolicy and ACLSetToken),
+//     and a lock history's identity with shares of the history bound per identity
+//     (history.go). Snapshot format 4: format 3 with the new limits, the policies' and
+//     tokens' quotas and each history's identity.
+//   - 6: the sliced sweep (sweep.go): an entry ends at most SweepBudget units of what
+//     expired, was revoked or lost its token, the rest carried to the next entries; a lease
+//     is dead to every command from the entry that ends it; a revoke and a token's deletion
+//     mark, and the sweep ends. Snapshot format 5: format 4 with a flags byte per lease
+//     (revoked) and the tokens whose leases are being revoked.
+const Version uint64 = 6
 
 // Since returns the protocol version that introduced the command type, and 0 for a type
 // this code does not know. A node that speaks an older version reads the type as unknown:
@@ -117,6 +128,9 @@ func (s *state) setVersion(index uint64, c *Command, _ *Result) {
 	if from < 4 && s.ownerChecked() {
 		s.revokeOrphans(index)
 	}
+	if from < 5 && s.version >= 5 {
+		s.hist.ownAll()
+	}
 }
 
 // registerVersion applies NodeVersion.
@@ -151,10 +165,22 @@ var snapshotMagicV2 = []byte("RLKS\x02")
 // more: format 2 with each lease's creator.
 var snapshotMagicV3 = []byte("RLKS\x03")
 
+// snapshotMagicV4 starts a snapshot in format 4, written once the active version is 5:
+// format 3 with what version 5 adds (see Version).
+var snapshotMagicV4 = []byte("RLKS\x04")
+
+// snapshotMagicV5 starts a snapshot in format 5, written once the active version is 6 or
+// more: format 4 with what version 6 adds (see Version).
+var snapshotMagicV5 = []byte("RLKS\x05")
+
 // magic returns the header of this state's snapshot: format 1 while the active version is
 // 1, so that old and new nodes at version 1 write the same bytes, and format 2 after.
 func (s *state) magic() []byte {
 	switch {
+	case s.version >= 6:
+		return snapshotMagicV5
+	case s.version >= 5:
+		return snapshotMagicV4
 	case s.version >= 3:
 		return snapshotMagicV3
 	case s.version >= 2:
@@ -174,13 +200,18 @@ func (s *state) appendProtocol(buf []byte) []byte {
 	buf = binary.AppendUvarint(buf, s.limits.MaxLeases)
 	buf = binary.AppendUvarint(buf, s.limits.MaxLocksPerLease)
 	buf = binary.AppendUvarint(buf, s.limits.MaxWaitersPerLock)
+	if s.version >= 5 {
+		buf = binary.AppendUvarint(buf, s.limits.MaxLocks)
+		buf = binary.AppendUvarint(buf, s.limits.MaxWaiters)
+		buf = appendQuotas(buf, s.limits.PerIdentity)
+	}
 	ids := sortedNames(s.nodeVersions)
 	buf = binary.AppendUvarint(buf, uint64(len(ids)))
 	for _, id := range ids {
 		buf = appendString(buf, id)
 		buf = binary.AppendUvarint(buf, s.nodeVersions[id])
 	}
-	return s.acl.appendACL(buf)
+	return s.acl.appendACL(buf, s.version)
 }
 
 // snapshotFormat returns the format of a snapshot from its header.
@@ -192,6 +223,10 @@ func snapshotFormat(data []byte) (uint64, error) {
 		return 2, nil
 	case bytes.HasPrefix(data, snapshotMagicV3):
 		return 3, nil
+	case bytes.HasPrefix(data, snapshotMagicV4):
+		return 4, nil
+	case bytes.HasPrefix(data, snapshotMagicV5):
+		return 5, nil
 	}
 	return 0, badSnapshot("unknown header")
 }
@@ -205,6 +240,10 @@ func (s *state) decodeProtocol(d *decoder, format uint64) error {
 	}
 	s.version = d.uvarint()
 	s.limits = Limits{MaxLeases: d.uvarint(), MaxLocksPerLease: d.uvarint(), MaxWaitersPerLock: d.uvarint()}
+	if s.version >= 5 {
+		s.limits.MaxLocks, s.limits.MaxWaiters = d.uvarint(), d.uvarint()
+		s.limits.PerIdentity = d.quotas()
+	}
 	n := d.uvarint()
 	if n > uint64(len(d.b)) { // every entry takes at least one byte
 		d.fail(ErrCorruptCommand)
@@ -220,7 +259,7 @@ func (s *state) decodeProtocol(d *decoder, format uint64) error {
 		s.nodeVersions[id] = v
 	}
 	if d.err == nil {
-		if err := s.acl.decodeACL(d); err != nil {
+		if err := s.acl.decodeACL(d, s.version); err != nil {
 			return err
 		}
 	}

@@ -84,6 +84,22 @@ func (t *Table) PopExpired(now int64) []string {
 	return out
 }
 
+// PopNextExpired removes and returns the key with the earliest deadline when that
+// deadline is at or before now (the first key PopExpired would return), and false when
+// none has expired. A caller that pops one key at a time can stop after any of them: the
+// state machine's sweep does at most a bounded amount of work per log entry.
+func (t *Table) PopNextExpired(now int64) (string, bool) {
+	if mutant.Is("expire-one-tick-early") {
+		now++
+	}
+	if len(t.items) == 0 || t.items[0].deadline > now {
+		return "", false
+	}
+	it := heap.Pop((*itemHeap)(&t.items)).(*item)
+	delete(t.index, it.key)
+	return it.key, true
+}
+
 // Ascend calls fn for every key in (deadline, key) order until fn returns false. It sorts a
 // copy, so it costs O(n log n); it is meant for snapshots and tests, not the hot path.
 func (t *Table) Ascend(fn func(key string, deadline int64) bool) {

@@ -88,3 +88,29 @@ func TestTable_ExpiresAtDeadline(t *testing.T) {
 		t.Fatalf("PopExpired(100) = %v, want [a]", got)
 	}
 }
+
+// TestTable_PopNextExpiredPopsInOrder: popping one expired key at a time returns what
+// PopExpired returns, in the same order, and stops at the first key not expired.
+func TestTable_PopNextExpiredPopsInOrder(t *testing.T) {
+	rng := rand.New(rand.NewSource(3))
+	var a, b Table
+	for i := 0; i < 500; i++ {
+		k, d := fmt.Sprintf("k%03d", rng.Intn(300)), int64(rng.Intn(100))
+		a.Set(k, d)
+		b.Set(k, d)
+	}
+	for _, now := range []int64{-1, 10, 10, 55, 99, 200} {
+		want := a.PopExpired(now)
+		var got []string
+		for {
+			k, ok := b.PopNextExpired(now)
+			if !ok {
+				break
+			}
+			got = append(got, k)
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) || a.Len() != b.Len() {
+			t.Fatalf("at %d: popped %v one by one, %v at once", now, got, want)
+		}
+	}
+}

@@ -24,19 +24,43 @@ func tokenJSON(t cluster.ACLToken) api.ACLToken {
 	if p == nil {
 		p = []string{}
 	}
-	return api.ACLToken{AccessorID: t.Accessor, SecretID: t.Secret, Description: t.Description, Policies: p}
+	return api.ACLToken{AccessorID: t.Accessor, SecretID: t.Secret, Description: t.Description, Policies: p, Quotas: quotasJSON(t.Quotas)}
 }
 
 func tokenViewJSON(t cluster.ACLTokenView) api.ACLToken {
-	return tokenJSON(cluster.ACLToken{Accessor: t.Accessor, Description: t.Description, Policies: t.Policies})
+	return tokenJSON(cluster.ACLToken{Accessor: t.Accessor, Description: t.Description, Policies: t.Policies, Quotas: t.Quotas})
 }
 
 func policyJSON(p cluster.ACLPolicyView) api.ACLPolicy {
-	out := api.ACLPolicy{Name: p.Name, Description: p.Description, Rules: []api.ACLRule{}}
+	out := api.ACLPolicy{Name: p.Name, Description: p.Description, Rules: []api.ACLRule{}, Quotas: quotasJSON(p.Quotas)}
 	for _, r := range p.Rules {
 		out.Rules = append(out.Rules, api.ACLRule{Prefix: r.Prefix, Access: r.Access.String()})
 	}
 	return out
+}
+
+// quotasJSON is a policy's or token's quotas as the API shows them: absent when none is
+// set.
+func quotasJSON(q cluster.Quotas) *api.Quotas {
+	if q.IsZero() {
+		return nil
+	}
+	return &api.Quotas{MaxLeases: q.MaxLeases, MaxLocks: q.MaxLocks, MaxWaiters: q.MaxWaiters}
+}
+
+// limitsJSON is the limits of the replicated state as the API shows them.
+func limitsJSON(l cluster.Limits) api.Limits {
+	q := l.PerIdentity
+	return api.LimitsOf(l.MaxLeases, l.MaxLocksPerLease, l.MaxWaitersPerLock, l.MaxLocks, l.MaxWaiters,
+		api.Quotas{MaxLeases: q.MaxLeases, MaxLocks: q.MaxLocks, MaxWaiters: q.MaxWaiters})
+}
+
+// quotasOf reads a request's quotas (nil: none).
+func quotasOf(q *api.Quotas) cluster.Quotas {
+	if q == nil {
+		return cluster.Quotas{}
+	}
+	return cluster.Quotas{MaxLeases: q.MaxLeases, MaxLocks: q.MaxLocks, MaxWaiters: q.MaxWaiters}
 }
 
 // bootstrap creates the management token. It needs no token: it works exactly once in
@@ -84,7 +108,7 @@ func (h aclRoutes) setPolicy(w http.ResponseWriter, r *http.Request) (call, erro
 	}
 	name := r.PathValue("name")
 	return call{body: body, need: accessAdmin, do: func(ctx context.Context) (any, error) {
-		if err := h.acl.SetPolicy(ctx, name, req.Description, rules); err != nil {
+		if err := h.acl.SetPolicy(ctx, name, req.Description, rules, quotasOf(req.Quotas)); err != nil {
 			return nil, err
 		}
 		for _, v := range h.acl.Policies() {
@@ -92,7 +116,7 @@ func (h aclRoutes) setPolicy(w http.ResponseWriter, r *http.Request) (call, erro
 				return policyJSON(v), nil
 			}
 		}
-		return policyJSON(cluster.ACLPolicyView{Name: name, Description: req.Description, Rules: rules}), nil
+		return policyJSON(cluster.ACLPolicyView{Name: name, Description: req.Description, Rules: rules, Quotas: quotasOf(req.Quotas)}), nil
 	}}, nil
 }
 
@@ -134,7 +158,7 @@ func (h aclRoutes) createToken(w http.ResponseWriter, r *http.Request) (call, er
 		return call{}, err
 	}
 	return call{body: body, need: accessAdmin, do: func(ctx context.Context) (any, error) {
-		tok, err := h.acl.CreateToken(ctx, req.Description, req.Policies)
+		tok, err := h.acl.CreateToken(ctx, req.Description, req.Policies, quotasOf(req.Quotas))
 		if err != nil {
 			return nil, err
 		}
@@ -143,24 +167,24 @@ func (h aclRoutes) createToken(w http.ResponseWriter, r *http.Request) (call, er
 	}}, nil
 }
 
-func (h aclRoutes) listTokens(w http.ResponseWriter, r *http.Request) (call, error) {
-	return call{need: accessAdmin, do: func(context.Context) (any, error) {
-		out := api.ACLTokenList{Tokens: []api.ACLToken{}}
-		for _, t := range h.acl.Tokens() {
-			out.Tokens = append(out.Tokens, tokenViewJSON(t))
-		}
-		return out, nil
-	}}, nil
-}
-
-func (h aclRoutes) deleteToken(w http.ResponseWriter, r *http.Request) (call, error) {
+// updateToken replaces a token's description, policies and quotas; its secret stays,
+// so its holders go on using it.
+func (h aclRoutes) updateToken(w http.ResponseWriter, r *http.Request) (call, error) {
+	body, req, err := readJSON[api.ACLTokenRequest](w, r, false)
+	if err == nil && len(req.Policies) == 0 {
+		err = api.Errorf(api.CodeInvalidArgument, "policies must name at least one policy")
+	}
+	if err != nil {
+		return call{}, err
+	}
 	accessor := r.PathValue("accessor")
-	return call{need: accessAdmin, do: func(ctx context.Context) (any, error) {
-		if err := h.acl.DeleteToken(ctx, accessor); err != nil {
+	return call{body: body, need: accessAdmin, do: func(ctx context.Context) (any, error) {
+		tok, err := h.acl.UpdateToken(ctx, accessor, req.Description, req.Policies, quotasOf(req.Quotas))
+		if err != nil {
 			return nil, err
 		}
-		h.log.Info("ACL token revoked", "accessor_id", accessor)
-		return map[string]string{"revoked": accessor}, nil
+		h.log.Info("ACL token updated", "accessor_id", tok.Accessor, "policies", tok.Policies)
+		return tokenJSON(tok), nil
 	}}, nil
 }
 

@@ -159,6 +159,19 @@ const notANode = "-"
 // relay: the caller is the member it names in nodeHeader, and nobody when the header says
 // notANode or is missing.
 func callerNode(r *http.Request, m Membership) string {
+	id := connNode(r, m)
+	if id == "" || r.Header.Get(hopHeader) == "" {
+		return id
+	}
+	if v := r.Header.Get(nodeHeader); v != "" && v != notANode && m.Has(v) {
+		return v
+	}
+	return ""
+}
+
+// connNode returns the ID of the current member whose verified node certificate is on
+// r's connection (the last hop), or "".
+func connNode(r *http.Request, m Membership) string {
 	if r.TLS == nil || len(r.TLS.VerifiedChains) == 0 || len(r.TLS.PeerCertificates) == 0 || m == nil {
 		return ""
 	}
@@ -166,11 +179,22 @@ func callerNode(r *http.Request, m Membership) string {
 	if !ok || !m.Has(id) {
 		return ""
 	}
-	if r.Header.Get(hopHeader) == "" {
+	return id
+}
+
+// selfNode returns the ID of the member that sent r about itself, or "": the member
+// whose certificate is on the connection, when the request is its own (direct, or
+// forwarded with nodeHeader naming that same member). A node's registration and version
+// claim are believed only from selfNode, never from callerNode: a relayed caller is the
+// relay's word, and any member could otherwise claim to relay for another (n2's
+// certificate with X-Raftlock-Hops: 1 and X-Raftlock-Node: n1 re-pointed the leader n1's
+// HTTP address). A genuine relay of a node's registration (the node took a
+// follower for the leader) is refused too; the node's register loop asks the leader
+// itself when leadership settles.
+func selfNode(r *http.Request, m Membership) string {
+	id := connNode(r, m)
+	if id == "" || r.Header.Get(hopHeader) == "" || r.Header.Get(nodeHeader) == id {
 		return id
-	}
-	if v := r.Header.Get(nodeHeader); v != "" && v != notANode && m.Has(v) {
-		return v
 	}
 	return ""
 }
@@ -222,34 +246,4 @@ func requestWait(r *http.Request, body []byte) time.Duration {
 		ms = b.WaitMs
 	}
 	return time.Duration(min(max(ms, 0), api.MaxWaitMs)) * time.Millisecond
-}
-
-// ownLeases refuses a call on a lease that another identity created: a lease is bound to
-// the ACL token that created it (from protocol version 3 on; see cluster.WithLeaseCreator),
-// so that a leaked lease ID is useless to any other token. The answer is the one for a
-// lease that does not exist (404 lease_not_found): the lease's existence is not revealed
-// either. An admin on the empty prefix may use every lease (an operator cleaning up), and
-// a lease that recorded no creator (made before version 3, or with ACLs off) is anyone's
-// with lock rights, as before. The check reads this node's state: a creator never
-// changes, so a node that has the lease decides rightly; one that has not seen it yet lets
-// the call go on to the leader, which checks again (a forwarded call passes here too).
-func (s *Server) ownLeases(id cluster.ACLIdentity, leases []cluster.LeaseID) error {
-	if len(leases) == 0 || id.Admin() {
-		return nil
-	}
-	for _, l := range leases {
-		if !s.ownsLease(id, l) {
-			return cluster.ErrLeaseNotFound
-		}
-	}
-	return nil
-}
-
-// ownsLease reports whether identity id may use lease l: see ownLeases.
-func (s *Server) ownsLease(id cluster.ACLIdentity, l cluster.LeaseID) bool {
-	if !s.cfg.ACL || id.Admin() || s.svc.Leases == nil {
-		return true
-	}
-	creator, ok := s.svc.Leases.Creator(l)
-	return !ok || creator == "" || creator == id.Accessor
 }

@@ -45,6 +45,8 @@
 //	                          (LeaseService, LockService, ...) and Services, one field per role
 //	services.go               NodeServices: the roles of a *cluster.Node, and ms/fromMs
 //	authorize.go              ACL checks (guard), node certificates, tokens unknown here
+//	leasegate.go              the lease gate: a lease that is missing or another
+//	                          identity's is refused on the leader, before any proposal
 //	decode.go                 strict body and query decoding; holderFields, the
 //	                          cluster.Holder of every request that can queue
 //	register.go               the follower's registration loop (the Registrar role), and Join

@@ -25,13 +25,18 @@ type call struct {
 	name string
 	// more are further names need is checked on (a lockset's other locks).
 	more []string
-	// leases are the existing leases the call acts on (a lease_id, or the lease a
-	// request_id names): with ACLs on, each must be the caller's own (Server.ownLeases).
+	// leases are the existing leases the call acts on (its lease_id): each must exist
+	// and, with ACLs on, be the caller's own, or the call is answered lease_not_found
+	// without proposing anything (the lease gate, leasegate.go).
 	leases []cluster.LeaseID
 	// requestID is the request_id whose implicit lease the call acts on (a retry may find
-	// it made): checked as leases are, once the caller is known, since from protocol
-	// version 4 the lease depends on the caller (cluster.Leases.ImplicitLease).
+	// it made): the gate lets it be missing (the call creates it) but not another
+	// identity's; it is found once the caller is known, since from protocol version 4 the
+	// lease depends on the caller (cluster.Leases.ImplicitLease).
 	requestID string
+	// stale marks a call that reads this node's applied state as it is (a stale lookup):
+	// the gate judges its leases from that state too, without a read barrier.
+	stale bool
 	// wait is how long a waiting acquire or blocking query may be held: while it is
 	// served here it takes a slot of Config.MaxHeldRequests, and a forward of it may take
 	// that much longer.
@@ -62,16 +67,11 @@ func (s *Server) serve(ep endpoint) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		c, err := ep(w, r)
 		ctx := r.Context()
+		var id cluster.ACLIdentity
 		if err == nil && c.need != 0 {
-			var id cluster.ACLIdentity
 			id, err = s.auth.authorized(r, c.need, c.name, c.more...)
 			if err == nil && s.cfg.ACL {
 				ctx = cluster.WithLeaseCreator(ctx, id.Accessor)
-				leases := c.leases
-				if c.requestID != "" && s.svc.Leases != nil {
-					leases = append(leases[:len(leases):len(leases)], s.svc.Leases.ImplicitLease(ctx, c.requestID))
-				}
-				err = s.ownLeases(id, leases)
 			}
 		}
 		if err != nil {
@@ -98,7 +98,7 @@ func (s *Server) serve(ep endpoint) http.HandlerFunc {
 		// have happened would be false; the call answers maybe's unknown_outcome instead.
 		var maybe error
 		for {
-			v, err := c.do(ctx)
+			v, err := s.attempt(ctx, id, c)
 			// The node returns ErrNotLeader only when it proposed nothing, so a request is
 			// forwarded at most once per attempt and never after any part of it may have
 			// been applied.
@@ -126,6 +126,20 @@ func (s *Server) serve(ep endpoint) http.HandlerFunc {
 			return
 		}
 	}
+}
+
+// attempt makes call c once for the caller id: behind the lease gate when it acts on
+// leases, so that a lease that is missing or another identity's is refused before
+// anything is proposed, on the leader, whatever node the request came to (leasegate.go).
+// The gate's barrier fails as the call would (cluster.ErrNotLeader on a follower: the
+// call is forwarded), having proposed nothing either.
+func (s *Server) attempt(ctx context.Context, id cluster.ACLIdentity, c call) (any, error) {
+	if len(c.leases) > 0 || c.requestID != "" {
+		if err := s.gate.admit(ctx, id, s.gate.leaseUses(ctx, c), c.stale); err != nil {
+			return nil, err
+		}
+	}
+	return c.do(ctx)
 }
 
 // writeFailure answers the error a request ended in. A node that a request was forwarded

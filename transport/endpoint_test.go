@@ -62,7 +62,7 @@ func TestEndpoint_FakeRole(t *testing.T) {
 		{"granted", `{"limit":3,"lease_id":"` + lease + `","owner":"w1"}`, nil, 200, "",
 			`{"name":"pool/db","token":7,"lease_id":"` + lease + `","ttl_ms":10000,"owner":"w1","limit":3}`},
 		{"full", `{"limit":3,"lease_id":"` + lease + `"}`, cluster.ErrSemaphoreFull, 409, "",
-			`{"error":{"code":"semaphore_full","message":"every permit of the semaphore is held; retry later or pass wait_ms to queue for one"}}`},
+			`{"error":{"code":"semaphore_full","message":"every permit of the semaphore is held; retry later, or ask to wait in its queue (the request's wait: wait_ms in the HTTP API, the wait option of the clients)"}}`},
 		{"inactive", `{"limit":3,"lease_id":"` + lease + `"}`, cluster.ErrPrimsInactive, 503, "1", `"code":"no_leader"`},
 		{"limit conflict", `{"limit":3,"lease_id":"` + lease + `"}`, &cluster.LimitConflictError{Limit: 5}, 409, "",
 			`{"error":{"code":"limit_conflict","message":"the semaphore is in use with limit 5; ask with that limit, or wait until it is not in use to set another"}}`},

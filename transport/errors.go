@@ -104,7 +104,7 @@ func errorFor(err error) failure {
 	case errors.As(err, &dl):
 		ae = deadlockError(dl.Described)
 	case errors.As(err, &ne) && errors.Is(err, cluster.ErrLockHeld):
-		ae = api.Errorf(api.CodeLockHeld, "held by other leases: %s; nothing was taken. Retry later or pass wait_ms to queue for all of them at once", strings.Join(ne.Names, ", "))
+		ae = api.Errorf(api.CodeLockHeld, "held by other leases: %s; nothing was taken. Retry later, or ask to wait for all of them at once (the request's wait: wait_ms in the HTTP API, the wait option of the clients)", strings.Join(ne.Names, ", "))
 	case errors.As(err, &ne) && errors.Is(err, cluster.ErrNotHolder):
 		ae = api.Errorf(api.CodeNotHolder, "this lease does not hold %s with those tokens (released, expired, ended by the maximum hold, or granted again); nothing was released", strings.Join(ne.Names, ", "))
 	case errors.As(err, &ie) && errors.Is(err, cluster.ErrV3Inactive):
@@ -114,7 +114,7 @@ func errorFor(err error) failure {
 	case errors.As(err, &ce):
 		ae = api.Errorf(api.CodeIndexCompacted, "this node no longer holds the events before index %d; start from from_index=%d or later, or without from_index to follow new events", ce.Oldest, ce.Oldest)
 	case errors.Is(err, cluster.ErrQuotaExceeded):
-		ae = api.Errorf(api.CodeQuotaExceeded, "%s; nothing was applied. Release or revoke what you no longer need, or raise the limit on the servers", quotaMessage(err))
+		ae = api.Errorf(api.CodeQuotaExceeded, "%s", quotaMessage(err))
 	default:
 		ae = answerFor(err)
 	}
@@ -144,8 +144,8 @@ var answers = []answer{
 
 	// Shared locks, semaphores and elections.
 	{cluster.ErrModeConflict, api.CodeModeConflict, "this lease holds or waits for the lock in the other mode; there is no upgrade or downgrade: release it (or leave the queue) first"},
-	{cluster.ErrSemaphoreFull, api.CodeSemaphoreFull, "every permit of the semaphore is held; retry later or pass wait_ms to queue for one"},
-	{cluster.ErrElectionHeld, api.CodeElectionHeld, "another lease leads the election; retry later or pass wait_ms to queue as a candidate"},
+	{cluster.ErrSemaphoreFull, api.CodeSemaphoreFull, "every permit of the semaphore is held; retry later, or ask to wait in its queue (the request's wait: wait_ms in the HTTP API, the wait option of the clients)"},
+	{cluster.ErrElectionHeld, api.CodeElectionHeld, "another lease leads the election; retry later, or ask to wait as a candidate (the request's wait: wait_ms in the HTTP API, the wait option of the clients)"},
 	{cluster.ErrPrimsInactive, api.CodeNoLeader, "shared locks, semaphores and elections need protocol version 2, which the cluster activates once every node runs this release (a rolling upgrade is in progress); nothing was applied, retry after upgrading every node"},
 
 	// The event stream.
@@ -154,7 +154,7 @@ var answers = []answer{
 	{cluster.ErrStreamReset, api.CodeIndexCompacted, "this node restored a snapshot; the events before it are unknown here"},
 
 	// Locks, leases and the cluster.
-	{cluster.ErrLockHeld, api.CodeLockHeld, "the lock is held by another lease; retry later or pass wait_ms to queue for it"},
+	{cluster.ErrLockHeld, api.CodeLockHeld, "the lock is held by another lease; retry later, or ask to wait in its queue (the request's wait: wait_ms in the HTTP API, the wait option of the clients)"},
 	{cluster.ErrWaitTimeout, api.CodeWaitTimeout, "the wait ended before the lock was granted; the lease has left the queue"},
 	{cluster.ErrNotHolder, api.CodeNotHolder, "this lease and token do not hold the lock (it was released, expired or granted again)"},
 	{cluster.ErrTokenRevoked, api.CodeUnauthenticated, "the ACL token was revoked while the request was in flight; the leases it created were revoked with it"},
@@ -169,6 +169,7 @@ var answers = []answer{
 	{cluster.ErrACLNotFound, api.CodeNotFound, "%v"},
 	{cluster.ErrACLInvalid, api.CodeInvalidArgument, "%v"},
 	{cluster.ErrACLInactive, api.CodeNoLeader, "%v; upgrade every node, then retry"},
+	{cluster.ErrQuotasInactive, api.CodeVersionInactive, "%v (the cluster activates it once every node runs this release); nothing was applied"},
 	{cluster.ErrStorage, api.CodeNoLeader, "%v; nothing was applied, retry on another node"},
 	{cluster.ErrHalted, api.CodeInternal, "this node's state machine halted on a command it does not know; it serves nothing until it is upgraded (see its log); use another node"},
 	{cluster.ErrInvalidMember, api.CodeInvalidArgument, "%v"},
@@ -200,13 +201,20 @@ func answerFor(err error) *api.Error {
 	return api.Errorf(api.CodeInternal, "internal error: %v", err)
 }
 
-// quotaMessage names the limit an ErrQuotaExceeded error reports.
+// quotaMessage names the limit an ErrQuotaExceeded error reports, how far its use is, and
+// what to do: free what is no longer needed, or have the limit raised where it is set (an
+// identity's quota on its token or policy, the others on the servers).
 func quotaMessage(err error) string {
 	var q *cluster.QuotaError
-	if errors.As(err, &q) {
-		return q.Error()
+	if !errors.As(err, &q) {
+		return "a configured limit was reached; nothing was applied. Release or revoke what you no longer need, or raise the limit on the servers"
 	}
-	return "a configured limit was reached"
+	what := "raise the limit on the servers (raftlock serve --" + strings.ReplaceAll(q.Limit, "_", "-") + ")"
+	if q.Identity != "" {
+		what = "ask an operator to raise this identity's quota (raftlock acl token update ACCESSOR --" +
+			strings.ReplaceAll(strings.TrimSuffix(q.Limit, "_per_identity"), "_", "-") + " N, or the quotas of one of its policies)"
+	}
+	return "quota exceeded: " + q.Message() + "; nothing was applied. Release or revoke what you no longer need, or " + what
 }
 
 // writeError writes err as errorFor answers it.

@@ -76,6 +76,10 @@ func (f *followerNode) elect(id string) {
 	f.changed = make(chan struct{})
 }
 
+// Creator says every lease exists, made without ACLs: the lease gate lets every call
+// go on to the operation, which answers ErrNotLeader.
+func (f *followerNode) Creator(cluster.LeaseID) (string, bool) { return "", true }
+
 func (f *followerNode) KeepAlive(context.Context, cluster.LeaseID) (time.Duration, error) {
 	return 0, cluster.ErrNotLeader
 }

@@ -26,7 +26,7 @@ func (h memberRoutes) cluster(w http.ResponseWriter, r *http.Request) (call, err
 		serving := h.routing.Serving()
 		out := api.Cluster{LeaderID: st.LeaderID, Term: st.Term, CommitIndex: st.CommitIndex, AppliedIndex: st.AppliedIndex, Nodes: []api.Node{}, Ready: serving != "", Serving: serving,
 			ProtocolVersion: st.ProtocolVersion,
-			Limits:          api.Limits{MaxLeases: st.Limits.MaxLeases, MaxLocksPerLease: st.Limits.MaxLocksPerLease, MaxWaitersPerLock: st.Limits.MaxWaitersPerLock}}
+			Limits:          limitsJSON(st.Limits)}
 		for _, m := range st.Members {
 			out.Nodes = append(out.Nodes, api.Node{ID: m.ID, RaftAddr: m.RaftAddr, HTTPAddr: m.HTTPAddr, Voter: m.Voter, Leader: m.Leader})
 		}
@@ -65,19 +65,20 @@ func (h memberRoutes) add(w http.ResponseWriter, r *http.Request) (call, error) 
 // authorizeAdd decides who may send a membership request. Adding a member or moving
 // one needs the admin right (when ACLs are on). Re-registering a member's HTTP address at
 // its current Raft address is what nodes do for themselves: with TLS on, only the node
-// whose certificate names that ID (or an admin) may do it, so nobody can point the
+// whose certificate is on the connection and names that ID, speaking for itself
+// (selfNode), or an admin may do it, so nobody, another member included, can point the
 // followers' forwards, and the lease IDs in them, at another address.
 func (h memberRoutes) authorizeAdd(r *http.Request, req api.AddNodeRequest) error {
 	cur, member := h.members.RaftAddr(req.ID)
 	selfRegistration := member && cur == req.RaftAddr
-	if selfRegistration && callerNode(r, h.members) == req.ID {
+	if selfRegistration && selfNode(r, h.members) == req.ID {
 		return nil
 	}
 	if err := h.auth.authorize(r, accessAdmin, ""); err != nil {
 		return err
 	}
 	if selfRegistration && h.tls && !h.auth.on {
-		return api.Errorf(api.CodePermissionDenied, "with TLS on, a node registers only its own HTTP address, proven by its node certificate (this connection presents %q)", callerNode(r, h.members))
+		return api.Errorf(api.CodePermissionDenied, "with TLS on, a node registers only its own HTTP address, proven by the node certificate on its own connection (this connection's certificate names member %q)", connNode(r, h.members))
 	}
 	return nil
 }
@@ -110,8 +111,10 @@ func (h memberRoutes) version(w http.ResponseWriter, r *http.Request) (call, err
 	// why SECURITY.md says to run ACLs with TLS.
 	//
 	// With TLS on and ACLs off there is no admin to be: anyone with a client certificate
-	// would pass accessAdmin, so the claim is refused unless it is the node's own.
-	if h.tls && callerNode(r, h.members) != id {
+	// would pass accessAdmin, so the claim is refused unless it is the node's own. Own
+	// means selfNode: the certificate on the connection names id, so a member cannot
+	// claim for another by relaying.
+	if h.tls && selfNode(r, h.members) != id {
 		if !h.auth.on {
 			return call{}, api.Errorf(api.CodePermissionDenied, "with TLS on and ACLs off, only node %q itself (its node certificate) may register the protocol version it speaks", id)
 		}

@@ -16,11 +16,18 @@ import (
 // process-wide default), so that several servers in one test process do not collide.
 type metrics struct {
 	reg *prometheus.Registry
-	// open is reg without the cluster's usage counts (nodeMetric.usage): what /metrics
-	// shows, with ACLs on, to a caller without admin on the empty prefix.
-	open      *prometheus.Registry
-	requests  *prometheus.CounterVec
-	latency   *prometheus.HistogramVec
+	// open is reg without the counts of the cluster's usage: what /metrics shows, with
+	// ACLs on, to a caller without admin on the empty prefix. It leaves out the usage
+	// gauges and counters of the state machine (nodeMetric.usage), the requests answered
+	// by route and status (a route's 200s are its grants, its token creations, ...) and
+	// the requests forwarded.
+	open *prometheus.Registry
+	// requests counts answers by route and status code; only in reg.
+	requests *prometheus.CounterVec
+	// latency times answers by route; in both registries (the dashboard's p99 chart
+	// reads the acquire route's buckets, with any token).
+	latency *prometheus.HistogramVec
+	// forwarded counts the requests this node forwarded to the leader; only in reg.
 	forwarded prometheus.Counter
 }
 
@@ -43,9 +50,9 @@ func newMetrics(status StatusReporter) *metrics {
 		}),
 	}
 	for _, reg := range []*prometheus.Registry{m.reg, m.open} {
-		reg.MustRegister(m.requests, m.latency, m.forwarded,
-			collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		reg.MustRegister(m.latency, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}
+	m.reg.MustRegister(m.requests, m.forwarded)
 	if status != nil {
 		m.reg.MustRegister(nodeCollector{status: status})
 		m.open.MustRegister(nodeCollector{status: status, withoutUsage: true})
@@ -133,7 +140,8 @@ func (m *metrics) instrument(next http.Handler) http.Handler {
 
 // handler serves /metrics: everything to whoever may read the cluster's usage (anyone
 // with ACLs off; a token with admin on the empty prefix with ACLs on), the node's health
-// without the usage counts to everyone else. /metrics itself needs no token.
+// without the usage counts (metrics.open) to everyone else, the rule by which the
+// overview withholds its lease counts. /metrics itself needs no token.
 func (m *metrics) handler(auth *guard) http.HandlerFunc {
 	full := promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
 	open := promhttp.HandlerFor(m.open, promhttp.HandlerOpts{})

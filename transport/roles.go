@@ -28,6 +28,9 @@ type LeaseService interface {
 	// Creator returns the ACL accessor that created a lease ("" when none was recorded)
 	// and whether the lease exists, from this node's applied state.
 	Creator(id cluster.LeaseID) (string, bool)
+	// ReadBarrier makes the Creator answers that follow linearizable (a heartbeat round,
+	// no log entry); on a follower it returns cluster.ErrNotLeader.
+	ReadBarrier(ctx context.Context) error
 	// ImplicitLease returns the lease an acquire with requestID and no lease_id acts on
 	// for ctx's caller.
 	ImplicitLease(ctx context.Context, requestID string) cluster.LeaseID
@@ -135,12 +138,19 @@ type StatusReporter interface {
 type ACLStore interface {
 	// Bootstrap creates the management token, once in the cluster's life.
 	Bootstrap(ctx context.Context) (cluster.ACLToken, error)
-	// SetPolicy creates or replaces a policy.
-	SetPolicy(ctx context.Context, name, description string, rules []cluster.ACLRule) error
+	// SetPolicy creates or replaces a policy, with the quotas it grants (zero: none).
+	SetPolicy(ctx context.Context, name, description string, rules []cluster.ACLRule, quotas cluster.Quotas) error
 	// DeletePolicy deletes a policy.
 	DeletePolicy(ctx context.Context, name string) error
-	// CreateToken creates a token with policies and returns it with its secret.
-	CreateToken(ctx context.Context, description string, policies []string) (cluster.ACLToken, error)
+	// CreateToken creates a token with policies and its own quotas (zero: none) and
+	// returns it with its secret.
+	CreateToken(ctx context.Context, description string, policies []string, quotas cluster.Quotas) (cluster.ACLToken, error)
+	// UpdateToken replaces a token's description, policies and quotas; its secret stays.
+	UpdateToken(ctx context.Context, accessor, description string, policies []string, quotas cluster.Quotas) (cluster.ACLToken, error)
+	// Usage returns an identity's use and quotas ("" for leases made without ACLs).
+	Usage(identity string) cluster.UsageView
+	// Usages returns every identity's use, and the cluster's leases, grants and waits.
+	Usages() (ids []cluster.UsageView, leases, locks, waiters uint64)
 	// DeleteToken revokes the token with accessor.
 	DeleteToken(ctx context.Context, accessor string) error
 	// Resolve returns the identity of a token's secret, and whether it is known.

@@ -13,7 +13,7 @@ type route struct {
 // (leases.go, locks.go, ...); serve gives them all the same reply path.
 func (s *Server) apiRoutes() []route {
 	svc := s.svc
-	leases := leaseRoutes{svc.Leases, s.auth, svc.Routing}
+	leases := leaseRoutes{svc.Leases, s.auth, s.gate}
 	locks := lockRoutes{svc.Locks, s.auth}
 	semaphores := semaphoreRoutes{svc.Semaphores}
 	elections := electionRoutes{svc.Elections}
@@ -57,6 +57,8 @@ func (s *Server) apiRoutes() []route {
 		{"POST /v1/acl/tokens", s.serve(acl.createToken)},
 		{"GET /v1/acl/tokens", s.serve(acl.listTokens)},
 		{"DELETE /v1/acl/tokens/{accessor}", s.serve(acl.deleteToken)},
+		{"PUT /v1/acl/tokens/{accessor}", s.serve(acl.updateToken)},
+		{"GET /v1/usage", s.serve(acl.usage)},
 		{"GET /v1/acl/token/self", s.serve(acl.tokenSelf)},
 		{"GET /healthz", s.serve(members.healthz)},
 		{"GET /readyz", s.serve(members.readyz)},

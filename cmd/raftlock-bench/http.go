@@ -84,6 +84,12 @@ func (c *httpClient) close() { c.hc.CloseIdleConnections() }
 // do sends body (nil for none) and decodes a 2xx answer into out (nil to discard it).
 // A non-2xx answer in the API's error form becomes an *api.Error.
 func (c *httpClient) do(ctx context.Context, method, url string, body []byte, out any) error {
+	return c.doAs(ctx, benchToken, method, url, body, out)
+}
+
+// doAs is do with token as the request's ACL token ("" for none): the neighbour workload
+// speaks as several tenants.
+func (c *httpClient) doAs(ctx context.Context, token, method, url string, body []byte, out any) error {
 	var rd io.Reader
 	if body != nil {
 		rd = bytes.NewReader(body)
@@ -95,8 +101,8 @@ func (c *httpClient) do(ctx context.Context, method, url string, body []byte, ou
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	if benchToken != "" {
-		req.Header.Set(api.AuthorizationHeader, "Bearer "+benchToken)
+	if token != "" {
+		req.Header.Set(api.AuthorizationHeader, "Bearer "+token)
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {

@@ -4,6 +4,7 @@
 // alive, and memory, snapshot and restart figures with many locks held.
 //
 //	raftlock-bench [flags] WORKLOAD...           uncontended parallel contended shared semaphore keepalive scale, or all
+//	raftlock-bench --acl-token-file ADMIN neighbour   one tenant floods, expires and loses its token beside another
 //	raftlock-bench [--down 30s --restarts 10] rejoin   a follower killed and started again, timed to ready
 //	raftlock-bench compare RAFTLOCK.json ETCD.json
 //	raftlock-bench table FILE.json...
@@ -43,6 +44,10 @@ func main() {
 // workloads lists every workload in the order "all" runs them.
 var workloads = []string{benchkit.Uncontended, benchkit.Parallel, benchkit.Contended, benchkit.Shared, benchkit.Semaphore, "keepalive", "scale"}
 
+// apartWorkloads are run only when named: they need a cluster set up for them (the
+// neighbour workload: ACLs on and an admin token), or they kill its processes (rejoin).
+var apartWorkloads = []string{"neighbour", "rejoin"}
+
 // options are the flags of a run.
 type options struct {
 	Endpoints []string
@@ -56,8 +61,11 @@ type options struct {
 	LeaseTTL  time.Duration
 	Batch     int // keepalive: lease IDs per batch keepalive request; 0 sends one request per lease
 	Locks     int
-	Snapshot  bool
-	Restart   bool
+	// TenantLocks is the neighbour workload's locks held by the tenant that expires and
+	// loses its token.
+	TenantLocks int
+	Snapshot    bool
+	Restart     bool
 	// rejoin: how long each follower stays down, how many restarts, how many locks held
 	Down        time.Duration
 	DownJitter  time.Duration
@@ -78,7 +86,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 	return &cli.App{
 		Name:      "raftlock-bench",
 		Usage:     "benchmark a raftlock cluster",
-		ArgsUsage: "WORKLOAD... (uncontended, parallel, contended, shared, semaphore, keepalive, scale, or all; and rejoin, which all leaves out: it kills and restarts followers)",
+		ArgsUsage: "WORKLOAD... (uncontended, parallel, contended, shared, semaphore, keepalive, scale, or all; neighbour and rejoin only by name)",
 		Writer:    stdout,
 		ErrWriter: stderr,
 		Flags: []cli.Flag{
@@ -94,6 +102,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			&cli.IntFlag{Name: "batch", Usage: "keepalive: renew this many leases per request with the batch form of POST /v1/leases/keepalive (lease_ids, at most 10000); 0 sends one request per lease"},
 			&cli.DurationFlag{Name: "lease-ttl", Value: 10 * time.Second, Usage: "keepalive: TTL of those leases (each is renewed every TTL/3)"},
 			&cli.IntFlag{Name: "locks", Value: 1_000_000, Usage: "scale: locks held"},
+			&cli.IntFlag{Name: "tenant-locks", Value: 200_000, Usage: "neighbour: locks of the tenant whose leases expire at once, then whose token is deleted"},
 			&cli.BoolFlag{Name: "snapshot", Value: true, Usage: "scale: wait for a snapshot that holds every lock and report its size"},
 			&cli.BoolFlag{Name: "restart", Value: true, Usage: "scale: restart one follower and time it until ready"},
 			&cli.BoolFlag{Name: "keep", Usage: "scale: leave the locks held (default: revoke their leases at the end)"},
@@ -121,7 +130,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 				Endpoints: c.StringSlice("endpoints"), Target: c.String("target"),
 				Duration: c.Duration("duration"), Warmup: c.Duration("warmup"), Clients: c.Int("clients"),
 				WaitMs: c.Int64("wait-ms"), TTL: c.Duration("ttl"), Leases: c.Int("leases"), LeaseTTL: c.Duration("lease-ttl"), Batch: c.Int("batch"),
-				Locks: c.Int("locks"), Snapshot: c.Bool("snapshot"), Restart: c.Bool("restart"), Keep: c.Bool("keep"),
+				Locks: c.Int("locks"), TenantLocks: c.Int("tenant-locks"), Snapshot: c.Bool("snapshot"), Restart: c.Bool("restart"), Keep: c.Bool("keep"),
 				Down: c.Duration("down"), DownJitter: c.Duration("down-jitter"), Restarts: c.Int("restarts"), RejoinLocks: c.Int("rejoin-locks"),
 				PIDs: c.String("pids"), StateDir: c.String("state"), JSON: c.Bool("json"), JSONOut: c.String("json-out"), Label: c.String("label"),
 				Quiet: c.Bool("quiet"), Stdout: stdout, Stderr: stderr,
@@ -226,12 +235,12 @@ func expand(args []string) ([]string, error) {
 			out = append(out, workloads...)
 			continue
 		}
-		known := a == "rejoin" // not in all: it kills followers, for minutes
-		for _, w := range workloads {
+		known := false
+		for _, w := range append(workloads, apartWorkloads...) {
 			known = known || w == a
 		}
 		if !known {
-			return nil, fmt.Errorf("unknown workload %q; known: %s, all", a, strings.Join(workloads, ", "))
+			return nil, fmt.Errorf("unknown workload %q; known: %s, all, %s", a, strings.Join(workloads, ", "), strings.Join(apartWorkloads, ", "))
 		}
 		out = append(out, a)
 	}
@@ -274,6 +283,14 @@ func run(ctx context.Context, o options, names []string) ([]*benchkit.Result, er
 				return results, cli.Exit("--restarts must be > 0 and --rejoin-locks >= 0", 2)
 			}
 			r, err = runRejoin(ctx, o, b, progress)
+		case "neighbour":
+			var rs []*benchkit.Result
+			rs, err = runNeighbour(ctx, o, b, progress)
+			results = append(results, rs...)
+			if err != nil {
+				return results, fmt.Errorf("%s: %w", name, err)
+			}
+			continue
 		default:
 			clients := o.Clients
 			if clients == 0 {

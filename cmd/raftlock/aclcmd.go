@@ -39,11 +39,25 @@ Start with "raftlock acl bootstrap", once per cluster: it prints a management to
 					clientCommand(&cli.Command{
 						Name:  "create",
 						Usage: "create a token holding policies and print its secret (shown once)",
-						Flags: clientFlags(
+						Flags: clientFlags(append([]cli.Flag{
 							&cli.GenericFlag{Name: "policy", Usage: "a policy the token holds (repeat for more)", Value: &multiValue{}},
 							&cli.StringFlag{Name: "description", Usage: "free text for operators (never a secret)"},
-						),
+						}, quotaFlags("the token's own")...)...),
 					}, runACLTokenCreate),
+					clientCommand(&cli.Command{
+						Name:      "update",
+						Usage:     "replace a token's policies, description and quotas (its secret stays)",
+						ArgsUsage: "ACCESSOR",
+						Description: `Everything but the secret is replaced: name every policy the token is to hold, and
+the quotas it is to have of its own (left out: none of its own, so its policies' or
+the cluster's defaults apply). Example:
+
+   raftlock acl token update 3f2a... --policy payments --max-locks 200000`,
+						Flags: clientFlags(append([]cli.Flag{
+							&cli.GenericFlag{Name: "policy", Usage: "a policy the token holds (repeat for more)", Value: &multiValue{}},
+							&cli.StringFlag{Name: "description", Usage: "free text for operators (never a secret)"},
+						}, quotaFlags("the token's own")...)...),
+					}, runACLTokenUpdate),
 					clientCommand(&cli.Command{
 						Name:  "list",
 						Usage: "list the tokens (accessor IDs and policies, never secrets)",
@@ -75,10 +89,10 @@ that starts with PREFIX. The empty prefix, written "=admin", matches every name 
 cluster-wide operations. Example:
 
    raftlock acl policy create workers --rule 'jobs/=lock' --rule '=read'`,
-						Flags: clientFlags(
+						Flags: clientFlags(append([]cli.Flag{
 							&cli.GenericFlag{Name: "rule", Usage: "PREFIX=ACCESS (repeat for more)", Value: &multiValue{}},
 							&cli.StringFlag{Name: "description", Usage: "free text for operators"},
-						),
+						}, quotaFlags("the quotas the policy grants its tokens:")...)...),
 					}, runACLPolicyCreate),
 					clientCommand(&cli.Command{
 						Name:  "list",
@@ -141,8 +155,22 @@ func runACLTokenCreate(c *cli.Context, a parsedArgs) error {
 		return err
 	}
 	return newToken(c, func(ctx context.Context, cl *client.Client) (api.ACLToken, error) {
-		return cl.ACLTokenCreate(ctx, api.ACLTokenRequest{Description: c.String("description"), Policies: policies})
+		return cl.ACLTokenCreate(ctx, api.ACLTokenRequest{Description: c.String("description"), Policies: policies, Quotas: quotasFrom(c)})
 	})
+}
+
+func runACLTokenUpdate(c *cli.Context, a parsedArgs) error {
+	policies := multi(c, "policy")
+	if len(policies) == 0 {
+		return usageErrorf(c, "name at least one --policy (every policy the token is to hold)")
+	}
+	accessor, err := a.one(c, "give exactly one token ACCESSOR ID")
+	if err != nil {
+		return err
+	}
+	return request(c, func(ctx context.Context, cl *client.Client) (api.ACLToken, error) {
+		return cl.ACLTokenUpdate(ctx, accessor, api.ACLTokenRequest{Description: c.String("description"), Policies: policies, Quotas: quotasFrom(c)})
+	}, writeToken)
 }
 
 // newToken calls the cluster for a token whose secret it shows this once, prints it and
@@ -173,6 +201,9 @@ func writeToken(w io.Writer, tok api.ACLToken) error {
 			fmt.Fprintf(w, "description\t%s\n", tok.Description)
 		}
 		fmt.Fprintf(w, "policies\t%s\n", strings.Join(tok.Policies, ", "))
+		if tok.Quotas != nil {
+			fmt.Fprintf(w, "quotas\t%s\n", formatQuotas(tok.Quotas))
+		}
 	})
 }
 
@@ -184,8 +215,8 @@ func runACLTokenList(c *cli.Context, a parsedArgs) error {
 		toks, err := cl.ACLTokenList(ctx)
 		return api.ACLTokenList{Tokens: toks}, err
 	}, func(w io.Writer, l api.ACLTokenList) error {
-		return writeRows(w, "no tokens", "ACCESSOR\tPOLICIES\tDESCRIPTION", l.Tokens, func(w io.Writer, t api.ACLToken) {
-			fmt.Fprintf(w, "%s\t%s\t%s\n", t.AccessorID, strings.Join(t.Policies, ","), t.Description)
+		return writeRows(w, "no tokens", "ACCESSOR\tPOLICIES\tQUOTAS\tDESCRIPTION", l.Tokens, func(w io.Writer, t api.ACLToken) {
+			fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", t.AccessorID, strings.Join(t.Policies, ","), formatQuotas(t.Quotas), t.Description)
 		})
 	})
 }
@@ -238,7 +269,7 @@ func runACLPolicyCreate(c *cli.Context, a parsedArgs) error {
 		return err
 	}
 	return request(c, func(ctx context.Context, cl *client.Client) (api.ACLPolicy, error) {
-		return cl.ACLPolicySet(ctx, name, api.ACLPolicyRequest{Description: c.String("description"), Rules: rules})
+		return cl.ACLPolicySet(ctx, name, api.ACLPolicyRequest{Description: c.String("description"), Rules: rules, Quotas: quotasFrom(c)})
 	}, func(w io.Writer, p api.ACLPolicy) error {
 		return table(w, func(w io.Writer) {
 			fmt.Fprintf(w, "policy\t%s\n", p.Name)
@@ -246,6 +277,9 @@ func runACLPolicyCreate(c *cli.Context, a parsedArgs) error {
 				fmt.Fprintf(w, "description\t%s\n", p.Description)
 			}
 			fmt.Fprintf(w, "rules\t%s\n", formatRules(p.Rules))
+			if p.Quotas != nil {
+				fmt.Fprintf(w, "quotas\t%s\n", formatQuotas(p.Quotas))
+			}
 		})
 	})
 }
@@ -267,8 +301,8 @@ func runACLPolicyList(c *cli.Context, a parsedArgs) error {
 		ps, err := cl.ACLPolicyList(ctx)
 		return api.ACLPolicyList{Policies: ps}, err
 	}, func(w io.Writer, l api.ACLPolicyList) error {
-		return writeRows(w, "no policies", "NAME\tRULES\tDESCRIPTION", l.Policies, func(w io.Writer, p api.ACLPolicy) {
-			fmt.Fprintf(w, "%s\t%s\t%s\n", p.Name, formatRules(p.Rules), p.Description)
+		return writeRows(w, "no policies", "NAME\tRULES\tQUOTAS\tDESCRIPTION", l.Policies, func(w io.Writer, p api.ACLPolicy) {
+			fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", p.Name, formatRules(p.Rules), formatQuotas(p.Quotas), p.Description)
 		})
 	})
 }

@@ -221,7 +221,8 @@ func inspectJSON(path string, h api.BackupHeader, s fsm.SnapshotSummary) inspect
 	return inspectOutput{File: path, Index: h.Index, ClusterTimeMs: h.ClusterTimeMs, ProtocolVersion: h.ProtocolVersion,
 		SnapshotFormat: s.Format, Size: h.Size, SHA256: h.SHA256, Created: h.Created, FreedIndex: s.FreedIndex,
 		Leases: s.Leases, Locks: s.Locks, Waiters: s.Waiters, Nodes: s.Nodes, NodeVersions: s.NodeVersions,
-		Limits: api.Limits{MaxLeases: s.Limits.MaxLeases, MaxLocksPerLease: s.Limits.MaxLocksPerLease, MaxWaitersPerLock: s.Limits.MaxWaitersPerLock}}
+		Limits: api.LimitsOf(s.Limits.MaxLeases, s.Limits.MaxLocksPerLease, s.Limits.MaxWaitersPerLock, s.Limits.MaxLocks, s.Limits.MaxWaiters,
+			api.Quotas{MaxLeases: s.Limits.PerIdentity.MaxLeases, MaxLocks: s.Limits.PerIdentity.MaxLocks, MaxWaiters: s.Limits.PerIdentity.MaxWaiters})}
 }
 
 func runBackupInspect(c *cli.Context, a parsedArgs) error {
@@ -256,6 +257,13 @@ func runBackupInspect(c *cli.Context, a parsedArgs) error {
 	fmt.Fprintf(w, "nodes\t%d\n", out.Nodes)
 	fmt.Fprintf(w, "limits\tmax_leases %s, max_locks_per_lease %s, max_waiters_per_lock %s\n",
 		limit(out.Limits.MaxLeases), limit(out.Limits.MaxLocksPerLease), limit(out.Limits.MaxWaitersPerLock))
+	if q := out.Limits.PerIdentity; out.Limits.MaxLocks != 0 || out.Limits.MaxWaiters != 0 || q != nil {
+		if q == nil {
+			q = &api.Quotas{}
+		}
+		fmt.Fprintf(w, "limits (version 5)	max_locks %s, max_waiters %s; per identity: max_leases %s, max_locks %s, max_waiters %s\n",
+			limit(out.Limits.MaxLocks), limit(out.Limits.MaxWaiters), limit(q.MaxLeases), limit(q.MaxLocks), limit(q.MaxWaiters))
+	}
 	return w.Flush()
 }
 

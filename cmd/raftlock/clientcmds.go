@@ -59,6 +59,7 @@ func clientCommands() []*cli.Command {
 		electCommand(),
 		leaderCommand(),
 		aclCommand(),
+		usageCommand(),
 		tlsCommand(),
 	}
 }

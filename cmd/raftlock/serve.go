@@ -63,6 +63,11 @@ func serveFlags() []cli.Flag {
 		u64("max-leases", "quota: live leases in the cluster (0: unlimited)", 1_000_000),
 		u64("max-locks-per-lease", "quota: locks one lease may hold or wait for (0: unlimited)", 10_000),
 		u64("max-waiters-per-lock", "quota: leases queued for one lock (0: unlimited)", 10_000),
+		u64("max-locks", "quota: grants held in the cluster: locks (each holder of a shared lock), semaphore permits, leaderships (0: unlimited; protocol version 5)", fsm.DefaultMaxLocks),
+		u64("max-waiters", "quota: waits in the cluster, for locks, permits and leaderships (0: unlimited; protocol version 5)", fsm.DefaultMaxWaiters),
+		u64("max-leases-per-identity", "quota: live leases of one identity (an ACL token, or every caller without one) unless its token or a policy sets its own (0: unlimited; ACLs on, protocol version 5)", fsm.DefaultPerIdentity.MaxLeases),
+		u64("max-locks-per-identity", "quota: grants one identity holds (see --max-locks) unless its token or a policy sets its own (0: unlimited; ACLs on, protocol version 5)", fsm.DefaultPerIdentity.MaxLocks),
+		u64("max-waiters-per-identity", "quota: waits of one identity unless its token or a policy sets its own (0: unlimited; ACLs on, protocol version 5)", fsm.DefaultPerIdentity.MaxWaiters),
 		str("tls-cert", "this node's certificate (PEM), issued by `raftlock tls cert --node ID`; turns on TLS for the API and mutual TLS between nodes", ""),
 		str("tls-key", "the certificate's private key (PEM, mode 0600)", ""),
 		str("tls-ca", "the cluster CA certificate (PEM) that every node and client certificate is checked against", ""),
@@ -190,6 +195,13 @@ func serveConfig(c *cli.Context, logger hclog.Logger) (cluster.Config, serveOpti
 			MaxLeases:         c.Uint64("max-leases"),
 			MaxLocksPerLease:  c.Uint64("max-locks-per-lease"),
 			MaxWaitersPerLock: c.Uint64("max-waiters-per-lock"),
+			MaxLocks:          c.Uint64("max-locks"),
+			MaxWaiters:        c.Uint64("max-waiters"),
+			PerIdentity: fsm.Quotas{
+				MaxLeases:  identityQuota(c, "max-leases-per-identity", c.Uint64("max-leases")),
+				MaxLocks:   identityQuota(c, "max-locks-per-identity", c.Uint64("max-locks")),
+				MaxWaiters: identityQuota(c, "max-waiters-per-identity", c.Uint64("max-waiters")),
+			},
 		},
 	}
 	segment, err := parseMemoryLimit(c.String("raft-wal-segment-size"))
@@ -213,10 +225,23 @@ func serveConfig(c *cli.Context, logger hclog.Logger) (cluster.Config, serveOpti
 		}
 		nodeToken = strings.TrimSpace(string(b))
 	}
+	warnExposed(logger, exposure{httpListen: c.String("http-addr"), raftListen: c.String("raft-addr"), tls: reloader != nil, clientAuth: files.ClientAuth, acl: c.Bool("acl")})
 	if c.Bool("acl") && reloader == nil && nodeToken == "" {
 		logger.Warn("ACLs are on and TLS is off: this node registers its HTTP address only when it leads (no node certificate or --acl-node-token-file proves who it is), so right after it first takes office other nodes answer 503 for a moment; use TLS")
 	}
 	return cfg, serveOptions{join: c.String("join"), maxHeld: c.Int("max-held-requests"), holdTimeout: c.Duration("hold-timeout"), httpListen: c.String("http-addr"), acl: c.Bool("acl"), nodeToken: nodeToken, memoryLimit: memLimit, gcHeadroom: uint64(headroom), http2Cleartext: c.Bool("http2-cleartext"), pprofAddr: c.String("pprof-addr"), allowedHosts: commaList(c.String("allowed-hosts")), allowedOrigins: commaList(c.String("allowed-origins"))}, nil
+}
+
+// identityQuota is the per-identity quota of flag name: as given, or, when it was left at
+// its default, the smaller of that default and half of the cluster-wide limit it counts
+// toward (clusterCap, 0: none), so that with any cluster-wide limit an operator sets, one
+// identity cannot take all of it unless a quota was set to allow it.
+func identityQuota(c *cli.Context, name string, clusterCap uint64) uint64 {
+	v := c.Uint64(name)
+	if c.IsSet(name) || clusterCap == 0 || v == 0 {
+		return v
+	}
+	return max(min(v, clusterCap/2), 1)
 }
 
 // advertiseAddr returns the address other nodes use for this node: adv when given, else

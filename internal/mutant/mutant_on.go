@@ -68,6 +68,10 @@ var registry = []Mutant{
 	{"revoke-leaves-locks", "revoking a lease leaves its locks held"},
 	{"lease-owner-unchecked", "the state machine lets any caller use a lease another identity created"},
 	{"token-delete-keeps-leases", "deleting an ACL token leaves the leases it created alive, queued and holding"},
+	// isolation (§13)
+	{"identity-quota-ignored", "the state machine grants past an identity's quotas and the cluster-wide limits of version 5"},
+	{"history-shares-off", "one identity's churn of new names evicts another identity's lock history (one pool, as before version 5)"},
+	{"sweep-in-one-entry", "an entry ends everything that expired, was revoked or lost its token, however much (no budget, as before version 6)"},
 	// primitives (§10)
 	{"shared-beside-exclusive", "a shared lock request is granted beside an exclusive holder"},
 	{"semaphore-extra-permit", "a semaphore grants one permit more than its limit"},

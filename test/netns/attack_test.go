@@ -103,6 +103,7 @@ func attackSuite(t *testing.T, acl bool) *tally {
 	flags := []string{"--election-timeout", "2s", "--pprof-addr", pprofAddr}
 	if acl {
 		flags = append(flags, "--acl")
+		flags = append(flags, tenantFlags()...) // small quotas for cases 31 to 35
 	}
 	c := startCluster(t, nw, k, flags...)
 
@@ -306,6 +307,22 @@ func attackSuite(t *testing.T, acl bool) *tally {
 
 	// 22.-26. The third round's cases at the HTTP edge (roundthree_test.go).
 	roundThree(t, ty, c, nw, base, admin, w, worker.withToken(tok.other), worker, acl)
+
+	// 27.-29. A member's certificate speaking for another, /metrics' open counters
+	// (isolation_test.go).
+	isolation(t, ty, c, nw, k, base, admin, w, worker, acl)
+
+	// 30. Another token's live lease and a made-up ID answered alike, on one path
+	// (unknownlease_test.go).
+	if acl {
+		foreignOrUnknown(t, ty, c, base, admin, w, other)
+	}
+
+	// 31.-35. One tenant's flood, leases, bursts and churn beside another tenant
+	// (quotas_test.go).
+	if acl {
+		tenants(t, ty, c, base, admin, worker)
+	}
 
 	// 17. A backup saved through the CLI past planted symlinks (symlink_test.go).
 	plantedSymlinks(t, ty, c, k, admin.Token)

@@ -13,9 +13,12 @@
 // to each other through their advertised addresses. TestNetns_AttackSuite runs the cluster
 // with mutual TLS and ACLs and plays an attacker on the same network: plain HTTP and TCP,
 // foreign and missing certificates, Raft RPCs from hashicorp/raft's own transport, forged
-// headers and membership changes, guessed lease IDs and tokens without rights. Every case
-// must be refused; then the happy path runs over the same network, and no node's log may
-// contain a lease ID or ACL secret issued during the test. TestNetns_BrowserAttacksPlain
-// plays a web page against a cluster without TLS or ACLs (cross-site requests, DNS
-// rebinding of the API and of the pprof listener), as the suite does in its TLS modes.
+// headers and membership changes, guessed lease IDs and tokens without rights, and, with
+// ACLs, a tenant that floods the cluster to its quotas, lets thousands of locks expire in
+// one deadline and churns past the history bound beside another tenant (quotas_test.go,
+// on a cluster with small quotas). Every case must be refused; then the happy path runs
+// over the same network, and no node's log may contain a lease ID or ACL secret issued
+// during the test. TestNetns_BrowserAttacksPlain plays a web page against a cluster
+// without TLS or ACLs (cross-site requests, DNS rebinding of the API and of the pprof
+// listener), as the suite does in its TLS modes.
 package netns

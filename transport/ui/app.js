@@ -547,8 +547,11 @@ function parseMetrics(text) {
   return out;
 }
 
+// counter sums a counter's series, or is null when the node leaves it out: with ACLs on,
+// the usage counts need admin on the empty prefix, and the chart then shows a dash.
 function counter(ms, name) {
-  return (ms[name] || []).reduce((s, x) => s + x.value, 0);
+  if (!ms[name]) return null;
+  return ms[name].reduce((s, x) => s + x.value, 0);
 }
 
 // acquireBuckets returns the cumulative buckets {le: count} of the acquire route's latency.
@@ -598,7 +601,7 @@ async function scrape() {
     if (prev) {
       const dt = (cur.at - prev.at) / 1000;
       // A counter that went down means the node restarted: skip that interval.
-      const rate = (k) => (cur[k] >= prev[k] ? (cur[k] - prev[k]) / dt : null);
+      const rate = (k) => (cur[k] != null && prev[k] != null && cur[k] >= prev[k] ? (cur[k] - prev[k]) / dt : null);
       push('grants', rate('grants'), (v) => v.toFixed(1));
       push('handovers', rate('handovers'), (v) => v.toFixed(1));
       push('renews', rate('renews'), (v) => v.toFixed(1));

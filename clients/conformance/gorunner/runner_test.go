@@ -71,8 +71,12 @@ func loadScenarios(t *testing.T) []scenario {
 // restored (nodes continued, restarted, a leader waited for) after each.
 func TestConformance(t *testing.T) {
 	scenarios := loadScenarios(t)
-	p := testcluster.StartProcesses(t, 3)
+	cs := &clusters{a: startCluster(t, 3)}
+	p := cs.a
 	for _, sc := range scenarios {
+		if sc.names("b1") && cs.b == nil {
+			cs.b = startCluster(t, 1, "--snapshot-threshold", "1", "--snapshot-interval", "100ms")
+		}
 		t.Run(sc.Name, func(t *testing.T) {
 			for _, s := range sc.Skip {
 				if s == "go" {
@@ -82,7 +86,7 @@ func TestConformance(t *testing.T) {
 					t.Skip("the scenario file skips the go runner")
 				}
 			}
-			r := newRun(t, p, sc)
+			r := newRun(t, cs, sc)
 			defer r.cleanup()
 			for i, st := range sc.Steps {
 				if err := r.step(st); err != nil {
@@ -92,6 +96,9 @@ func TestConformance(t *testing.T) {
 			}
 		})
 		restore(t, p)
+		if cs.b != nil {
+			restore(t, cs.b)
+		}
 	}
 }
 
@@ -118,9 +125,9 @@ type outcome struct {
 	code string
 }
 
-// hold is what an acquire-like step leaves behind.
+// hold is what an acquire-like step (or a lease step) leaves behind.
 type hold struct {
-	c        *client.Client
+	c        *client.Client // the client of the cluster the hold lives on
 	name     string
 	token    uint64
 	lost     func() <-chan struct{}
@@ -128,39 +135,59 @@ type hold struct {
 	leaseID  func() string
 	release  func(ctx context.Context) error
 	proclaim func(ctx context.Context, value string) error
+	lease    *client.Lease // set for a lease step's hold
 }
 
 type run struct {
 	t       *testing.T
-	p       *testcluster.Processes
+	cs      *clusters
+	p       *testcluster.Processes // cluster A
 	sc      scenario
 	clients map[string]*client.Client
+	routers map[string]*client.Router
 	proxies map[string]*proxyState
 	servers []*http.Server
 	mu      sync.Mutex
 	results map[string]map[string]any
 	holds   map[string]*hold
 	stores  map[string]*store
+	streams map[string]*stream
 	bg      map[string]chan outcome
 	dir     string
 }
 
-func newRun(t *testing.T, p *testcluster.Processes, sc scenario) *run {
-	r := &run{t: t, p: p, sc: sc, clients: map[string]*client.Client{}, proxies: map[string]*proxyState{},
-		results: map[string]map[string]any{}, holds: map[string]*hold{}, stores: map[string]*store{},
-		bg: map[string]chan outcome{}, dir: t.TempDir()}
+func newRun(t *testing.T, cs *clusters, sc scenario) *run {
+	p := cs.a
+	r := &run{t: t, cs: cs, p: p, sc: sc, clients: map[string]*client.Client{}, routers: map[string]*client.Router{},
+		proxies: map[string]*proxyState{}, results: map[string]map[string]any{}, holds: map[string]*hold{},
+		stores: map[string]*store{}, streams: map[string]*stream{}, bg: map[string]chan outcome{}, dir: t.TempDir()}
 	specs := sc.Clients
 	if specs == nil {
 		specs = map[string]map[string]any{"a": {}, "b": {}, "c": {}}
 	}
 	for label, o := range specs {
+		if routes, ok := o["routes"].([]any); ok {
+			rt, err := r.newRouter(routes)
+			if err != nil {
+				t.Fatalf("client %s: %v", label, err)
+			}
+			r.routers[label] = rt
+			continue
+		}
 		eps := p.Endpoints()
+		if nodes, ok := o["nodes"].([]any); ok {
+			var err error
+			if eps, err = cs.endpoints(nodes); err != nil {
+				t.Fatalf("client %s: %v", label, err)
+			}
+		}
 		if o["proxy"] == true {
 			ps := &proxyState{}
 			r.proxies[label] = ps
+			targets := eps
 			eps = nil
-			for i := 0; i < p.N(); i++ {
-				eps = append(eps, r.startProxy(ps, p.URL(i)))
+			for _, u := range targets {
+				eps = append(eps, r.startProxy(ps, u))
 			}
 		}
 		c, err := client.New(eps)
@@ -172,14 +199,44 @@ func newRun(t *testing.T, p *testcluster.Processes, sc scenario) *run {
 	return r
 }
 
+// newRouter makes the Router of a client's routes (FORMAT.md, "Clients").
+func (r *run) newRouter(routes []any) (*client.Router, error) {
+	var rs []client.Route
+	for _, x := range routes {
+		m, _ := x.(map[string]any)
+		nodes, _ := m["nodes"].([]any)
+		eps, err := r.cs.endpoints(nodes)
+		if err != nil {
+			return nil, err
+		}
+		var prefixes []string
+		for _, p := range m["prefixes"].([]any) {
+			prefixes = append(prefixes, p.(string))
+		}
+		name, _ := m["name"].(string)
+		rs = append(rs, client.Route{Name: name, Prefixes: prefixes, Endpoints: eps})
+	}
+	return client.NewRouter(rs)
+}
+
 func (r *run) cleanup() {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
 	r.mu.Lock()
-	holds := r.holds
+	holds, streams := r.holds, r.streams
 	r.mu.Unlock()
+	for _, s := range streams {
+		s.stop()
+	}
 	for _, h := range holds {
-		_ = h.release(ctx)
+		if h.lease == nil {
+			_ = h.release(ctx)
+		}
+	}
+	for _, h := range holds {
+		if h.lease != nil {
+			_ = h.release(ctx)
+		}
 	}
 	for _, s := range r.servers {
 		_ = s.Close()
@@ -400,6 +457,12 @@ func str(st map[string]any, k string) string { s, _ := st[k].(string); return s 
 func code(err error) string {
 	var ae *api.Error
 	switch {
+	case errors.Is(err, client.ErrCrossCluster):
+		return "cross_cluster"
+	case errors.Is(err, client.ErrNoRoute):
+		return "no_route"
+	case errors.Is(err, client.ErrIndexCompacted):
+		return api.CodeIndexCompacted
 	case errors.Is(err, fencing.ErrStaleToken):
 		return "stale_token"
 	case errors.As(err, &ae):
@@ -476,17 +539,20 @@ func (r *run) took(st map[string]any, c *client.Client, name string, p taken, re
 		return nil, err
 	}
 	h := &hold{c: c, name: name, token: p.Token(), lost: p.Lost, safe: p.SafeUntil,
-		leaseID: func() string { return p.Lease().ID() }, release: release, proclaim: proclaim}
+		leaseID: func() string { return leaseID(p.Lease()) }, release: release, proclaim: proclaim}
 	r.setHold(st, h)
 	return map[string]any{"token": h.token}, nil
 }
 
 func (r *run) op(st map[string]any) (map[string]any, error) {
+	if rt := r.routers[str(st, "client")]; rt != nil {
+		return r.routerOp(st, rt)
+	}
 	c := r.cl(st)
 	name := str(st, "name")
 	ttl := msOf(st, "ttl_ms", 10000)
 	wait := msOf(st, "wait_ms", 0)
-	opts := []client.MutexOption{client.WithLeaseTTL(ttl), client.WithOwner(str(st, "owner"))}
+	opts := holdOpts(st)
 	// A waiting take is bounded by its wait; one that does not wait by the client's retries.
 	takeCtx := func() (context.Context, context.CancelFunc) {
 		if wait > 0 {
@@ -499,6 +565,13 @@ func (r *run) op(st map[string]any) (map[string]any, error) {
 		ctx, cancel := takeCtx()
 		defer cancel()
 		m := c.NewRWMutex(name, opts...)
+		if l := str(st, "lease"); l != "" {
+			lh, err := r.holdNamed(l)
+			if err != nil || lh.lease == nil {
+				return nil, failure{fmt.Errorf("no lease %q", l)}
+			}
+			m = client.NewRWMutex(lh.lease, name, opts...)
+		}
 		var err error
 		switch {
 		case str(st, "mode") == "shared" && wait > 0:
@@ -511,6 +584,58 @@ func (r *run) op(st map[string]any) (map[string]any, error) {
 			err = m.TryLock(ctx)
 		}
 		return r.took(st, c, name, m, m.Unlock, nil, err)
+	case "lockset":
+		ctx, cancel := takeCtx()
+		defer cancel()
+		var names []string
+		for _, n := range st["names"].([]any) {
+			names = append(names, n.(string))
+		}
+		s := c.NewLockSet(names, opts...)
+		var err error
+		if wait > 0 {
+			err = s.Lock(ctx)
+		} else {
+			err = s.TryLock(ctx)
+		}
+		if err != nil {
+			return nil, err
+		}
+		h := &hold{c: c, name: names[0], token: s.Token(names[0]), lost: s.Lost, safe: s.SafeUntil,
+			leaseID: func() string { return leaseID(s.Lease()) }, release: s.Unlock}
+		r.setHold(st, h)
+		return map[string]any{"token": h.token, "locks": len(s.Tokens())}, nil
+	case "lease":
+		ctx, cancel := ctxFor(30 * time.Second)
+		defer cancel()
+		l, err := c.NewLease(ctx, ttl)
+		return r.tookLease(st, c, l, err)
+	case "revoke":
+		h, err := r.hold(st)
+		if err != nil {
+			return nil, err
+		}
+		ctx, cancel := ctxFor(30 * time.Second)
+		defer cancel()
+		_, err = h.c.Revoke(ctx, h.leaseID())
+		return nil, err
+	case "watch", "observe", "wait_seen", "stop_stream":
+		return r.streamOp(st, c)
+	case "stop_node":
+		p, i, err := r.cs.node(str(st, "node"))
+		if err != nil {
+			return nil, failure{err}
+		}
+		return nil, p.Signal(i, syscall.SIGSTOP)
+	case "kill_node":
+		p, i, err := r.cs.node(str(st, "node"))
+		if err != nil {
+			return nil, failure{err}
+		}
+		p.Kill(i)
+		return nil, nil
+	case "snapshot_restart":
+		return nil, r.cs.snapshotRestart(str(st, "node"))
 	case "semaphore":
 		ctx, cancel := takeCtx()
 		defer cancel()
@@ -740,10 +865,12 @@ func (r *run) op(st map[string]any) (map[string]any, error) {
 		r.p.Kill(i)
 		return map[string]any{"node": r.p.ID(i)}, nil
 	case "restart":
-		for i := 0; i < r.p.N(); i++ {
-			if !r.p.Running(i) {
-				if err := r.p.TryStart(i); err != nil {
-					return nil, failure{err}
+		for _, p := range r.cs.all() {
+			for i := 0; i < p.N(); i++ {
+				if !p.Running(i) {
+					if err := p.TryStart(i); err != nil {
+						return nil, failure{err}
+					}
 				}
 			}
 		}
@@ -768,7 +895,13 @@ func lockStatus(ctx context.Context, c *client.Client, name string) (map[string]
 	if err != nil {
 		return nil, err
 	}
-	return map[string]any{"held": s.Held, "token": s.Token, "holder_count": s.HolderCount, "waiters": s.Waiters, "owner": s.Owner, "mode": s.Mode}, nil
+	return statusResult(s), nil
+}
+
+// statusResult is the status step's result of s (FORMAT.md).
+func statusResult(s api.LockStatus) map[string]any {
+	return map[string]any{"held": s.Held, "token": s.Token, "holder_count": s.HolderCount, "waiters": s.Waiters,
+		"owner": s.Owner, "mode": s.Mode, "delay_ms": s.LockDelayRemainingMs}
 }
 
 // --- fencing store ----------------------------------------------------------------------

@@ -15,23 +15,14 @@ passed even if nothing noticed yet (after a pause of the whole process). Leaving
 block raises LeaseLost when the lock was lost inside it. See README.md.
 """
 
-from .client import (
-    Client,
-    ElectionStatus,
-    Grant,
-    Held,
-    History,
-    Leadership,
-    Lock,
-    LockStatus,
-    SemaphoreStatus,
-    new_request_id,
-    tls_context,
-)
+from ._core import Event, ElectionStatus, Grant, History, LockStatus, SemaphoreStatus, new_request_id
+from .client import Client, Held, HeldSet, Leadership, tls_context
 from .errors import (
     Conflict,
+    CrossCluster,
     Deadlock,
     ElectionHeld,
+    IndexCompacted,
     InvalidRequest,
     LeaseLost,
     LeaseNotFound,
@@ -39,6 +30,7 @@ from .errors import (
     LockHeld,
     ModeConflict,
     NoLeader,
+    NoRoute,
     NotHolder,
     NotLocked,
     PermissionDenied,
@@ -52,14 +44,27 @@ from .errors import (
     Unavailable,
     UnknownOutcome,
     Unreachable,
+    VersionInactive,
     WaitTimeout,
 )
+from .events import Watch
 from .fencing import FencedDB, StaleToken
 from .lease import Lease
+from .lock import Lock
+from .router import Route, Router
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 __all__ = [
+    "Watch",
+    "VersionInactive",
+    "Router",
+    "Route",
+    "NoRoute",
+    "IndexCompacted",
+    "HeldSet",
+    "Event",
+    "CrossCluster",
     "Client",
     "Conflict",
     "Deadlock",

@@ -179,7 +179,38 @@ class NotLocked(RaftlockError):
     code = "not_locked"
 
 
+class IndexCompacted(RaftlockError):
+    """A watch asked for (or had to resume at) an entry index older than the events the node
+    still holds (it restored a snapshot taken after it): events were missed. Read the state
+    you derive from events (status, history), then watch again from now on."""
+
+    code = "index_compacted"
+
+
+class VersionInactive(RaftlockError):
+    """The request uses what a protocol version the cluster has not yet activated adds (a
+    lockset, a maximum hold or a lock delay during a rolling upgrade). Nothing was applied."""
+
+    code = "version_inactive"
+
+
+class CrossCluster(InvalidRequest):
+    """A lease of one cluster was given for a name another cluster owns (raftlock.Router).
+    Nothing was sent: a lease, its grants and their tokens exist on one cluster only."""
+
+    code = "cross_cluster"
+
+
+class NoRoute(InvalidRequest):
+    """No route of a raftlock.Router owns the name (no routed prefix matches it and there is
+    no default route ""). Nothing was sent."""
+
+    code = "no_route"
+
+
 _BY_CODE: dict[str, type[RaftlockError]] = {
+    "index_compacted": IndexCompacted,
+    "version_inactive": VersionInactive,
     "lock_held": LockHeld,
     "wait_timeout": WaitTimeout,
     "not_holder": NotHolder,

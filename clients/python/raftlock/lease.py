@@ -20,12 +20,9 @@ import logging
 import random
 import threading
 import time
-from typing import TYPE_CHECKING, Callable
+from typing import Any, Callable, Protocol
 
 from .errors import LeaseLost, LeaseNotFound, RaftlockError, ServerError
-
-if TYPE_CHECKING:
-    from .client import Client, Held
 
 log = logging.getLogger("raftlock")
 
@@ -62,7 +59,7 @@ class LostSignal(threading.Event):
         if super().is_set():
             return True
         if time.monotonic() >= self._lease.safe_until():
-            self._lease._lose(LeaseLost("its safe time passed without an answered keepalive"))
+            self._lease.lose(LeaseLost("its safe time passed without an answered keepalive"))
             return True
         return False
 
@@ -82,6 +79,17 @@ class LostSignal(threading.Event):
             super().wait(max(step, 0.0) + 0.001)
 
 
+class LeaseOwner(Protocol):
+    """What a Lease needs of the client that made it (its public API): ``timeout``, a
+    revoke, and a lock taken with a given lease."""
+
+    timeout: float
+
+    def revoke(self, lease_id: str, timeout: float | None = None) -> Any: ...
+
+    def lock(self, name: str, ttl: float = ..., wait: float = ..., **kw: Any) -> Any: ...
+
+
 class Lease:
     """A lease kept alive in the background by its client's keepalive thread.
 
@@ -94,8 +102,9 @@ class Lease:
             closed, and reads as set once safe-until has passed.
     """
 
-    def __init__(self, client: Client, lease_id: str, ttl: float, sent: float, drift: float | None, interval: float | None) -> None:
-        self._client = client
+    def __init__(self, owner: LeaseOwner, keepaliver: Keepaliver, lease_id: str, ttl: float, sent: float, drift: float | None, interval: float | None) -> None:
+        self._owner = owner
+        self._keepaliver = keepaliver
         self.id = lease_id
         self.ttl = ttl
         self.drift = default_drift_margin(ttl) if drift is None else drift
@@ -111,6 +120,17 @@ class Lease:
         self._error: RaftlockError | None = None
         self._callbacks: list[Callable[[], None]] = []
         self._closed = False
+
+    @property
+    def client(self) -> LeaseOwner:
+        """The client that made the lease (its cluster is the lease's)."""
+        return self._owner
+
+    @property
+    def last_sent(self) -> float:
+        """The send time (time.monotonic()) of the last request that renewed the lease."""
+        with self._mu:
+            return self._last_sent
 
     def safe_until(self) -> float:
         """The latest moment, on time.monotonic()'s clock, at which the holder may still
@@ -151,26 +171,19 @@ class Lease:
             if self._closed:
                 return
             self._closed = True
-        self._lose(LeaseLost("the lease was closed", code="lease_closed"))
-        self._client._keepaliver.remove(self)
+        self.lose(LeaseLost("the lease was closed", code="lease_closed"))
+        self._keepaliver.remove(self)
         try:
-            self._client.revoke(self.id, timeout=timeout if timeout is not None else self._client.timeout)
+            self._owner.revoke(self.id, timeout=timeout if timeout is not None else self._owner.timeout)
         except LeaseNotFound:
             pass
 
-    def lock(self, name: str, wait: float = 0.0, *, mode: str = "exclusive", owner: str = "") -> Held:
+    def lock(self, name: str, wait: float = 0.0, *, mode: str = "exclusive", owner: str = "", max_hold: float = 0.0, lock_delay: float = 0.0) -> Any:
         """Take lock ``name`` with this lease, which then holds it beside its other grants
-        (several locks on one kept-alive lease). Releasing the returned hold gives back this
-        lock only; closing the lease gives back every one. ``wait`` as in Client.lock."""
-        from .client import LOCKS, Held, _check_wait
-
-        _check_wait(wait)
-        if mode not in ("exclusive", "shared"):
-            from .errors import InvalidRequest
-
-            raise InvalidRequest(f"mode {mode!r}: want exclusive or shared")
-        fields = {"mode": "shared"} if mode == "shared" else {}
-        return self._client._take_with("lock", LOCKS, name, fields, self, wait, owner, mode, Held, own_lease=False)
+        (several locks on one kept-alive lease): ``client.lock(name, wait=..., lease=this)``.
+        Releasing the returned hold gives back this lock only; closing the lease gives back
+        every one."""
+        return self._owner.lock(name, wait=wait, mode=mode, owner=owner, lease=self, max_hold=max_hold, lock_delay=lock_delay)
 
     # --- used by the keepaliver and the holds ------------------------------------------
 
@@ -183,7 +196,7 @@ class Lease:
                 return False
             expired = time.monotonic() >= self._safe_until
         if expired:
-            self._lose(LeaseLost("its safe time passed without an answered keepalive"))
+            self.lose(LeaseLost("its safe time passed without an answered keepalive"))
             return False
         with self._mu:
             su = sent + self.ttl - self.drift
@@ -191,7 +204,8 @@ class Lease:
                 self._last_sent, self._safe_until = sent, su
         return True
 
-    def _lose(self, err: RaftlockError) -> None:
+    def lose(self, err: RaftlockError) -> None:
+        """Set the loss signal with why (the first loss wins); runs the on_lost callbacks."""
         with self._mu:
             if self._error is not None:
                 return
@@ -207,11 +221,11 @@ class Lease:
             except Exception:  # noqa: BLE001 - a callback must not stop the others
                 pass
 
-    def _timing(self) -> tuple[float, float]:
+    def timing(self, client_timeout: float) -> tuple[float, float]:
         """(attempt timeout, retry pause) of this lease's keepalives: attempts are short,
         so that a hung node costs a fraction of the TTL, and failures are retried within the
         interval."""
-        attempt = min(self._client.timeout, max(self.interval / 2, 0.25))
+        attempt = min(client_timeout, max(self.interval / 2, 0.25))
         retry = max(min(self.interval / 4, 1.0), KEEPALIVE_RETRY_MIN)
         return attempt, retry
 
@@ -231,8 +245,11 @@ class Keepaliver:
     interval. The batch itself is sent from a short-lived thread, so that a hung node
     delays no lease's watchdog."""
 
-    def __init__(self, client: Client) -> None:
-        self._client = client
+    def __init__(self, renew: Callable[[list[str], float, float, float], tuple[Any, Any]], timeout: float) -> None:
+        """renew(ids, deadline, attempt timeout, maximum backoff) sends one batch keepalive
+        (retried until the deadline) and returns (answer, Result); timeout bounds one attempt."""
+        self._renew = renew
+        self._timeout = timeout
         self._cond = threading.Condition()
         self._leases: dict[Lease, _State] = {}
         self._thread: threading.Thread | None = None
@@ -241,7 +258,7 @@ class Keepaliver:
     def add(self, lease: Lease) -> None:
         """Schedule lease's first keepalive and start the thread when needed."""
         with self._cond:
-            self._leases[lease] = _State(lease._last_sent + _jittered(lease.interval))
+            self._leases[lease] = _State(lease.last_sent + _jittered(lease.interval))
             if self._thread is None or not self._thread.is_alive():
                 self._stopped = False
                 self._thread = threading.Thread(target=self._loop, name="raftlock-keepalive", daemon=True)
@@ -267,7 +284,7 @@ class Keepaliver:
             self._stopped = True
             self._cond.notify_all()
         for lease in leases:
-            lease._lose(LeaseLost("the client was closed", code="lease_closed"))
+            lease.lose(LeaseLost("the client was closed", code="lease_closed"))
 
     def _reschedule(self, lease: Lease, due: float) -> None:
         with self._cond:
@@ -306,7 +323,7 @@ class Keepaliver:
             for lease in expired:
                 if not lease.lost.is_set():
                     log.warning("lease lost: no keepalive answered before its safe time passed")
-                lease._lose(LeaseLost("its safe time passed without an answered keepalive"))
+                lease.lose(LeaseLost("its safe time passed without an answered keepalive"))
             while batch:
                 part, batch = batch[:MAX_KEEPALIVE_BATCH], batch[MAX_KEEPALIVE_BATCH:]
                 threading.Thread(target=self._send, args=(part,), name="raftlock-keepalive-batch", daemon=True).start()
@@ -315,20 +332,20 @@ class Keepaliver:
         """Renew batch with one request, retried across endpoints until it is answered or
         the latest safe-until among them passes."""
         deadline = 0.0
-        attempt, retry = self._client.timeout, 1.0
+        attempt, retry = self._timeout, 1.0
         by_id: dict[str, list[Lease]] = {}
         for lease in batch:
             if lease.lost.is_set():
                 self.remove(lease)
                 continue
             deadline = max(deadline, lease.safe_until())
-            a, r = lease._timing()
+            a, r = lease.timing(self._timeout)
             attempt, retry = min(attempt, a), min(retry, r)
             by_id.setdefault(lease.id, []).append(lease)
         if not by_id:
             return
         try:
-            out, res = self._client._keepalive_many(list(by_id), deadline=deadline, attempt_timeout=attempt, max_backoff=retry)
+            out, res = self._renew(list(by_id), deadline, attempt, retry)
         except RaftlockError as err:
             for leases in by_id.values():
                 for lease in leases:
@@ -353,10 +370,54 @@ class Keepaliver:
         elif isinstance(err, LeaseNotFound):
             if not lease.lost.is_set():  # not a lease closed while its keepalive was on its way
                 log.warning("lease lost: the cluster no longer knows it")
-            lease._lose(LeaseLost("the cluster no longer knows the lease (it expired or was revoked)"))
+            lease.lose(LeaseLost("the cluster no longer knows the lease (it expired or was revoked)"))
             self.remove(lease)
         elif lease.lost.is_set():
             self.remove(lease)
         else:
-            _, retry = lease._timing()
+            _, retry = lease.timing(self._timeout)
             self._reschedule(lease, time.monotonic() + _jittered(retry))
+
+
+class GrantLostSignal(threading.Event):
+    """The loss signal of one grant: its lease's, or the end of its maximum hold (the
+    grant's max_hold), whichever comes first. Like LostSignal it reads as set once either
+    time has passed, before any thread noticed."""
+
+    def __init__(self, lease: Lease, end: float | None) -> None:
+        super().__init__()
+        self._lease = lease
+        self.end = end  # time.monotonic() at which the maximum hold ends, None for none
+        lease.on_lost(self.set)
+        if end is not None:
+            t = threading.Timer(max(end - time.monotonic(), 0.0), self.set)
+            t.daemon = True
+            t.start()
+
+    def is_set(self) -> bool:  # noqa: D102 - documented on the class
+        if super().is_set():
+            return True
+        if self._lease.lost.is_set() or (self.end is not None and time.monotonic() >= self.end):
+            self.set()
+            return True
+        return False
+
+    isSet = is_set
+
+    def safe_until(self) -> float:
+        su = self._lease.safe_until()
+        return su if self.end is None else min(su, self.end)
+
+    def wait(self, timeout: float | None = None) -> bool:  # noqa: D102
+        end = None if timeout is None else time.monotonic() + timeout
+        while True:
+            if self.is_set():
+                return True
+            now = time.monotonic()
+            step = self.safe_until() - now
+            if end is not None:
+                if now >= end:
+                    return False
+                step = min(step, end - now)
+            super().wait(max(step, 0.0) + 0.001)
+

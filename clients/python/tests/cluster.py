@@ -98,7 +98,7 @@ class Cluster:
     """Three `raftlock serve` processes n1..n3. Always call stop() (use it as a context
     manager): it kills every node and removes the temporary directory."""
 
-    def __init__(self, n: int = 3, extra: list[str] | None = None, tls: bool = False, acl: bool = False) -> None:
+    def __init__(self, n: int = 3, extra: list[str] | None = None, tls: bool = False, acl: bool = False, id_prefix: str = "n") -> None:
         self.bin = binary()
         self.dir = tempfile.mkdtemp(prefix="raftlock-py-")
         self.tls, self.acl = tls, acl
@@ -113,7 +113,7 @@ class Cluster:
             self.tls_dir = t
             self.ctx = ssl.create_default_context(cafile=os.path.join(t, "ca.pem"))
             self.ctx.load_cert_chain(os.path.join(t, "local.pem"), os.path.join(t, "local-key.pem"))
-        self.ids = [f"n{i + 1}" for i in range(n)]
+        self.ids = [f"{id_prefix}{i + 1}" for i in range(n)]
         self.extra = extra or []
         self.procs: list[subprocess.Popen[bytes] | None] = [None] * n
         self.stopped: set[int] = set()
@@ -274,6 +274,40 @@ class Cluster:
                 continue
             if "address already in use" in log:
                 raise PortTaken(f"{self.ids[i]} exited: its port was taken\n{self.logs()}")
+
+    def wait_protocol(self, version: int = 3, timeout: float = 30.0) -> None:
+        """Wait until the leader answers protocol_version ``version`` or more."""
+
+        def active() -> bool:
+            i = self.leader_index()
+            if i < 0:
+                return False
+            st, info = _get(self.http[i], "/v1/cluster", ctx=self.ctx, token=self.token)
+            return st == 200 and int(info.get("protocol_version", 0)) >= version
+
+        wait_for(active, timeout, f"protocol version {version}")
+
+    def snapshot_restart(self, i: int, timeout: float = 20.0) -> None:
+        """Wait until node i holds a snapshot at or above the index it has applied now, kill
+        it, start it again and wait for a ready leader (FORMAT.md, snapshot_restart)."""
+        st, info = _get(self.http[i], "/v1/cluster", ctx=self.ctx, token=self.token)
+        if st != 200:
+            raise RuntimeError(f"{self.ids[i]} answered /v1/cluster with {st}")
+        applied = int(info.get("applied_index", 0))
+        snaps = Path(self.dir, self.ids[i], "snapshots")
+
+        def newest() -> int:
+            best = 0
+            for p in snaps.glob("*") if snaps.is_dir() else []:
+                parts = p.name.split("-")
+                if p.is_dir() and not p.name.endswith(".tmp") and len(parts) == 3 and parts[1].isdigit():
+                    best = max(best, int(parts[1]))
+            return best
+
+        wait_for(lambda: newest() >= applied, timeout, f"a snapshot of {self.ids[i]} at or above index {applied}", every=0.05)
+        self.kill(i)
+        self.start(i)
+        self.wait_leader()
 
     def kill_leader(self) -> str:
         """SIGKILL the leader; returns its ID."""

@@ -51,6 +51,7 @@ class ProxyState:
         self.log: list[tuple[str, str, str | None]] = []  # method, path, request_id
         self.bodies: list[Any] = []  # each request's decoded JSON body (None when none), as log
         self.faults: list[dict[str, Any]] = []
+        self.closed = threading.Event()  # set when a proxy of this state closes (ends a "hang")
 
     def take_fault(self, method: str, path: str) -> str | None:
         with self.mu:
@@ -107,6 +108,12 @@ class FaultProxy:
                     self.close_connection = True
                     self.connection.shutdown(2)
                     return
+                if fault == "hang":
+                    # Python tests only (not in FORMAT.md): the request was applied, and its
+                    # answer never comes while the proxy runs.
+                    state.closed.wait(60)
+                    self.close_connection = True
+                    return
                 if fault == "unknown_outcome":
                     status, data = 503, json.dumps({"error": {"code": "unknown_outcome", "message": "conformance fault: the answer was dropped"}}).encode()
                     rhdrs = [("Content-Type", "application/json"), ("Retry-After", "0")]
@@ -119,6 +126,7 @@ class FaultProxy:
 
             do_GET = do_PUT = do_POST = do_DELETE = _handle
 
+        self.state = state
         self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
         self.port = self.server.server_address[1]
@@ -126,6 +134,7 @@ class FaultProxy:
         self.thread.start()
 
     def close(self) -> None:
+        self.state.closed.set()
         self.server.shutdown()
         self.server.server_close()
 
@@ -136,28 +145,51 @@ class FaultProxy:
 class Scenario:
     """The state of one scenario's run: clients, holds, results, stores, proxies."""
 
-    def __init__(self, spec: dict[str, Any], cluster: Cluster, tmp: str) -> None:
+    def __init__(self, spec: dict[str, Any], cluster: Cluster, tmp: str, cluster_b: Cluster | None = None) -> None:
         self.spec = spec
         self.cluster = cluster
+        self.cluster_b = cluster_b
         self.tmp = tmp
         self.clients: dict[str, raftlock.Client] = {}
+        self.routers: dict[str, raftlock.Router] = {}
         self.proxies: dict[str, ProxyState] = {}
         self.proxy_servers: list[FaultProxy] = []
         self.results: dict[str, dict[str, Any]] = {}
         self.holds: dict[str, Any] = {}
         self.stores: dict[str, FencedDB] = {}
+        self.streams: dict[str, Stream] = {}
         self.background: dict[str, tuple[threading.Thread, dict[str, Any]]] = {}
         for label, opts in (spec.get("clients") or DEFAULT_CLIENTS).items():
-            eps = cluster.endpoints
+            if "routes" in opts:
+                self.routers[label] = raftlock.Router([
+                    raftlock.Route(client=raftlock.Client(self.endpoints(r["nodes"])), prefixes=list(r["prefixes"]), name=r.get("name", ""))
+                    for r in opts["routes"]
+                ])
+                continue
+            eps = self.endpoints(opts["nodes"]) if "nodes" in opts else cluster.endpoints
             if opts.get("proxy"):
                 st = ProxyState()
                 self.proxies[label] = st
-                eps = []
-                for port in cluster.http:
-                    p = FaultProxy(st, port)
+                targets, eps = eps, []
+                for t in targets:
+                    p = FaultProxy(st, int(t.rsplit(":", 1)[1]))
                     self.proxy_servers.append(p)
                     eps.append(f"http://127.0.0.1:{p.port}")
             self.clients[label] = raftlock.Client(eps)
+
+    def node(self, label: str) -> tuple[Cluster, int]:
+        """The cluster and index of node label (n1..n3 of cluster A, b1 of B)."""
+        c = self.cluster_b if label.startswith("b") else self.cluster
+        if c is None or label not in c.ids:
+            raise StepFailure(f"no node {label!r}")
+        return c, c.ids.index(label)
+
+    def endpoints(self, nodes: list[str]) -> list[str]:
+        out = []
+        for n in nodes:
+            c, i = self.node(n)
+            out.append(c.endpoints[i])
+        return out
 
     # references and matchers
 
@@ -220,14 +252,84 @@ class Scenario:
             raise StepFailure(f"no hold {step['hold']!r}")
         return h
 
+    def given_lease(self, step: dict[str, Any]) -> raftlock.Lease | None:
+        if "lease" not in step:
+            return None
+        h = self.holds.get(step["lease"])
+        if not isinstance(h, raftlock.Lease):
+            raise StepFailure(f"no lease {step['lease']!r}")
+        return h
+
+    def router_op(self, step: dict[str, Any], r: raftlock.Router) -> dict[str, Any]:
+        """A step on a client that is a router (FORMAT.md, "routes")."""
+        o = step["op"]
+        s = lambda k, d=0: float(step.get(k, d)) / 1000  # noqa: E731
+        name = step.get("name", "")
+        if o == "lock":
+            h = r.lock(name, s("ttl_ms", 10000), s("wait_ms"), lease=self.given_lease(step), owner=step.get("owner", ""))
+            if "as" in step:
+                self.holds[step["as"]] = h
+            return {"token": h.token}
+        if o == "acquire":
+            g = r.acquire(name, ttl=s("ttl_ms", 10000), owner=step.get("owner", ""))
+            if "as" in step:
+                self.holds[step["as"]] = (r, g)
+            return {"token": g.token}
+        if o == "lease":
+            self.holds[step["as"]] = r.lease(name, s("ttl_ms", 10000))
+            return {}
+        if o == "release_token":
+            h = self.held(step)
+            r.release(name, h[1].lease_id if isinstance(h, tuple) else h.lease_id if not isinstance(h, raftlock.Lease) else h.id, int(self.ref(step["token"])))
+            return {}
+        if o == "status":
+            return status_result(r.status(name))
+        if o == "release":
+            return self.op(step)
+        raise StepFailure(f"op {o!r} is not one a router client runs (FORMAT.md)")
+
     def op(self, step: dict[str, Any]) -> dict[str, Any]:
         """Run one step; return its result, or raise a RaftlockError (its code is the outcome)."""
         o = step["op"]
         s = lambda k, d=0: float(step.get(k, d)) / 1000  # noqa: E731 - milliseconds to seconds
+        r = self.routers.get(step.get("client", "a"))
+        if r is not None and o != "release":
+            return self.router_op(step, r)
+        if o == "lockset":
+            h = self.client(step).lockset(list(step["names"]), ttl=s("ttl_ms", 10000), wait=s("wait_ms"), owner=step.get("owner", ""),
+                                          max_hold=s("max_hold_ms"), lock_delay=s("lock_delay_ms"))
+            if "as" in step:
+                self.holds[step["as"]] = h
+            return {"token": h.token, "locks": len(h.tokens)}
+        if o == "lease":
+            self.holds[step["as"]] = self.client(step).lease(s("ttl_ms", 10000))
+            return {}
+        if o == "revoke":
+            h = self.held(step)
+            self.client(step).revoke(h.lease_id)
+            return {}
+        if o in ("watch", "observe", "wait_seen", "stop_stream"):
+            return self.stream_op(step)
+        if o == "stop_node":
+            c, i = self.node(step["node"])
+            c.pause(i)
+            return {}
+        if o == "kill_node":
+            c, i = self.node(step["node"])
+            c.kill(i)
+            return {}
+        if o == "snapshot_restart":
+            c, i = self.node(step["node"])
+            try:
+                c.snapshot_restart(i)
+            except (AssertionError, RuntimeError) as e:
+                raise StepFailure(str(e)) from None
+            return {}
         if o in ("lock", "semaphore", "campaign"):
             c = self.client(step)
             if o == "lock":
-                h = c.lock(step["name"], ttl=s("ttl_ms", 10000), wait=s("wait_ms"), mode=step.get("mode", "exclusive"), owner=step.get("owner", ""))
+                h = c.lock(step["name"], ttl=s("ttl_ms", 10000), wait=s("wait_ms"), mode=step.get("mode", "exclusive"), owner=step.get("owner", ""),
+                           lease=self.given_lease(step), max_hold=s("max_hold_ms"), lock_delay=s("lock_delay_ms"))
             elif o == "semaphore":
                 h = c.semaphore(step["name"], int(step["limit"]), ttl=s("ttl_ms", 10000), wait=s("wait_ms"), owner=step.get("owner", ""))
             else:
@@ -245,12 +347,14 @@ class Scenario:
             if isinstance(h, tuple):
                 c, g = h
                 c.release(g.name, g.lease_id, g.token)
+            elif isinstance(h, raftlock.Lease):
+                h.close()
             else:
                 h.release()
             return {}
         if o == "release_token":
             h = self.held(step)
-            lid = h[1].lease_id if isinstance(h, tuple) else h.lease_id
+            lid = h[1].lease_id if isinstance(h, tuple) else h.id if isinstance(h, raftlock.Lease) else h.lease_id
             self.client(step).release(step["name"], lid, int(self.ref(step["token"])))
             return {}
         if o == "proclaim":
@@ -314,6 +418,8 @@ class Scenario:
             return {"node": self.cluster.kill_leader()}
         if o == "restart":
             self.cluster.restart_killed()
+            if self.cluster_b is not None:
+                self.cluster_b.restart_killed()
             return {}
         if o == "wait_leader":
             self.cluster.wait_leader(s("timeout_ms", 20000))
@@ -324,8 +430,31 @@ class Scenario:
         raise StepFailure(f"unknown op {o!r} (this runner is out of date with FORMAT.md)")
 
     def status(self, step: dict[str, Any]) -> dict[str, Any]:
-        st = self.client(step).status(step["name"])
-        return {"held": st.held, "token": st.token, "holder_count": st.holder_count, "waiters": st.waiters, "owner": st.owner, "mode": st.mode}
+        return status_result(self.client(step).status(step["name"]))
+
+    def stream_op(self, step: dict[str, Any]) -> dict[str, Any]:
+        o = step["op"]
+        if o == "watch":
+            w = self.client(step).watch(step.get("prefix", ""), from_index=int(self.ref(step.get("from_index", 0))))
+            self.streams[step["as"]] = Stream(watch=w)
+            return {}
+        if o == "observe":
+            self.streams[step["as"]] = Stream(observe=self.client(step).observe(step["name"]))
+            return {}
+        st = self.streams.get(step["stream"])
+        if st is None:
+            raise StepFailure(f"no stream {step['stream']!r}")
+        if o == "stop_stream":
+            st.stop()
+            return {}
+        end = time.monotonic() + float(step.get("timeout_ms", 10000)) / 1000
+        while True:
+            sm = st.summary()
+            if self.matches(sm, step["until"]) is None:
+                return sm
+            if time.monotonic() >= end:
+                raise StepFailure(f"the stream never matched {step['until']} within {step.get('timeout_ms', 10000)} ms; last {sm}")
+            time.sleep(0.02)
 
     def store(self, label: str) -> FencedDB:
         if label not in self.stores:
@@ -374,20 +503,91 @@ class Scenario:
             self.results[step["step"]] = out[1]
 
     def cleanup(self) -> None:
-        for h in self.holds.values():
-            try:
-                if isinstance(h, tuple):
-                    h[0].release(h[1].name, h[1].lease_id, h[1].token, timeout=2)
-                else:
-                    h.release(timeout=2)
-            except Exception:  # noqa: BLE001 - cleanup is best effort
-                pass
+        for st in self.streams.values():
+            st.stop()
+        for leases in (False, True):
+            for h in self.holds.values():
+                if isinstance(h, raftlock.Lease) != leases:
+                    continue
+                try:
+                    if isinstance(h, tuple):
+                        h[0].release(h[1].name, h[1].lease_id, h[1].token, timeout=2)
+                    elif isinstance(h, raftlock.Lease):
+                        h.close(timeout=2)
+                    else:
+                        h.release(timeout=2)
+                except Exception:  # noqa: BLE001 - cleanup is best effort
+                    pass
         for c in self.clients.values():
             c.close()
+        for r in self.routers.values():
+            r.close()
         for p in self.proxy_servers:
             p.close()
         for db in self.stores.values():
             db.conn.close()
+
+
+def status_result(st: raftlock.LockStatus) -> dict[str, Any]:
+    return {"held": st.held, "token": st.token, "holder_count": st.holder_count, "waiters": st.waiters, "owner": st.owner, "mode": st.mode,
+            "delay_ms": st.lock_delay_remaining_ms}
+
+
+class Stream:
+    """A watch or an observe the runner keeps reading in a thread (FORMAT.md, "streams")."""
+
+    def __init__(self, watch: raftlock.Watch | None = None, observe: Any = None) -> None:
+        self.mu = threading.Lock()
+        self.watch, self.observe = watch, observe
+        self.events: list[raftlock.Event] = []
+        self.states: list[raftlock.ElectionStatus] = []
+        self.code = ""
+        self.stopped = False
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        try:
+            if self.watch is not None:
+                for e in self.watch:
+                    with self.mu:
+                        self.events.append(e)
+            else:
+                for st in self.observe:
+                    if self.stopped:
+                        return
+                    with self.mu:
+                        self.states.append(st)
+        except raftlock.RaftlockError as e:
+            if not self.stopped:
+                with self.mu:
+                    self.code = e.code
+
+    def stop(self) -> None:
+        self.stopped = True
+        if self.watch is not None:
+            self.watch.close()
+        # an observe's blocking read ends within its wait; its thread is a daemon
+
+    def summary(self) -> dict[str, Any]:
+        with self.mu:
+            if self.watch is None:
+                last = self.states[-1] if self.states else None
+                return {"states": len(self.states), "elected": bool(last and last.elected), "owner": last.owner if last else "",
+                        "value": last.value if last else "", "token": last.token if last else 0}
+            seen: set[tuple[int, str, str]] = set()
+            repeated, grants, in_order = 0, 0, True
+            for i, e in enumerate(self.events):
+                k = (e.index, e.name, e.kind)
+                repeated += k in seen
+                seen.add(k)
+                grants += e.kind == "granted"
+                if i and e.index < self.events[i - 1].index:
+                    in_order = False
+            ev = self.events
+            return {"events": len(ev), "grants": grants, "repeated": repeated, "in_order": in_order, "first_index": ev[0].index if ev else 0,
+                    "last_index": ev[-1].index if ev else 0, "last_kind": ev[-1].kind if ev else "", "last_name": ev[-1].name if ev else "",
+                    "error": self.code}
 
 
 def load(only: set[str] | None = None) -> list[dict[str, Any]]:
@@ -409,10 +609,27 @@ def load(only: set[str] | None = None) -> list[dict[str, Any]]:
 def run_all(specs: list[dict[str, Any]], out: Callable[[str], None] = print) -> list[tuple[str, str | None]]:
     """Run specs against one fresh cluster; returns (name, failure or None) per scenario."""
     results: list[tuple[str, str | None]] = []
+    cluster_b: list[Cluster] = []  # started before the first scenario that names b1
+    try:
+        return _run_all(specs, out, cluster_b)
+    finally:
+        for c in cluster_b:
+            c.stop()
+
+
+def _run_all(specs: list[dict[str, Any]], out: Callable[[str], None], started_b: list[Cluster]) -> list[tuple[str, str | None]]:
+    results: list[tuple[str, str | None]] = []
+    cluster_b: Cluster | None = None
     with Cluster() as cluster, tempfile.TemporaryDirectory(prefix="raftlock-conf-") as tmp:
+        cluster.wait_protocol(3)
         for spec in specs:
             t0 = time.monotonic()
-            sc = Scenario(spec, cluster, tmp)
+            if cluster_b is None and '"b1"' in json.dumps(spec.get("clients") or {}):
+                cluster_b = Cluster(1, extra=["--snapshot-threshold", "1", "--snapshot-interval", "100ms"], id_prefix="b")
+                started_b.append(cluster_b)
+                cluster_b.start_fresh()
+                cluster_b.wait_protocol(3)
+            sc = Scenario(spec, cluster, tmp, cluster_b)
             err: str | None = None
             try:
                 sc.run()
@@ -424,6 +641,8 @@ def run_all(specs: list[dict[str, Any]], out: Callable[[str], None] = print) -> 
                 sc.cleanup()
                 try:
                     cluster.restore()
+                    if cluster_b is not None:
+                        cluster_b.restore()
                 except RuntimeError as e:
                     err = (err or "") + f"\nrestoring the cluster: {e}"
             dt = time.monotonic() - t0

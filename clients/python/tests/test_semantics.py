@@ -72,7 +72,7 @@ class SemanticsTest(unittest.TestCase):
         c = raftlock.Client([f"http://127.0.0.1:{free_port()}"], call_timeout=1)
         self.addCleanup(c.close)
         for name in ["", "/abs", "a//b", "../up", "a/./b", "a/..", ".", "a/", "a\x01b", "a\x85b", "n" * 513, "\ud800"]:
-            for call in (lambda: c.lock(name), lambda: c.acquire(name), lambda: c.status(name), lambda: c.semaphore(name, 1), lambda: c.Lock(name)):
+            for call in (lambda: c.lock(name), lambda: c.acquire(name), lambda: c.status(name), lambda: c.semaphore(name, 1), lambda: raftlock.Lock(c, name)):
                 with self.assertRaises(raftlock.InvalidRequest) as cm:
                     call()
                 self.assertEqual(cm.exception.code, "invalid_name")
@@ -126,8 +126,8 @@ class SemanticsTest(unittest.TestCase):
             self.assertNotIn(g.lease_id, repr(g))
 
     def test_reusable_lock_object(self) -> None:
-        a = self.c.Lock("py2/obj", ttl=2)
-        b = self.c.Lock("py2/obj", ttl=2)
+        a = raftlock.Lock(self.c, "py2/obj", ttl=2)
+        b = raftlock.Lock(self.c, "py2/obj", ttl=2)
         self.assertTrue(a.acquire())
         self.assertTrue(a.locked())
         self.assertFalse(b.acquire(blocking=False))
@@ -152,7 +152,7 @@ class SemanticsTest(unittest.TestCase):
         self.addCleanup(lease.close)
         x = lease.lock("py2/multi/x")
         y = lease.lock("py2/multi/y")
-        z = self.c.Lock("py2/multi/z", lease=lease)
+        z = raftlock.Lock(self.c, "py2/multi/z", lease=lease)
         self.assertTrue(z.acquire(blocking=False))
         # Kept alive past several TTLs by the one lease.
         end = time.monotonic() + 2.5

@@ -8,11 +8,13 @@
  *   RAFTLOCK_CONFORMANCE_DIR=/path/to/clients/conformance node build/conformance/runner.js
  *   RAFTLOCK_CONFORMANCE_ONLY=name1,name2 ...  # only those scenarios
  */
-import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { createRequire } from "node:module";
+import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { Client, Held, Leadership, MemoryGuard, RaftlockError } from "../src/index.js";
-import type { Grant } from "../src/index.js";
+import { Client, Held, Leadership, Lease, RaftlockError, Router, SQLiteGuard } from "../src/index.js";
+import type { ElectionStatus, Grant, LockEvent, SQLiteDatabase, Watch } from "../src/index.js";
 import { Cluster, waitFor } from "../test/cluster.js";
 import { FaultProxies } from "../test/proxy.js";
 
@@ -22,10 +24,16 @@ const RUNNER = "typescript";
 type Json = null | boolean | number | string | Json[] | { [k: string]: Json };
 type Obj = { [k: string]: Json };
 
+interface RouteSpec {
+  name?: string;
+  nodes: string[];
+  prefixes: string[];
+}
+
 interface Scenario {
   name: string;
   description: string;
-  clients?: Record<string, { proxy?: boolean }>;
+  clients?: Record<string, { proxy?: boolean; nodes?: string[]; routes?: RouteSpec[] }>;
   steps: Obj[];
   skip?: string[];
 }
@@ -36,8 +44,73 @@ class StepFailure extends Error {}
 /** A step's outcome: its result fields, or the API (or fencing) error code it failed with. */
 type Outcome = { ok: true; result: Obj; hold?: Hold } | { ok: false; code: string; message: string };
 
-/** A hold: the held object of lock/semaphore/campaign, or a plain acquire's grant. */
-type Hold = { held: Held; client: string } | { grant: Grant; client: string };
+/** A hold: the held object of lock/lockset/semaphore/campaign, a plain acquire's grant, or a lease. */
+type Hold = { held: Held; client: string } | { grant: Grant; client: string } | { lease: Lease; client: string };
+
+/** better-sqlite3 (a dev dependency), loaded as the user of SQLiteGuard would. */
+const Database = createRequire(import.meta.url)("better-sqlite3") as new (file: string, opts?: { timeout?: number }) => SQLiteDatabase & { close(): void };
+
+/** A watch or an observe the runner keeps reading (FORMAT.md, "streams"). */
+class Stream {
+  readonly events: LockEvent[] = [];
+  readonly states: ElectionStatus[] = [];
+  code = "";
+  readonly ctl = new AbortController();
+  done: Promise<void>;
+
+  /** An observe's stream (a watch's when false). */
+  readonly isObserve: boolean;
+
+  constructor(watch: Watch | undefined, observe: AsyncGenerator<ElectionStatus> | undefined) {
+    this.isObserve = watch === undefined;
+    this.done = (async () => {
+      try {
+        if (watch) for await (const e of watch) this.events.push(e);
+        else for await (const st of observe!) this.states.push(st);
+      } catch (err) {
+        if (!this.ctl.signal.aborted && err instanceof RaftlockError) this.code = err.code;
+      }
+    })();
+    this.stop = () => {
+      this.ctl.abort();
+      watch?.close();
+    };
+  }
+
+  readonly stop: () => void;
+
+  summary(): Obj {
+    if (this.isObserve) return this.observeSummary();
+    const seen = new Set<string>();
+    let repeated = 0;
+    let grants = 0;
+    let inOrder = true;
+    const ev = this.events;
+    ev.forEach((e, i) => {
+      const k = `${e.index}\u0000${e.name}\u0000${e.kind}`;
+      if (seen.has(k)) repeated++;
+      seen.add(k);
+      if (e.kind === "granted") grants++;
+      if (i > 0 && e.index < ev[i - 1].index) inOrder = false;
+    });
+    const last = ev[ev.length - 1];
+    return {
+      events: ev.length, grants, repeated, in_order: inOrder, first_index: ev[0]?.index ?? 0, last_index: last?.index ?? 0,
+      last_kind: last?.kind ?? "", last_name: last?.name ?? "", error: this.code,
+    };
+  }
+
+  observeSummary(): Obj {
+    const l = this.states[this.states.length - 1];
+    return { states: this.states.length, elected: l?.elected ?? false, owner: l?.owner ?? "", value: l?.value ?? "", token: l?.token ?? 0 };
+  }
+}
+
+/** The runner's clusters: A (n1..n3) and B (b1, started before the first scenario that names it). */
+interface Clusters {
+  a: Cluster;
+  b?: Cluster;
+}
 
 /** The directory holding scenarios/: $RAFTLOCK_CONFORMANCE_DIR, or clients/conformance beside this package. */
 function scenarioDir(): string {
@@ -49,18 +122,43 @@ function scenarioDir(): string {
 /** One scenario's run: its clients, proxies, stores, results and holds. */
 class Run {
   readonly clients = new Map<string, Client>();
+  readonly routers = new Map<string, Router>();
   readonly proxies = new Map<string, FaultProxies>();
   readonly results = new Map<string, Obj>();
   readonly holds = new Map<string, Hold>();
   readonly background = new Map<string, Promise<Outcome>>();
-  readonly stores = new Map<string, { guard: MemoryGuard; values: Map<string, string> }>();
+  readonly streams = new Map<string, Stream>();
+  readonly stores = new Map<string, { guard: SQLiteGuard; db: SQLiteDatabase & { close(): void } }>();
+  readonly tmp = mkdtempSync(join(tmpdir(), "raftlock-ts-conf-"));
 
-  constructor(readonly cluster: Cluster) {}
+  constructor(readonly cs: Clusters) {}
+
+  get cluster(): Cluster {
+    return this.cs.a;
+  }
+
+  /** The cluster and ID of node label (n1..n3 of A, b1 of B). */
+  node(label: string): { c: Cluster; id: string } {
+    const c = label.startsWith("b") ? this.cs.b : this.cs.a;
+    if (!c || !c.nodes.some((n) => n.id === label)) throw new StepFailure(`no node ${label}`);
+    return { c, id: label };
+  }
+
+  endpoints(nodes: string[]): string[] {
+    return nodes.map((l) => {
+      const { c, id } = this.node(l);
+      return c.endpoints()[c.nodes.findIndex((n) => n.id === id)];
+    });
+  }
 
   async setup(spec: Scenario["clients"]): Promise<void> {
     const labels = spec ?? { a: {}, b: {}, c: {} };
     for (const [label, opts] of Object.entries(labels)) {
-      let endpoints = this.cluster.endpoints();
+      if (opts?.routes) {
+        this.routers.set(label, new Router(opts.routes.map((r) => ({ name: r.name, prefixes: r.prefixes, client: new Client({ endpoints: this.endpoints(r.nodes), deadlineMs: 30_000 }) }))));
+        continue;
+      }
+      let endpoints = opts?.nodes ? this.endpoints(opts.nodes) : this.cluster.endpoints();
       if (opts?.proxy) {
         const p = await FaultProxies.start(endpoints);
         this.proxies.set(label, p);
@@ -73,18 +171,27 @@ class Run {
   /** Closes the clients (releasing every hold still open; errors ignored) and the proxies, bounded. */
   async teardown(): Promise<void> {
     const bounded = <T>(p: Promise<T>, ms: number) => Promise.race([p.catch(() => undefined), new Promise((r) => setTimeout(r, ms))]);
+    for (const st of this.streams.values()) st.stop();
+    await bounded(Promise.all([...this.streams.values()].map((s) => s.done)), 2000);
     await bounded(Promise.all([...this.background.values()]), 1000);
-    await bounded(
-      Promise.all(
-        [...this.holds.values()].map((h) => {
-          if ("held" in h) return h.held.lost.aborted ? undefined : h.held.release({ signal: AbortSignal.timeout(2000) });
-          return this.client(h.client).release(h.grant.name, h.grant.lease_id, h.grant.token, { signal: AbortSignal.timeout(2000) });
-        }),
-      ),
-      3000,
-    );
+    const release = (h: Hold) => {
+      if ("held" in h) return h.held.lost.aborted ? undefined : h.held.release({ signal: AbortSignal.timeout(2000) });
+      if ("lease" in h) return h.lease.close();
+      return this.anyClient(h.client).release(h.grant.name, h.grant.lease_id, h.grant.token, { signal: AbortSignal.timeout(2000) });
+    };
+    const holds = [...this.holds.values()];
+    await bounded(Promise.all(holds.filter((h) => !("lease" in h)).map(release)), 3000);
+    await bounded(Promise.all(holds.filter((h) => "lease" in h).map(release)), 3000);
     await bounded(Promise.all([...this.clients.values()].map((c) => c.close())), 3000);
+    await bounded(Promise.all([...this.routers.values()].map((r) => r.close())), 3000);
     for (const p of this.proxies.values()) await p.close();
+    for (const st of this.stores.values()) st.db.close();
+    rmSync(this.tmp, { recursive: true, force: true });
+  }
+
+  /** The client or router of label (a router routes the calls a plain client answers). */
+  anyClient(label: string): Client | Router {
+    return this.routers.get(label) ?? this.client(label);
   }
 
   client(label: string): Client {
@@ -118,8 +225,20 @@ class Run {
 
   held(step: Obj): Held {
     const h = this.hold(step);
-    if (!("held" in h)) throw new StepFailure(`hold ${step.hold} is a plain acquire, not a held object`);
+    if (!("held" in h)) throw new StepFailure(`hold ${step.hold} is not a held object`);
     return h.held;
+  }
+
+  /** The lease of the step's lease field. */
+  lease(label: string | undefined): Lease | undefined {
+    if (label === undefined) return undefined;
+    const h = this.holds.get(label);
+    if (!h || !("lease" in h)) throw new StepFailure(`no lease labelled ${label}`);
+    return h.lease;
+  }
+
+  leaseIdOf(h: Hold): string {
+    return "held" in h ? h.held.leaseId : "lease" in h ? h.lease.id : h.grant.lease_id;
   }
 
   /** Runs one operation (references resolved) and returns its result and hold. */
@@ -129,10 +248,77 @@ class Run {
     const num = (k: string, d?: number): number | undefined => (s[k] === undefined ? d : Number(s[k]));
     const str = (k: string): string | undefined => (s[k] === undefined ? undefined : String(s[k]));
     const holdOpts = () => ({ ttl: num("ttl_ms"), wait: num("wait_ms", 0), owner: str("owner") });
+    const lockOpts = () => ({ ...holdOpts(), mode: (str("mode") as "exclusive" | "shared" | undefined) ?? "exclusive", maxHold: num("max_hold_ms"), lockDelay: num("lock_delay_ms"), lease: this.lease(str("lease")) });
+    const router = this.routers.get(label);
+    if (router !== undefined && s.op !== "release") return this.routerOp(router, label, s);
     switch (s.op) {
       case "lock": {
-        const held = await this.client(label).lock(String(s.name), { ...holdOpts(), mode: (str("mode") as "exclusive" | "shared" | undefined) ?? "exclusive" });
+        const held = await this.client(label).lock(String(s.name), lockOpts());
         return { result: { token: held.token }, hold: { held, client: label } };
+      }
+      case "lockset": {
+        const held = await this.client(label).lockset((s.names as string[]).map(String), lockOpts());
+        return { result: { token: held.token, locks: Object.keys(held.tokens).length }, hold: { held, client: label } };
+      }
+      case "lease": {
+        const lease = await this.client(label).newLease(num("ttl_ms", 10_000));
+        return { result: {}, hold: { lease, client: label } };
+      }
+      case "revoke": {
+        const h = this.hold(s);
+        await this.client(label).revoke(this.leaseIdOf(h));
+        return { result: {} };
+      }
+      case "watch": {
+        const w = await this.client(label).watch(str("prefix") ?? "", { fromIndex: num("from_index", 0) });
+        this.streams.set(String(s.as), new Stream(w, undefined));
+        return { result: {} };
+      }
+      case "observe": {
+        const st = new Stream(undefined, undefined);
+        st.done = (async () => {
+          try {
+            for await (const x of this.client(label).observe(String(s.name), { signal: st.ctl.signal })) st.states.push(x);
+          } catch (err) {
+            if (!st.ctl.signal.aborted && err instanceof RaftlockError) st.code = err.code;
+          }
+        })();
+        this.streams.set(String(s.as), st);
+        return { result: {} };
+      }
+      case "wait_seen": {
+        const st = this.streams.get(String(s.stream));
+        if (!st) throw new StepFailure(`no stream ${s.stream}`);
+        const until = s.until as Obj;
+        let last: Obj = {};
+        await waitFor(() => this.mismatch(until, (last = st.summary())) === undefined, num("timeout_ms", 10_000)!, () => `the stream never matched ${JSON.stringify(until)}; last ${JSON.stringify(last)}`, 20).catch((e: Error) => {
+          throw new StepFailure(e.message);
+        });
+        return { result: last };
+      }
+      case "stop_stream": {
+        const st = this.streams.get(String(s.stream));
+        if (!st) throw new StepFailure(`no stream ${s.stream}`);
+        st.stop();
+        await st.done;
+        return { result: {} };
+      }
+      case "stop_node": {
+        const { c, id } = this.node(String(s.node));
+        c.signal(id, "SIGSTOP");
+        return { result: {} };
+      }
+      case "kill_node": {
+        const { c, id } = this.node(String(s.node));
+        await c.kill(id);
+        return { result: {} };
+      }
+      case "snapshot_restart": {
+        const { c, id } = this.node(String(s.node));
+        await c.snapshotRestart(id).catch((e: Error) => {
+          throw new StepFailure(e.message);
+        });
+        return { result: {} };
       }
       case "semaphore": {
         const held = await this.client(label).semaphore(String(s.name), Number(s.limit), holdOpts());
@@ -149,13 +335,13 @@ class Run {
       case "release": {
         const h = this.hold(s);
         if ("held" in h) await h.held.release();
-        else await this.client(h.client).release(h.grant.name, h.grant.lease_id, h.grant.token);
+        else if ("lease" in h) await h.lease.close();
+        else await this.anyClient(h.client).release(h.grant.name, h.grant.lease_id, h.grant.token);
         return { result: {} };
       }
       case "release_token": {
         const h = this.hold(s);
-        const leaseId = "held" in h ? h.held.leaseId : h.grant.lease_id;
-        await this.client(label).release(String(s.name), leaseId, Number(s.token));
+        await this.client(label).release(String(s.name), this.leaseIdOf(h), Number(s.token));
         return { result: {} };
       }
       case "proclaim": {
@@ -208,11 +394,15 @@ class Run {
       case "fenced_write": {
         const st = this.store(String(s.store));
         const resource = String(s.resource);
-        await st.guard.do(resource, Number(s.token), () => { st.values.set(resource, String(s.value)); });
+        st.guard.do(resource, Number(s.token), (db) => {
+          db.prepare("INSERT INTO kv (resource, value) VALUES (?, ?) ON CONFLICT (resource) DO UPDATE SET value = excluded.value").run(resource, String(s.value));
+        });
         return { result: {} };
       }
-      case "read_store":
-        return { result: { value: this.store(String(s.store)).values.get(String(s.resource)) ?? "" } };
+      case "read_store": {
+        const row = this.store(String(s.store)).db.prepare("SELECT value FROM kv WHERE resource = ?").get(String(s.resource)) as { value: string } | undefined;
+        return { result: { value: row?.value ?? "" } };
+      }
       case "fault": {
         const p = this.proxy(label);
         p.arm({ kind: s.kind as "unknown_outcome" | "drop", method: String(s.method), pathPrefix: String(s.path_prefix), count: num("count", 1)! });
@@ -230,6 +420,7 @@ class Run {
         return { result: { node: await this.cluster.killLeader() } };
       case "restart":
         this.cluster.restart();
+        this.cs.b?.restart();
         return { result: {} };
       case "wait_leader":
         try {
@@ -246,7 +437,7 @@ class Run {
   }
 
   private async status(label: string, name: string): Promise<Obj> {
-    const st = await this.client(label).status(name);
+    const st = await this.anyClient(label).status(name);
     return {
       held: st.held,
       token: st.token ?? 0,
@@ -254,12 +445,44 @@ class Run {
       waiters: st.waiters ?? 0,
       owner: st.owner ?? "",
       mode: st.held ? st.mode || "exclusive" : "",
+      delay_ms: st.lock_delay_remaining_ms ?? 0,
     };
+  }
+
+  /** A step on a client that is a router (FORMAT.md, "routes"). */
+  private async routerOp(r: Router, label: string, s: Obj): Promise<{ result: Obj; hold?: Hold }> {
+    const name = String(s.name);
+    const num = (k: string, d?: number): number | undefined => (s[k] === undefined ? d : Number(s[k]));
+    switch (s.op) {
+      case "lock": {
+        const held = await r.lock(name, { ttl: num("ttl_ms"), wait: num("wait_ms", 0), owner: s.owner === undefined ? undefined : String(s.owner), lease: this.lease(s.lease === undefined ? undefined : String(s.lease)) });
+        return { result: { token: held.token }, hold: { held, client: label } };
+      }
+      case "acquire": {
+        const grant = await r.acquire(name, { ttl: num("ttl_ms"), owner: s.owner === undefined ? undefined : String(s.owner) });
+        return { result: { token: grant.token }, hold: { grant, client: label } };
+      }
+      case "lease":
+        return { result: {}, hold: { lease: await r.newLease(name, num("ttl_ms", 10_000)), client: label } };
+      case "release_token":
+        await r.release(name, this.leaseIdOf(this.hold(s)), Number(s.token));
+        return { result: {} };
+      case "status":
+        return { result: await this.status(label, name) };
+      default:
+        throw new StepFailure(`op ${JSON.stringify(s.op)} is not one a router client runs (FORMAT.md)`);
+    }
   }
 
   private store(label: string) {
     let st = this.stores.get(label);
-    if (!st) this.stores.set(label, (st = { guard: new MemoryGuard(), values: new Map() }));
+    if (!st) {
+      const db = new Database(join(this.tmp, `${label}.db`), { timeout: 10_000 });
+      const guard = new SQLiteGuard(db);
+      guard.createTable();
+      db.exec("CREATE TABLE IF NOT EXISTS kv (resource TEXT PRIMARY KEY, value TEXT NOT NULL)");
+      this.stores.set(label, (st = { guard, db }));
+    }
     return st;
   }
 
@@ -363,9 +586,11 @@ async function main(): Promise<number> {
   }
   const scenarios = files.map((f) => JSON.parse(readFileSync(join(dir, f), "utf8")) as Scenario);
   const cluster = await Cluster.start();
+  const cs: Clusters = { a: cluster };
   let failed = 0;
   let ran = 0;
   try {
+    await cluster.waitProtocol(3);
     for (const sc of scenarios) {
       if (only.length && !only.includes(sc.name)) continue;
       if (sc.skip?.includes(RUNNER)) {
@@ -375,7 +600,11 @@ async function main(): Promise<number> {
       }
       ran++;
       const t0 = performance.now();
-      const run = new Run(cluster);
+      if (cs.b === undefined && JSON.stringify(sc.clients ?? {}).includes('"b1"')) {
+        cs.b = await Cluster.start({ n: 1, prefix: "b", extra: ["--snapshot-threshold", "1", "--snapshot-interval", "100ms"] });
+        await cs.b.waitProtocol(3);
+      }
+      const run = new Run(cs);
       let why: string | undefined;
       try {
         await run.setup(sc.clients);
@@ -396,6 +625,7 @@ async function main(): Promise<number> {
       }
       try {
         await cluster.restore();
+        await cs.b?.restore();
       } catch (err) {
         console.log(`cluster: could not restore after ${sc.name}: ${(err as Error).message}`);
         failed++;
@@ -404,6 +634,7 @@ async function main(): Promise<number> {
     }
   } finally {
     cluster.close();
+    cs.b?.close();
   }
   console.log(`${ran - failed >= 0 ? ran - failed : 0}/${ran} scenarios passed (${dir})`);
   return failed > 0 || ran === 0 ? 1 : 0;

@@ -1,15 +1,13 @@
 /**
- * The raftlock client: endpoint failover, retries with backoff and Retry-After, and the
- * primitives (locks, shared locks, semaphores, elections) held with leases that one
- * keepalive loop per client renews in batches. The rules are the Go client's
- * (client/retry.go, attempt.go, keepalive.go, hold.go), so that a request is retried
- * exactly when the Go client retries it.
+ * The raftlock client: the primitives (locks, shared locks, locksets, semaphores,
+ * elections) held with leases that one keepalive loop per client renews in batches, reads,
+ * watches and observes. Every request goes through the transport's retry engine
+ * (transport.ts: endpoint failover, backoff, Retry-After, the call's deadline), with the rules
+ * of the Go client (client/retry.go, attempt.go, keepalive.go, hold.go).
  */
 import { randomBytes } from "node:crypto";
 import { inspect } from "node:util";
 import {
-  AbortedError,
-  ErrorOptions,
   InvalidError,
   LeaseLostError,
   LeaseNotFoundError,
@@ -17,15 +15,10 @@ import {
   PermissionDeniedError,
   RaftlockError,
   ServerError,
-  TLSError,
-  TooManyRequestsError,
   UnauthenticatedError,
-  UnavailableError,
-  UnreachableError,
   WaitTimeoutError,
-  errorFor,
 } from "./errors.js";
-import { Agents, send, TLSOptions, TransportFailure } from "./transport.js";
+import { Outcome, parseRetryAfter, Scope, sleep, TLSOptions, Transport } from "./transport.js";
 import {
   DEFAULT_MAX_BACKOFF_MS,
   DEFAULT_TTL_MS,
@@ -40,6 +33,7 @@ import {
   now,
   redactID,
 } from "./lease.js";
+import { Watch, WatchOptions } from "./events.js";
 import type {
   Cluster,
   ElectionGrant,
@@ -47,10 +41,13 @@ import type {
   Grant,
   History,
   LockList,
+  LockSetGrant,
   LockStatus,
   SemaphoreGrant,
   SemaphoreStatus,
 } from "./types.js";
+
+export { parseRetryAfter };
 
 /** Defaults of the client's options (the Go client's). */
 export const DEFAULT_TIMEOUT_MS = 5000;
@@ -60,8 +57,6 @@ export const DEFAULT_DEADLINE_MS = 30_000;
 export const DEFAULT_WAIT_CHUNK_MS = 240_000;
 /** The most one wait may last on the server (api.MaxWaitMs). */
 export const MAX_WAIT_MS = 300_000;
-
-const leaderHeader = "x-raftlock-leader";
 
 /** Options of a Client. */
 export interface ClientOptions {
@@ -116,10 +111,22 @@ export interface HoldOptions extends CallOptions, LeaseTimingOptions {
   lease?: Lease;
 }
 
-/** Options of lock. */
+/** Options of lock and lockset. */
 export interface LockOptions extends HoldOptions {
   /** "exclusive" (default) or "shared". */
   mode?: "exclusive" | "shared";
+  /**
+   * The grant ends this long (ms) after it, on cluster time, even while the lease is kept
+   * alive (max_hold_ms): the next waiter is granted in that commit, and the hold's `lost`
+   * aborts then (timed from the request's send when granted at once, from its answer after a
+   * wait). 0: none.
+   */
+  maxHold?: number;
+  /**
+   * Exclusive only: after the lease expires or is revoked without a release, the lock stays
+   * free for nobody this long (ms; lock_delay_ms), for storage that cannot check tokens. 0: none.
+   */
+  lockDelay?: number;
 }
 
 /** Options of a status read. */
@@ -147,32 +154,11 @@ export interface AcquireOptions extends CallOptions {
    */
   requestId?: string;
   mode?: "exclusive" | "shared";
+  /** As LockOptions.maxHold. */
+  maxHold?: number;
+  /** As LockOptions.lockDelay. */
+  lockDelay?: number;
 }
-
-/** One request as the retry loop sends it. */
-interface Req {
-  op: string;
-  method: string;
-  path: string;
-  query?: URLSearchParams;
-  /** The JSON body of the next attempt (called per attempt: a wait sends what remains). */
-  body?: () => unknown;
-  /** The server-side wait of the next attempt, added to the attempt timeout. */
-  waitMs?: () => number;
-  attemptTimeoutMs?: number;
-  maxBackoffMs?: number;
-  /** Values that must not show in an error text (lease IDs, request IDs). */
-  secrets?: string[];
-}
-
-/** Where a call stands: its signal (caller's and deadline) and its deadline on the monotonic clock. */
-interface Scope {
-  signal: AbortSignal;
-  deadline: number;
-}
-
-/** The outcome of a call: ok with the answer, or the error and how many attempts it took. */
-type Outcome<T> = { ok: true; out: T; sent: number; first: number; attempts: number } | { ok: false; err: RaftlockError; sent: number; first: number; attempts: number };
 
 /** Reads PEM files into the `tls` option of a Client (ca, and optionally cert and key). */
 export async function tlsFromFiles(ca?: string, cert?: string, key?: string): Promise<TLSOptions> {
@@ -241,46 +227,23 @@ function ms(d: number): number {
   return d <= 0 ? 0 : Math.ceil(d);
 }
 
-/** Parses Retry-After: delay-seconds or an HTTP date; 0 for absent, malformed or past. */
-export function parseRetryAfter(v: string | undefined, nowWall = Date.now()): number {
-  if (v === undefined) return 0;
-  v = v.trim();
-  if (v === "") return 0;
-  if (/^\d+$/.test(v)) return Math.min(Number(v), 24 * 3600) * 1000;
-  const t = Date.parse(v);
-  return Number.isFinite(t) && t > nowWall ? t - nowWall : 0;
+/** @internal What a held grant needs of its client: giving it back and proclaiming. */
+export interface HoldHost {
+  releaseAt(op: string, route: string, name: string, leaseId: string, token: number, opts: CallOptions): Promise<Outcome<unknown>>;
+  releaseSetAt(op: string, leaseId: string, tokens: Record<string, number>, opts: CallOptions): Promise<Outcome<unknown>>;
+  proclaim(name: string, leaseId: string, token: number, value: string, opts: CallOptions): Promise<number>;
+  log(level: "debug" | "warn", msg: string): void;
 }
 
-/** A pause drawn at random from the upper half of backoff: jitter spreads clients out. */
-function upperHalf(backoff: number): number {
-  return backoff / 2 + Math.random() * (backoff / 2);
-}
-
-/** Waits ms or until signal aborts; reports whether the whole pause passed. */
-function sleep(d: number, signal: AbortSignal): Promise<boolean> {
-  return new Promise((resolve) => {
-    if (signal.aborted) return resolve(false);
-    const t = setTimeout(() => {
-      signal.removeEventListener("abort", onAbort);
-      resolve(true);
-    }, d);
-    const onAbort = () => {
-      clearTimeout(t);
-      resolve(false);
-    };
-    signal.addEventListener("abort", onAbort, { once: true });
-  });
-}
-
-function retryable(err: RaftlockError): boolean {
-  return ["unavailable", "no_leader", "unknown_outcome", "too_many_requests", "tls"].includes(err.code);
-}
-
-/** A grant held with a lease: a lock (either mode), a semaphore permit, a leadership. */
+/**
+ * A grant held with a lease: a lock (either mode) or a semaphore permit (a leadership is a
+ * Leadership, a lockset a HeldSet). `await using held = await client.lock(...)` releases it
+ * at the end of the block (Symbol.asyncDispose).
+ */
 export class Held {
-  /** "lock", "semaphore" or "election". */
+  /** "lock", "semaphore", "election" or "lockset". */
   readonly kind: string;
-  /** The lock's (semaphore's, election's) name. */
+  /** The lock's (semaphore's, election's) name; a lockset's names joined with ",". */
   readonly name: string;
   /**
    * The fencing token: the Raft log index of the grant, strictly increasing per name. Pass
@@ -292,16 +255,19 @@ export class Held {
   /** The lease the grant is held with. */
   readonly lease: Lease;
 
-  /** @internal */ protected readonly client: Client;
-  private readonly ownLease: boolean;
-  private readonly route: string;
-  private readonly ctl = new AbortController();
-  private releasing: Promise<void> | undefined;
-  private releasedAt: number | undefined;
+  readonly #host: HoldHost;
+  readonly #ownLease: boolean;
+  readonly #route: string;
+  readonly #ctl = new AbortController();
+  readonly #maxHoldEnd: number | undefined;
+  readonly #onLost: () => void;
+  #releasing: Promise<void> | undefined;
+  #releasedAt: number | undefined;
+  #endTimer: ReturnType<typeof setTimeout> | undefined;
 
   /** What util.inspect and console.log show: never the lease ID, which is a secret. */
   [inspect.custom](): string {
-    return `${this.constructor.name} { kind: ${JSON.stringify(this.kind)}, name: ${JSON.stringify(this.name)}, token: ${this.token}, lost: ${this.lease.lost.aborted} }`;
+    return `${this.constructor.name} { kind: ${JSON.stringify(this.kind)}, name: ${JSON.stringify(this.name)}, token: ${this.token}, lost: ${this.lost.aborted} }`;
   }
 
   /** What JSON.stringify writes: never the lease ID. */
@@ -309,22 +275,35 @@ export class Held {
     return { kind: this.kind, name: this.name, token: this.token, mode: this.mode };
   }
 
-  /** @internal Made by Client.lock, semaphore and campaign. */
-  constructor(client: Client, kind: string, route: string, name: string, token: number, lease: Lease, ownLease: boolean, mode?: string) {
-    this.client = client;
+  /** @internal Made by Client.lock, lockset, semaphore and campaign. */
+  constructor(host: HoldHost, kind: string, route: string, name: string, token: number, lease: Lease, ownLease: boolean, mode?: string, maxHoldEnd?: number) {
+    this.#host = host;
     this.kind = kind;
-    this.route = route;
+    this.#route = route;
     this.name = name;
     this.token = token;
     this.lease = lease;
-    this.ownLease = ownLease;
+    this.#ownLease = ownLease;
     this.mode = mode;
-    this.onLost = () => this.ctl.abort(lease.lost.reason);
-    if (lease.lost.aborted) this.onLost();
-    else lease.lost.addEventListener("abort", this.onLost, { once: true });
+    this.#maxHoldEnd = maxHoldEnd;
+    this.#onLost = () => this.#lose(lease.lost.reason);
+    if (lease.lost.aborted) this.#onLost();
+    else lease.lost.addEventListener("abort", this.#onLost, { once: true });
+    if (maxHoldEnd !== undefined && !this.#ctl.signal.aborted) {
+      this.#endTimer = setTimeout(() => this.#lose(this.#ended()), Math.max(0, maxHoldEnd - now()));
+      this.#endTimer.unref?.();
+    }
   }
 
-  private readonly onLost: () => void;
+  #ended(): LeaseLostError {
+    return new LeaseLostError("lease_lost", `${this.kind} ${JSON.stringify(this.name)}: its maximum hold ended the grant`);
+  }
+
+  #lose(reason: unknown): void {
+    if (this.#endTimer !== undefined) clearTimeout(this.#endTimer);
+    this.#endTimer = undefined;
+    if (!this.#ctl.signal.aborted) this.#ctl.abort(reason);
+  }
 
   /** The lease ID: a secret (it authorizes release and revoke). */
   get leaseId(): string {
@@ -333,22 +312,27 @@ export class Held {
 
   /**
    * Aborts when the grant can no longer be assumed held: the lease was lost (the cluster
-   * said so, or safeUntil() passed without an answered keepalive) or closed, or the grant
-   * was released. Its reason is a LeaseLostError. Stop writing under the grant when it aborts.
+   * said so, or safeUntil() passed without an answered keepalive) or closed, the maximum hold
+   * ended, or the grant was released. Its reason is a LeaseLostError. Stop writing under the
+   * grant when it aborts. Reading it compares the times with the clock (after a pause of the
+   * whole process it reads aborted at once).
    */
   get lost(): AbortSignal {
     void this.lease.lost; // reading the lease's signal notices a passed safe time at once (after a pause)
-    return this.ctl.signal;
+    if (this.#maxHoldEnd !== undefined && now() >= this.#maxHoldEnd) this.#lose(this.#ended());
+    return this.#ctl.signal;
   }
 
   /**
    * Until when (performance.now() clock, ms) the grant is certainly still held: the lease's
-   * safeUntil(). After a release or a loss it is at most that moment. Even before it, a
-   * process pause can outlast it at any moment: writes still need the token checked by the storage.
+   * safeUntil(), or the end of the maximum hold when sooner. After a release or a loss it is at
+   * most that moment. Even before it, a process pause can outlast it at any moment: writes
+   * still need the token checked by the storage.
    */
   safeUntil(): number {
-    const su = this.lease.safeUntil();
-    return this.releasedAt === undefined ? su : Math.min(su, this.releasedAt);
+    let su = this.lease.safeUntil();
+    if (this.#maxHoldEnd !== undefined) su = Math.min(su, this.#maxHoldEnd);
+    return this.#releasedAt === undefined ? su : Math.min(su, this.#releasedAt);
   }
 
   /**
@@ -358,20 +342,49 @@ export class Held {
    * Calling it again returns the first call's promise.
    */
   release(opts: CallOptions = {}): Promise<void> {
-    if (this.releasing === undefined) this.releasing = this.giveBack(opts);
-    return this.releasing;
+    if (this.#releasing === undefined) this.#releasing = this.#giveBack(opts);
+    return this.#releasing;
   }
 
-  private async giveBack(opts: CallOptions): Promise<void> {
-    const c = this.client;
+  /**
+   * `await using held = await client.lock(...)`: releases the grant when the block ends. It
+   * rejects with LeaseLostError when the grant was lost inside the block (not released or
+   * closed there), as leaving Python's `with` does: the block ran, at least partly, without
+   * the lock. An error of the block itself wins (this one is then suppressed).
+   */
+  async [Symbol.asyncDispose](): Promise<void> {
+    const lost = this.lost.aborted && !(this.lost.reason instanceof LeaseClosedError);
+    const why = this.lost.reason as Error | undefined;
+    try {
+      await this.release();
+    } catch (err) {
+      if (err instanceof NotHolderError || err instanceof LeaseNotFoundError) {
+        throw new LeaseLostError("lease_lost", `${this.kind} ${JSON.stringify(this.name)} was lost inside the block (${err.message})`, { cause: err });
+      }
+      if (!lost) throw err;
+    }
+    if (lost) throw new LeaseLostError("lease_lost", `${this.kind} ${JSON.stringify(this.name)} was lost inside the block${why?.message ? ` (${why.message})` : ""}`, { cause: why });
+  }
+
+  /** @internal Gives the grant back (a lockset overrides it). */
+  protected giveBackRequest(op: string, opts: CallOptions): Promise<Outcome<unknown>> {
+    return this.#host.releaseAt(op, this.#route, this.name, this.lease.id, this.token, opts);
+  }
+
+  /** @internal */
+  protected get host(): HoldHost {
+    return this.#host;
+  }
+
+  async #giveBack(opts: CallOptions): Promise<void> {
     const op = `release ${this.kind} ${JSON.stringify(this.name)}`;
-    const r = await c.releaseAt(op, this.route, this.name, this.lease.id, this.token, opts);
+    const r = await this.giveBackRequest(op, opts);
     let err: RaftlockError | undefined = r.ok ? undefined : r.err;
     if (err instanceof NotHolderError && r.attempts > 1 && !this.lease.lost.aborted) {
       err = undefined; // an earlier attempt, whose answer was lost, released it
     }
     let gone = err === undefined || err instanceof NotHolderError || err instanceof LeaseNotFoundError;
-    if (this.ownLease) {
+    if (this.#ownLease) {
       // Our own lease holds nothing else: revoking it frees the grant in any case.
       try {
         await this.lease.close();
@@ -382,39 +395,38 @@ export class Held {
       }
     }
     if (gone) {
-      this.lease.lost.removeEventListener("abort", this.onLost); // a shared lease outlives its holds
-      this.releasedAt = now();
-      this.ctl.abort(new LeaseClosedError("lease_closed", `${this.kind} ${JSON.stringify(this.name)} was released`));
+      this.lease.lost.removeEventListener("abort", this.#onLost); // a shared lease outlives its holds
+      this.#releasedAt = now();
+      this.#lose(new LeaseClosedError("lease_closed", `${this.kind} ${JSON.stringify(this.name)} was released`));
     } else {
-      this.releasing = undefined; // a network failure: the caller may try again
+      this.#releasing = undefined; // a network failure: the caller may try again
     }
     if (err !== undefined) throw err;
   }
 }
 
-/** A leadership of an election: a Held with its published value. */
+/** A leadership of an election: a Held with its published value, proclaim and resign. */
 export class Leadership extends Held {
-  private currentValue: string;
+  #value: string;
 
   /** @internal */
-  constructor(client: Client, name: string, token: number, lease: Lease, ownLease: boolean, value: string) {
-    super(client, "election", "/v1/elections/", name, token, lease, ownLease);
-    this.currentValue = value;
+  constructor(host: HoldHost, name: string, token: number, lease: Lease, ownLease: boolean, value: string) {
+    super(host, "election", "/v1/elections/", name, token, lease, ownLease);
+    this.#value = value;
   }
 
   /** The value this leader publishes. */
   get value(): string {
-    return this.currentValue;
+    return this.#value;
   }
 
   /** Publishes a new value under the same leadership; resolves with the answer's token (the leadership's). */
   async proclaim(value: string, opts: CallOptions = {}): Promise<number> {
     if (this.lost.aborted) throw new LeaseLostError("lease_lost", `proclaim ${JSON.stringify(this.name)}: the leadership is lost`, { cause: this.lost.reason });
     if (typeof value !== "string" || Buffer.byteLength(value) > 4096) throw new InvalidError("invalid_argument", `proclaim: value must be a string of at most 4096 bytes`);
-    const scope = this.client.scope(opts.signal, 0);
-    const r = await this.client.campaignRequest(scope, this.name, value, { leaseId: this.lease.id, owner: undefined }, this.token);
-    this.currentValue = value;
-    return r.out.token;
+    const token = await this.host.proclaim(this.name, this.lease.id, this.token, value, opts);
+    this.#value = value;
+    return token;
   }
 
   /** Resigns: the next candidate leads, in the same commit. */
@@ -423,20 +435,46 @@ export class Leadership extends Held {
   }
 }
 
+/** A lockset held with one lease: every lock of `names` taken in one commit, each with its own token. */
+export class HeldSet extends Held {
+  /** The locks of the set, in the order given. */
+  readonly names: readonly string[];
+  /** Each lock's fencing token, by name (`token` is the first name's). */
+  readonly tokens: Readonly<Record<string, number>>;
+
+  /** @internal */
+  constructor(host: HoldHost, names: string[], tokens: Record<string, number>, lease: Lease, ownLease: boolean, mode: string, maxHoldEnd?: number) {
+    super(host, "lockset", "/v1/locksets", names.join(","), tokens[names[0]] ?? 0, lease, ownLease, mode, maxHoldEnd);
+    this.names = [...names];
+    this.tokens = { ...tokens };
+  }
+
+  /** @internal Releases every lock of the set in one commit. */
+  protected override giveBackRequest(op: string, opts: CallOptions): Promise<Outcome<unknown>> {
+    return this.host.releaseSetAt(op, this.lease.id, { ...this.tokens }, opts);
+  }
+}
+
+/** The most locks of a lockset (api.MaxLockSetNames). */
+export const MAX_LOCKSET_NAMES = 64;
+
+/** A grant as the hold machinery sees it. */
+interface Granted {
+  out: Record<string, unknown>;
+  token: number;
+  leaseId: string;
+  ttlMs: number;
+  sent: number;
+  first: number;
+}
+
 /** A client of a raftlock cluster. Safe to share; one keepalive loop renews all its leases. */
-export class Client implements LeaseHost {
+export class Client {
   readonly endpoints: readonly string[];
-  /** @internal */ readonly timeoutMs: number;
-  private readonly deadlineMs: number;
-  private readonly minBackoffMs: number;
-  private readonly maxBackoffMs: number;
-  private readonly authHeader: string | undefined;
-  private readonly tokenSecret: string | undefined;
-  private readonly agents: Agents;
-  private readonly logger: ((level: "debug" | "warn", msg: string) => void) | undefined;
-  private preferred = 0;
-  /** @internal The one keepalive loop of this client. */
-  readonly keepaliver: Keepaliver;
+  readonly #t: Transport;
+  readonly #keepaliver: Keepaliver;
+  readonly #leaseHost: LeaseHost;
+  readonly #holdHost: HoldHost;
 
   constructor(opts: ClientOptions = {}) {
     const tlsOn = opts.tls !== undefined && opts.tls !== false;
@@ -466,21 +504,41 @@ export class Client implements LeaseHost {
     }
     if (eps.length === 0) throw new InvalidError("invalid_argument", "no endpoints given, and RAFTLOCK_ENDPOINTS is not set");
     this.endpoints = eps;
-    this.timeoutMs = opts.timeoutMs && opts.timeoutMs > 0 ? opts.timeoutMs : DEFAULT_TIMEOUT_MS;
-    this.deadlineMs = opts.deadlineMs && opts.deadlineMs > 0 ? opts.deadlineMs : DEFAULT_DEADLINE_MS;
-    this.minBackoffMs = opts.minBackoffMs && opts.minBackoffMs > 0 ? opts.minBackoffMs : DEFAULT_MIN_BACKOFF_MS;
-    this.maxBackoffMs = Math.max(this.minBackoffMs, opts.maxBackoffMs && opts.maxBackoffMs > 0 ? opts.maxBackoffMs : DEFAULT_MAX_BACKOFF_MS);
     const tok = (opts.token ?? process.env.RAFTLOCK_TOKEN)?.trim();
-    if (tok) {
-      if (/[\s\u0000-\u001f]/.test(tok)) throw new InvalidError("invalid_argument", "the ACL token contains white space or a control character");
-      this.tokenSecret = tok;
-      this.authHeader = `Bearer ${tok}`;
-    }
-    this.logger = opts.logger;
-    this.agents = new Agents(typeof opts.tls === "object" ? opts.tls : undefined);
-    this.keepaliver = new Keepaliver(() => this);
-    if (plain && this.authHeader) {
-      this.log("warn", "an ACL token is sent over plain HTTP, where anyone on the path can read it; use https endpoints and TLS");
+    // eslint-disable-next-line no-control-regex
+    if (tok && /[\s\u0000-\u001f]/.test(tok)) throw new InvalidError("invalid_argument", "the ACL token contains white space or a control character");
+    const minB = opts.minBackoffMs && opts.minBackoffMs > 0 ? opts.minBackoffMs : DEFAULT_MIN_BACKOFF_MS;
+    this.#t = new Transport({
+      endpoints: eps,
+      timeoutMs: opts.timeoutMs && opts.timeoutMs > 0 ? opts.timeoutMs : DEFAULT_TIMEOUT_MS,
+      deadlineMs: opts.deadlineMs && opts.deadlineMs > 0 ? opts.deadlineMs : DEFAULT_DEADLINE_MS,
+      minBackoffMs: minB,
+      maxBackoffMs: Math.max(minB, opts.maxBackoffMs && opts.maxBackoffMs > 0 ? opts.maxBackoffMs : DEFAULT_MAX_BACKOFF_MS),
+      token: tok || undefined,
+      tls: typeof opts.tls === "object" ? opts.tls : undefined,
+      logger: opts.logger,
+    });
+    const t = this.#t;
+    this.#keepaliver = new Keepaliver(() => this.#leaseHost);
+    this.#leaseHost = {
+      timeoutMs: t.timeoutMs,
+      keepaliver: this.#keepaliver,
+      log: (level, msg) => t.log(level, msg),
+      revokeLease: (id) => this.#revokeLease(id),
+      keepAliveBatch: (ids, deadline, attemptTimeoutMs, maxBackoffMs) => this.#keepAliveBatch(ids, deadline, attemptTimeoutMs, maxBackoffMs),
+      keepAliveOne: (id, deadline, signal, attemptTimeoutMs, maxBackoffMs) => this.#keepAliveOne(id, deadline, signal, attemptTimeoutMs, maxBackoffMs),
+    };
+    this.#holdHost = {
+      releaseAt: (op, route, name, leaseId, token, o) => this.#releaseAt(op, route, name, leaseId, token, o),
+      releaseSetAt: (op, leaseId, tokens, o) => this.#releaseSetAt(op, leaseId, tokens, o),
+      proclaim: async (name, leaseId, token, value, o) => {
+        const r = await this.#campaignRequest(t.scope(o.signal, 0), name, value, { leaseId }, token);
+        return r.out.token;
+      },
+      log: (level, msg) => t.log(level, msg),
+    };
+    if (plain && t.hasToken) {
+      t.log("warn", "an ACL token is sent over plain HTTP, where anyone on the path can read it; use https endpoints and TLS");
     }
   }
 
@@ -489,9 +547,9 @@ export class Client implements LeaseHost {
     return `Client { endpoints: ${JSON.stringify(this.endpoints)} }`;
   }
 
-  /** @internal */
-  log(level: "debug" | "warn", msg: string): void {
-    this.logger?.(level, msg);
+  /** Keepalive batches sent so far by this client's one keepalive loop (for tests and metrics). */
+  get keepaliveBatchesSent(): number {
+    return this.#keepaliver.batchesSent;
   }
 
   /**
@@ -501,204 +559,57 @@ export class Client implements LeaseHost {
    * keepalive; its lost signal aborts either way.
    */
   async close(): Promise<void> {
-    const leases = [...this.keepaliver.leases()];
-    await Promise.all(leases.map((l) => l.close().catch((err: unknown) => this.log("debug", `close: revoking lease ${redactID(l.id)} failed: ${(err as Error).message}`))));
-    this.agents.destroy();
+    const leases = [...this.#keepaliver.leases()];
+    await Promise.all(leases.map((l) => l.close().catch((err: unknown) => this.#t.log("debug", `close: revoking lease ${redactID(l.id)} failed: ${(err as Error).message}`))));
+    this.#t.destroy();
   }
 
-  // ------------------------------------------------------------------ the retry loop
-
-  /** @internal The signal and deadline of a call: the caller's signal, else deadlineMs, on top of extraMs of wait. */
-  scope(signal: AbortSignal | undefined, extraMs: number): Scope {
-    if (signal !== undefined) return { signal, deadline: Infinity };
-    const total = this.deadlineMs + extraMs;
-    if (!Number.isFinite(total)) return { signal: new AbortController().signal, deadline: Infinity };
-    return { signal: AbortSignal.timeout(Math.ceil(total)), deadline: now() + total };
-  }
-
-  private redact(r: Req, s: string): string {
-    if (this.tokenSecret) s = s.split(this.tokenSecret).join("[token]");
-    for (const v of r.secrets ?? []) if (v && v.length >= 8) s = s.split(v).join(redactID(v));
-    return s;
-  }
-
-  /**
-   * Sends r until an endpoint answers with anything but no_leader, unknown_outcome or
-   * too_many_requests, or the scope ends (client/retry.go do). Each round tries every
-   * endpoint once, starting with the preferred one (the last that answered, or the leader a
-   * follower named); between rounds it pauses for a jittered, doubling backoff, or the
-   * Retry-After of a too_many_requests answer when longer. A round in which every endpoint
-   * failed the TLS handshake ends the call: waiting cannot fix a misconfiguration.
-   */
-  private async tryDo<T>(r: Req, scope: Scope): Promise<Outcome<T>> {
-    const n = this.endpoints.length;
-    let idx = this.preferred;
-    const maxBackoff = r.maxBackoffMs ?? this.maxBackoffMs;
-    let backoff = Math.min(this.minBackoffMs, maxBackoff);
-    let attempts = 0;
-    let first = 0;
-    let last: RaftlockError | undefined;
-    const seen: Record<string, string> = {}; // each endpoint's last error, for UnreachableError
-    const failed = (err: RaftlockError, sent: number): Outcome<T> => ({ ok: false, err, sent, first, attempts });
-    for (;;) {
-      let throttled = 0;
-      let tlsFails = 0;
-      for (let i = 0; i < n; i++) {
-        const ep = (idx + i) % n;
-        if (scope.signal.aborted) return failed(this.abortErr(r.op, scope, last, seen), 0);
-        attempts++;
-        const a = await this.attempt<T>(ep, r, scope);
-        if (attempts === 1) first = a.sent;
-        if (a.err === undefined) return { ok: true, out: a.out as T, sent: a.sent, first, attempts };
-        const err = a.err;
-        if (!retryable(err)) return failed(err, a.sent);
-        last = err;
-        seen[this.endpoints[ep]] = err.message.startsWith(`${r.op}: `) ? err.message.slice(r.op.length + 2) : err.message;
-        if (scope.signal.aborted) return failed(this.abortErr(r.op, scope, last, seen), a.sent);
-        if (err instanceof TLSError) tlsFails++;
-        if (err instanceof TooManyRequestsError) {
-          // The node is busy, not gone: wait as it asked before asking again.
-          throttled = Math.max(err.retryAfterMs ?? 0, 1);
-          this.log("debug", `${r.op}: throttled by ${this.endpoints[ep]}, retrying after ${throttled} ms`);
-          break;
-        }
-        this.log("debug", `${r.op}: ${err.message}; trying the next endpoint`);
-        this.preferred = (ep + 1) % n;
-      }
-      if (tlsFails === n && last) return failed(last, 0);
-      idx = this.preferred;
-      let pause = upperHalf(backoff);
-      if (throttled > 0) {
-        pause = Math.max(pause, throttled);
-        if (scope.deadline - now() < pause && last) return failed(last, 0); // it cannot be served before the caller gives up
-      }
-      if (!(await sleep(pause, scope.signal))) return failed(this.abortErr(r.op, scope, last, seen), 0);
-      backoff = Math.min(2 * backoff, maxBackoff);
-    }
-  }
-
-  /** @internal Like tryDo, but throws the error. */
-  async do<T>(r: Req, scope: Scope): Promise<{ out: T; sent: number; first: number; attempts: number }> {
-    const o = await this.tryDo<T>(r, scope);
-    if (!o.ok) throw o.err;
-    return o;
-  }
-
-  private abortErr(op: string, scope: Scope, last: RaftlockError | undefined, seen: Record<string, string> = {}): AbortedError | UnreachableError {
-    const reason = scope.signal.reason as { name?: string; message?: string } | undefined;
-    if (reason?.name === "TimeoutError" && last instanceof UnavailableError) {
-      // The call's deadline passed with no endpoint answering: name every endpoint's error.
-      const parts = this.endpoints.map((e) => `${e}: ${seen[e] ?? "not tried before the deadline"}`).join("; ");
-      return new UnreachableError("unavailable", `${op}: no endpoint answered before the deadline (${parts})`, { cause: last, errors: seen });
-    }
-    const why = reason?.name === "TimeoutError" ? "the call's deadline passed" : `aborted${reason?.message ? `: ${reason.message}` : ""}`;
-    return new AbortedError("aborted", `${op}: ${why}${last ? `; last error: ${last.message}` : ""}`, { cause: last ?? scope.signal.reason });
-  }
-
-  /** Sends r once to endpoint ep (client/attempt.go). */
-  private async attempt<T>(ep: number, r: Req, scope: Scope): Promise<{ sent: number; out?: T; err?: RaftlockError }> {
-    const base = this.endpoints[ep];
-    let body: string | undefined;
-    if (r.body) body = JSON.stringify(r.body());
-    let timeout = r.attemptTimeoutMs ?? this.timeoutMs;
-    if (r.waitMs) timeout += r.waitMs();
-    const tsig = AbortSignal.timeout(Math.ceil(timeout));
-    const signal = AbortSignal.any([scope.signal, tsig]);
-    const url = new URL(base + r.path + (r.query && [...r.query].length > 0 ? `?${r.query}` : ""));
-    const headers: Record<string, string> = { accept: "application/json" };
-    if (body !== undefined) headers["content-type"] = "application/json";
-    if (this.authHeader) headers["authorization"] = this.authHeader;
-    const sent = now();
-    let ans;
-    try {
-      ans = await send(this.agents, url, r.method, headers, body, signal, tsig);
-    } catch (e) {
-      const f = e as TransportFailure;
-      const msg = `${r.op}: ${this.redact(r, f.message)}${f.notSent ? " (the request was not sent)" : ""}`;
-      if (f.tls) return { sent, err: new TLSError("tls", msg, { cause: f }) };
-      return { sent, err: new UnavailableError("unavailable", msg, { cause: f }) };
-    }
-    const leader = ans.headers[leaderHeader];
-    if (typeof leader === "string" && leader !== "") this.noteLeader(leader);
-    else if (ans.status < 500) this.preferred = ep;
-    const status = `${ans.status}`;
-    if (ans.status >= 200 && ans.status < 300) {
-      try {
-        return { sent, out: (ans.body === "" ? {} : JSON.parse(ans.body)) as T };
-      } catch {
-        return { sent, err: new ServerError("internal", `${r.op}: ${base} answered ${status} with a body that is not the API's JSON`, { status: ans.status }) };
-      }
-    }
-    const ra = ans.headers["retry-after"];
-    const eo: ErrorOptions = { status: ans.status, retryAfterMs: parseRetryAfter(typeof ra === "string" ? ra : undefined) || undefined };
-    let code: string | undefined;
-    let message = "";
-    try {
-      const eb = JSON.parse(ans.body) as { error?: { code?: string; message?: string } };
-      code = eb?.error?.code || undefined;
-      message = eb?.error?.message ?? "";
-    } catch {
-      // not the API's error body: a proxy's page
-    }
-    if (code === undefined) {
-      if ([502, 503, 504].includes(ans.status)) return { sent, err: new UnavailableError("unavailable", `${r.op}: ${base} answered ${status}`, eo) };
-      if (ans.status === 401) return { sent, err: new UnauthenticatedError("unauthenticated", `${r.op}: ${base} answered ${status}`, eo) };
-      if (ans.status === 403) return { sent, err: new PermissionDeniedError("permission_denied", `${r.op}: ${base} answered ${status}`, eo) };
-      return { sent, err: new ServerError("internal", `${r.op}: ${base} answered ${status}: ${this.redact(r, ans.body.slice(0, 200))}`, eo) };
-    }
-    return { sent, err: errorFor(code, `${r.op}: ${this.redact(r, message)}`, eo) };
-  }
-
-  /** Prefers the endpoint whose host is the leader's HTTP address, to skip the forwarding hop. */
-  private noteLeader(addr: string): void {
-    const i = this.endpoints.findIndex((e) => new URL(e).host === addr);
-    if (i >= 0) this.preferred = i;
+  /** `await using client = new Client(...)`: close() at the end of the block. */
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.close();
   }
 
   // ------------------------------------------------------------------ leases
 
   /** Creates a lease (TTL ms; default the server's 10000) with no keepalives: see newLease. */
   async createLease(ttl = 0, opts: CallOptions = {}): Promise<{ lease_id: string; ttl_ms: number }> {
-    const r = await this.createLeaseAt(ttl, this.scope(opts.signal, 0));
+    const r = await this.#createLeaseAt(ttl, this.#t.scope(opts.signal, 0));
     return r.out;
   }
 
-  private createLeaseAt(ttl: number, scope: Scope) {
-    return this.do<{ lease_id: string; ttl_ms: number }>(
-      { op: "create lease", method: "POST", path: "/v1/leases", body: () => ({ ttl_ms: ms(ttl) }) },
-      scope,
-    );
+  #createLeaseAt(ttl: number, scope: Scope) {
+    return this.#t.do<{ lease_id: string; ttl_ms: number }>({ op: "create lease", method: "POST", path: "/v1/leases", body: () => ({ ttl_ms: ms(ttl) }) }, scope);
   }
 
   /** Creates a lease and keeps it alive in the background until close() or its loss. */
   async newLease(ttl = DEFAULT_TTL_MS, opts: CallOptions & LeaseTimingOptions = {}): Promise<Lease> {
     leaseConfig("new lease", ttl, opts);
-    return this.newLeaseIn(ttl, opts, this.scope(opts.signal, 0));
+    return this.#newLeaseIn(ttl, opts, this.#t.scope(opts.signal, 0));
   }
 
-  private async newLeaseIn(ttl: number, opts: LeaseTimingOptions, scope: Scope): Promise<Lease> {
-    const r = await this.createLeaseAt(ttl, scope);
-    return this.startLease(r.out.lease_id, r.out.ttl_ms, r.sent, opts);
+  async #newLeaseIn(ttl: number, opts: LeaseTimingOptions, scope: Scope): Promise<Lease> {
+    const r = await this.#createLeaseAt(ttl, scope);
+    return this.#startLease(r.out.lease_id, r.out.ttl_ms, r.sent, opts);
   }
 
   /** Starts keeping alive a lease whose last answered renewal was sent at `sent`. */
-  private startLease(id: string, ttlMs: number, sent: number, opts: LeaseTimingOptions): Lease {
+  #startLease(id: string, ttlMs: number, sent: number, opts: LeaseTimingOptions): Lease {
     let cfg;
     try {
       cfg = leaseConfig(`lease ${redactID(id)}`, ttlMs, opts);
     } catch (err) {
-      void this.revokeQuietly(id); // the TTL the server chose does not fit the options
+      void this.#revokeQuietly(id); // the TTL the server chose does not fit the options
       throw err;
     }
-    return new Lease(this, id, ttlMs, sent, cfg);
+    return new Lease(this.#leaseHost, id, ttlMs, sent, cfg);
   }
 
   /** Renews a lease once. Rejects with LeaseNotFoundError when it expired or was revoked. */
   async keepAlive(leaseId: string, opts: CallOptions = {}): Promise<{ lease_id: string; ttl_ms: number }> {
     checkLeaseID("keepalive", leaseId);
-    const r = await this.do<{ lease_id: string; ttl_ms: number }>(
+    const r = await this.#t.do<{ lease_id: string; ttl_ms: number }>(
       { op: "keepalive", method: "POST", path: "/v1/leases/keepalive", body: () => ({ lease_id: leaseId }), secrets: [leaseId] },
-      this.scope(opts.signal, 0),
+      this.#t.scope(opts.signal, 0),
     );
     return r.out;
   }
@@ -706,44 +617,42 @@ export class Client implements LeaseHost {
   /** Revokes a lease, releasing everything it holds. A retried revoke that finds no lease succeeds. */
   async revoke(leaseId: string, opts: CallOptions = {}): Promise<void> {
     checkLeaseID("revoke", leaseId);
-    const r = await this.tryDo<unknown>(
+    const r = await this.#t.tryDo<unknown>(
       { op: "revoke", method: "POST", path: "/v1/leases/revoke", body: () => ({ lease_id: leaseId }), secrets: [leaseId] },
-      this.scope(opts.signal, 0),
+      this.#t.scope(opts.signal, 0),
     );
     if (!r.ok && !(r.err instanceof LeaseNotFoundError && r.attempts > 1)) throw r.err;
   }
 
-  /** @internal LeaseHost: revoke, a lease the cluster no longer knows counting as revoked. */
-  async revokeLease(id: string): Promise<void> {
+  /** Revokes, a lease the cluster no longer knows counting as revoked. */
+  async #revokeLease(id: string): Promise<void> {
     try {
-      await this.revoke(id, { signal: AbortSignal.timeout(Math.ceil(this.timeoutMs * 2)) });
+      await this.revoke(id, { signal: AbortSignal.timeout(Math.ceil(this.#t.timeoutMs * 2)) });
     } catch (err) {
       if (!(err instanceof LeaseNotFoundError)) throw err;
     }
   }
 
-  private async revokeQuietly(id: string): Promise<void> {
+  async #revokeQuietly(id: string): Promise<void> {
     try {
-      await this.revokeLease(id);
+      await this.#revokeLease(id);
     } catch (err) {
-      this.log("debug", `revoking an unused lease failed; it will expire: ${(err as Error).message}`);
+      this.#t.log("debug", `revoking an unused lease failed; it will expire: ${(err as Error).message}`);
     }
   }
 
-  /** @internal LeaseHost: one batch keepalive, retried until deadline. */
-  async keepAliveBatch(ids: string[], deadline: number, attemptTimeoutMs: number, maxBackoffMs: number) {
+  async #keepAliveBatch(ids: string[], deadline: number, attemptTimeoutMs: number, maxBackoffMs: number) {
     const left = Math.max(1, deadline - now());
-    const r = await this.tryDo<KeepAliveBatch>(
+    const r = await this.#t.tryDo<KeepAliveBatch>(
       { op: "batch keepalive", method: "POST", path: "/v1/leases/keepalive", body: () => ({ lease_ids: ids }), attemptTimeoutMs, maxBackoffMs, secrets: ids },
       { signal: AbortSignal.timeout(Math.ceil(left)), deadline },
     );
     return r.ok ? { ok: true as const, out: r.out, sent: r.sent } : { ok: false as const, err: r.err, sent: r.sent };
   }
 
-  /** @internal LeaseHost: one single keepalive, retried until deadline or until signal aborts. */
-  async keepAliveOne(id: string, deadline: number, signal: AbortSignal, attemptTimeoutMs: number, maxBackoffMs: number) {
+  async #keepAliveOne(id: string, deadline: number, signal: AbortSignal, attemptTimeoutMs: number, maxBackoffMs: number) {
     const left = Math.max(1, deadline - now());
-    const r = await this.tryDo<unknown>(
+    const r = await this.#t.tryDo<unknown>(
       { op: "keepalive", method: "POST", path: "/v1/leases/keepalive", body: () => ({ lease_id: id }), attemptTimeoutMs, maxBackoffMs, secrets: [id] },
       { signal: AbortSignal.any([signal, AbortSignal.timeout(Math.ceil(left))]), deadline },
     );
@@ -757,27 +666,19 @@ export class Client implements LeaseHost {
    * no keepalives. Prefer lock(), which keeps the lease alive and watches for its loss.
    */
   async acquire(name: string, opts: AcquireOptions = {}): Promise<Grant> {
-    const r = await this.acquireAt<Grant>(this.scope(opts.signal, opts.wait ?? 0), `acquire ${JSON.stringify(name)}`, "/v1/locks/", name, opts, (b) => ({
-      ...b,
-      mode: opts.mode === "shared" ? "shared" : undefined,
-    }));
+    const op = `acquire ${JSON.stringify(name)}`;
+    const fields = holdFields(op, opts.mode ?? "exclusive", opts.maxHold, opts.lockDelay);
+    const r = await this.#acquireAt<Grant>(this.#t.scope(opts.signal, opts.wait ?? 0), op, "/v1/locks/", name, opts, (b) => ({ ...b, ...fields }));
     return r.out;
   }
 
   /**
-   * @internal Sends an acquire-like request (lock, permit, campaign): checks the options,
-   * draws the request_id of a lease created with the grant, the same on every retry, and
-   * asks a retried waiting request only for the wait that remains (client/locks.go acquireAt).
+   * Sends an acquire-like request (lock, permit, campaign, lockset with path): checks the
+   * options, draws the request_id of a lease created with the grant, the same on every retry,
+   * and asks a retried waiting request only for the wait that remains (client/locks.go acquireAt).
    */
-  async acquireAt<T>(
-    scope: Scope,
-    op: string,
-    route: string,
-    name: string,
-    opts: AcquireOptions,
-    body: (b: Record<string, unknown>) => unknown,
-  ) {
-    checkName(op, route.split("/")[2].replace(/s$/, ""), name);
+  #acquireAt<T>(scope: Scope, op: string, route: string, name: string, opts: AcquireOptions, body: (b: Record<string, unknown>) => unknown, method = "PUT", path?: string) {
+    if (path === undefined) checkName(op, route.split("/")[2].replace(/s$/, ""), name);
     let reqID = opts.requestId;
     if (opts.leaseId !== undefined) {
       checkLeaseID(op, opts.leaseId);
@@ -794,11 +695,11 @@ export class Client implements LeaseHost {
     }
     const waitEnd = now() + wait;
     const remaining = () => (wait <= 0 ? 0 : Math.max(waitEnd - now(), 1));
-    return this.do<T>(
+    return this.#t.do<T>(
       {
         op,
-        method: "PUT",
-        path: namePath(route, name),
+        method,
+        path: path ?? namePath(route, name),
         body: () =>
           body({
             lease_id: opts.leaseId,
@@ -816,18 +717,28 @@ export class Client implements LeaseHost {
 
   /** The low-level release of lock name held by leaseId with token. Rejects with NotHolderError when they do not hold it. */
   async release(name: string, leaseId: string, token: number, opts: CallOptions = {}): Promise<void> {
-    const r = await this.releaseAt(`release ${JSON.stringify(name)}`, "/v1/locks/", name, leaseId, token, opts);
+    const r = await this.#releaseAt(`release ${JSON.stringify(name)}`, "/v1/locks/", name, leaseId, token, opts);
     if (!r.ok) throw r.err;
   }
 
-  /** @internal Gives back the grant of name at route held by leaseId with token. */
-  async releaseAt(op: string, route: string, name: string, leaseId: string, token: number, opts: CallOptions) {
+  /** Gives back the grant of name at route held by leaseId with token. */
+  #releaseAt(op: string, route: string, name: string, leaseId: string, token: number, opts: CallOptions) {
     checkName(op, route.split("/")[2].replace(/s$/, ""), name);
     checkLeaseID(op, leaseId);
     if (!token) throw new InvalidError("invalid_argument", `${op}: the token of the grant is required`);
-    return this.tryDo<unknown>(
+    return this.#t.tryDo<unknown>(
       { op, method: "DELETE", path: namePath(route, name), body: () => ({ lease_id: leaseId, token }), secrets: [leaseId] },
-      this.scope(opts.signal, 0),
+      this.#t.scope(opts.signal, 0),
+    );
+  }
+
+  /** Gives back every lock of a lockset held by leaseId, in one commit. */
+  #releaseSetAt(op: string, leaseId: string, tokens: Record<string, number>, opts: CallOptions) {
+    checkLeaseID(op, leaseId);
+    const locks = Object.entries(tokens).map(([name, token]) => ({ name, token }));
+    return this.#t.tryDo<unknown>(
+      { op, method: "DELETE", path: "/v1/locksets", body: () => ({ lease_id: leaseId, locks }), secrets: [leaseId] },
+      this.#t.scope(opts.signal, 0),
     );
   }
 
@@ -839,15 +750,37 @@ export class Client implements LeaseHost {
    * request_id so that retries cannot create a second lease) and rejects with LockHeldError
    * when the lock is held; with `wait` it creates a lease first and waits in the lock's FIFO
    * queue on the server (no polling), rejecting with WaitTimeoutError when the wait ends.
+   * `await using held = await client.lock(...)` releases it at the end of the block.
    */
   async lock(name: string, opts: LockOptions = {}): Promise<Held> {
     const mode = opts.mode ?? "exclusive";
-    if (mode !== "exclusive" && mode !== "shared") throw new InvalidError("invalid_argument", `lock: mode ${JSON.stringify(mode)} is neither "exclusive" nor "shared"`);
     const op = `lock ${JSON.stringify(name)}`;
-    return this.take(op, opts, async (scope, a) => {
-      const r = await this.acquireAt<Grant>(scope, op, "/v1/locks/", name, a, (b) => ({ ...b, mode: mode === "shared" ? "shared" : undefined }));
-      return { ...r, token: r.out.token, leaseId: r.out.lease_id, ttlMs: r.out.ttl_ms };
-    }, (token, lease, own) => new Held(this, "lock", "/v1/locks/", name, token, lease, own, mode));
+    const fields = holdFields(op, mode, opts.maxHold, opts.lockDelay);
+    return this.#take(op, opts, opts.maxHold ?? 0, async (scope, a) => {
+      const r = await this.#acquireAt<Grant>(scope, op, "/v1/locks/", name, a, (b) => ({ ...b, ...fields }));
+      return { ...r, out: r.out as unknown as Record<string, unknown>, token: r.out.token, leaseId: r.out.lease_id, ttlMs: r.out.ttl_ms };
+    }, (g, lease, own, end) => new Held(this.#holdHost, "lock", "/v1/locks/", name, g.token, lease, own, mode, end));
+  }
+
+  /**
+   * Takes every lock of `names` in one commit, or none (LockHeldError naming the held ones);
+   * with `wait` the set waits as one request in every queue and cannot starve. A wait that
+   * would close a cycle of waiting leases rejects with DeadlockError at once. Each lock then
+   * has its own token (`tokens`). Options as lock's.
+   */
+  async lockset(names: string[], opts: LockOptions = {}): Promise<HeldSet> {
+    const op = `lockset ${names.join(",")}`;
+    if (!Array.isArray(names) || names.length < 1 || names.length > MAX_LOCKSET_NAMES) {
+      throw new InvalidError("invalid_argument", `${op}: a lockset names 1 to ${MAX_LOCKSET_NAMES} locks`);
+    }
+    for (const n of names) checkName(op, "lock", n);
+    const mode = opts.mode ?? "exclusive";
+    const fields = { ...holdFields(op, mode, opts.maxHold, opts.lockDelay), names: [...names] };
+    return this.#take(op, opts, opts.maxHold ?? 0, async (scope, a) => {
+      const r = await this.#acquireAt<LockSetGrant>(scope, op, "/v1/locksets", names.join(","), a, (b) => ({ ...b, ...fields }), "POST", "/v1/locksets");
+      const tokens = Object.fromEntries((r.out.locks ?? []).map((l) => [l.name, l.token]));
+      return { ...r, out: { tokens } as Record<string, unknown>, token: tokens[names[0]] ?? 0, leaseId: r.out.lease_id, ttlMs: r.out.ttl_ms };
+    }, (g, lease, own, end) => new HeldSet(this.#holdHost, names, g.out.tokens as Record<string, number>, lease, own, mode, end));
   }
 
   /**
@@ -862,7 +795,7 @@ export class Client implements LeaseHost {
     try {
       result = await fn(held);
     } catch (err) {
-      await held.release().catch((rerr: unknown) => this.log("debug", `release after a failure failed: ${(rerr as Error).message}`));
+      await held.release().catch((rerr: unknown) => this.#t.log("debug", `release after a failure failed: ${(rerr as Error).message}`));
       throw err;
     }
     // A loss, not a release or close by the caller inside fn (whose reason is LeaseClosedError).
@@ -887,10 +820,10 @@ export class Client implements LeaseHost {
   async semaphore(name: string, limit: number, opts: HoldOptions = {}): Promise<Held> {
     const op = `acquire a permit of ${JSON.stringify(name)}`;
     if (!Number.isInteger(limit) || limit < 1 || limit > 10000) throw new InvalidError("invalid_argument", `${op}: limit ${limit} is outside 1 to 10000`);
-    return this.take(op, opts, async (scope, a) => {
-      const r = await this.acquireAt<SemaphoreGrant>(scope, op, "/v1/semaphores/", name, a, (b) => ({ ...b, limit }));
-      return { ...r, token: r.out.token, leaseId: r.out.lease_id, ttlMs: r.out.ttl_ms };
-    }, (token, lease, own) => new Held(this, "semaphore", "/v1/semaphores/", name, token, lease, own));
+    return this.#take(op, opts, 0, async (scope, a) => {
+      const r = await this.#acquireAt<SemaphoreGrant>(scope, op, "/v1/semaphores/", name, a, (b) => ({ ...b, limit }));
+      return { ...r, out: r.out as unknown as Record<string, unknown>, token: r.out.token, leaseId: r.out.lease_id, ttlMs: r.out.ttl_ms };
+    }, (g, lease, own) => new Held(this.#holdHost, "semaphore", "/v1/semaphores/", name, g.token, lease, own));
   }
 
   /**
@@ -900,15 +833,15 @@ export class Client implements LeaseHost {
   async campaign(name: string, value: string, opts: HoldOptions = {}): Promise<Leadership> {
     const op = `campaign ${JSON.stringify(name)}`;
     if (typeof value !== "string" || Buffer.byteLength(value) > 4096) throw new InvalidError("invalid_argument", `${op}: value must be a string of at most 4096 bytes`);
-    return this.take(op, opts, async (scope, a) => {
-      const r = await this.campaignRequest(scope, name, value, a, 0);
-      return { ...r, token: r.out.token, leaseId: r.out.lease_id, ttlMs: r.out.ttl_ms };
-    }, (token, lease, own) => new Leadership(this, name, token, lease, own, value));
+    return this.#take(op, opts, 0, async (scope, a) => {
+      const r = await this.#campaignRequest(scope, name, value, a, 0);
+      return { ...r, out: r.out as unknown as Record<string, unknown>, token: r.out.token, leaseId: r.out.lease_id, ttlMs: r.out.ttl_ms };
+    }, (g, lease, own) => new Leadership(this.#holdHost, name, g.token, lease, own, value));
   }
 
-  /** @internal One campaign (or, with token, proclaim) request. */
-  campaignRequest(scope: Scope, name: string, value: string, a: AcquireOptions, token: number) {
-    return this.acquireAt<ElectionGrant>(scope, `campaign ${JSON.stringify(name)}`, "/v1/elections/", name, a, (b) => ({ ...b, value, token: token || undefined }));
+  /** One campaign (or, with token, proclaim) request. */
+  #campaignRequest(scope: Scope, name: string, value: string, a: AcquireOptions, token: number) {
+    return this.#acquireAt<ElectionGrant>(scope, `campaign ${JSON.stringify(name)}`, "/v1/elections/", name, a, (b) => ({ ...b, value, token: token || undefined }));
   }
 
   /**
@@ -916,19 +849,21 @@ export class Client implements LeaseHost {
    * held by a lease (a given one, or one created per hold), taken with server-side waits that
    * are re-issued, and watched for loss.
    */
-  private async take<H extends Held>(
+  async #take<H extends Held>(
     op: string,
     opts: HoldOptions,
-    acq: (scope: Scope, a: AcquireOptions) => Promise<{ token: number; leaseId: string; ttlMs: number; sent: number; first: number }>,
-    make: (token: number, lease: Lease, ownLease: boolean) => H,
+    maxHold: number,
+    acq: (scope: Scope, a: AcquireOptions) => Promise<Granted>,
+    make: (g: Granted, lease: Lease, ownLease: boolean, maxHoldEnd: number | undefined) => H,
   ): Promise<H> {
     const wait = opts.wait ?? 0;
     checkDuration(op, "wait", wait);
     if (opts.ttl !== undefined) checkDuration(op, "ttl", opts.ttl);
     if (!(wait >= 0)) throw new InvalidError("invalid_argument", `${op}: wait ${wait} ms is negative`);
     const ttl = opts.ttl ?? DEFAULT_TTL_MS;
-    const scope = this.scope(opts.signal, wait);
-    if (opts.lease !== undefined) return this.takeWith(op, opts, opts.lease, false, wait, scope, acq, make);
+    const scope = this.#t.scope(opts.signal, wait);
+    const end = (from: number) => (maxHold > 0 ? from + maxHold : undefined);
+    if (opts.lease !== undefined) return this.#takeWith(op, opts, opts.lease, false, wait, scope, acq, make, end);
     leaseConfig(op, ttl, opts);
     if (wait === 0) {
       // One round trip: the server creates the lease in the entry that grants, and nothing
@@ -936,27 +871,28 @@ export class Client implements LeaseHost {
       const g = await acq(scope, { ttl, owner: opts.owner });
       // safeUntil counts from the first attempt: the lease may have been created by it (its
       // answer lost) and only returned by a later one.
-      const lease = this.startLease(g.leaseId, g.ttlMs, g.first, opts);
-      return make(g.token, lease, true);
+      const lease = this.#startLease(g.leaseId, g.ttlMs, g.first, opts);
+      return make(g, lease, true, end(g.first));
     }
-    const lease = await this.newLeaseIn(ttl, opts, scope);
+    const lease = await this.#newLeaseIn(ttl, opts, scope);
     try {
-      return await this.takeWith(op, opts, lease, true, wait, scope, acq, make);
+      return await this.#takeWith(op, opts, lease, true, wait, scope, acq, make, end);
     } catch (err) {
       await lease.close().catch(() => undefined);
       throw err;
     }
   }
 
-  private async takeWith<H extends Held>(
+  async #takeWith<H extends Held>(
     op: string,
     opts: HoldOptions,
     lease: Lease,
     own: boolean,
     wait: number,
     scope: Scope,
-    acq: (scope: Scope, a: AcquireOptions) => Promise<{ token: number; leaseId: string; ttlMs: number; sent: number }>,
-    make: (token: number, lease: Lease, ownLease: boolean) => H,
+    acq: (scope: Scope, a: AcquireOptions) => Promise<Granted>,
+    make: (g: Granted, lease: Lease, ownLease: boolean, maxHoldEnd: number | undefined) => H,
+    end: (from: number) => number | undefined,
   ): Promise<H> {
     const waitEnd = now() + wait;
     for (;;) {
@@ -964,6 +900,7 @@ export class Client implements LeaseHost {
       const w = wait > 0 ? Math.min(DEFAULT_WAIT_CHUNK_MS, Math.max(waitEnd - now(), 1)) : 0;
       // The request ends when the lease is lost: the server then drops the wait.
       const rscope = { signal: AbortSignal.any([scope.signal, lease.lost]), deadline: scope.deadline };
+      const sent = now();
       let g;
       try {
         g = await acq(rscope, { leaseId: lease.id, wait: w, owner: opts.owner });
@@ -975,24 +912,25 @@ export class Client implements LeaseHost {
           throw lost;
         }
         if (wait > 0 && err instanceof WaitTimeoutError && !scope.signal.aborted && now() < waitEnd) {
-          this.log("debug", `${op}: re-issuing a wait`);
+          this.#t.log("debug", `${op}: re-issuing a wait`);
           continue;
         }
         throw err;
       }
       if (!lease.observe(g.sent)) {
         // Granted, but the lease was declared lost meanwhile: give the grant back.
-        const held = make(g.token, lease, false);
+        const held = make(g, lease, false, undefined);
         await held.release().catch(() => undefined);
         throw new LeaseLostError("lease_lost", `${op}: the lease was lost as it was granted`, { cause: lease.lost.reason });
       }
-      return make(g.token, lease, own);
+      // Granted at once: no earlier than the send; after a wait: at some point of it.
+      return make(g, lease, own, end(wait > 0 ? now() : sent));
     }
   }
 
   // ------------------------------------------------------------------ reads
 
-  private async statusAt<T>(op: string, route: string, name: string, opts: StatusOptions): Promise<T> {
+  async #statusAt<T>(op: string, route: string, name: string, opts: StatusOptions): Promise<T> {
     checkName(op, route.split("/")[2].replace(/s$/, ""), name);
     const wait = opts.wait ?? 0;
     checkWait(op, wait);
@@ -1002,22 +940,22 @@ export class Client implements LeaseHost {
       q.set("wait_index", String(opts.waitIndex ?? 0));
       q.set("wait_ms", String(ms(wait)));
     }
-    return this.do<T>({ op, method: "GET", path: namePath(route, name), query: q, waitMs: () => wait }, this.scope(opts.signal, wait)).then((r) => r.out);
+    return this.#t.do<T>({ op, method: "GET", path: namePath(route, name), query: q, waitMs: () => wait }, this.#t.scope(opts.signal, wait)).then((r) => r.out);
   }
 
-  /** Reads lock `name`: held, token, owner, mode, holders, waiters, modify_index (linearizable unless stale). */
+  /** Reads lock `name`: held, token, owner, mode, holders, waiters, modify_index, lock_delay_remaining_ms (linearizable unless stale). */
   status(name: string, opts: StatusOptions = {}): Promise<LockStatus> {
-    return this.statusAt<LockStatus>(`status ${JSON.stringify(name)}`, "/v1/locks/", name, opts);
+    return this.#statusAt<LockStatus>(`status ${JSON.stringify(name)}`, "/v1/locks/", name, opts);
   }
 
   /** Reads semaphore `name`: limit, permits, waiters. */
   semaphoreStatus(name: string, opts: StatusOptions = {}): Promise<SemaphoreStatus> {
-    return this.statusAt<SemaphoreStatus>(`semaphore status ${JSON.stringify(name)}`, "/v1/semaphores/", name, opts);
+    return this.#statusAt<SemaphoreStatus>(`semaphore status ${JSON.stringify(name)}`, "/v1/semaphores/", name, opts);
   }
 
   /** Reads election `name`: elected, owner, value, token, candidates. */
   electionStatus(name: string, opts: StatusOptions = {}): Promise<ElectionStatus> {
-    return this.statusAt<ElectionStatus>(`election status ${JSON.stringify(name)}`, "/v1/elections/", name, opts);
+    return this.#statusAt<ElectionStatus>(`election status ${JSON.stringify(name)}`, "/v1/elections/", name, opts);
   }
 
   /**
@@ -1028,7 +966,7 @@ export class Client implements LeaseHost {
   async *observe(name: string, opts: CallOptions = {}): AsyncGenerator<ElectionStatus> {
     let last = 0;
     let first = true;
-    let backoff = this.minBackoffMs;
+    let backoff = this.#t.minBackoffMs;
     const signal = opts.signal ?? new AbortController().signal;
     while (!signal.aborted) {
       let st: ElectionStatus;
@@ -1038,15 +976,28 @@ export class Client implements LeaseHost {
         if (err instanceof InvalidError || err instanceof UnauthenticatedError || err instanceof PermissionDeniedError) throw err;
         if (signal.aborted) return;
         await sleep(backoff, signal);
-        backoff = Math.min(2 * backoff, this.maxBackoffMs);
+        backoff = Math.min(2 * backoff, this.#t.maxBackoffMs);
         continue;
       }
-      backoff = this.minBackoffMs;
+      backoff = this.#t.minBackoffMs;
       if (!first && st.modify_index <= last) continue; // the wait ended without a change
       first = false;
       last = st.modify_index;
       yield st;
     }
+  }
+
+  /**
+   * Follows the lock events of the locks whose names start with `prefix` ("" for every lock),
+   * from now on or from entry index `fromIndex`: `for await (const e of await client.watch("accounts/"))`.
+   * It reconnects by itself, to the next endpoint, with the last event ID, so no event is
+   * lost or repeated. The first connection is made before this resolves: an index older than
+   * the node holds rejects with IndexCompactedError (read the state, then watch again from now on).
+   */
+  async watch(prefix = "", opts: WatchOptions = {}): Promise<Watch> {
+    const w = new Watch(this.#t, prefix, opts);
+    await w.open();
+    return w;
   }
 
   /** The lock's last events (grants, releases, expiries, revocations), oldest first. */
@@ -1055,12 +1006,12 @@ export class Client implements LeaseHost {
     checkName(op, "lock", name);
     const q = new URLSearchParams();
     if (opts.stale) q.set("stale", "true");
-    return this.do<History>({ op, method: "GET", path: namePath("/v1/history/", name), query: q }, this.scope(opts.signal, 0)).then((r) => r.out);
+    return this.#t.do<History>({ op, method: "GET", path: namePath("/v1/history/", name), query: q }, this.#t.scope(opts.signal, 0)).then((r) => r.out);
   }
 
   /** The cluster as the answering node sees it: leader, term, indexes, nodes. */
   cluster(opts: CallOptions = {}): Promise<Cluster> {
-    return this.do<Cluster>({ op: "cluster", method: "GET", path: "/v1/cluster" }, this.scope(opts.signal, 0)).then((r) => r.out);
+    return this.#t.do<Cluster>({ op: "cluster", method: "GET", path: "/v1/cluster" }, this.#t.scope(opts.signal, 0)).then((r) => r.out);
   }
 
   /** Every held or awaited lock whose name starts with prefix, following the pages to the end. */
@@ -1072,11 +1023,20 @@ export class Client implements LeaseHost {
       if (prefix) q.set("prefix", prefix);
       if (after) q.set("after", after);
       if (opts.stale) q.set("stale", "true");
-      const page = (await this.do<LockList>({ op: "list locks", method: "GET", path: "/v1/locks", query: q }, this.scope(opts.signal, 0))).out;
+      const page = (await this.#t.do<LockList>({ op: "list locks", method: "GET", path: "/v1/locks", query: q }, this.#t.scope(opts.signal, 0))).out;
       all.push(...(page.locks ?? []));
       if (!page.truncated) return all;
       if (!page.next || page.next <= after) throw new ServerError("internal", "list locks: a truncated page whose next cursor does not move forward");
       after = page.next;
     }
   }
+}
+
+/** The request fields of a lock's options (mode, max_hold_ms, lock_delay_ms), checked. */
+function holdFields(op: string, mode: string, maxHold = 0, lockDelay = 0): Record<string, unknown> {
+  if (mode !== "exclusive" && mode !== "shared") throw new InvalidError("invalid_argument", `${op}: mode ${JSON.stringify(mode)} is neither "exclusive" nor "shared"`);
+  checkDuration(op, "maxHold", maxHold);
+  checkDuration(op, "lockDelay", lockDelay);
+  if (!(maxHold >= 0) || !(lockDelay >= 0)) throw new InvalidError("invalid_argument", `${op}: maxHold and lockDelay are durations of 0 or more ms`);
+  return { mode: mode === "shared" ? "shared" : undefined, max_hold_ms: ms(maxHold) || undefined, lock_delay_ms: ms(lockDelay) || undefined };
 }

@@ -108,6 +108,23 @@ export class AbortedError extends RaftlockError {}
 /** code "not_locked": release (resign, proclaim) of something that is not held. */
 export class NotLockedError extends RaftlockError {}
 
+/**
+ * code "index_compacted": a watch asked for (or had to resume at) an entry index older than
+ * the events the node still holds (it restored a snapshot taken after it): events were
+ * missed. Read the state you derive from events (status, history), then watch again from now on.
+ */
+export class IndexCompactedError extends RaftlockError {}
+/** code "version_inactive": a lockset, maximum hold or lock delay during a rolling upgrade; nothing was applied. */
+export class VersionInactiveError extends RaftlockError {}
+/**
+ * code "cross_cluster": a lease of one cluster was given for a name another cluster owns
+ * (Router). Nothing was sent: a lease, its grants and their tokens exist on one cluster only.
+ * An InvalidError.
+ */
+export class CrossClusterError extends InvalidError {}
+/** code "no_route": no route of a Router owns the name. Nothing was sent. An InvalidError. */
+export class NoRouteError extends InvalidError {}
+
 type ErrorClass = new (code: string, message: string, opts?: ErrorOptions) => RaftlockError;
 
 const byCode: Record<string, ErrorClass> = {
@@ -127,6 +144,10 @@ const byCode: Record<string, ErrorClass> = {
   limit_conflict: LimitConflictError,
   election_held: ElectionHeldError,
   deadlock: DeadlockError,
+  index_compacted: IndexCompactedError,
+  version_inactive: VersionInactiveError,
+  cross_cluster: CrossClusterError,
+  no_route: NoRouteError,
   invalid_json: InvalidError,
   invalid_name: InvalidError,
   invalid_ttl: InvalidError,

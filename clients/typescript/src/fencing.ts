@@ -6,9 +6,8 @@
  * - {@link fencingHeaders}: the HTTP convention, a `Fencing-Token` header in decimal, for a
  *   storage service that checks tokens itself (the demo ledger, `fencing.HTTPGuard` in Go).
  * - {@link MemoryGuard}: the check for in-process state (Go's fencing.MemoryGuard).
- *
- * A SQL guard is not here: Node 20 has no SQL driver without a dependency (node:sqlite
- * arrives in Node 22.5); use Go's fencing.SQLGuard statements with your own driver.
+ * - PostgresGuard and SQLiteGuard (sqlfence.ts): SQL databases through `pg` and
+ *   `better-sqlite3`, with Go's fencing.SQLGuard table and rule.
  */
 import { RaftlockError } from "./errors.js";
 
@@ -21,10 +20,12 @@ export const MAX_TOKEN = Number.MAX_SAFE_INTEGER;
 /** code "stale_token": a write with a token below the resource's fence was refused. Nothing changed. */
 export class StaleTokenError extends RaftlockError {
   readonly resource: string;
-  readonly offered: number;
-  readonly current: number;
+  /** The token offered: a number from MemoryGuard, a bigint from the SQL guards. */
+  readonly offered: number | bigint;
+  /** The resource's fence: the highest token it accepted. */
+  readonly current: number | bigint;
 
-  constructor(resource: string, offered: number, current: number) {
+  constructor(resource: string, offered: number | bigint, current: number | bigint) {
     super("stale_token", `fencing: stale token ${offered} for ${JSON.stringify(resource)}: the fence is at ${current}`, { status: 409 });
     this.resource = resource;
     this.offered = offered;

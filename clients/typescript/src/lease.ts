@@ -91,7 +91,7 @@ export interface KeepAliveBatch {
   not_found: string[] | null;
 }
 
-/** What a keepalive loop needs from its client. */
+/** @internal What a keepalive loop needs from its client. */
 export interface LeaseHost {
   /** The per-attempt timeout of the client, ms. */
   readonly timeoutMs: number;
@@ -186,6 +186,7 @@ export class Lease {
   }
 
   /**
+   * @internal
    * Records that a request sent at `sent` renewed the lease. It reports false (and the lease
    * is lost) when the answer came after safeUntil(): a late answer does not revive a lease
    * whose holder may already have been told it is lost.
@@ -204,7 +205,7 @@ export class Lease {
     return true;
   }
 
-  /** Declares the lease lost with err as the signal's reason (the first call wins). */
+  /** @internal Declares the lease lost with err as the signal's reason (the first call wins). */
   lose(err: LeaseLostError): void {
     if (this.ctl.signal.aborted) return;
     const t = now();
@@ -213,6 +214,11 @@ export class Lease {
     this.watchdog = undefined;
     this.host.keepaliver.remove(this);
     this.ctl.abort(err);
+  }
+
+  /** `await using lease = await client.newLease()`: close() at the end of the block. */
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.close();
   }
 
   /**
@@ -249,7 +255,7 @@ export class Lease {
     this.lose(this.expired());
   }
 
-  /** The attempt timeout and retry pause of this lease's keepalives (client/keepalive.go timing). */
+  /** @internal The attempt timeout and retry pause of this lease's keepalives (client/keepalive.go timing). */
   timing(): { attemptTimeoutMs: number; retryMs: number } {
     return {
       attemptTimeoutMs: Math.min(this.host.timeoutMs, Math.max(this.keepaliveIntervalMs / 2, 250)),
@@ -264,6 +270,7 @@ interface KaState {
 }
 
 /**
+ * @internal
  * Renews all the leases of one client with as few requests as it can: one timer wakes when
  * the earliest lease is due, and one batch keepalive (POST /v1/leases/keepalive with
  * lease_ids) renews every lease due within half its interval from then. Renewing early only

@@ -30,6 +30,16 @@ export interface LockStatus {
   holder_count: number;
   waiters: number;
   modify_index: number;
+  /** How long (cluster time, ms) a lock delay still keeps the lock from everyone; absent when none. */
+  lock_delay_remaining_ms?: number;
+}
+
+/** POST /v1/locksets: every lock of the set granted in one commit. */
+export interface LockSetGrant {
+  lease_id: string;
+  ttl_ms: number;
+  mode?: string;
+  locks: { name: string; token: number }[];
 }
 
 /** GET /v1/locks?prefix=. */

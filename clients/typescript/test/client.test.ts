@@ -4,7 +4,7 @@
  */
 import { test, before, after, afterEach } from "node:test";
 import assert from "node:assert/strict";
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import {
@@ -62,15 +62,42 @@ after(() => cluster?.close());
 let seq = 0;
 const uniq = (what: string) => `ts/${what}/${process.pid}-${++seq}`;
 
-test("package.json has no runtime dependencies", () => {
+test("package.json has no runtime dependencies, only optional peers the library never imports, and no install script", () => {
   const here = dirname(fileURLToPath(import.meta.url));
-  const pkg = JSON.parse(readFileSync(resolve(here, "..", "..", "package.json"), "utf8")) as Record<string, unknown>;
-  for (const field of ["dependencies", "peerDependencies", "optionalDependencies", "bundledDependencies"]) {
+  const root = resolve(here, "..", "..");
+  const pkg = JSON.parse(readFileSync(resolve(root, "package.json"), "utf8")) as Record<string, unknown>;
+  for (const field of ["dependencies", "optionalDependencies", "bundledDependencies"]) {
     const v = pkg[field] as Record<string, unknown> | undefined;
     assert.ok(v === undefined || Object.keys(v).length === 0, `package.json has ${field}: ${JSON.stringify(v)}`);
   }
+  const peers = (pkg.peerDependencies ?? {}) as Record<string, string>;
+  const meta = (pkg.peerDependenciesMeta ?? {}) as Record<string, { optional?: boolean }>;
+  assert.deepEqual(Object.keys(peers).sort(), ["better-sqlite3", "pg"]);
+  for (const p of Object.keys(peers)) assert.equal(meta[p]?.optional, true, `peer ${p} is not optional`);
+  // The SQL guards take the drivers' objects by their shape: nothing of dist loads them.
+  for (const dir of ["dist", "dist/cjs"]) {
+    for (const f of readdirSync(resolve(root, dir)).filter((x) => x.endsWith(".js") || x.endsWith(".d.ts"))) {
+      const text = readFileSync(resolve(root, dir, f), "utf8");
+      assert.ok(!/(require\(|from |import\()\s*["'](pg|better-sqlite3)["']/.test(text), `${dir}/${f} loads a peer dependency`);
+    }
+  }
+  const scripts = (pkg.scripts ?? {}) as Record<string, string>;
+  for (const s of ["preinstall", "install", "postinstall", "prepare"]) assert.equal(scripts[s], undefined, `package.json has a ${s} script, which npm runs (or warns about) at install`);
   const dev = pkg.devDependencies as Record<string, string>;
   for (const [name, version] of Object.entries(dev)) assert.match(version, /^\d+\.\d+\.\d+$/, `${name} is not pinned: ${version}`);
+});
+
+test("the public type declarations hold no internals", () => {
+  const dist = resolve(dirname(fileURLToPath(import.meta.url)), "..", "..", "dist");
+  const all = readdirSync(dist).filter((f) => f.endsWith(".d.ts")).map((f) => [f, readFileSync(resolve(dist, f), "utf8")] as const);
+  for (const [f, text] of all) {
+    assert.ok(!text.includes("@internal"), `${f} declares something @internal`);
+    for (const name of ["acquireAt", "releaseAt", "keepAliveBatch", "keepAliveOne", "campaignRequest", "revokeLease", "tryDo", "LeaseHost", "HoldHost", "class Transport", "class Keepaliver", "class Agents", "scope("]) {
+      assert.ok(!text.includes(name), `${f} shows the internal ${name}`);
+    }
+  }
+  const client = all.find(([f]) => f === "client.d.ts")![1];
+  assert.ok(!/constructor\(host/.test(client), "a hold's constructor (made by the client) is in the public types");
 });
 
 test("lock, conflict, wait and handover with a higher token", async () => {

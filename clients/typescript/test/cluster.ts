@@ -7,7 +7,7 @@
 import { spawn, spawnSync, ChildProcess } from "node:child_process";
 import https from "node:https";
 import http from "node:http";
-import { mkdtempSync, rmSync, existsSync, readFileSync, openSync, closeSync } from "node:fs";
+import { mkdtempSync, rmSync, existsSync, readFileSync, readdirSync, openSync, closeSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve, dirname } from "node:path";
@@ -79,8 +79,13 @@ export class Cluster {
     this.bin = bin;
   }
 
-  /** Starts n1..n3 and waits for a ready leader. */
-  static async start(opts: { tls?: boolean } = {}): Promise<Cluster> {
+  private extra: string[] = [];
+
+  /**
+   * Starts n1..n3 (or `n` nodes named `${prefix}1`...) with `extra` serve flags and waits for
+   * a ready leader.
+   */
+  static async start(opts: { tls?: boolean; n?: number; prefix?: string; extra?: string[] } = {}): Promise<Cluster> {
     const bin = raftlockBin();
     if (!existsSync(bin)) throw new Error(`${bin} not found: build it with 'go build -o bin/raftlock ./cmd/raftlock' (or set RAFTLOCK_BIN)`);
     const c = new Cluster(mkdtempSync(join(tmpdir(), "raftlock-ts-")), bin);
@@ -102,8 +107,10 @@ export class Cluster {
         key: readFileSync(join(dir, "local-key.pem")),
       });
     }
-    const ports = await freePorts(6);
-    for (let i = 0; i < 3; i++) c.nodes.push({ id: `n${i + 1}`, http: ports[2 * i], raft: ports[2 * i + 1], stopped: false });
+    const n = opts.n ?? 3;
+    c.extra = opts.extra ?? [];
+    const ports = await freePorts(2 * n);
+    for (let i = 0; i < n; i++) c.nodes.push({ id: `${opts.prefix ?? "n"}${i + 1}`, http: ports[2 * i], raft: ports[2 * i + 1], stopped: false });
     try {
       for (const n of c.nodes) c.spawn(n);
       await c.waitLeader(30_000);
@@ -127,7 +134,7 @@ export class Cluster {
     const log = openSync(join(this.dir, `${n.id}.log`), "a");
     n.proc = spawn(
       this.bin,
-      ["serve", "--id", n.id, "--http-addr", `127.0.0.1:${n.http}`, "--raft-addr", `127.0.0.1:${n.raft}`, "--data-dir", join(this.dir, n.id), "--bootstrap", bootstrap, ...tlsFlags],
+      ["serve", "--id", n.id, "--http-addr", `127.0.0.1:${n.http}`, "--raft-addr", `127.0.0.1:${n.raft}`, "--data-dir", join(this.dir, n.id), "--bootstrap", bootstrap, ...tlsFlags, ...this.extra],
       { stdio: ["ignore", log, log] },
     );
     closeSync(log);
@@ -218,6 +225,53 @@ export class Cluster {
     proc.kill("SIGKILL");
     await exited;
     return id;
+  }
+
+  /** SIGKILLs node id (stopped or not) and waits for it to exit. */
+  async kill(id: string): Promise<void> {
+    const n = this.node(id);
+    const proc = n.proc;
+    if (!proc) return;
+    const exited = new Promise((r) => proc.once("exit", r));
+    proc.kill("SIGKILL");
+    await exited;
+    n.stopped = false;
+  }
+
+  /** Waits until the leader answers protocol_version `v` or more. */
+  async waitProtocol(v = 3, timeoutMs = 30_000): Promise<void> {
+    await waitFor(async () => {
+      const id = await this.leader();
+      if (id === undefined) return false;
+      const n = this.node(id);
+      const r = await this.get(`${this.tlsDir ? "https" : "http"}://127.0.0.1:${n.http}/v1/cluster`, 1000).catch(() => undefined);
+      return r !== undefined && r.status === 200 && ((JSON.parse(r.body) as { protocol_version?: number }).protocol_version ?? 0) >= v;
+    }, timeoutMs, () => `protocol version ${v} not active`, 50);
+  }
+
+  /**
+   * Waits (at most 20 s) until node id holds a snapshot at or above the index it has applied
+   * now, kills it, starts it again and waits for a ready leader (FORMAT.md, snapshot_restart).
+   */
+  async snapshotRestart(id: string): Promise<void> {
+    const n = this.node(id);
+    const r = await this.get(`${this.tlsDir ? "https" : "http"}://127.0.0.1:${n.http}/v1/cluster`, 2000);
+    const applied = (JSON.parse(r.body) as { applied_index: number }).applied_index;
+    const dir = join(this.dir, id, "snapshots");
+    let newest = 0;
+    await waitFor(() => {
+      newest = 0;
+      if (existsSync(dir)) {
+        for (const f of readdirSync(dir)) {
+          const parts = f.split("-");
+          if (!f.endsWith(".tmp") && parts.length === 3 && /^\d+$/.test(parts[1])) newest = Math.max(newest, Number(parts[1]));
+        }
+      }
+      return newest >= applied;
+    }, 20_000, () => `${id} holds no snapshot at or above index ${applied} (newest ${newest})`, 50);
+    await this.kill(id);
+    this.spawn(n);
+    await this.waitLeader(20_000);
   }
 
   /** Starts again every killed node, with its data directory. */

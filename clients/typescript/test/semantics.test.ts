@@ -7,7 +7,7 @@ import { test, before, after, afterEach } from "node:test";
 import assert from "node:assert/strict";
 import { createServer } from "node:net";
 import { inspect } from "node:util";
-import { Client, InvalidError, UnavailableError, UnreachableError, LeaseLostError } from "../src/index.js";
+import { Client, InvalidError, UnavailableError, UnreachableError, LeaseLostError, LockHeldError } from "../src/index.js";
 import { NAME_RULE } from "../src/client.js";
 import { Cluster, waitFor } from "./cluster.js";
 
@@ -124,4 +124,54 @@ test("a lock lost inside withLock rejects", async () => {
   );
   // A release inside fn is not a loss.
   assert.equal(await c.withLock("ts2/lost", async (held) => { await held.release(); return 7; }, { ttl: 2000 }).catch((e: unknown) => e instanceof LeaseLostError ? e : 7), 7);
+});
+
+test("await using releases a hold at the end of the block, and reports a loss inside it", async () => {
+  const c = newClient();
+  const name = "ts2/dispose";
+  {
+    await using held = await c.lock(name, { ttl: 3000 });
+    assert.equal((await c.status(name)).held, true);
+    assert.ok(held.token > 0);
+  }
+  assert.equal((await c.status(name)).held, false, "released when the block ended");
+  {
+    await using lease = await c.newLease(3000);
+    await c.lock("ts2/dispose/a", { lease });
+    await c.lock("ts2/dispose/b", { lease });
+  }
+  assert.equal((await c.status("ts2/dispose/b")).held, false, "a lease disposed of frees what it held");
+  await assert.rejects(
+    (async () => {
+      await using held = await c.lock(name, { ttl: 3000 });
+      await c.revoke(held.leaseId); // as the cluster expiring the lease
+      await waitFor(() => held.lost.aborted, 10_000, () => "the loss was never noticed");
+    })(),
+    (err: unknown) => err instanceof LeaseLostError,
+  );
+  await c.close();
+});
+
+test("a lockset, a maximum hold and a lock delay", async () => {
+  const c = newClient();
+  const d = newClient();
+  const s = await c.lockset(["ts2/set/x", "ts2/set/y"], { ttl: 3000 });
+  assert.deepEqual(Object.keys(s.tokens).sort(), ["ts2/set/x", "ts2/set/y"]);
+  await assert.rejects(d.lockset(["ts2/set/z", "ts2/set/y"], { ttl: 3000 }), LockHeldError);
+  assert.equal((await d.status("ts2/set/z")).held, false, "a refused set takes none of its locks");
+  await s.release();
+  assert.equal((await d.status("ts2/set/x")).held, false);
+  const m = await c.lock("ts2/maxhold", { ttl: 5000, maxHold: 700 });
+  assert.ok(m.safeUntil() <= performance.now() + 700, "safeUntil is capped by the maximum hold");
+  await waitFor(() => m.lost.aborted, 10_000, () => "the maximum hold never ended the grant");
+  assert.ok(m.lost.reason instanceof LeaseLostError);
+  assert.equal(m.lease.lost.aborted, false, "the lease outlives the grant");
+  const h = await c.lock("ts2/delay", { ttl: 5000, lockDelay: 1500 });
+  await c.revoke(h.leaseId);
+  const st = await d.status("ts2/delay");
+  assert.equal(st.held, false);
+  assert.ok((st.lock_delay_remaining_ms ?? 0) > 0, `lock delay: ${JSON.stringify(st)}`);
+  await assert.rejects(d.lock("ts2/delay", { ttl: 2000 }), LockHeldError);
+  await c.close();
+  await d.close();
 });

@@ -30,7 +30,16 @@ until node -e 'fetch(process.env.RAFTLOCK_ENDPOINTS+"/readyz").then(r=>process.e
 done
 for c in cjs esm ts-cjs; do
 	cp -r "$here/$c" "$work/$c"
-	(cd "$work/$c" && npm install --silent --offline --no-audit --no-fund --ignore-scripts "$tarball")
+	# As a user installs it: scripts allowed, warnings shown. The package has no install
+	# script (no prepare: dist is built by prepack, into the tarball), so npm has nothing to
+	# warn about; its optional peer dependencies (pg, better-sqlite3) are not installed.
+	(cd "$work/$c" && npm install --offline --no-audit --no-fund --loglevel=warn "$tarball") >"$work/install-$c.log" 2>&1 || { cat "$work/install-$c.log" >&2; exit 1; }
+	if grep -qi "script" "$work/install-$c.log"; then
+		echo "consumers: npm warned about scripts when installing the package into $c:" >&2
+		cat "$work/install-$c.log" >&2
+		exit 1
+	fi
+	[ ! -e "$work/$c/node_modules/pg" ] && [ ! -e "$work/$c/node_modules/better-sqlite3" ] || { echo "consumers: an optional peer dependency was installed" >&2; exit 1; }
 done
 node "$work/cjs/index.js"
 node "$work/esm/index.js"

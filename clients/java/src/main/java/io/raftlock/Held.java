@@ -2,12 +2,12 @@ package io.raftlock;
 
 import java.time.Duration;
 import java.time.Instant;
-import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 
 /**
- * A grant held with a lease of its own that the client keeps alive: a lock (either mode), a
- * semaphore permit or a leadership. {@link #close()} (try-with-resources) releases it.
+ * A grant held with a lease the client keeps alive: a lock (either mode) or a semaphore
+ * permit; a leadership is a {@link Leadership}, this with {@code proclaim}.
+ * {@link #close()} (try-with-resources) releases it.
  *
  * <p>{@link #token()} is the fencing token: pass it with every write the grant protects
  * (see {@link Fence}); storage that refuses lower tokens makes a late write harmless.
@@ -15,34 +15,30 @@ import java.util.concurrent.CompletableFuture;
  * cannot tell whether this process is about to be paused between the check and the write:
  * the token is what protects the data.
  */
-public final class Held implements AutoCloseable {
+public class Held implements AutoCloseable {
     /** What a hold holds. */
     public enum Kind {
         /** A lock, exclusive or shared. */
         LOCK,
         /** A semaphore permit. */
         SEMAPHORE,
-        /** A leadership of an election. */
+        /** A leadership of an election ({@link Leadership}). */
         ELECTION
     }
 
-    private final RaftLock client;
+    final RaftLock client;
     private final Kind kind;
     private final String route;
-    private final String name;
-    private final long token;
-    private final Lease lease;
+    final String name;
+    final long token;
+    final Lease lease;
     private final boolean shared;
     private final boolean ownsLease; // false: a lease the caller gave, which release leaves open
-    volatile String value = "";
+    final GrantLoss loss;
     // Each access is one read or one write, so volatile is all the synchronization it needs.
     private volatile boolean held = true;
 
-    Held(RaftLock client, Kind kind, String route, String name, long token, Lease lease, boolean shared) {
-        this(client, kind, route, name, token, lease, shared, true);
-    }
-
-    Held(RaftLock client, Kind kind, String route, String name, long token, Lease lease, boolean shared, boolean ownsLease) {
+    Held(RaftLock client, Kind kind, String route, String name, long token, Lease lease, boolean shared, boolean ownsLease, GrantLoss loss) {
         this.ownsLease = ownsLease;
         this.client = client;
         this.kind = kind;
@@ -51,6 +47,7 @@ public final class Held implements AutoCloseable {
         this.token = token;
         this.lease = lease;
         this.shared = shared;
+        this.loss = loss;
     }
 
     /** The lock's (semaphore's, election's) name. */
@@ -73,9 +70,15 @@ public final class Held implements AutoCloseable {
         return shared;
     }
 
-    /** The value a leadership published last. */
+    /**
+     * The value a leadership published last ("" for a lock or a permit).
+     *
+     * @deprecated only a leadership has a value: use {@link Leadership#value()}, the type
+     *     {@link RaftLock#campaign} returns since 0.2.0.
+     */
+    @Deprecated(since = "0.2.0", forRemoval = true)
     public String value() {
-        return value;
+        return "";
     }
 
     /** The lease holding the grant. */
@@ -83,51 +86,48 @@ public final class Held implements AutoCloseable {
         return lease;
     }
 
-    /** Whether the grant can no longer be assumed held (the loss signal is set, or safe-until has passed). */
+    /**
+     * Whether the grant can no longer be assumed held: the loss signal is set, safe-until has
+     * passed, or the maximum hold ({@link HoldOptions#maxHold}) has ended.
+     */
     public boolean isLost() {
-        return lease.isLost();
+        return loss.isLost();
     }
 
     /**
      * The latest moment at which the grant may still be assumed held: the send time of the
-     * last answered keepalive (System.nanoTime) plus the TTL minus the drift margin,
-     * converted to an Instant now.
+     * last answered keepalive (System.nanoTime) plus the TTL minus the drift margin, or the end
+     * of the maximum hold when sooner, converted to an Instant now.
      */
     public Instant safeUntil() {
-        return lease.safeUntil();
+        return Instant.now().plus(safeFor());
     }
 
     /** Time left before safe-until (zero or negative once passed). */
     public Duration safeFor() {
-        return lease.safeFor();
+        return loss.safeFor();
     }
 
     /** Completed when the grant is lost (or released). */
     public CompletableFuture<Void> lost() {
-        return lease.lost();
+        return loss.lost();
     }
 
     /** Runs fn when the grant is lost (from the thread that notices: keep it short); at once if it is. */
     public void onLost(Runnable fn) {
-        lease.onLost(fn);
+        loss.onLost(fn);
     }
 
     /**
-     * Publishes {@code value} as the leader's, keeping the leadership and its token. Only
-     * for a leadership.
+     * Publishes {@code value} as the leader's.
+     *
+     * @deprecated a lock or a permit cannot proclaim (this throws IllegalStateException for
+     *     them): {@link RaftLock#campaign} returns a {@link Leadership} since 0.2.0, whose
+     *     {@code proclaim} this is.
      */
+    @Deprecated(since = "0.2.0", forRemoval = true)
     public long proclaim(String value) {
-        if (kind != Kind.ELECTION) {
-            throw new IllegalStateException("proclaim: not a leadership");
-        }
-        if (lease.isLost()) {
-            throw new LeaseLostException("proclaim \"" + name + "\": the leadership is lost");
-        }
-        Transport.Result res = client.call(new Transport.Request("proclaim \"" + name + "\"", "PUT", Transport.namePath(RaftLock.ELECTIONS, name))
-                .body(() -> Map.of("value", value, "lease_id", lease.id, "token", token)).secret(lease.id), null, 0);
-        lease.observe(res.sent);
-        this.value = value;
-        return res.body.path("token").asLong();
+        throw new IllegalStateException("proclaim: not a leadership (" + kind + ")");
     }
 
     /**
@@ -173,19 +173,24 @@ public final class Held implements AutoCloseable {
         }
     }
 
+    /** Whether release has ended the hold. */
+    boolean released() {
+        return !held;
+    }
+
     /**
      * Releases the grant (the end of a try-with-resources block). When the grant was lost
-     * before (its loss signal set, or safe-until passed) it throws {@link LeaseLostException}:
-     * the work of the block may have run without the lock (an exception of the block itself
-     * wins; this one is then suppressed). A hold released already inside the block is not a
-     * loss.
+     * before (its loss signal set, safe-until passed, or its maximum hold ended) it throws
+     * {@link LeaseLostException}: the work of the block may have run without the lock (an
+     * exception of the block itself wins; this one is then suppressed). A hold released
+     * already inside the block is not a loss.
      */
     @Override
     public void close() {
         if (!held) {
             return;
         }
-        boolean lostBefore = lease.isLost();
+        boolean lostBefore = isLost();
         try {
             release();
         } catch (NotHolderException | LeaseNotFoundException | NotLockedException e) {
@@ -199,6 +204,6 @@ public final class Held implements AutoCloseable {
     /** Never shows the lease ID. */
     @Override
     public String toString() {
-        return "Held{" + kind + " " + name + ", token=" + token + ", lost=" + lease.isLostSignal() + "}";
+        return getClass().getSimpleName() + "{" + kind + " " + name + ", token=" + token + ", lost=" + loss.isSet() + "}";
     }
 }

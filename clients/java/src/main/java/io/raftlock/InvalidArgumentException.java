@@ -15,4 +15,9 @@ public class InvalidArgumentException extends RaftLockException {
     public InvalidArgumentException(String message, Duration retryAfter, Throwable cause) {
         super("invalid_argument", message, retryAfter, cause);
     }
+
+    /** For subclasses with a code of their own (refusals made by the client). */
+    InvalidArgumentException(Throwable cause, String code, String message) {
+        super(code, message, null, cause);
+    }
 }

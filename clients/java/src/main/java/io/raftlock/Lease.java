@@ -52,6 +52,11 @@ public final class Lease {
         this.safeUntil = sent + ttlNanos - driftNanos;
     }
 
+    /** The client whose cluster the lease lives on. */
+    RaftLock client() {
+        return client;
+    }
+
     /** The lease's TTL. */
     public Duration ttl() {
         return Duration.ofNanos(ttlNanos);

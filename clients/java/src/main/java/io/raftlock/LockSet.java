@@ -19,13 +19,15 @@ public final class LockSet implements AutoCloseable {
     public static final int MAX_NAMES = 64;
 
     private final RaftLock client;
-    private final Lease lease;
+    final Lease lease;
     private final Map<String, Long> tokens;
+    private final GrantLoss loss;
 
-    private LockSet(RaftLock client, Lease lease, Map<String, Long> tokens) {
+    private LockSet(RaftLock client, Lease lease, Map<String, Long> tokens, GrantLoss loss) {
         this.client = client;
         this.lease = lease;
         this.tokens = tokens;
+        this.loss = loss;
     }
 
     static Map<String, Long> tokensOf(JsonNode o) {
@@ -37,6 +39,11 @@ public final class LockSet implements AutoCloseable {
     }
 
     static LockSet take(RaftLock c, List<String> names, Duration ttl, Duration wait, HoldOptions o) {
+        return take(c, names, ttl, wait, o, false);
+    }
+
+    /** leaseFirst: create the lease before asking, even without a wait, so that an interrupted take can revoke what it may have been granted. */
+    static LockSet take(RaftLock c, List<String> names, Duration ttl, Duration wait, HoldOptions o, boolean leaseFirst) {
         if (names.isEmpty() || names.size() > MAX_NAMES) {
             throw new InvalidArgumentException("a lockset names 1 to " + MAX_NAMES + " locks");
         }
@@ -47,30 +54,30 @@ public final class LockSet implements AutoCloseable {
         long w = RaftLock.waitNanos(wait);
         Map<String, Object> fields = new LinkedHashMap<>();
         fields.put("names", new ArrayList<>(names));
-        if (o.shared) {
-            fields.put("mode", "shared");
-        }
+        o.addFields(fields);
         String op = "lockset " + String.join(",", names);
-        if (w == 0) {
+        if (w == 0 && !leaseFirst) {
             Transport.Result res = c.acquireRaw(op, "POST", RaftLock.LOCKSETS, fields, null, ttl, 0, o.owner, null, null);
             Lease l = c.startLease(res.body.path("lease_id").asText(), res.body.path("ttl_ms").asLong() * 1_000_000L, res.first, o);
-            return new LockSet(c, l, tokensOf(res.body));
+            return new LockSet(c, l, tokensOf(res.body), new GrantLoss(l, o.maxHoldNanos(), res.first));
         }
         Lease l = c.lease(ttl, o);
         try {
             long end = System.nanoTime() + w;
+            boolean first = true;
             while (true) {
                 long left = end - System.nanoTime();
-                if (left <= 0) {
+                if (left <= 0 && !first) {
                     throw new WaitTimeoutException(op + ": the wait ended");
                 }
+                first = false;
                 Transport.Cancel cancel = new Transport.Cancel();
                 l.onLost(() -> cancel.cancel(new LeaseLostException(op + ": the lease was lost while waiting")));
                 Transport.Result res;
                 try {
-                    res = c.acquireRaw(op, "POST", RaftLock.LOCKSETS, fields, l.id, null, Math.min(left, RaftLock.WAIT_CHUNK_NANOS), o.owner, cancel, null);
+                    res = c.acquireRaw(op, "POST", RaftLock.LOCKSETS, fields, l.id, null, w == 0 ? 0 : Math.min(left, RaftLock.WAIT_CHUNK_NANOS), o.owner, cancel, null);
                 } catch (WaitTimeoutException e) {
-                    if (end - System.nanoTime() > 1_000_000L) {
+                    if (w > 0 && end - System.nanoTime() > 1_000_000L) {
                         continue;
                     }
                     throw e;
@@ -78,14 +85,10 @@ public final class LockSet implements AutoCloseable {
                 if (!l.observe(res.sent)) {
                     throw new LeaseLostException(op + ": the lease was lost as it was granted");
                 }
-                return new LockSet(c, l, tokensOf(res.body));
+                return new LockSet(c, l, tokensOf(res.body), new GrantLoss(l, o.maxHoldNanos(), System.nanoTime()));
             }
         } catch (RuntimeException e) {
-            try {
-                l.close();
-            } catch (RaftLockException ignored) {
-                // it expires by itself
-            }
+            RaftLock.closeQuietly(l);
             throw e;
         }
     }
@@ -104,14 +107,24 @@ public final class LockSet implements AutoCloseable {
         return t;
     }
 
-    /** Whether the set can no longer be assumed held. */
+    /** The lease holding the set. */
+    public Lease lease() {
+        return lease;
+    }
+
+    /** Whether the set can no longer be assumed held (its lease lost, or its maximum hold ended). */
     public boolean isLost() {
-        return lease.isLost();
+        return loss.isLost();
     }
 
     /** Completed when the set is lost (or released). */
     public CompletableFuture<Void> lost() {
-        return lease.lost();
+        return loss.lost();
+    }
+
+    /** Time left before the set may no longer be assumed held (zero or negative once passed). */
+    public Duration safeFor() {
+        return loss.safeFor();
     }
 
     /** Releases every lock in one commit, then revokes the lease. */
@@ -129,8 +142,9 @@ public final class LockSet implements AutoCloseable {
         }
     }
 
+    /** Never shows the lease ID. */
     @Override
     public String toString() {
-        return "LockSet{" + tokens + "}";
+        return "LockSet{" + tokens.keySet() + ", lost=" + loss.isSet() + "}";
     }
 }

@@ -13,10 +13,14 @@ import com.fasterxml.jackson.databind.JsonNode;
  * @param holderCount how many hold it (shared locks have several)
  * @param waiters how many wait in its queue
  * @param modifyIndex the index of its last change (for blocking reads)
+ * @param lockDelayRemainingMs how long (cluster time) a lock delay still keeps the lock from
+ *     everyone, 0 when none (a component since 0.2.0)
  */
-public record LockStatus(String name, boolean held, long token, String owner, String mode, int holderCount, int waiters, long modifyIndex) {
+public record LockStatus(String name, boolean held, long token, String owner, String mode, int holderCount, int waiters, long modifyIndex,
+        long lockDelayRemainingMs) {
     static LockStatus of(JsonNode o) {
         return new LockStatus(o.path("name").asText(""), o.path("held").asBoolean(), o.path("token").asLong(), o.path("owner").asText(""),
-                o.path("mode").asText(""), o.path("holder_count").asInt(), o.path("waiters").asInt(), o.path("modify_index").asLong());
+                o.path("mode").asText(""), o.path("holder_count").asInt(), o.path("waiters").asInt(), o.path("modify_index").asLong(),
+                o.path("lock_delay_remaining_ms").asLong());
     }
 }

@@ -10,6 +10,7 @@ import java.util.HexFormat;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Executor;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
@@ -200,11 +201,13 @@ public final class RaftLock implements AutoCloseable {
     public void close() {
         for (Lease l : keepaliver.stop()) {
             l.lose(new LeaseLostException("the client was closed"));
-            try {
-                revoke(l.id, Duration.ofNanos(transport.timeoutNanos));
-            } catch (RaftLockException e) {
-                // it expires a TTL after its last keepalive
-            }
+            uninterruptibly(() -> {
+                try {
+                    revoke(l.id, Duration.ofNanos(transport.timeoutNanos));
+                } catch (RaftLockException e) {
+                    // it expires a TTL after its last keepalive
+                }
+            });
         }
     }
 
@@ -378,6 +381,10 @@ public final class RaftLock implements AutoCloseable {
 
     // --- holds -----------------------------------------------------------------------------
 
+    /**
+     * Takes a grant with a lease of its own: with no wait in one round trip (the lease is
+     * created in the entry that grants), else a lease first, then a wait on it.
+     */
     Held hold(Held.Kind kind, String route, String name, Map<String, Object> fields, Duration ttl, Duration wait, HoldOptions o) {
         checkTtl(ttl);
         long w = waitNanos(wait);
@@ -387,19 +394,51 @@ public final class RaftLock implements AutoCloseable {
             // from the first attempt: it may have created the lease, its answer lost.
             Transport.Result res = acquireAt(route, name, fields, null, ttl, 0, o.owner, null, null);
             Lease l = startLease(res.body.path("lease_id").asText(), res.body.path("ttl_ms").asLong() * 1_000_000L, res.first, o);
-            return new Held(this, kind, route, name, res.body.path("token").asLong(), l, o.shared);
+            return newHeld(kind, route, name, res.body, l, o, true, new GrantLoss(l, o.maxHoldNanos(), res.first));
         }
         Lease l = lease(ttl, o);
         try {
-            long token = takeWith(route, name, fields, l, w, o.owner, n -> {});
-            return new Held(this, kind, route, name, token, l, o.shared);
+            JsonNode[] body = new JsonNode[1];
+            takeWith(route, name, fields, l, w, o.owner, b -> body[0] = b);
+            return newHeld(kind, route, name, body[0], l, o, true, new GrantLoss(l, o.maxHoldNanos(), System.nanoTime()));
         } catch (RuntimeException e) {
+            closeQuietly(l);
+            throw e;
+        }
+    }
+
+    private Held newHeld(Held.Kind kind, String route, String name, JsonNode answer, Lease l, HoldOptions o, boolean ownsLease, GrantLoss loss) {
+        long token = answer.path("token").asLong();
+        if (kind == Held.Kind.ELECTION) {
+            return new Leadership(this, name, token, l, ownsLease, loss, answer.path("value").asText(""));
+        }
+        return new Held(this, kind, route, name, token, l, o.shared, ownsLease, loss);
+    }
+
+    /** Closes l (revoking it) with the thread's interrupt flag cleared meanwhile, ignoring failures: it expires by itself. */
+    static void closeQuietly(Lease l) {
+        uninterruptibly(() -> {
             try {
                 l.close();
             } catch (RaftLockException ignored) {
                 // the lease expires by itself
             }
-            throw e;
+        });
+    }
+
+    /**
+     * Runs fn with the thread's interrupt flag cleared, then sets the flag again if it was
+     * set: for cleanup calls (revoking the lease of an interrupted wait) that an interrupt
+     * must not cut short.
+     */
+    static void uninterruptibly(Runnable fn) {
+        boolean was = Thread.interrupted();
+        try {
+            fn.run();
+        } finally {
+            if (was) {
+                Thread.currentThread().interrupt();
+            }
         }
     }
 
@@ -414,9 +453,19 @@ public final class RaftLock implements AutoCloseable {
      * lease releases every lock it holds.
      */
     public Held lock(Lease lease, String name, Duration waitUpTo, HoldOptions o) {
-        Map<String, Object> fields = o.shared ? Map.of("mode", "shared") : Map.of();
-        long token = takeWith(LOCKS, name, fields, lease, waitNanos(waitUpTo), o.owner, n -> {});
-        return new Held(this, Held.Kind.LOCK, LOCKS, name, token, lease, o.shared, false);
+        return lockOn(lease, name, waitNanos(waitUpTo), o, false);
+    }
+
+    /** Takes lock name with lease, which the hold closes on release when it owns it. */
+    Held lockOn(Lease lease, String name, long waitNanos, HoldOptions o, boolean ownsLease) {
+        Names.check(name);
+        Map<String, Object> fields = new LinkedHashMap<>();
+        o.addFields(fields);
+        long sent = System.nanoTime();
+        JsonNode[] body = new JsonNode[1];
+        takeWith(LOCKS, name, fields, lease, waitNanos, o.owner, b -> body[0] = b);
+        long from = waitNanos == 0 ? sent : System.nanoTime();
+        return newHeld(Held.Kind.LOCK, LOCKS, name, body[0], lease, o, ownsLease, new GrantLoss(lease, o.maxHoldNanos(), from));
     }
 
     /** Takes the grant with lease l, waiting at most waitNanos in the server's queue (re-issued in chunks); cut off when l is lost. */
@@ -470,7 +519,8 @@ public final class RaftLock implements AutoCloseable {
 
     /** {@link #lock(String, Duration, Duration)} with options (shared mode, owner, drift, interval). */
     public Held lock(String name, Duration ttl, Duration waitUpTo, HoldOptions o) {
-        Map<String, Object> fields = o.shared ? Map.of("mode", "shared") : Map.of();
+        Map<String, Object> fields = new LinkedHashMap<>();
+        o.addFields(fields);
         return hold(Held.Kind.LOCK, LOCKS, name, fields, ttl, waitUpTo, o);
     }
 
@@ -482,11 +532,12 @@ public final class RaftLock implements AutoCloseable {
         return hold(Held.Kind.SEMAPHORE, SEMAPHORES, name, Map.of("limit", limit), ttl, waitUpTo, o);
     }
 
-    /** Campaigns in election {@code name} with {@code value}; returns once elected. */
-    public Held campaign(String name, String value, Duration ttl, Duration waitUpTo, HoldOptions o) {
-        Held h = hold(Held.Kind.ELECTION, ELECTIONS, name, Map.of("value", value), ttl, waitUpTo, o);
-        h.value = value;
-        return h;
+    /**
+     * Campaigns in election {@code name} with {@code value}; returns the leadership once
+     * elected (a {@link Leadership}, a {@link Held} with {@code proclaim}; its type since 0.2.0).
+     */
+    public Leadership campaign(String name, String value, Duration ttl, Duration waitUpTo, HoldOptions o) {
+        return (Leadership) hold(Held.Kind.ELECTION, ELECTIONS, name, Map.of("value", value), ttl, waitUpTo, o);
     }
 
     /**
@@ -504,6 +555,79 @@ public final class RaftLock implements AutoCloseable {
      */
     public RaftLockLock newLock(String name, Duration ttl) {
         return new RaftLockLock(this, name, ttl);
+    }
+
+    /**
+     * A reentrant {@link java.util.concurrent.locks.Lock} over lock {@code name}, per thread
+     * as {@link java.util.concurrent.locks.ReentrantLock} (and Curator's
+     * {@code InterProcessMutex}, Redisson's {@code RLock}): the holding thread may lock again,
+     * and nested holds share one lease and one token (see {@link RaftLockReentrantLock}).
+     */
+    public RaftLockReentrantLock newReentrantLock(String name, Duration ttl) {
+        return new RaftLockReentrantLock(this, name, ttl);
+    }
+
+    // --- asynchronous ------------------------------------------------------------------------
+
+    /** A hold taken with a lease of its own created first, so that an interrupt can revoke whatever it was granted. */
+    private Held holdLeaseFirst(Held.Kind kind, String route, String name, Map<String, Object> fields, Duration ttl, Duration wait, HoldOptions o) {
+        checkTtl(ttl);
+        long w = waitNanos(wait);
+        Names.check(name);
+        Lease l = lease(ttl, o);
+        try {
+            JsonNode[] body = new JsonNode[1];
+            long sent = System.nanoTime();
+            takeWith(route, name, fields, l, w, o.owner, b -> body[0] = b);
+            return newHeld(kind, route, name, body[0], l, o, true, new GrantLoss(l, o.maxHoldNanos(), w == 0 ? sent : System.nanoTime()));
+        } catch (RuntimeException e) {
+            closeQuietly(l);
+            throw e;
+        }
+    }
+
+    private static void releaseQuietly(AutoCloseable h) {
+        try {
+            h.close();
+        } catch (Exception e) {
+            // lost or unreachable: the lease expires by itself
+        }
+    }
+
+    /**
+     * {@link #lock(String, Duration, Duration, HoldOptions)} without blocking the caller: the
+     * future completes with the hold (or the exception). Cancelling it ends the wait, leaves
+     * the lock's queue and leaves no grant behind (the wait's lease is revoked; a hold that
+     * arrives as it is cancelled is released). Runs on a virtual thread on JDK 21+.
+     */
+    public CompletableFuture<Held> lockAsync(String name, Duration ttl, Duration waitUpTo, HoldOptions o) {
+        Map<String, Object> fields = new LinkedHashMap<>();
+        o.addFields(fields);
+        return AsyncCalls.run(() -> holdLeaseFirst(Held.Kind.LOCK, LOCKS, name, fields, ttl, waitUpTo, o), RaftLock::releaseQuietly);
+    }
+
+    /** {@link #semaphore} without blocking the caller (see {@link #lockAsync}). */
+    public CompletableFuture<Held> semaphoreAsync(String name, int limit, Duration ttl, Duration waitUpTo, HoldOptions o) {
+        if (limit < 1 || limit > 10000) {
+            throw new InvalidArgumentException("limit " + limit + ": want 1 to 10000");
+        }
+        return AsyncCalls.run(() -> holdLeaseFirst(Held.Kind.SEMAPHORE, SEMAPHORES, name, Map.of("limit", limit), ttl, waitUpTo, o), RaftLock::releaseQuietly);
+    }
+
+    /** {@link #campaign} without blocking the caller (see {@link #lockAsync}). */
+    public CompletableFuture<Leadership> campaignAsync(String name, String value, Duration ttl, Duration waitUpTo, HoldOptions o) {
+        return AsyncCalls.run(() -> (Leadership) holdLeaseFirst(Held.Kind.ELECTION, ELECTIONS, name, Map.of("value", value), ttl, waitUpTo, o),
+                RaftLock::releaseQuietly);
+    }
+
+    /** {@link #lockSet} without blocking the caller (see {@link #lockAsync}). */
+    public CompletableFuture<LockSet> lockSetAsync(List<String> names, Duration ttl, Duration waitUpTo, HoldOptions o) {
+        return AsyncCalls.run(() -> LockSet.take(this, names, ttl, waitUpTo, o, true), RaftLock::releaseQuietly);
+    }
+
+    /** {@link #status} without blocking the caller. */
+    public CompletableFuture<LockStatus> statusAsync(String name) {
+        return AsyncCalls.run(() -> status(name), s -> { });
     }
 
     // --- reads ------------------------------------------------------------------------------
@@ -531,6 +655,26 @@ public final class RaftLock implements AutoCloseable {
     /** Lock {@code name}'s recent events. */
     public History history(String name) {
         return History.of(get(HISTORY, name, null));
+    }
+
+    /**
+     * Follows the lock events of the locks whose names start with {@code prefix} ("" for
+     * every lock) from now on, or from entry index {@code fromIndex} when it is above 0,
+     * handing each to {@code listener} on the watcher's thread (see {@link Watcher}: it
+     * reconnects by itself with the last event ID). The first connection is made before this
+     * returns: an index older than the events the node holds throws
+     * {@link IndexCompactedException} here.
+     */
+    public Watcher watch(String prefix, long fromIndex, Consumer<Watcher.Event> listener) {
+        return Watcher.start(this, prefix, fromIndex, listener);
+    }
+
+    /**
+     * Follows election {@code name}: {@code listener} gets its state now, then every change of
+     * leader or value (see {@link Observation}). Close the observation to stop.
+     */
+    public Observation observe(String name, Consumer<ElectionStatus> listener) {
+        return Observation.start(this, name, listener);
     }
 
     /** The cluster as the answering node sees it (leader_id, term, nodes...), as JSON. */

@@ -7,15 +7,22 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.Lock;
-import java.util.function.BooleanSupplier;
 
 /**
- * A {@link Lock} over one raftlock lock, for code written against {@code Lock}.
+ * A non-reentrant {@link Lock} over one raftlock lock, for code written against
+ * {@code Lock}; {@link RaftLockReentrantLock} is the reentrant one.
+ *
+ * <p>Interrupts follow the {@code Lock} contract: {@link #lockInterruptibly()} and
+ * {@link #tryLock(long, TimeUnit)} throw {@link InterruptedException} (the flag cleared) when
+ * the thread is interrupted before or while they wait, and leave no grant behind (the wait's
+ * lease is revoked, so a grant that came as the wait was given up is freed at once);
+ * {@link #lock()} keeps waiting through interrupts and sets the flag again before it
+ * returns.
  *
  * <p>Limits, by design:
  * <ul>
  * <li>Not reentrant: {@code lock()} by the thread that holds it throws
- *     IllegalStateException (a reentrant distributed lock hides which token protects what).</li>
+ *     IllegalStateException.</li>
  * <li>Threads of this process queue on a local semaphore first, then the holder waits in
  *     the cluster's queue; any thread may unlock (as with a Semaphore, unlike ReentrantLock).</li>
  * <li>{@code Lock} has no way to report a loss while locked: a hold lost meanwhile stays
@@ -28,8 +35,6 @@ import java.util.function.BooleanSupplier;
  * </ul>
  */
 public final class RaftLockLock implements Lock {
-    private static final Duration CHUNK = Duration.ofSeconds(60);
-
     private final RaftLock client;
     private final String name;
     private final Duration ttl;
@@ -52,97 +57,91 @@ public final class RaftLockLock implements Lock {
 
     private void checkNotHolder() {
         if (holder.get() == Thread.currentThread()) {
-            throw new IllegalStateException("RaftLockLock is not reentrant: this thread holds " + name);
+            throw new IllegalStateException("RaftLockLock is not reentrant: this thread holds " + name + " (use newReentrantLock)");
         }
     }
 
-    private boolean take(long nanos) {
-        long end = System.nanoTime() + nanos;
-        while (true) {
-            long left = end - System.nanoTime();
-            if (left <= 0) {
-                return false;
-            }
-            try {
-                return hold(client.lock(name, ttl, Duration.ofNanos(Math.min(left, CHUNK.toNanos()))));
-            } catch (WaitTimeoutException e) {
-                // next chunk
-            }
+    /** Records h as the current hold, of this thread; false (the local permit given back) when h is null. */
+    private boolean keep(Held h) {
+        if (h == null) {
+            local.release();
+            return false;
         }
+        held.set(h);
+        holder.set(Thread.currentThread());
+        return true;
     }
 
+    /** Waits for the lock through interrupts (the flag is set again before it returns). */
     @Override
     public void lock() {
         checkNotHolder();
-        local.acquireUninterruptibly();
+        boolean interrupted = false;
+        while (true) {
+            try {
+                local.acquire();
+                break;
+            } catch (InterruptedException e) {
+                interrupted = true;
+            }
+        }
+        if (interrupted) {
+            Thread.currentThread().interrupt(); // deferred again by the take, set again after it
+        }
         try {
-            take(Long.MAX_VALUE / 4);
+            keep(LockAdapter.takeUninterruptibly(client, name, ttl, HoldOptions.defaults()));
         } catch (RuntimeException e) {
             local.release();
             throw e;
         }
     }
 
+    /** Waits for the lock; an interrupt throws InterruptedException (flag cleared) and leaves no grant. */
     @Override
     public void lockInterruptibly() throws InterruptedException {
         checkNotHolder();
         local.acquire();
         try {
-            if (Thread.interrupted()) {
-                throw new InterruptedException();
-            }
-            take(Long.MAX_VALUE / 4);
+            keep(LockAdapter.takeInterruptibly(client, name, ttl, HoldOptions.defaults(), LockAdapter.FOREVER));
         } catch (RuntimeException | InterruptedException e) {
             local.release();
             throw e;
         }
     }
 
-    /** Records h as the current hold, of this thread. */
-    private boolean hold(Held h) {
-        held.set(h);
-        holder.set(Thread.currentThread());
-        return true;
-    }
-
-    /** Takes the lock if it is free, without waiting; LockHeldException when it is not. */
-    private boolean takeNow() {
-        return hold(client.lock(name, ttl, Duration.ZERO));
-    }
-
-    /**
-     * Runs attempt with the local permit held: the permit stays with a taken lock and is given
-     * back when the attempt did not take it (false, or LockHeldException) or failed.
-     */
-    private boolean keepPermitIf(BooleanSupplier attempt) {
+    /** Takes the lock if it is free now (one request); false when another lease holds it. */
+    @Override
+    public boolean tryLock() {
+        checkNotHolder();
+        if (!local.tryAcquire()) {
+            return false;
+        }
         try {
-            if (attempt.getAsBoolean()) {
-                return true;
-            }
-        } catch (LockHeldException e) {
-            // held by another lease: not taken
+            return keep(LockAdapter.takeNow(client, name, ttl, HoldOptions.defaults()));
         } catch (RuntimeException e) {
             local.release();
             throw e;
         }
-        local.release();
-        return false;
     }
 
-    @Override
-    public boolean tryLock() {
-        checkNotHolder();
-        return local.tryAcquire() && keepPermitIf(this::takeNow);
-    }
-
+    /**
+     * Waits at most {@code time} for the lock; false when the time passed first (nothing left
+     * held). An interrupt throws InterruptedException (flag cleared) and leaves no grant.
+     */
     @Override
     public boolean tryLock(long time, TimeUnit unit) throws InterruptedException {
         checkNotHolder();
         long end = System.nanoTime() + unit.toNanos(time);
-        return local.tryAcquire(time, unit) && keepPermitIf(() -> {
+        if (!local.tryAcquire(time, unit)) {
+            return false;
+        }
+        try {
             long left = end - System.nanoTime();
-            return left <= 0 ? takeNow() : take(left);
-        });
+            return keep(LockAdapter.takeInterruptibly(client, name, ttl, HoldOptions.defaults(), Math.max(left, 0)));
+        } catch (RuntimeException | InterruptedException e) {
+            local.release();
+            throw e;
+        }
     }
 
     /** Releases the hold; throws {@link LeaseLostException} (after releasing) when it had been lost. */
@@ -154,7 +153,7 @@ public final class RaftLockLock implements Lock {
         }
         holder.set(null);
         try {
-            h.close();
+            RaftLock.uninterruptibly(h::close);
         } finally {
             local.release();
         }
@@ -164,5 +163,12 @@ public final class RaftLockLock implements Lock {
     @Override
     public Condition newCondition() {
         throw new UnsupportedOperationException("RaftLockLock has no conditions");
+    }
+
+    /** Never shows the lease ID. */
+    @Override
+    public String toString() {
+        Held h = held.get();
+        return "RaftLockLock{" + name + (h == null ? ", unlocked" : ", token=" + h.token()) + "}";
     }
 }

@@ -90,6 +90,63 @@ final class Transport {
         }
     }
 
+    /**
+     * Set on a thread whose calls must go on through interrupts (Lock.lock()): an interrupt is
+     * recorded here (element 0) and the call keeps waiting; {@link #deferringInterrupts} sets
+     * the thread's flag again when the calls are over.
+     */
+    private static final ThreadLocal<boolean[]> DEFERRED = new ThreadLocal<>();
+
+    /**
+     * Runs fn with this thread's interrupts deferred: its calls neither stop nor fail on an
+     * interrupt, and the interrupt flag is set again before this returns (or throws) when an
+     * interrupt came meanwhile, or was set before.
+     */
+    static <T> T deferringInterrupts(Supplier<T> fn) {
+        boolean[] outer = DEFERRED.get();
+        if (outer != null) {
+            return fn.get();
+        }
+        boolean[] d = {Thread.interrupted()};
+        DEFERRED.set(d);
+        try {
+            return fn.get();
+        } finally {
+            DEFERRED.remove();
+            if (d[0]) {
+                Thread.currentThread().interrupt();
+            }
+        }
+    }
+
+    /** Whether the calling thread stops at an interrupt: false while its interrupts are deferred (clearing, and recording, its flag). */
+    private static boolean stopsAtInterrupt() {
+        boolean[] d = DEFERRED.get();
+        if (d == null) {
+            return Thread.currentThread().isInterrupted();
+        }
+        if (Thread.interrupted()) {
+            d[0] = true;
+        }
+        return false;
+    }
+
+    /** f.get with a timeout; an interrupt of a thread whose interrupts are deferred is recorded and the wait goes on. */
+    private static <T> T await(CompletableFuture<T> f, long nanos) throws InterruptedException, ExecutionException, TimeoutException {
+        boolean[] d = DEFERRED.get();
+        if (d == null) {
+            return f.get(nanos, TimeUnit.NANOSECONDS);
+        }
+        long end = System.nanoTime() + nanos;
+        while (true) {
+            try {
+                return f.get(Math.max(end - System.nanoTime(), 0), TimeUnit.NANOSECONDS);
+            } catch (InterruptedException e) {
+                d[0] = true;
+            }
+        }
+    }
+
     final List<URI> endpoints;
     private final HttpClient http;
     private final String auth; // "Bearer ..." or null
@@ -141,20 +198,7 @@ final class Transport {
             timeout += r.waitNanos.getAsLong();
         }
         timeout = Math.max(Math.min(timeout, deadline - System.nanoTime()), TimeUnit.MILLISECONDS.toNanos(1));
-        StringBuilder url = new StringBuilder(base.toString());
-        if (url.charAt(url.length() - 1) == '/') {
-            url.setLength(url.length() - 1);
-        }
-        url.append(r.path);
-        if (r.query != null && !r.query.isEmpty()) {
-            char sep = '?';
-            for (Map.Entry<String, String> q : r.query.entrySet()) {
-                url.append(sep).append(URLEncoder.encode(q.getKey(), StandardCharsets.UTF_8)).append('=')
-                        .append(URLEncoder.encode(q.getValue(), StandardCharsets.UTF_8));
-                sep = '&';
-            }
-        }
-        HttpRequest.Builder b = HttpRequest.newBuilder(URI.create(url.toString()))
+        HttpRequest.Builder b = HttpRequest.newBuilder(url(base, r))
                 .timeout(Duration.ofNanos(timeout))
                 .header("Accept", "application/json");
         if (auth != null) {
@@ -184,11 +228,11 @@ final class Transport {
         try {
             // The request's own timeout bounds the exchange; the extra second covers a
             // client whose executor is slow to report it.
-            resp = f.get(timeout + TimeUnit.SECONDS.toNanos(1), TimeUnit.NANOSECONDS);
+            resp = await(f, timeout + TimeUnit.SECONDS.toNanos(1));
         } catch (InterruptedException e) {
             f.cancel(true);
             Thread.currentThread().interrupt();
-            throw stamp(new UnavailableException(r.op + ": interrupted"), sent, false);
+            throw stamp(new InterruptedCallException(r.op + ": interrupted"), sent, false);
         } catch (CancellationException e) {
             RaftLockException ce = r.cancel != null ? r.cancel.error.get() : null;
             throw ce != null ? ce : stamp(new UnavailableException(r.op + ": cancelled"), sent, false);
@@ -230,6 +274,29 @@ final class Transport {
                 throw stamp(new InternalException(r.op + ": " + base + " answered " + st + " with a body that is not the API's JSON"), sent, false);
             }
         }
+        throw stamp(errorOf(r, base, st, data, resp.headers().firstValue("Retry-After").orElse(null)), sent, false);
+    }
+
+    /** The URL of r on endpoint base: its path after the base's own, then its query. */
+    private static URI url(URI base, Request r) {
+        StringBuilder url = new StringBuilder(base.toString());
+        if (url.charAt(url.length() - 1) == '/') {
+            url.setLength(url.length() - 1);
+        }
+        url.append(r.path);
+        if (r.query != null && !r.query.isEmpty()) {
+            char sep = '?';
+            for (Map.Entry<String, String> q : r.query.entrySet()) {
+                url.append(sep).append(URLEncoder.encode(q.getKey(), StandardCharsets.UTF_8)).append('=')
+                        .append(URLEncoder.encode(q.getValue(), StandardCharsets.UTF_8));
+                sep = '&';
+            }
+        }
+        return URI.create(url.toString());
+    }
+
+    /** The exception of an error answer (status st, body data) to r from base. */
+    private static RaftLockException errorOf(Request r, URI base, int st, byte[] data, String retryAfter) {
         String code = "";
         String message = "";
         try {
@@ -253,10 +320,53 @@ final class Transport {
                 err = new InternalException(r.op + ": " + base + " answered " + st);
             }
         } else {
-            err = RaftLockException.forCode(code, r.op + ": " + redact(r, message),
-                    parseRetryAfter(resp.headers().firstValue("Retry-After").orElse(null)));
+            err = RaftLockException.forCode(code, r.op + ": " + redact(r, message), parseRetryAfter(retryAfter));
         }
-        throw stamp(err, sent, false);
+        return err;
+    }
+
+    /**
+     * Opens a streaming GET of r (an event stream) on endpoint ep, with extra headers: the
+     * answer's body once a 200 came within the attempt timeout; an error answer or a failed
+     * connection throws as an attempt does (UnavailableException for the retryable ones).
+     */
+    java.io.InputStream openStream(int ep, Request r, Map<String, String> headers) {
+        URI base = endpoints.get(ep);
+        HttpRequest.Builder b = HttpRequest.newBuilder(url(base, r)).header("Accept", "text/event-stream").GET();
+        if (auth != null) {
+            b.header("Authorization", auth);
+        }
+        headers.forEach(b::header);
+        CompletableFuture<HttpResponse<java.io.InputStream>> f = http.sendAsync(b.build(), HttpResponse.BodyHandlers.ofInputStream());
+        HttpResponse<java.io.InputStream> resp;
+        try {
+            resp = f.get(timeoutNanos, TimeUnit.NANOSECONDS);
+        } catch (InterruptedException e) {
+            f.cancel(true);
+            Thread.currentThread().interrupt();
+            throw new InterruptedCallException(r.op + ": interrupted");
+        } catch (TimeoutException e) {
+            f.cancel(true);
+            throw new UnavailableException(r.op + ": " + base + ": timed out");
+        } catch (ExecutionException | CancellationException e) {
+            Throwable c = e.getCause() != null ? e.getCause() : e;
+            throw new UnavailableException(r.op + ": " + base + ": " + c.getClass().getSimpleName() + ": " + redact(r, String.valueOf(c.getMessage())), null, null);
+        }
+        if (resp.statusCode() == 200) {
+            return resp.body();
+        }
+        byte[] data;
+        try (java.io.InputStream in = resp.body()) {
+            data = in.readNBytes(1 << 20);
+        } catch (IOException e) {
+            data = new byte[0];
+        }
+        throw errorOf(r, base, resp.statusCode(), data, resp.headers().firstValue("Retry-After").orElse(null));
+    }
+
+    /** The preferred endpoint (the one that answered last). */
+    int preferred() {
+        return preferred.get();
     }
 
     static Duration parseRetryAfter(String v) {
@@ -279,6 +389,9 @@ final class Transport {
     }
 
     static boolean retryable(RaftLockException e) {
+        if (e instanceof InterruptedCallException) {
+            return false; // the caller asked to stop
+        }
         return e instanceof UnavailableException || e instanceof NoLeaderException || e instanceof UnknownOutcomeException
                 || e instanceof TooManyRequestsException || e instanceof TlsException;
     }
@@ -288,14 +401,23 @@ final class Transport {
     }
 
     private static void sleepNanos(long n) {
-        if (n <= 0) {
-            return;
-        }
-        try {
-            TimeUnit.NANOSECONDS.sleep(n);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new UnavailableException("interrupted");
+        long end = System.nanoTime() + n;
+        while (true) {
+            long left = end - System.nanoTime();
+            if (left <= 0) {
+                return;
+            }
+            try {
+                TimeUnit.NANOSECONDS.sleep(left);
+            } catch (InterruptedException e) {
+                boolean[] d = DEFERRED.get();
+                if (d != null) {
+                    d[0] = true;
+                    continue;
+                }
+                Thread.currentThread().interrupt();
+                throw new InterruptedCallException("interrupted while waiting to retry");
+            }
         }
     }
 
@@ -325,6 +447,9 @@ final class Transport {
             for (int i = 0; i < n; i++) {
                 if (r.cancel != null && r.cancel.error.get() != null) {
                     throw fail(r.cancel.error.get(), res);
+                }
+                if (stopsAtInterrupt()) {
+                    throw fail(new InterruptedCallException(r.op + ": interrupted"), res);
                 }
                 int ep = (idx + i) % n;
                 res.attempts++;

@@ -15,4 +15,9 @@ public class UnavailableException extends RaftLockException {
     public UnavailableException(String message, Duration retryAfter, Throwable cause) {
         super("unavailable", message, retryAfter, cause);
     }
+
+    /** For subclasses with a code of their own. */
+    UnavailableException(Throwable cause, String code, String message) {
+        super(code, message, null, cause);
+    }
 }

@@ -174,7 +174,7 @@ class ClientTest {
                 assertFalse(d.status("java/set/c").held(), "a refused set takes nothing");
             }
             assertFalse(d.status("java/set/a").held());
-            try (Held lead = c.campaign("java/elect", "v1", Duration.ofSeconds(10), Duration.ZERO, HoldOptions.defaults())) {
+            try (Leadership lead = c.campaign("java/elect", "v1", Duration.ofSeconds(10), Duration.ZERO, HoldOptions.defaults())) {
                 assertThrows(ElectionHeldException.class, () -> d.campaign("java/elect", "v2", Duration.ofSeconds(2), Duration.ZERO, HoldOptions.defaults()));
                 assertEquals(lead.token(), lead.proclaim("v3"));
                 assertEquals("v3", d.electionStatus("java/elect").value());

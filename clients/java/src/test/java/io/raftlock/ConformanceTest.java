@@ -43,6 +43,7 @@ class ConformanceTest {
     private static final ObjectMapper JSON = new ObjectMapper();
     private static final JsonNodeFactory NF = JsonNodeFactory.instance;
     private static Cluster cluster;
+    private static Cluster clusterB; // one node, b1, started before the first scenario naming it
     private static Path tmp;
 
     /** A step's outcome did not match, or a wait ran out. */
@@ -58,12 +59,32 @@ class ConformanceTest {
     record Outcome(ObjectNode result, String error) {}
 
     /**
-     * A plain grant (acquire) and the client that took it: unlike a {@link Held} it has no
-     * lease kept alive and no loss signal, so a step releases it through the client.
+     * What an acquire-like step (or a lease step) leaves behind, whatever made it: a
+     * {@link Held}, a {@link LockSet}, a plain {@link Grant} (no lease kept alive, no loss
+     * signal) or a {@link Lease}.
      */
-    record Acquired(RaftLock client, Grant grant) {
-        void release() {
-            client.release(grant.name(), grant.leaseId(), grant.token());
+    static final class Hold {
+        RaftLock client; // the client of the cluster it lives on
+        long token;
+        String leaseId;
+        Lease lease; // null for a plain grant
+        Runnable release;
+        java.util.function.Supplier<java.util.concurrent.CompletableFuture<Void>> lost; // null: no loss signal
+        java.util.function.Supplier<Duration> safeFor;
+        Leadership leadership; // for proclaim
+        boolean isLease;
+
+        static Hold of(RaftLock c, Held h) {
+            Hold x = new Hold();
+            x.client = c;
+            x.token = h.token();
+            x.leaseId = h.lease().id;
+            x.lease = h.lease();
+            x.release = h::release;
+            x.lost = h::lost;
+            x.safeFor = h::safeFor;
+            x.leadership = h instanceof Leadership l ? l : null;
+            return x;
         }
     }
 
@@ -71,6 +92,9 @@ class ConformanceTest {
     static void stopCluster() throws IOException {
         if (cluster != null) {
             cluster.close();
+        }
+        if (clusterB != null) {
+            clusterB.close();
         }
         if (tmp != null) {
             try (Stream<Path> s = Files.walk(tmp)) {
@@ -117,7 +141,12 @@ class ConformanceTest {
         }
         if (cluster == null) {
             cluster = new Cluster();
+            cluster.waitProtocol3(Duration.ofSeconds(30));
             tmp = Files.createTempDirectory("raftlock-java-conf-");
+        }
+        if (clusterB == null && spec.path("clients").toString().contains("\"b1\"")) {
+            clusterB = new Cluster(1, "b", List.of("--snapshot-threshold", "1", "--snapshot-interval", "100ms"), false);
+            clusterB.waitProtocol3(Duration.ofSeconds(30));
         }
         long t0 = System.nanoTime();
         Scenario sc = new Scenario(spec);
@@ -130,6 +159,9 @@ class ConformanceTest {
             sc.cleanup();
             try {
                 cluster.restore();
+                if (clusterB != null) {
+                    clusterB.restore();
+                }
             } catch (RuntimeException e) {
                 err = (err == null ? "" : err) + "\nrestoring the cluster: " + e.getMessage();
             }
@@ -146,13 +178,15 @@ class ConformanceTest {
     static final class Scenario {
         final JsonNode spec;
         final Map<String, RaftLock> clients = new LinkedHashMap<>();
+        final Map<String, RaftLockRouter> routers = new LinkedHashMap<>();
         final Map<String, FaultProxy.State> proxies = new HashMap<>();
         final List<FaultProxy> proxyServers = new ArrayList<>();
         final Map<String, ObjectNode> results = new HashMap<>();
-        final Map<String, Object> holds = new HashMap<>(); // Held, or Acquired
+        final Map<String, Hold> holds = new LinkedHashMap<>();
         final Map<String, Connection> stores = new HashMap<>();
         final Map<String, Thread> bgThreads = new HashMap<>();
         final Map<String, Outcome[]> bgOutcomes = new HashMap<>();
+        final Map<String, Stream_> streams = new HashMap<>();
 
         Scenario(JsonNode spec) throws IOException {
             this.spec = spec;
@@ -166,19 +200,56 @@ class ConformanceTest {
             }
             for (Iterator<Map.Entry<String, JsonNode>> it = cs.fields(); it.hasNext();) {
                 Map.Entry<String, JsonNode> e = it.next();
-                List<String> eps = cluster.endpoints();
-                if (e.getValue().path("proxy").asBoolean()) {
+                JsonNode o = e.getValue();
+                if (o.has("routes")) {
+                    RaftLockRouter.Builder b = RaftLockRouter.builder();
+                    for (JsonNode r : o.get("routes")) {
+                        List<String> prefixes = new ArrayList<>();
+                        r.path("prefixes").forEach(p -> prefixes.add(p.asText()));
+                        b.route(r.path("name").asText(""), prefixes, RaftLock.builder().endpoints(endpoints(r.path("nodes"))).build());
+                    }
+                    routers.put(e.getKey(), b.build());
+                    continue;
+                }
+                List<String> eps = o.has("nodes") ? endpoints(o.get("nodes")) : cluster.endpoints();
+                if (o.path("proxy").asBoolean()) {
                     FaultProxy.State st = new FaultProxy.State();
                     proxies.put(e.getKey(), st);
+                    List<String> targets = eps;
                     eps = new ArrayList<>();
-                    for (int port : cluster.httpPorts()) {
-                        FaultProxy p = new FaultProxy(st, port);
+                    for (String t : targets) {
+                        FaultProxy p = new FaultProxy(st, Integer.parseInt(t.substring(t.lastIndexOf(':') + 1)));
                         proxyServers.add(p);
                         eps.add("http://127.0.0.1:" + p.port());
                     }
                 }
                 clients.put(e.getKey(), RaftLock.builder().endpoints(eps).build());
             }
+        }
+
+        /** The endpoints of the nodes labelled in nodes (n1..n3 of cluster A, b1 of B), in that order. */
+        static List<String> endpoints(JsonNode nodes) {
+            List<String> out = new ArrayList<>();
+            for (JsonNode n : nodes) {
+                String id = n.asText();
+                Cluster c = id.startsWith("b") ? clusterB : cluster;
+                int i = c == null ? -1 : c.index(id);
+                if (i < 0) {
+                    throw new StepFailure("no node " + id);
+                }
+                out.add(c.endpoints().get(i));
+            }
+            return out;
+        }
+
+        /** The cluster and index of node id. */
+        static Object[] node(String id) {
+            Cluster c = id.startsWith("b") ? clusterB : cluster;
+            int i = c == null ? -1 : c.index(id);
+            if (i < 0) {
+                throw new StepFailure("no node " + id);
+            }
+            return new Object[] {c, i};
         }
 
         JsonNode ref(JsonNode v) {
@@ -276,20 +347,36 @@ class ConformanceTest {
             return c;
         }
 
-        Object hold(JsonNode step) {
-            Object h = holds.get(step.path("hold").asText());
+        Hold hold(JsonNode step) {
+            return holdNamed(step.path("hold").asText());
+        }
+
+        Hold holdNamed(String label) {
+            Hold h = holds.get(label);
             if (h == null) {
-                throw new StepFailure("no hold " + step.path("hold").asText());
+                throw new StepFailure("no hold " + label);
             }
             return h;
         }
 
-        Held held(JsonNode step) {
-            Object h = hold(step);
-            if (!(h instanceof Held)) {
+        Hold held(JsonNode step) {
+            Hold h = hold(step);
+            if (h.lost == null) {
                 throw new StepFailure("hold " + step.path("hold").asText() + " has no loss signal");
             }
-            return (Held) h;
+            return h;
+        }
+
+        /** The lease of the step's lease field, null when it has none. */
+        Lease givenLease(JsonNode step) {
+            if (!step.has("lease")) {
+                return null;
+            }
+            Hold h = holdNamed(step.path("lease").asText());
+            if (!h.isLease) {
+                throw new StepFailure("hold " + step.path("lease").asText() + " is not a lease");
+            }
+            return h.lease;
         }
 
         static Duration ms(JsonNode step, String k, long dflt) {
@@ -298,6 +385,12 @@ class ConformanceTest {
 
         static HoldOptions opts(JsonNode step) {
             HoldOptions o = HoldOptions.defaults().owner(step.path("owner").asText(""));
+            if (step.has("max_hold_ms")) {
+                o = o.maxHold(ms(step, "max_hold_ms", 0));
+            }
+            if (step.has("lock_delay_ms")) {
+                o = o.lockDelay(ms(step, "lock_delay_ms", 0));
+            }
             return "shared".equals(step.path("mode").asText("exclusive")) ? o.shared() : o;
         }
 
@@ -312,6 +405,10 @@ class ConformanceTest {
         ObjectNode op(JsonNode step) throws Exception {
             String o = step.path("op").asText();
             String as = step.path("as").asText("");
+            RaftLockRouter router = routers.get(step.path("client").asText("a"));
+            if (router != null) {
+                return routerOp(step, router);
+            }
             switch (o) {
                 case "lock":
                 case "semaphore":
@@ -320,7 +417,10 @@ class ConformanceTest {
                     Duration ttl = ms(step, "ttl_ms", 10000);
                     Duration wait = ms(step, "wait_ms", 0);
                     Held h;
-                    if (o.equals("lock")) {
+                    Lease given = givenLease(step);
+                    if (o.equals("lock") && given != null) {
+                        h = c.lock(given, step.path("name").asText(), wait, opts(step));
+                    } else if (o.equals("lock")) {
                         h = c.lock(step.path("name").asText(), ttl, wait, opts(step));
                     } else if (o.equals("semaphore")) {
                         h = c.semaphore(step.path("name").asText(), step.path("limit").asInt(), ttl, wait, opts(step));
@@ -328,51 +428,97 @@ class ConformanceTest {
                         h = c.campaign(step.path("name").asText(), step.path("value").asText(), ttl, wait, opts(step));
                     }
                     if (!as.isEmpty()) {
-                        holds.put(as, h);
+                        holds.put(as, Hold.of(c, h));
                     }
                     return obj("token", h.token());
+                }
+                case "lockset": {
+                    RaftLock c = client(step);
+                    List<String> names = new ArrayList<>();
+                    step.path("names").forEach(n -> names.add(n.asText()));
+                    LockSet ls = c.lockSet(names, ms(step, "ttl_ms", 10000), ms(step, "wait_ms", 0), opts(step));
+                    Hold x = new Hold();
+                    x.client = c;
+                    x.token = ls.token(names.get(0));
+                    x.lease = ls.lease();
+                    x.leaseId = ls.lease().id;
+                    x.release = ls::close;
+                    x.lost = ls::lost;
+                    x.safeFor = ls::safeFor;
+                    if (!as.isEmpty()) {
+                        holds.put(as, x);
+                    }
+                    return obj("token", x.token, "locks", ls.tokens().size());
+                }
+                case "lease": {
+                    RaftLock c = client(step);
+                    Lease l = c.lease(ms(step, "ttl_ms", 10000));
+                    holds.put(as, leaseHold(c, l));
+                    return obj();
+                }
+                case "revoke": {
+                    Hold h = hold(step);
+                    h.client.revoke(h.leaseId, null);
+                    return obj();
                 }
                 case "acquire": {
                     RaftLock c = client(step);
                     Grant g = c.acquire(step.path("name").asText(), ms(step, "ttl_ms", 10000), step.path("owner").asText(""));
                     if (!as.isEmpty()) {
-                        holds.put(as, new Acquired(c, g));
+                        holds.put(as, grantHold(c, g, () -> c.release(g.name(), g.leaseId(), g.token())));
                     }
                     return obj("token", g.token());
                 }
-                case "release": {
-                    Object h = hold(step);
-                    if (h instanceof Held held) {
-                        held.release();
-                    } else {
-                        ((Acquired) h).release();
+                case "release":
+                    hold(step).release.run();
+                    return obj();
+                case "release_token":
+                    client(step).release(step.path("name").asText(), hold(step).leaseId, ref(step.path("token")).asLong());
+                    return obj();
+                case "proclaim": {
+                    Hold h = hold(step);
+                    if (h.leadership == null) {
+                        throw new StepFailure("proclaim on a hold that is not a leadership");
                     }
-                    return obj();
+                    return obj("token", h.leadership.proclaim(step.path("value").asText()));
                 }
-                case "release_token": {
-                    Object h = hold(step);
-                    String lid = h instanceof Held held ? held.lease().id : ((Acquired) h).grant().leaseId();
-                    client(step).release(step.path("name").asText(), lid, ref(step.path("token")).asLong());
-                    return obj();
-                }
-                case "proclaim":
-                    return obj("token", held(step).proclaim(step.path("value").asText()));
                 case "check_hold": {
-                    Held h = held(step);
-                    if (h.lease().error() != null) {
-                        System.out.println("check_hold: lost: " + h.lease().error().getMessage());
-                    }
-                    return obj("lost", h.lost().isDone(), "token", h.token(), "safe_ms", Math.floorDiv(h.safeFor().toNanos(), 1_000_000L));
+                    Hold h = held(step);
+                    return obj("lost", h.lost.get().isDone(), "token", h.token, "safe_ms", Math.floorDiv(h.safeFor.get().toNanos(), 1_000_000L));
                 }
                 case "wait_lost": {
-                    Held h = held(step);
+                    Hold h = held(step);
                     long t = step.path("timeout_ms").asLong();
                     try {
-                        h.lost().get(t, TimeUnit.MILLISECONDS);
+                        h.lost.get().get(t, TimeUnit.MILLISECONDS);
                     } catch (java.util.concurrent.TimeoutException e) {
-                        throw new StepFailure("the loss signal was not set within " + t + " ms (safe-until in " + h.safeFor().toMillis() + " ms)");
+                        throw new StepFailure("the loss signal was not set within " + t + " ms (safe-until in " + h.safeFor.get().toMillis() + " ms)");
                     }
-                    return obj("lost", true, "safe_ms", Math.floorDiv(h.safeFor().toNanos(), 1_000_000L));
+                    return obj("lost", true, "safe_ms", Math.floorDiv(h.safeFor.get().toNanos(), 1_000_000L));
+                }
+                case "watch":
+                case "observe":
+                case "wait_seen":
+                case "stop_stream":
+                    return streamOp(step);
+                case "stop_node": {
+                    Object[] n = node(step.path("node").asText());
+                    ((Cluster) n[0]).stopNode((Integer) n[1]);
+                    return obj();
+                }
+                case "kill_node": {
+                    Object[] n = node(step.path("node").asText());
+                    ((Cluster) n[0]).killNode((Integer) n[1]);
+                    return obj();
+                }
+                case "snapshot_restart": {
+                    Object[] n = node(step.path("node").asText());
+                    try {
+                        ((Cluster) n[0]).snapshotRestart((Integer) n[1]);
+                    } catch (IllegalStateException e) {
+                        throw new StepFailure(e.getMessage());
+                    }
+                    return obj();
                 }
                 case "status":
                     return status(step);
@@ -478,6 +624,9 @@ class ConformanceTest {
                     return obj("node", cluster.killLeader());
                 case "restart":
                     cluster.restartKilled();
+                    if (clusterB != null) {
+                        clusterB.restartKilled();
+                    }
                     return obj();
                 case "wait_leader":
                     try {
@@ -495,8 +644,205 @@ class ConformanceTest {
         }
 
         ObjectNode status(JsonNode step) {
-            LockStatus st = client(step).status(step.path("name").asText());
-            return obj("held", st.held(), "token", st.token(), "holder_count", st.holderCount(), "waiters", st.waiters(), "owner", st.owner(), "mode", st.mode());
+            return statusResult(client(step).status(step.path("name").asText()));
+        }
+
+        static ObjectNode statusResult(LockStatus st) {
+            return obj("held", st.held(), "token", st.token(), "holder_count", st.holderCount(), "waiters", st.waiters(), "owner", st.owner(), "mode", st.mode(),
+                    "delay_ms", st.lockDelayRemainingMs());
+        }
+
+        static Hold leaseHold(RaftLock c, Lease l) {
+            Hold x = new Hold();
+            x.client = c;
+            x.lease = l;
+            x.leaseId = l.id;
+            x.release = l::close;
+            x.lost = l::lost;
+            x.safeFor = l::safeFor;
+            x.isLease = true;
+            return x;
+        }
+
+        static Hold grantHold(RaftLock c, Grant g, Runnable release) {
+            Hold x = new Hold();
+            x.client = c;
+            x.token = g.token();
+            x.leaseId = g.leaseId();
+            x.release = release;
+            return x;
+        }
+
+        /** A step on a client that is a router (FORMAT.md, "routes"). */
+        ObjectNode routerOp(JsonNode step, RaftLockRouter r) {
+            String o = step.path("op").asText();
+            String as = step.path("as").asText("");
+            String name = step.path("name").asText();
+            switch (o) {
+                case "lock": {
+                    Lease given = givenLease(step);
+                    Held h = given != null ? r.lock(given, name, ms(step, "wait_ms", 0), opts(step))
+                            : r.lock(name, ms(step, "ttl_ms", 10000), ms(step, "wait_ms", 0), opts(step));
+                    if (!as.isEmpty()) {
+                        holds.put(as, Hold.of(r.clientFor(name), h));
+                    }
+                    return obj("token", h.token());
+                }
+                case "acquire": {
+                    Grant g = r.acquire(name, ms(step, "ttl_ms", 10000), step.path("owner").asText(""));
+                    if (!as.isEmpty()) {
+                        holds.put(as, grantHold(r.clientFor(name), g, () -> r.release(g.name(), g.leaseId(), g.token())));
+                    }
+                    return obj("token", g.token());
+                }
+                case "lease": {
+                    Lease l = r.lease(name, ms(step, "ttl_ms", 10000));
+                    holds.put(as, leaseHold(r.clientFor(name), l));
+                    return obj();
+                }
+                case "release_token":
+                    r.release(name, hold(step).leaseId, ref(step.path("token")).asLong());
+                    return obj();
+                case "release":
+                    hold(step).release.run();
+                    return obj();
+                case "status":
+                    return statusResult(r.status(name));
+                default:
+                    throw new StepFailure("op " + o + " is not one a router client runs (FORMAT.md)");
+            }
+        }
+
+        /** A watch or an observe the runner keeps reading (FORMAT.md, "streams"). */
+        static final class Stream_ {
+            final java.util.concurrent.locks.ReentrantLock mu = new java.util.concurrent.locks.ReentrantLock();
+            final boolean observe;
+            final List<Watcher.Event> events = new ArrayList<>();
+            final List<ElectionStatus> states = new ArrayList<>();
+            AutoCloseable closer;
+            java.util.concurrent.CompletableFuture<Void> done;
+
+            Stream_(boolean observe) {
+                this.observe = observe;
+            }
+
+            ObjectNode summary() {
+                mu.lock();
+                try {
+                    if (observe) {
+                        ElectionStatus l = states.isEmpty() ? null : states.get(states.size() - 1);
+                        return obj("states", states.size(), "elected", l != null && l.elected(), "owner", l == null ? "" : l.owner(),
+                                "value", l == null ? "" : l.value(), "token", l == null ? 0 : l.token());
+                    }
+                    Set<String> seen = new HashSet<>();
+                    int grants = 0;
+                    int repeated = 0;
+                    boolean inOrder = true;
+                    long first = 0;
+                    long last = 0;
+                    String lastKind = "";
+                    String lastName = "";
+                    for (int i = 0; i < events.size(); i++) {
+                        Watcher.Event e = events.get(i);
+                        if (!seen.add(e.index() + "\u0000" + e.name() + "\u0000" + e.kind())) {
+                            repeated++;
+                        }
+                        if (e.kind().equals("granted")) {
+                            grants++;
+                        }
+                        if (i == 0) {
+                            first = e.index();
+                        } else if (e.index() < last) {
+                            inOrder = false;
+                        }
+                        last = e.index();
+                        lastKind = e.kind();
+                        lastName = e.name();
+                    }
+                    String err = "";
+                    if (done != null && done.isCompletedExceptionally()) {
+                        try {
+                            done.join();
+                        } catch (java.util.concurrent.CompletionException ce) {
+                            err = ce.getCause() instanceof RaftLockException re ? re.code() : String.valueOf(ce.getCause());
+                        }
+                    }
+                    return obj("events", events.size(), "grants", grants, "repeated", repeated, "in_order", inOrder, "first_index", first,
+                            "last_index", last, "last_kind", lastKind, "last_name", lastName, "error", err);
+                } finally {
+                    mu.unlock();
+                }
+            }
+
+            void stop() {
+                try {
+                    closer.close();
+                } catch (Exception e) {
+                    // best effort
+                }
+            }
+        }
+
+        ObjectNode streamOp(JsonNode step) throws InterruptedException {
+            String o = step.path("op").asText();
+            switch (o) {
+                case "watch": {
+                    Stream_ st = new Stream_(false);
+                    Watcher w = client(step).watch(step.path("prefix").asText(), ref(step.path("from_index")).asLong(0), e -> {
+                        st.mu.lock();
+                        try {
+                            st.events.add(e);
+                        } finally {
+                            st.mu.unlock();
+                        }
+                    });
+                    st.closer = w;
+                    st.done = w.done();
+                    streams.put(step.path("as").asText(), st);
+                    return obj();
+                }
+                case "observe": {
+                    Stream_ st = new Stream_(true);
+                    Observation ob = client(step).observe(step.path("name").asText(), e -> {
+                        st.mu.lock();
+                        try {
+                            st.states.add(e);
+                        } finally {
+                            st.mu.unlock();
+                        }
+                    });
+                    st.closer = ob;
+                    st.done = ob.done();
+                    streams.put(step.path("as").asText(), st);
+                    return obj();
+                }
+                case "wait_seen": {
+                    Stream_ st = streams.get(step.path("stream").asText());
+                    if (st == null) {
+                        throw new StepFailure("no stream " + step.path("stream").asText());
+                    }
+                    long t = step.path("timeout_ms").asLong(10000);
+                    long end = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(t);
+                    while (true) {
+                        ObjectNode sum = st.summary();
+                        if (matches(sum, step.path("until")) == null) {
+                            return sum;
+                        }
+                        if (System.nanoTime() - end >= 0) {
+                            throw new StepFailure("the stream never matched " + step.path("until") + " within " + t + " ms; last " + sum);
+                        }
+                        Thread.sleep(20);
+                    }
+                }
+                default: {
+                    Stream_ st = streams.get(step.path("stream").asText());
+                    if (st == null) {
+                        throw new StepFailure("no stream " + step.path("stream").asText());
+                    }
+                    st.stop();
+                    return obj();
+                }
+            }
         }
 
         Connection store(String label) throws SQLException {
@@ -594,16 +940,23 @@ class ConformanceTest {
         final Map<String, String[]> bgFailures = new HashMap<>();
 
         void cleanup() {
-            for (Object h : holds.values()) {
-                try {
-                    if (h instanceof Held held) {
-                        held.close();
-                    } else {
-                        ((Acquired) h).release();
+            for (Stream_ st : streams.values()) {
+                st.stop();
+            }
+            for (boolean leases : new boolean[] {false, true}) {
+                for (Hold h : holds.values()) {
+                    if (h.isLease != leases) {
+                        continue;
                     }
-                } catch (RuntimeException e) {
-                    // best effort
+                    try {
+                        h.release.run();
+                    } catch (RuntimeException e) {
+                        // best effort
+                    }
                 }
+            }
+            for (RaftLockRouter r : routers.values()) {
+                r.close();
             }
             for (RaftLock c : clients.values()) {
                 c.close();

@@ -29,6 +29,7 @@ import java.util.concurrent.locks.ReentrantLock;
  * a request log and a fault list shared by the proxies of one client.
  */
 final class FaultProxy implements AutoCloseable {
+    private final java.util.concurrent.CountDownLatch closed = new java.util.concurrent.CountDownLatch(1);
     /** The log and faults shared by one client's proxies. */
     static final class State {
         final ReentrantLock mu = new ReentrantLock();
@@ -169,6 +170,12 @@ final class FaultProxy implements AutoCloseable {
                 if ("drop".equals(fault)) {
                     return;
                 }
+                if ("hang".equals(fault)) {
+                    // Java tests only (not in FORMAT.md): the request was applied, and its
+                    // answer never comes while the proxy runs.
+                    closed.await(60, java.util.concurrent.TimeUnit.SECONDS);
+                    return;
+                }
                 int status = resp.statusCode();
                 byte[] data = resp.body();
                 List<String[]> rh = new ArrayList<>();
@@ -204,6 +211,7 @@ final class FaultProxy implements AutoCloseable {
 
     @Override
     public void close() throws IOException {
+        closed.countDown();
         server.close();
         mu.lock();
         try {

@@ -31,8 +31,9 @@ public final class Cluster implements AutoCloseable {
     private HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).connectTimeout(Duration.ofSeconds(1)).build();
     private final String bin;
     private final Path dir;
-    private final List<String> ids = List.of("n1", "n2", "n3");
-    private final Process[] procs = new Process[3];
+    private final List<String> ids;
+    private final Process[] procs;
+    private final List<String> extra;
     private final Set<Integer> stopped = new HashSet<>();
     private int[] httpPorts;
     private int[] raftPorts;
@@ -99,6 +100,11 @@ public final class Cluster implements AutoCloseable {
         this(false);
     }
 
+    /** Starts three nodes n1..n3, with TLS when tls. */
+    public Cluster(boolean tls) throws IOException, InterruptedException {
+        this(3, "n", List.of(), tls);
+    }
+
     private final boolean tls;
 
     /** The directory of the TLS files (ca.pem, local.pem, local-key.pem) when started with TLS. */
@@ -118,7 +124,14 @@ public final class Cluster implements AutoCloseable {
      * taken); with tls, HTTPS with client certificates required (`raftlock tls` makes a CA,
      * the nodes' certificates and a client certificate "local").
      */
-    public Cluster(boolean tls) throws IOException, InterruptedException {
+    public Cluster(int n, String idPrefix, List<String> extraFlags, boolean tls) throws IOException, InterruptedException {
+        List<String> idl = new ArrayList<>();
+        for (int i = 1; i <= n; i++) {
+            idl.add(idPrefix + i);
+        }
+        ids = List.copyOf(idl);
+        procs = new Process[n];
+        extra = List.copyOf(extraFlags);
         bin = binary();
         this.tls = tls;
         dir = Files.createTempDirectory("raftlock-java-");
@@ -141,7 +154,7 @@ public final class Cluster implements AutoCloseable {
         Runtime.getRuntime().addShutdownHook(hook);
         for (int attempt = 0; ; attempt++) {
             newPorts();
-            for (int i = 0; i < 3; i++) {
+            for (int i = 0; i < ids.size(); i++) {
                 start(i);
             }
             try {
@@ -162,9 +175,10 @@ public final class Cluster implements AutoCloseable {
     }
 
     private void newPorts() throws IOException {
-        int[] p = freePorts(6);
-        httpPorts = new int[] {p[0], p[1], p[2]};
-        raftPorts = new int[] {p[3], p[4], p[5]};
+        int n = ids.size();
+        int[] p = freePorts(2 * n);
+        httpPorts = java.util.Arrays.copyOfRange(p, 0, n);
+        raftPorts = java.util.Arrays.copyOfRange(p, n, 2 * n);
     }
 
     /** Every node's base URL, in node order. */
@@ -183,7 +197,7 @@ public final class Cluster implements AutoCloseable {
 
     private String bootstrap() {
         List<String> b = new ArrayList<>();
-        for (int i = 0; i < 3; i++) {
+        for (int i = 0; i < ids.size(); i++) {
             b.add(ids.get(i) + "=127.0.0.1:" + raftPorts[i]);
         }
         return String.join(",", b);
@@ -198,6 +212,7 @@ public final class Cluster implements AutoCloseable {
         File log = dir.resolve(ids.get(i) + ".log").toFile();
         List<String> argv = new ArrayList<>(List.of(bin, "serve", "--id", ids.get(i), "--http-addr", "127.0.0.1:" + httpPorts[i], "--raft-addr",
                 "127.0.0.1:" + raftPorts[i], "--data-dir", d.toString(), "--bootstrap", bootstrap()));
+        argv.addAll(extra);
         if (tls) {
             String t = tlsDir().toString();
             String id = ids.get(i);
@@ -224,7 +239,7 @@ public final class Cluster implements AutoCloseable {
 
     /** SIGSTOP every running node. */
     public void stopAll() {
-        for (int i = 0; i < 3; i++) {
+        for (int i = 0; i < ids.size(); i++) {
             if (running(i)) {
                 signal(procs[i], "STOP");
                 stopped.add(i);
@@ -258,7 +273,7 @@ public final class Cluster implements AutoCloseable {
     }
 
     private void killAll() {
-        for (int i = 0; i < 3; i++) {
+        for (int i = 0; i < ids.size(); i++) {
             if (procs[i] != null) {
                 if (stopped.contains(i)) {
                     signal(procs[i], "CONT");
@@ -270,7 +285,7 @@ public final class Cluster implements AutoCloseable {
 
     /** Starts again every node that is not running (with its data directory). */
     public void restartKilled() throws IOException {
-        for (int i = 0; i < 3; i++) {
+        for (int i = 0; i < ids.size(); i++) {
             if (!running(i)) {
                 start(i);
             }
@@ -295,7 +310,7 @@ public final class Cluster implements AutoCloseable {
 
     /** The index of a ready leader (it names itself leader and serves a linearizable read), or -1. */
     public int leaderIndex() {
-        for (int i = 0; i < 3; i++) {
+        for (int i = 0; i < ids.size(); i++) {
             if (!running(i) || stopped.contains(i)) {
                 continue;
             }
@@ -327,7 +342,7 @@ public final class Cluster implements AutoCloseable {
     }
 
     private boolean portTaken() {
-        for (int i = 0; i < 3; i++) {
+        for (int i = 0; i < ids.size(); i++) {
             if (procs[i] != null && !procs[i].isAlive()) {
                 try {
                     if (Files.readString(dir.resolve(ids.get(i) + ".log"), StandardCharsets.UTF_8).contains("address already in use")) {
@@ -339,6 +354,88 @@ public final class Cluster implements AutoCloseable {
             }
         }
         return false;
+    }
+
+    /** The node IDs, in node order. */
+    public List<String> ids() {
+        return ids;
+    }
+
+    /** The index of node id, or -1. */
+    public int index(String id) {
+        return ids.indexOf(id);
+    }
+
+    /** SIGSTOPs node i. */
+    public void stopNode(int i) {
+        if (running(i)) {
+            signal(procs[i], "STOP");
+            stopped.add(i);
+        }
+    }
+
+    /** SIGKILLs node i (stopped or not). */
+    public void killNode(int i) {
+        kill(i);
+    }
+
+    /** Waits until the leader answers protocol_version 3 or more (locksets, maximum holds, lock delays). */
+    public void waitProtocol3(Duration timeout) throws InterruptedException {
+        long end = System.nanoTime() + timeout.toNanos();
+        while (System.nanoTime() - end < 0) {
+            int i = leaderIndex();
+            if (i >= 0) {
+                JsonNode info = get(httpPorts[i], "/v1/cluster");
+                if (info != null && info.path("protocol_version").asLong() >= 3) {
+                    return;
+                }
+            }
+            Thread.sleep(20);
+        }
+        throw new IllegalStateException("protocol version 3 not active after " + timeout);
+    }
+
+    /**
+     * Waits (at most 20 s) until node i's data directory holds a snapshot at or above the index
+     * it had applied when called, kills it, starts it again and waits for a ready leader.
+     */
+    public void snapshotRestart(int i) throws IOException, InterruptedException {
+        JsonNode info = get(httpPorts[i], "/v1/cluster");
+        if (info == null) {
+            throw new IllegalStateException(ids.get(i) + " did not answer /v1/cluster");
+        }
+        long applied = info.path("applied_index").asLong();
+        Path snaps = dir.resolve(ids.get(i)).resolve("snapshots");
+        long end = System.nanoTime() + Duration.ofSeconds(20).toNanos();
+        long newest = 0;
+        while (true) {
+            newest = 0;
+            if (Files.isDirectory(snaps)) {
+                try (Stream<Path> s = Files.list(snaps)) {
+                    for (Path p : s.toList()) {
+                        String n = p.getFileName().toString();
+                        String[] parts = n.split("-");
+                        if (Files.isDirectory(p) && !n.endsWith(".tmp") && parts.length == 3) {
+                            try {
+                                newest = Math.max(newest, Long.parseLong(parts[1]));
+                            } catch (NumberFormatException e) {
+                                // not a snapshot
+                            }
+                        }
+                    }
+                }
+            }
+            if (newest >= applied) {
+                break;
+            }
+            if (System.nanoTime() - end >= 0) {
+                throw new IllegalStateException(ids.get(i) + " holds no snapshot at or above index " + applied + " after 20 s (newest " + newest + ")");
+            }
+            Thread.sleep(50);
+        }
+        kill(i);
+        start(i);
+        waitLeader(Duration.ofSeconds(20));
     }
 
     /** SIGKILLs the leader; returns its ID. */
