@@ -64,8 +64,8 @@
 //
 //	storage.go    storage health and the watched log and stable stores
 //	logstore.go   raft-boltdb or raft-wal, and detecting which a directory holds
-//	walstore.go   raft-wal reopened after a failed write; a failed fsync stops the node
-//	waltail.go    the WAL tail's uncommitted end zeroed before raft-wal opens it
+//	walstore.go   raft-wal reopened after a failed segment rotation; a failed fsync stops the node
+//	waltail.go    before raft-wal opens: the tail's uncommitted end zeroed, a begun rotation recorded
 //	verify.go     log verification: the leader's checkpoints, every node's reports
 //	convert.go    ConvertLogStore: a stopped node's directory to the other store
 //	replgate.go   the transport raft sees: a down peer's failures held, not piled up

@@ -150,9 +150,9 @@ func logStoreChosen(log hclog.Logger, dir string, want, kind LogStoreKind, why s
 }
 
 // walSegmentSize, when not zero, is the size of raft-wal's segment files of nodes whose
-// Config.WALSegmentSize is zero. Tests shrink it: raft-wal v0.4.0 still serves entries truncated from the head
-// while they sit in the open tail segment, so only a sealed and deleted segment makes a
-// leader fall back to sending a snapshot.
+// Config.WALSegmentSize is zero. Tests shrink it: raft-wal still serves entries truncated
+// from the head while they sit in the open tail segment, so only a sealed and deleted
+// segment makes a leader fall back to sending a snapshot.
 var walSegmentSize int
 
 // logStore is what a node needs of its store: raft's log and stable stores, closed once.

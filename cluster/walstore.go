@@ -19,16 +19,18 @@ import (
 
 // What a node does when its raft-wal log cannot be written.
 //
-// raft-wal v0.4.0 cannot append again after an append failed: its tail segment's
-// in-memory index has already moved past what reached the disk, so every later append is
-// refused ("non-monotonic append"), and a segment rotation that failed (no space for the
-// next segment file) leaves the tail sealed, so every later append fails with ErrSealed.
-// Reopening the WAL recovers its tail from what is on disk, as a restart would (a batch
-// whose commit frame did not reach the file is dropped; it was never acknowledged).
+// raft-wal rolls a failed append back (since v0.4.1), so the next append simply retries.
+// A failed segment rotation is different: when the next segment file cannot be created
+// (no space for it) or wal-meta.db cannot record the rotation, raft-wal (through v0.4.2:
+// wal.go, mutateStateLocked) keeps the sealed segment as its tail in memory, and every
+// later append fails with ErrSealed ("segment is sealed") until the WAL is reopened
+// (TestWALStore_AppendsAgainAfterAFailedRotation). Reopening recovers the tail from what
+// is on disk, as a restart would, and finishes the rotation (waltail.go).
 //
 //   - A write or a file creation that failed (no space, a quota, any error before the
-//     fsync): the node stops serving writes and says why (StorageErr), and before its next
-//     append reopens the WAL; once that append succeeds it serves again by itself.
+//     fsync): the node stops serving writes and says why (StorageErr), and, after a
+//     failed rotation, reopens the WAL before its next append; once an append succeeds it
+//     serves again by itself.
 //   - A failed fsync: the kernel may have dropped the pages it could not write, so what the
 //     WAL would read back is not what is on the disk. The node stops writing for good
 //     (ErrStorageFailed) and StorageFailed closes: the process exits (status 4) so that its
@@ -46,20 +48,16 @@ var errSyncFailed = errors.New("fsync failed")
 // error to fail it with, or nil.
 var walFaults func(dir, op string) error
 
-// walStore is raft-wal's WAL with its meta database, reopened after a failed append.
-// WAL.Close leaves the meta database open (v0.4.0), so the store closes it: without that,
-// the meta file's lock would outlive the node and a node restarted in the same process
-// would wait on it forever.
+// walStore is raft-wal's WAL, reopened after a failed rotation.
 type walStore struct {
 	dir     string // the data directory
 	segment int    // segment size; 0: raft-wal's default
 	logger  hclog.Logger
 	fatal   func(error) // told once of a failed fsync
 
-	mu     sync.RWMutex // held exclusively only to swap w and meta
+	mu     sync.RWMutex // held exclusively only to swap w
 	w      *wal.WAL
-	meta   *metadb.BoltMetaDB
-	broken error // the failed append that the next one reopens the WAL for
+	broken error // the append refused after a failed rotation, which the next one reopens the WAL for
 	failed error // a failed fsync: nothing more is written by this process
 }
 
@@ -101,23 +99,20 @@ func (s *walStore) open() error {
 	w, err := wal.Open(p, wal.WithMetaStore(meta), wal.WithLogger(s.logger), wal.WithSegmentSize(s.segment),
 		wal.WithSegmentFiler(segment.NewFiler(p, vfs)))
 	if err != nil {
-		meta.Close()
+		meta.Close() // WAL.Close closes it once Open succeeded
 		return fmt.Errorf("cluster: opening the WAL in %s: %w", p, err)
 	}
-	s.w, s.meta = w, meta
+	s.w = w
 	return nil
 }
 
-// closeLocked closes the WAL, then its meta database.
+// closeLocked closes the WAL and its meta database.
 func (s *walStore) closeLocked() error {
 	if s.w == nil {
 		return nil
 	}
 	err := s.w.Close()
-	if merr := s.meta.Close(); err == nil {
-		err = merr
-	}
-	s.w, s.meta = nil, nil
+	s.w = nil
 	return err
 }
 
@@ -141,7 +136,7 @@ func (s *walStore) current() (*wal.WAL, func(), error) {
 	return s.w, s.mu.RUnlock, nil
 }
 
-// recover reopens the WAL after a failed append, once, before the next one.
+// recover reopens the WAL after a failed rotation, once, before the next append.
 func (s *walStore) recover() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -151,8 +146,8 @@ func (s *walStore) recover() error {
 	if s.broken == nil {
 		return nil
 	}
-	// Reopening needs room for a new segment (raft-wal creates one when the tail was
-	// sealed). Without it the open would fail after the close, and the node would have no
+	// Reopening needs room for a new segment (raft-wal creates the one the rotation
+	// could not). Without it the open would fail after the close, and the node would have no
 	// log to read from (raft panics when a committed entry cannot be read): keep the old
 	// WAL, which still reads, until there is room.
 	need := uint64(s.segment)
@@ -166,7 +161,7 @@ func (s *walStore) recover() error {
 	if err := s.open(); err != nil {
 		return fmt.Errorf("%w (after the append that failed with: %v)", err, s.broken)
 	}
-	s.logger.Info("WAL reopened after a failed write; appending again", "failed_with", s.broken)
+	s.logger.Info("WAL reopened after a failed segment rotation; appending again", "failed_with", s.broken)
 	s.broken = nil
 	return nil
 }
@@ -191,8 +186,9 @@ func (s *walStore) StoreLogs(logs []*raft.Log) error {
 // StoreLog appends one entry.
 func (s *walStore) StoreLog(l *raft.Log) error { return s.StoreLogs([]*raft.Log{l}) }
 
-// appendFailed records a failed append: a failed fsync for good, anything else until
-// the WAL is reopened.
+// appendFailed records a failed append: a failed fsync for good, a refusal after a failed
+// rotation until the WAL is reopened; anything else raft-wal rolled back, and the next
+// append retries.
 func (s *walStore) appendFailed(err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -205,7 +201,7 @@ func (s *walStore) appendFailed(err error) {
 		}
 		return
 	}
-	if s.broken == nil {
+	if errors.Is(err, types.ErrSealed) && s.broken == nil {
 		s.broken = err
 	}
 }

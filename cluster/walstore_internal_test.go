@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 
@@ -36,9 +37,10 @@ func mustRead(t *testing.T, s *walStore, from, to uint64) {
 }
 
 // A WAL whose end was truncated (raft deletes a follower's conflicting suffix) opens again
-// and reads and appends: raft-wal v0.4.0 sealed the truncated tail without an index frame,
-// and once reopened could not read it ("sealed segment has no index block", on which raft
-// panics at start); the node adds the index before raft-wal opens (sealWithIndex).
+// and reads and appends. This tests raft-wal's own fix (v0.4.1, "Fix truncate tail": the
+// truncated tail is sealed with an index frame): v0.4.0 sealed it without one, and once
+// reopened could not read it ("sealed segment has no index block", on which raft panics
+// at start). raftlock repaired that itself while it was on v0.4.0; it no longer does.
 func TestWALStore_ReopensAfterTailTruncation(t *testing.T) {
 	dir := t.TempDir()
 	open := func() *walStore {
@@ -68,9 +70,10 @@ func TestWALStore_ReopensAfterTailTruncation(t *testing.T) {
 
 // A WAL stopped after the batch that filled its tail was sealed and synced, but before
 // raft-wal recorded the rotation to the next segment in wal-meta.db, opens again and
-// appends: raft-wal v0.4.0 reopened the sealed file as the tail and refused every append
-// ("segment is sealed"); the node records the rotation first (finishRotation). The state
-// is made by undoing a rotation in wal-meta.db, which is what such a stop leaves.
+// appends: raft-wal (v0.4.0 to v0.4.2) reopens the sealed file as the tail and refuses
+// every append ("segment is sealed"); the node records the rotation first
+// (finishRotation). The state is made by undoing a rotation in wal-meta.db, which is what
+// such a stop leaves.
 func TestWALStore_ReopensAfterAnInterruptedRotation(t *testing.T) {
 	dir := t.TempDir()
 	walPath := filepath.Join(dir, walDir)
@@ -125,4 +128,48 @@ func TestWALStore_ReopensAfterAnInterruptedRotation(t *testing.T) {
 	s = open()
 	mustRead(t, s, 1, sealedMax+3)
 	s.Close()
+}
+
+// A WAL whose segment rotation failed (the next segment file could not be created: a full
+// disk) appends again once the file can be created, in the same process, and keeps every
+// entry across a restart. raft-wal (v0.4.0 to v0.4.2) records the rotation in wal-meta.db
+// and then, when the file cannot be created, keeps the sealed segment as its tail in
+// memory: every later append fails with "segment is sealed" until the WAL is reopened,
+// which the store does before its next append (walStore.recover); without that, this
+// test failed on v0.4.2 with "segment is sealed".
+func TestWALStore_AppendsAgainAfterAFailedRotation(t *testing.T) {
+	dir := t.TempDir()
+	s, err := openWAL(dir, 4096, hclog.NewNullLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { s.Close() }()
+	var noSpace error = syscall.ENOSPC
+	walFaults = func(string, op string) error {
+		if op == "create" {
+			return noSpace
+		}
+		return nil
+	}
+	t.Cleanup(func() { walFaults = nil })
+	var failed uint64
+	for i := uint64(1); i < 10_000; i++ {
+		if err := s.StoreLogs([]*raft.Log{{Index: i, Term: 1, Type: raft.LogCommand, Data: []byte(fmt.Sprintf("entry %d", i))}}); err != nil {
+			t.Logf("entry %d: %v", i, err)
+			failed = i
+			break
+		}
+	}
+	if failed == 0 {
+		t.Fatal("no append failed after 10,000 entries of 4 KiB segments with no room for a new one")
+	}
+	walFaults = nil
+	storeRange(t, s, failed, failed+2)
+	mustRead(t, s, 1, failed+2)
+	s.Close()
+	if s, err = openWAL(dir, 4096, hclog.NewNullLogger()); err != nil {
+		t.Fatal(err)
+	}
+	mustRead(t, s, 1, failed+2)
+	storeRange(t, s, failed+3, failed+3)
 }

@@ -57,8 +57,11 @@ func grantSomewhere(t *testing.T, c *clustertest.Cluster, name string, deadline 
 
 // A raft-wal node whose disk is full (every segment write and file creation fails with
 // ENOSPC) stops serving and says so; the others go on (it led, and stepped down); when
-// space returns it reopens its WAL, catches up and serves again, with no restart and no
-// acknowledged grant lost.
+// space returns it appends again, catches up and serves again, with no restart and no
+// acknowledged grant lost. Appending again after a failed write is raft-wal's own since
+// v0.4.1 ("Fix behaviour on write failures": the failed append is rolled back), which this
+// tests; on v0.4.0 raftlock reopened the WAL for it. A failed segment rotation still needs
+// that reopen: TestWALStore_AppendsAgainAfterAFailedRotation.
 func TestWALStore_FullDiskStopsWritesThenRecovers(t *testing.T) {
 	var faults diskFaults
 	t.Cleanup(cluster.SetWALFaults(faults.fault))

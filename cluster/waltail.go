@@ -21,28 +21,26 @@ import (
 // What it zeroes is a batch that was being written when the process stopped or the write
 // failed: its commit frame is missing or fails its checksum, so its fsync never returned
 // and raft never acknowledged it; raft-wal's own recovery (README, "Crash Safety") drops
-// the same bytes. It is zeroed because raft-wal v0.4.0's recovery keeps one thing from
-// such a torn batch: an index frame, which the batch that fills a segment ends with, marks
-// the tail sealed although the seal was never committed, and every later append then
-// fails with "segment is sealed" (segment/writer.go, recoverTail). Zeroed, the tail
-// recovers exactly as raft-wal documents. The format is raft-wal's (README, "Segment
-// Files"): a 32-byte file header, then 8-byte-aligned frames whose 8-byte header holds the
-// type (1 entry, 2 index, 3 commit) and a length, or for a commit frame the CRC-32C of
-// everything written since the previous commit frame (the first one: since the file's
-// start).
+// the same bytes. It is zeroed because raft-wal's recovery (segment/writer.go, recoverTail,
+// unchanged from v0.4.0 to v0.4.2) keeps one thing from such a torn batch: an index frame,
+// which the batch that fills a segment ends with, marks the tail sealed although the seal
+// was never committed, and every later append then fails with "segment is sealed"
+// (TestWALTail_TornSealingBatchIsDropped). Zeroed, the tail recovers exactly as raft-wal
+// documents. The format is raft-wal's (README, "Segment Files"): a 32-byte file header,
+// then 8-byte-aligned frames whose 8-byte header holds the type (1 entry, 2 index, 3
+// commit) and a length, or for a commit frame the CRC-32C of everything written since the
+// previous commit frame (the first one: since the file's start).
 func scrubWALTail(walPath string) (int64, error) {
 	meta := &metadb.BoltMetaDB{}
 	st, err := meta.Load(walPath)
-	if err != nil {
-		meta.Close()
-		return 0, fmt.Errorf("cluster: reading the WAL's meta database in %s: %w", walPath, err)
-	}
-	err = sealWithIndex(walPath, meta, &st)
 	if cerr := meta.Close(); err == nil {
 		err = cerr
 	}
-	if err != nil || len(st.Segments) == 0 {
-		return 0, err
+	if err != nil {
+		return 0, fmt.Errorf("cluster: reading the WAL's meta database in %s: %w", walPath, err)
+	}
+	if len(st.Segments) == 0 {
+		return 0, nil
 	}
 	tail := st.Segments[len(st.Segments)-1]
 	if !tail.SealTime.IsZero() {
@@ -57,7 +55,7 @@ func scrubWALTail(walPath string) (int64, error) {
 		return 0, fmt.Errorf("cluster: opening the WAL's tail %s: %w", name, err)
 	}
 	defer f.Close()
-	entries, good, end, index, err := segmentFramesIndex(f)
+	entries, good, end, index, err := segmentFrames(f)
 	if err != nil {
 		return 0, fmt.Errorf("cluster: reading the WAL's tail %s: %w", name, err)
 	}
@@ -72,11 +70,14 @@ func scrubWALTail(walPath string) (int64, error) {
 		zeroed = end - good
 	}
 	if index > 0 {
-		// The tail was sealed and the seal committed, but the process stopped before
-		// raft-wal recorded the rotation in wal-meta.db: raft-wal v0.4.0 would reopen it
-		// as the tail and refuse every append ("segment is sealed"). Record the rotation
-		// it was doing: the tail sealed at its last entry, an empty next segment after it.
-		if err := finishRotation(walPath, tail, uint64(len(entries)), uint64(index)); err != nil {
+		// The tail was sealed and the seal committed, but the process stopped (or the
+		// meta database's write failed) before raft-wal recorded the rotation in
+		// wal-meta.db. raft-wal would reopen the sealed file as its tail and refuse every
+		// append ("segment is sealed"): its runRotate says recovery must handle this case,
+		// and through v0.4.2 it does not (TestWALStore_ReopensAfterAnInterruptedRotation).
+		// Record the rotation it was doing: the tail sealed at its last entry, an empty
+		// next segment after it.
+		if err := finishRotation(walPath, tail, uint64(entries), uint64(index)); err != nil {
 			return zeroed, err
 		}
 	}
@@ -118,18 +119,12 @@ const (
 	segFrameCommit = 3
 )
 
-// segmentFrames reads a segment file's frames as raft-wal's recovery does: the file
-// offsets of its entry frames up to its last commit frame whose checksum holds, where that
-// commit frame ends (good; the file header's end when there is none), and where reading
-// stopped (end: zeros, a torn header, or the end of the file).
-func segmentFrames(f *os.File) (entries []uint32, good, end int64, err error) {
-	entries, good, end, _, err = segmentFramesIndex(f)
-	return entries, good, end, err
-}
-
-// segmentFramesIndex is segmentFrames that also returns where the payload of an index
-// frame covered by the last valid commit frame starts (0: none): a sealed segment's.
-func segmentFramesIndex(f *os.File) (entries []uint32, good, end, index int64, err error) {
+// segmentFrames reads a segment file's frames as raft-wal's recovery does: how many entry
+// frames it holds up to its last commit frame whose checksum holds, where that commit
+// frame ends (good; the file header's end when there is none), where reading stopped
+// (end: zeros, a torn header, or the end of the file), and where the payload of an index
+// frame covered by that commit frame starts (index; 0: none, the segment is not sealed).
+func segmentFrames(f *os.File) (entries int, good, end, index int64, err error) {
 	type commit struct {
 		offset, crcStart int64
 		entries          int
@@ -137,14 +132,14 @@ func segmentFramesIndex(f *os.File) (entries []uint32, good, end, index int64, e
 	}
 	var lastIndex int64
 	var prev, final *commit
-	var all []uint32
+	all := 0
 	offset := int64(segFileHeader)
 	var hdr [segFrameHeader]byte
 	for {
 		n, err := f.ReadAt(hdr[:], offset)
 		if n < segFrameHeader {
 			if err != nil && err != io.EOF {
-				return nil, 0, 0, 0, err
+				return 0, 0, 0, 0, err
 			}
 			break
 		}
@@ -157,12 +152,12 @@ func segmentFramesIndex(f *os.File) (entries []uint32, good, end, index int64, e
 		case segFrameEntry, segFrameIndex:
 			size += int64(length) + int64((segFrameHeader-length%segFrameHeader)%segFrameHeader)
 			if typ == segFrameEntry {
-				all = append(all, uint32(offset))
+				all++
 			} else {
 				lastIndex = offset + segFrameHeader
 			}
 		case segFrameCommit:
-			c := &commit{offset: offset, entries: len(all), index: lastIndex}
+			c := &commit{offset: offset, entries: all, index: lastIndex}
 			if final != nil {
 				c.crcStart = final.offset + segFrameHeader
 			}
@@ -174,72 +169,16 @@ func segmentFramesIndex(f *os.File) (entries []uint32, good, end, index int64, e
 	if final != nil {
 		ok, err := commitValid(f, final.crcStart, final.offset)
 		if err != nil {
-			return nil, 0, 0, 0, err
+			return 0, 0, 0, 0, err
 		}
 		switch {
 		case ok:
-			good, entries, index = final.offset+segFrameHeader, all[:final.entries], final.index
+			good, entries, index = final.offset+segFrameHeader, final.entries, final.index
 		case prev != nil:
-			good, entries, index = prev.offset+segFrameHeader, all[:prev.entries], prev.index
+			good, entries, index = prev.offset+segFrameHeader, prev.entries, prev.index
 		}
 	}
 	return entries, good, offset, index, nil
-}
-
-// sealWithIndex gives every segment that wal-meta.db marks sealed but that has no index
-// frame (IndexStart 0) the index frame and commit frame it lacks, and records it. raft-wal
-// v0.4.0 seals the tail that way when it truncates the log's end (raft does, on a
-// follower whose last entries conflict with a new leader's), and then cannot read that
-// segment once reopened: "sealed segment has no index block", on which raft panics at
-// start (raft-wal's issue #31, fixed upstream after v0.4.0, in a release this project's
-// module proxy does not serve). The index lists the segment's committed entry frames from
-// its first; raft-wal reads it only for indexes up to the segment's MaxIndex.
-func sealWithIndex(walPath string, meta *metadb.BoltMetaDB, st *types.PersistentState) error {
-	changed := false
-	for i, seg := range st.Segments {
-		if seg.SealTime.IsZero() || seg.IndexStart != 0 {
-			continue
-		}
-		name := filepath.Join(walPath, segment.FileName(seg))
-		f, err := os.OpenFile(name, os.O_RDWR, 0)
-		if err != nil {
-			return fmt.Errorf("cluster: opening the sealed WAL segment %s to index it: %w", name, err)
-		}
-		entries, good, _, err := segmentFrames(f)
-		if err == nil && seg.MaxIndex >= seg.BaseIndex && uint64(len(entries)) < seg.MaxIndex-seg.BaseIndex+1 {
-			err = fmt.Errorf("%w: it holds %d entries from %d, its metadata says up to %d", types.ErrCorrupt, len(entries), seg.BaseIndex, seg.MaxIndex)
-		}
-		if err == nil {
-			payload := make([]byte, 0, 4*len(entries)+8)
-			for _, o := range entries {
-				payload = binary.LittleEndian.AppendUint32(payload, o)
-			}
-			frame := make([]byte, segFrameHeader, segFrameHeader+len(payload)+8+segFrameHeader)
-			frame[0] = segFrameIndex
-			binary.LittleEndian.PutUint32(frame[4:8], uint32(len(payload)))
-			frame = append(frame, payload...)
-			frame = append(frame, make([]byte, (segFrameHeader-len(payload)%segFrameHeader)%segFrameHeader)...)
-			crc := crc32.Checksum(frame, crc32.MakeTable(crc32.Castagnoli))
-			frame = append(frame, segFrameCommit, 0, 0, 0)
-			frame = binary.LittleEndian.AppendUint32(frame, crc)
-			if _, err = f.WriteAt(frame, good); err == nil {
-				err = f.Sync()
-			}
-			st.Segments[i].IndexStart = uint64(good + segFrameHeader)
-			changed = true
-		}
-		f.Close()
-		if err != nil {
-			return fmt.Errorf("cluster: indexing the sealed WAL segment %s: %w", name, err)
-		}
-	}
-	if !changed {
-		return nil
-	}
-	if err := meta.CommitState(*st); err != nil {
-		return fmt.Errorf("cluster: recording the indexed WAL segments: %w", err)
-	}
-	return nil
 }
 
 // commitValid reports whether the commit frame at offset holds the CRC-32C of the bytes

@@ -33,9 +33,9 @@ func tailSegment(t *testing.T, dir string) (string, int64) {
 // A torn last batch, as a crash leaves it while the batch that fills a segment is being
 // written (entries, then the segment's index frame, and no commit frame yet), is dropped
 // at the next start: it was never acknowledged. The node keeps every acknowledged grant
-// and appends again, with tokens above them. raft-wal v0.4.0 alone kept the torn index
-// frame and refused every append after it ("segment is sealed"); the node zeroes the
-// uncommitted end before raft-wal opens (cluster/waltail.go).
+// and appends again, with tokens above them. raft-wal alone (v0.4.0 to v0.4.2) keeps the
+// torn index frame and refuses every append after it ("segment is sealed"); the node
+// zeroes the uncommitted end before raft-wal opens (cluster/waltail.go).
 func TestWALTail_TornSealingBatchIsDropped(t *testing.T) {
 	c := clustertest.Start(t, 1, withStore(cluster.LogStoreWAL))
 	gs := acquireMany(t, leaderNode(c), "torn", 10)
