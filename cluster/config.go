@@ -17,6 +17,9 @@ import (
 // member is down at bootstrap, which then costs this once.
 const DefaultFreshVersionWait = 3 * time.Second
 
+// DefaultVerifyInterval is Config.VerifyInterval's default, Consul's for the same check.
+const DefaultVerifyInterval = time.Minute
+
 // Peer is one member of the initial cluster configuration.
 type Peer struct {
 	// ID is the member's Raft server ID.
@@ -41,9 +44,22 @@ type Config struct {
 	// snapshots. Required.
 	DataDir string
 	// LogStore is the kind of store for the Raft log and the stable values; zero means
-	// LogStoreBoltDB. A data directory written by the other kind is refused with
-	// ErrLogStoreMismatch: a node changes store only by being removed, wiped and re-joined.
+	// LogStoreAuto: the kind the data directory holds, raft-wal for a new one. An explicit
+	// kind that differs from what the data directory holds is refused with
+	// ErrLogStoreMismatch: a node changes store offline (ConvertLogStore) or by being
+	// removed, wiped and re-joined.
 	LogStore LogStoreKind
+	// WALSegmentSize is the size of raft-wal's segment files in bytes; zero means
+	// raft-wal's default, 64 MiB. A segment is preallocated when it is created, so the
+	// log's appends take no new space until it is full; a smaller size makes a full disk
+	// show sooner (tests) and costs a file creation per segment.
+	WALSegmentSize int
+	// VerifyInterval is how often the leader writes a log verification checkpoint (when
+	// anything was written since the last one), after which every node reads the range
+	// since the previous checkpoint back from its own log store and compares checksums
+	// with the leader's (verify.go); zero means DefaultVerifyInterval, negative turns
+	// verification off.
+	VerifyInterval time.Duration
 	// Bootstrap, when non-empty and the data directory holds no Raft state, bootstraps a new
 	// cluster with these voters. It must list this node.
 	Bootstrap []Peer
@@ -138,6 +154,7 @@ func (c *Config) setDefaults() {
 	def(&c.RenewWindow, 125*time.Millisecond)
 	def(&c.ApplyTimeout, 5*time.Second)
 	def(&c.DutyTimeout, 2*time.Second)
+	def(&c.VerifyInterval, DefaultVerifyInterval)
 	if c.SnapshotThreshold == 0 {
 		c.SnapshotThreshold = 8192
 	}
@@ -151,7 +168,7 @@ func (c *Config) setDefaults() {
 		c.Logger = hclog.Default()
 	}
 	if c.LogStore == "" {
-		c.LogStore = LogStoreBoltDB
+		c.LogStore = LogStoreAuto
 	}
 }
 

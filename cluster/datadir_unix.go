@@ -35,3 +35,12 @@ func lockDataDir(dir string) (func(), error) {
 		f.Close()
 	}, nil
 }
+
+// freeBytes returns the space available to this process in dir's file system.
+func freeBytes(dir string) (uint64, bool) {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil {
+		return 0, false
+	}
+	return st.Bavail * uint64(st.Bsize), true
+}

@@ -1,5 +1,6 @@
 // Package cluster runs one raftlock node: hashicorp/raft with its log and stable values in
-// BoltDB (raft.db, the default) or hashicorp/raft-wal (wal/, Config.LogStore), and file
+// hashicorp/raft-wal (wal/, the default for a new data directory) or BoltDB (raft.db, kept
+// by a directory that has it; Config.LogStore), verified against the leader, and file
 // snapshots under the data directory, the lock state machine of package fsm, and
 // the leader-only machinery that drives cluster time.
 //
@@ -63,6 +64,11 @@
 //
 //	storage.go    storage health and the watched log and stable stores
 //	logstore.go   raft-boltdb or raft-wal, and detecting which a directory holds
+//	walstore.go   raft-wal reopened after a failed segment rotation; a failed fsync stops the node
+//	waltail.go    before raft-wal opens: the tail's uncommitted end zeroed, a begun rotation recorded
+//	verify.go     log verification: the leader's checkpoints, every node's reports
+//	convert.go    ConvertLogStore: a stopped node's directory to the other store
+//	replgate.go   the transport raft sees: a down peer's failures held, not piled up
 //	datadir*.go   the data directory's lock and private modes
 //	restore.go    RestoreDataDir and RestoreIndex: a data directory from a backup
 //	budget.go     the state machine timed for the latency budget

@@ -195,6 +195,11 @@ var (
 	// disk). It answers no request until a write succeeds again; the rest of the cluster
 	// goes on without it.
 	ErrStorage = errors.New("cluster: this node cannot write its data directory")
+	// ErrStorageFailed: this node's disk failed an fsync of its Raft log (raft-wal). What
+	// the kernel kept of the unwritten pages is unknown, so the node writes nothing more
+	// and its process exits (Node.StorageFailed) to be started again on what the disk
+	// holds. Errors that wrap it wrap ErrStorage too.
+	ErrStorageFailed = errors.New("cluster: this node's disk failed an fsync of its Raft log")
 	// ErrDataDirInUse: another process holds the data directory's lock.
 	ErrDataDirInUse = errors.New("cluster: data directory in use")
 	// ErrLogStoreMismatch: the data directory holds a Raft log written by another kind of

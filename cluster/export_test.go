@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/raftlock/raftlock/fsm"
 )
 
 // InjectTickFaults makes node n's next count Tick proposals fail with err before they reach
@@ -29,4 +31,19 @@ func AppliedEverythingCommitted(n *Node) (bool, error) {
 		}
 	}
 	return true, nil
+}
+
+// ReplicationFailuresReturned counts the failed replication RPCs to the peer at raftAddr
+// that node n's transport gate has handed back to raft since the node started.
+func ReplicationFailuresReturned(n *Node, raftAddr string) uint64 {
+	return n.gate.peer(raft.ServerAddress(raftAddr)).returned.Load()
+}
+
+// CheckpointType is the type byte of the log verifier's checkpoint entries.
+const CheckpointType = checkpointType
+
+// WriteCheckpoint has leader n write a log verification checkpoint now.
+func WriteCheckpoint(n *Node) error {
+	_, err := n.prop.apply(&fsm.Command{Type: checkpointType})
+	return err
 }

@@ -158,7 +158,7 @@ func (l *leader) lead(ctx context.Context) {
 			n.log.Warn("registering this node failed", "error", err)
 		}
 	}
-	done := make(chan struct{}, 2)
+	done := make(chan struct{}, 3)
 	go func() {
 		defer func() { done <- struct{}{} }()
 		n.renewer.loop(ctx)
@@ -167,7 +167,12 @@ func (l *leader) lead(ctx context.Context) {
 		defer func() { done <- struct{}{} }()
 		l.upgradeLoop(ctx)
 	}()
+	go func() {
+		defer func() { done <- struct{}{} }()
+		l.verifyLoop(ctx)
+	}()
 	l.tickLoop(ctx)
+	<-done
 	<-done
 	<-done
 }

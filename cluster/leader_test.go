@@ -114,7 +114,7 @@ func TestNode_DataDirPrivateAndExclusive(t *testing.T) {
 		t.Fatal(err)
 	}
 	if files < 4 {
-		t.Fatalf("walked %d entries; expected the data dir, raft.db and a snapshot", files)
+		t.Fatalf("walked %d entries; expected the data dir, the log store and a snapshot", files)
 	}
 
 	cfg := c.Config(0)

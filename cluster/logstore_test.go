@@ -134,7 +134,7 @@ func TestLogStore_WALSnapshotInstallOnLaggingFollower(t *testing.T) {
 }
 
 // Nodes of one cluster may use different stores: the store is local to each node and
-// nothing of it crosses the wire.
+// nothing of it crosses the wire. The third node is left to the default, raft-wal.
 func TestLogStore_MixedStoresInOneCluster(t *testing.T) {
 	kinds := []cluster.LogStoreKind{cluster.LogStoreBoltDB, cluster.LogStoreWAL, ""}
 	c := clustertest.Start(t, 3, func(i int, cfg *cluster.Config) { cfg.LogStore = kinds[i] })
@@ -150,7 +150,46 @@ func TestLogStore_MixedStoresInOneCluster(t *testing.T) {
 	mustHold(t, leaderNode(c), gs)
 	mustHaveStore(t, c.Config(0).DataDir, cluster.LogStoreBoltDB)
 	mustHaveStore(t, c.Config(1).DataDir, cluster.LogStoreWAL)
-	mustHaveStore(t, c.Config(2).DataDir, cluster.LogStoreBoltDB)
+	mustHaveStore(t, c.Config(2).DataDir, cluster.LogStoreWAL)
+}
+
+// The default store (LogStoreAuto, the zero value) is raft-wal for a new data directory and
+// whatever an existing one holds: a BoltDB node restarted without a store setting keeps
+// BoltDB and its state, and so does a raft-wal one.
+func TestLogStore_AutoChoosesByDirectory(t *testing.T) {
+	for _, have := range []cluster.LogStoreKind{cluster.LogStoreBoltDB, cluster.LogStoreWAL} {
+		t.Run(string(have), func(t *testing.T) {
+			c := clustertest.Start(t, 1, withStore(have))
+			gs := acquireMany(t, leaderNode(c), "auto", 3)
+			c.Stop(0)
+			for i, auto := range []cluster.LogStoreKind{"", cluster.LogStoreAuto} {
+				cfg := c.Config(0)
+				cfg.LogStore = auto
+				c.SetConfig(0, cfg)
+				c.Restart(0)
+				mustHold(t, leaderNode(c), gs)
+				g := acquireMany(t, leaderNode(c), fmt.Sprintf("auto-%d", i), 1)[0]
+				if g.Token <= gs[len(gs)-1].Token {
+					t.Fatalf("token %d after a restart with %q is not above %d", g.Token, auto, gs[len(gs)-1].Token)
+				}
+				gs = append(gs, g)
+				c.Stop(0)
+				mustHaveStore(t, cfg.DataDir, have)
+			}
+		})
+	}
+	t.Run("new", func(t *testing.T) {
+		c := clustertest.Start(t, 1, nil)
+		acquireMany(t, leaderNode(c), "new", 1)
+		mustHaveStore(t, c.Config(0).DataDir, cluster.LogStoreWAL)
+		kind, why, err := cluster.ResolveLogStore(t.TempDir(), "")
+		if err != nil || kind != cluster.LogStoreWAL || why == "" {
+			t.Fatalf("an empty directory resolves to %q (%q, %v), want wal", kind, why, err)
+		}
+		if kind, _, _ := cluster.ResolveLogStore(c.Config(0).DataDir, cluster.LogStoreBoltDB); kind != cluster.LogStoreBoltDB {
+			t.Fatalf("an explicit boltdb resolves to %q", kind)
+		}
+	})
 }
 
 // A node started with another store than the one its data directory holds refuses to
@@ -159,7 +198,6 @@ func TestLogStore_RefusesOtherKind(t *testing.T) {
 	for _, tc := range []struct{ have, want cluster.LogStoreKind }{
 		{cluster.LogStoreBoltDB, cluster.LogStoreWAL},
 		{cluster.LogStoreWAL, cluster.LogStoreBoltDB},
-		{cluster.LogStoreWAL, ""}, // the default is boltdb
 	} {
 		t.Run(fmt.Sprintf("%s_as_%q", tc.have, string(tc.want)), func(t *testing.T) {
 			c := clustertest.Start(t, 1, withStore(tc.have))
@@ -171,7 +209,7 @@ func TestLogStore_RefusesOtherKind(t *testing.T) {
 			if !errors.Is(err, cluster.ErrLogStoreMismatch) {
 				t.Fatalf("New with %q on a %s data dir: %v, want ErrLogStoreMismatch", tc.want, tc.have, err)
 			}
-			for _, words := range []string{"--raft-log-store=" + tc.have.String(), "--join", "remove"} {
+			for _, words := range []string{"--raft-log-store=" + tc.have.String(), "--join", "remove", "raftlock log-store convert"} {
 				if !strings.Contains(err.Error(), words) {
 					t.Fatalf("error %q does not mention %q", err, words)
 				}
@@ -200,6 +238,9 @@ func TestLogStore_RefusesOtherKind(t *testing.T) {
 	})
 	if _, err := cluster.ParseLogStoreKind("rocksdb"); err == nil {
 		t.Fatal("ParseLogStoreKind accepted rocksdb")
+	}
+	if k, err := cluster.ParseLogStoreKind(""); err != nil || k != cluster.LogStoreAuto {
+		t.Fatalf(`ParseLogStoreKind("") = %q, %v; want auto`, k, err)
 	}
 }
 

@@ -10,6 +10,8 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
+	walmetrics "github.com/hashicorp/raft-wal/metrics"
+	"github.com/hashicorp/raft-wal/verifier"
 
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/tlsconf"
@@ -25,7 +27,8 @@ type Node struct {
 	fsm       *fsm.FSM
 	store     logStore // raft-boltdb or raft-wal (Config.LogStore)
 	transport *raft.NetworkTransport
-	closers   closers // what New opened, closed in reverse by Shutdown
+	gate      *replGate // the transport as raft sees it (replgate.go)
+	closers   closers   // what New opened, closed in reverse by Shutdown
 
 	leader   *leader   // the leader-only machinery and the cluster clock (leader.go)
 	prop     *proposer // stamps, proposes and answers commands (proposer.go)
@@ -34,8 +37,9 @@ type Node struct {
 	stream   *stream   // recent lock events for subscribers (events.go)
 	applied  *appliedWaiter
 	watch    leaderWatch
-	storage  storageHealth
-	counters applyCounters // grants and handovers applied (metrics.go)
+	storage  *storageHealth
+	counters applyCounters  // grants and handovers applied (metrics.go)
+	verify   verifyCounters // log verification reports (verify.go)
 
 	stopping chan struct{}
 	stopOnce sync.Once
@@ -67,7 +71,7 @@ func New(cfg Config) (_ *Node, err error) {
 			n.closers.close()
 		}
 	}()
-	st, err := openStores(cfg, &n.storage, &n.closers, n.stagger.snapshotted)
+	st, err := openStores(cfg, n.storage, &n.closers, n.stagger.snapshotted, n.verify.report(n.log.Named("verify")))
 	if err != nil {
 		return nil, err
 	}
@@ -77,9 +81,11 @@ func New(cfg Config) (_ *Node, err error) {
 		return nil, err
 	}
 	n.closers.add(n.transport.Close)
-	if n.raft, err = startRaft(cfg, n.machine(), st, n.transport, n.leader.notifyCh, n.stagger); err != nil {
+	n.gate = newReplGate(n.transport, cfg.HeartbeatTimeout)
+	if n.raft, err = startRaft(cfg, n.machine(), st, n.gate, n.leader.notifyCh, n.stagger); err != nil {
 		return nil, err
 	}
+	n.gate.watch(n.raft)
 	n.stagger.start(n.raft)
 	n.log.Info("snapshots staggered", "threshold", cfg.SnapshotThreshold, "phase", n.stagger.phase, "first_threshold", n.stagger.set.Load())
 	if peers != nil {
@@ -87,6 +93,7 @@ func New(cfg Config) (_ *Node, err error) {
 		n.peers = peers
 	}
 	n.closers.add(func() error { return n.raft.Shutdown().Error() })
+	n.closers.add(n.gate.close) // closed first: held replication failures return at once
 	if err := bootstrap(cfg, n.raft, st, n.log); err != nil {
 		return nil, err
 	}
@@ -105,6 +112,7 @@ func newNode(cfg Config) *Node {
 		applied:  newAppliedWaiter(),
 		stopping: make(chan struct{}),
 		halted:   make(chan struct{}),
+		storage:  newStorageHealth(),
 		watch:    leaderWatch{changed: make(chan struct{})},
 	}
 	n.stagger = newSnapStagger(cfg, n.log)
@@ -148,19 +156,38 @@ type stores struct {
 
 // openStores takes the data directory's lock and opens the log, stable and snapshot
 // stores, adding each to cl.
-func openStores(cfg Config, h *storageHealth, cl *closers, written func(index uint64)) (stores, error) {
+func openStores(cfg Config, h *storageHealth, cl *closers, written func(index uint64), report verifier.ReportFn) (stores, error) {
 	unlock, err := openDataDir(cfg.DataDir)
 	if err != nil {
 		return stores{}, err
 	}
 	cl.add(func() error { unlock(); return nil })
-	store, err := openLogStore(cfg.DataDir, cfg.LogStore, cfg.Logger)
+	kind, why, err := ResolveLogStore(cfg.DataDir, cfg.LogStore)
 	if err != nil {
 		return stores{}, err
 	}
+	logStoreChosen(cfg.Logger.Named("cluster"), cfg.DataDir, cfg.LogStore, kind, why)
+	store, err := openLogStore(cfg.DataDir, kind, cfg.WALSegmentSize, cfg.Logger)
+	if err != nil {
+		return stores{}, err
+	}
+	if w, ok := store.(*walStore); ok {
+		w.fatal = func(err error) {
+			h.fail(err)
+			cfg.Logger.Named("cluster").Error("STORAGE FAILED: an fsync of the Raft log failed; this node writes nothing more. "+
+				"Its process exits so that its supervisor starts it again on what the disk holds; check the disk (dmesg, SMART)",
+				"error", err, "data_dir", cfg.DataDir)
+		}
+	}
 	gate := &closeGate{}
 	cl.add(func() error { gate.close(); return store.Close() })
-	logs, err := raft.NewLogCache(512, watchedLogs{LogStore: store, h: h, budget: cfg.Budget, node: cfg.ID})
+	var watched raft.LogStore = watchedLogs{LogStore: store, h: h, budget: cfg.Budget, node: cfg.ID}
+	if cfg.VerifyInterval > 0 {
+		v := verifier.NewLogStore(watched, isCheckpoint, report, &walmetrics.NoOpCollector{})
+		cl.add(v.Close) // stops its goroutine; the store below is closed on its own
+		watched = v
+	}
+	logs, err := raft.NewLogCache(512, watched)
 	if err != nil {
 		return stores{}, fmt.Errorf("cluster: log cache: %w", err)
 	}

@@ -7,7 +7,6 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
-	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/mutant"
@@ -83,14 +82,19 @@ func RestoreDataDir(dir string, state []byte, index uint64, peers []Peer, logger
 		return err
 	}
 	defer unlock()
-	dbPath := filepath.Join(dir, "raft.db")
-	store, err := raftboltdb.New(raftboltdb.Options{Path: dbPath})
+	// A restored directory is a new one: it gets the default store, raft-wal, unless it
+	// already holds a store (which the check below then refuses if it has state).
+	kind, _, err := ResolveLogStore(dir, LogStoreAuto)
 	if err != nil {
-		return fmt.Errorf("cluster: opening %s: %w", dbPath, err)
+		return err
+	}
+	store, err := openLogStore(dir, kind, 0, logger)
+	if err != nil {
+		return err
 	}
 	defer func() {
 		if cerr := store.Close(); err == nil && cerr != nil {
-			err = fmt.Errorf("cluster: closing %s: %w", dbPath, cerr)
+			err = fmt.Errorf("cluster: closing the log store in %s: %w", dir, cerr)
 		}
 	}()
 	fileSnaps, err := raft.NewFileSnapshotStoreWithLogger(dir, 2, logger.Named("snapshots"))

@@ -62,6 +62,8 @@ func (n *Node) Metrics() Metrics {
 		GrantsTotal:        n.counters.grants.Load(),
 		HandoversTotal:     n.counters.handovers.Load(),
 		RenewEntriesTotal:  n.fsm.RenewEntries(),
+		LogVerifyRanges:    n.verify.ranges.Load(),
+		LogVerifyFailures:  n.verify.failures.Load(),
 	}
 }
 

@@ -14,8 +14,24 @@ import (
 // storageHealth remembers whether the node's last write to its log or stable store failed.
 // raft retries on its own (a follower gets the same entries again with the leader's next
 // AppendEntries, a leader steps down), so the first write that succeeds clears it.
+//
+// A failure for good (fail: a raft-wal fsync that failed) is never cleared: the node's
+// process is to exit, and StorageFailed's channel closes.
 type storageHealth struct {
 	failed atomic.Pointer[storageFailure]
+	fatal  atomic.Pointer[storageFailure]
+	once   sync.Once
+	dead   chan struct{} // closed at the failure for good
+}
+
+func newStorageHealth() *storageHealth { return &storageHealth{dead: make(chan struct{})} }
+
+// fail records a failure for good (ErrStorageFailed).
+func (h *storageHealth) fail(err error) {
+	h.once.Do(func() {
+		h.fatal.Store(&storageFailure{err: err, since: time.Now()})
+		close(h.dead)
+	})
 }
 
 type storageFailure struct {
@@ -36,10 +52,19 @@ func (h *storageHealth) record(err error) error {
 	return err
 }
 
-// check returns ErrStorage (with the cause) while the last write failed.
+// check returns ErrStorage (with the cause and what to do) while the last write failed,
+// and for good after a failed fsync.
 func (h *storageHealth) check() error {
+	if f := h.fatal.Load(); f != nil {
+		return fmt.Errorf("%w since %s: %w; it writes nothing more and its process exits to be started again on what the disk holds: "+
+			"check the disk (dmesg, SMART), and if it reported I/O errors move the data directory aside and start the node with --join",
+			ErrStorage, f.since.Format(time.RFC3339), f.err)
+	}
 	if f := h.failed.Load(); f != nil {
-		return fmt.Errorf("%w since %s: %v; free space in the data directory and the node recovers by itself", ErrStorage, f.since.Format(time.RFC3339), f.err)
+		if diskFull(f.err) {
+			return fmt.Errorf("%w since %s: %v; free space in the data directory and the node recovers by itself", ErrStorage, f.since.Format(time.RFC3339), f.err)
+		}
+		return fmt.Errorf("%w since %s: %v; the node retries its writes and recovers by itself when one succeeds; check the disk (dmesg)", ErrStorage, f.since.Format(time.RFC3339), f.err)
 	}
 	return nil
 }
@@ -126,3 +151,9 @@ func (g *closeGate) close() {
 
 // StorageErr returns why this node cannot write its data directory, or nil.
 func (n *Node) StorageErr() error { return n.storage.check() }
+
+// StorageFailed returns a channel closed when this node's storage failed for good (an
+// fsync of its raft-wal log failed: ErrStorageFailed). It then serves nothing, and its
+// process should log StorageErr and exit, so that its supervisor starts it again on what
+// the disk holds.
+func (n *Node) StorageFailed() <-chan struct{} { return n.storage.dead }

@@ -33,7 +33,10 @@ func TestCluster_TicksOnlyWhileLeasesExist(t *testing.T) {
 		quiet     = 3 * tickInterval
 		minTicks  = 6
 	)
-	c := clustertest.Start(t, 3, func(i int, cfg *cluster.Config) { cfg.TickInterval = tickInterval })
+	c := clustertest.Start(t, 3, func(i int, cfg *cluster.Config) {
+		cfg.TickInterval = tickInterval
+		cfg.LogStore = cluster.LogStoreBoltDB // read back below with raft-boltdb
+	})
 	ctx := clustertest.Ctx(t, 30*time.Second)
 	li := c.Leader(15 * time.Second)
 	l := c.Nodes[li]

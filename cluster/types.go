@@ -110,6 +110,10 @@ type Metrics struct {
 	// after the handshake, or dropped unread because too many handshakes were pending.
 	RaftPeersRefused uint64
 	RaftPeersDropped uint64
+	// LogVerifyRanges and LogVerifyFailures count the log ranges this node verified
+	// since it started, and those whose checksums differed from the leader's (verify.go).
+	LogVerifyRanges   uint64
+	LogVerifyFailures uint64
 }
 
 // Member describes one server of the Raft configuration.

@@ -6,7 +6,7 @@
 #
 # 1. builds bin/raftlock, bin/raftlock-bench, bin/etcd-bench (bench/etcd, its own module) and
 #    bin/peers-bench (bench/peers, its own module);
-# 2. for each log store (boltdb, the default, then wal) starts a fresh three-node raftlock
+# 2. for each log store (boltdb, then wal, the default for new data directories) starts a fresh three-node raftlock
 #    cluster (scripts/cluster.sh, throwaway state) and runs the uncontended, parallel and
 #    contended workloads, the shared (90% shared, 10% exclusive) and semaphore (limit 4)
 #    workloads, then keepalive (100,000 leases in batches) and scale; stops it;
@@ -138,8 +138,9 @@ fi
 cat "$WORK/report.txt" >&2
 
 status=0
-# Each log store gets a fresh cluster and the same workloads (round three: boltdb stays the
-# default, wal is the option; both are held to their own targets beside etcd).
+# Each log store gets a fresh cluster and the same workloads (since round five wal is the
+# default for new data directories and boltdb stays supported; both are held to their own
+# targets beside etcd).
 for store in boltdb wal; do
   echo "== raftlock, --raft-log-store=$store" >&2
   rm -rf "$RAFTLOCK_STATE"

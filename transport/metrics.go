@@ -94,6 +94,8 @@ var nodeMetrics = []nodeMetric{
 	{"raftlock_handovers_total", "Grants to a waiter, made by the release, revoke or expiry that freed the lock, in the same entry, as applied by this node.", prometheus.CounterValue, func(m cluster.Metrics) float64 { return float64(m.HandoversTotal) }, true},
 	{"raftlock_raft_peers_refused_total", "Connections to the Raft port refused at or after the TLS handshake (not a node of the cluster CA, not a member, or no handshake in time).", prometheus.CounterValue, func(m cluster.Metrics) float64 { return float64(m.RaftPeersRefused) }, false},
 	{"raftlock_raft_peers_dropped_total", "Connections to the Raft port closed unread because too many handshakes were pending.", prometheus.CounterValue, func(m cluster.Metrics) float64 { return float64(m.RaftPeersDropped) }, false},
+	{"raftlock_raft_log_verified_total", "Raft log ranges (between two verification checkpoints) this node read back from its log store and found identical to what the leader wrote.", prometheus.CounterValue, func(m cluster.Metrics) float64 { return float64(m.LogVerifyRanges) }, false},
+	{"raftlock_raft_log_verify_failures_total", "Raft log ranges whose checksum on this node differed from the leader's: disk or in-flight corruption (alert on any).", prometheus.CounterValue, func(m cluster.Metrics) float64 { return float64(m.LogVerifyFailures) }, false},
 	{"raftlock_renew_entries_total", "Renew entries (one per batch of keepalives) applied by this node.", prometheus.CounterValue, func(m cluster.Metrics) float64 { return float64(m.RenewEntriesTotal) }, true},
 }
 

@@ -5,6 +5,7 @@
 //
 //	raftlock-bench [flags] WORKLOAD...           uncontended parallel contended shared semaphore keepalive scale, or all
 //	raftlock-bench --acl-token-file ADMIN neighbour   one tenant floods, expires and loses its token beside another
+//	raftlock-bench [--down 30s --restarts 10] rejoin   a follower killed and started again, timed to ready
 //	raftlock-bench compare RAFTLOCK.json ETCD.json
 //	raftlock-bench table FILE.json...
 //	raftlock-bench systems [--base etcd] FILE.json...
@@ -44,8 +45,8 @@ func main() {
 var workloads = []string{benchkit.Uncontended, benchkit.Parallel, benchkit.Contended, benchkit.Shared, benchkit.Semaphore, "keepalive", "scale"}
 
 // apartWorkloads are run only when named: they need a cluster set up for them (the
-// neighbour workload: ACLs on and an admin token).
-var apartWorkloads = []string{"neighbour"}
+// neighbour workload: ACLs on and an admin token), or they kill its processes (rejoin).
+var apartWorkloads = []string{"neighbour", "rejoin"}
 
 // options are the flags of a run.
 type options struct {
@@ -65,6 +66,11 @@ type options struct {
 	TenantLocks int
 	Snapshot    bool
 	Restart     bool
+	// rejoin: how long each follower stays down, how many restarts, how many locks held
+	Down        time.Duration
+	DownJitter  time.Duration
+	Restarts    int
+	RejoinLocks int
 	Keep        bool
 	PIDs        string
 	StateDir    string
@@ -80,7 +86,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 	return &cli.App{
 		Name:      "raftlock-bench",
 		Usage:     "benchmark a raftlock cluster",
-		ArgsUsage: "WORKLOAD... (uncontended, parallel, contended, shared, semaphore, keepalive, scale, or all)",
+		ArgsUsage: "WORKLOAD... (uncontended, parallel, contended, shared, semaphore, keepalive, scale, or all; neighbour and rejoin only by name)",
 		Writer:    stdout,
 		ErrWriter: stderr,
 		Flags: []cli.Flag{
@@ -100,6 +106,10 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			&cli.BoolFlag{Name: "snapshot", Value: true, Usage: "scale: wait for a snapshot that holds every lock and report its size"},
 			&cli.BoolFlag{Name: "restart", Value: true, Usage: "scale: restart one follower and time it until ready"},
 			&cli.BoolFlag{Name: "keep", Usage: "scale: leave the locks held (default: revoke their leases at the end)"},
+			&cli.DurationFlag{Name: "down", Value: 30 * time.Second, Usage: "rejoin: how long each killed follower stays down before it is started again"},
+			&cli.DurationFlag{Name: "down-jitter", Usage: "rejoin: add a random part of up to this much to each outage (raft's replication retries run on a fixed schedule, so a fixed outage always meets it at the same phase)"},
+			&cli.IntFlag{Name: "restarts", Value: 10, Usage: "rejoin: how many times a follower is killed and started again"},
+			&cli.IntFlag{Name: "rejoin-locks", Value: 5000, Usage: "rejoin: locks held while the followers restart"},
 			&cli.StringFlag{Name: "pids", Usage: "server pids to charge CPU to, comma-separated (default: $RAFTLOCK_STATE/*/pid, else the local serve processes of the members)"},
 			&cli.StringFlag{Name: "state", EnvVars: []string{"RAFTLOCK_STATE"}, Usage: "state directory of scripts/cluster.sh, for pid files"},
 			&cli.BoolFlag{Name: "json", Usage: "print the results as JSON on stdout instead of a table"},
@@ -121,6 +131,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 				Duration: c.Duration("duration"), Warmup: c.Duration("warmup"), Clients: c.Int("clients"),
 				WaitMs: c.Int64("wait-ms"), TTL: c.Duration("ttl"), Leases: c.Int("leases"), LeaseTTL: c.Duration("lease-ttl"), Batch: c.Int("batch"),
 				Locks: c.Int("locks"), TenantLocks: c.Int("tenant-locks"), Snapshot: c.Bool("snapshot"), Restart: c.Bool("restart"), Keep: c.Bool("keep"),
+				Down: c.Duration("down"), DownJitter: c.Duration("down-jitter"), Restarts: c.Int("restarts"), RejoinLocks: c.Int("rejoin-locks"),
 				PIDs: c.String("pids"), StateDir: c.String("state"), JSON: c.Bool("json"), JSONOut: c.String("json-out"), Label: c.String("label"),
 				Quiet: c.Bool("quiet"), Stdout: stdout, Stderr: stderr,
 			}
@@ -267,6 +278,11 @@ func run(ctx context.Context, o options, names []string) ([]*benchkit.Result, er
 			r, err = runKeepalive(ctx, o, b, progress)
 		case "scale":
 			r, err = runScale(ctx, o, b, progress)
+		case "rejoin":
+			if o.Restarts <= 0 || o.RejoinLocks < 0 {
+				return results, cli.Exit("--restarts must be > 0 and --rejoin-locks >= 0", 2)
+			}
+			r, err = runRejoin(ctx, o, b, progress)
 		case "neighbour":
 			var rs []*benchkit.Result
 			rs, err = runNeighbour(ctx, o, b, progress)

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -418,41 +417,16 @@ func restartFollower(ctx context.Context, o options, b *backend, leader *node, r
 		return errors.New("no follower process found (see --pids)")
 	}
 	old := n.PID
-	args, err := benchkit.ProcArgs(old)
+	rl, err := captureProcess(old)
 	if err != nil {
 		return err
 	}
-	cwd, err := os.Readlink(fmt.Sprintf("/proc/%d/cwd", old))
-	if err != nil {
-		return err
-	}
-	exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", old))
-	if err != nil || strings.HasSuffix(exe, " (deleted)") {
-		exe = args[0]
-		if !filepath.IsAbs(exe) && strings.Contains(exe, "/") {
-			exe = filepath.Join(cwd, exe)
-		}
-	}
-	env, _ := os.ReadFile(fmt.Sprintf("/proc/%d/environ", old))
-	var logFile *os.File
-	if out, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/1", old)); err == nil && filepath.IsAbs(out) && !strings.HasPrefix(out, "/dev/") {
-		logFile, _ = os.OpenFile(out, os.O_WRONLY|os.O_APPEND, 0)
-	}
-	if logFile != nil {
-		defer logFile.Close()
-	}
+	defer rl.close()
 
 	logf(progress, "raftlock scale       restarting follower %s (pid %d)", n.ID, old)
 	stopStart := time.Now()
-	_ = syscall.Kill(old, syscall.SIGTERM)
-	for benchkit.ProcAlive(old) && time.Since(stopStart) < 15*time.Second {
-		time.Sleep(20 * time.Millisecond)
-	}
-	if benchkit.ProcAlive(old) {
-		_ = syscall.Kill(old, syscall.SIGKILL)
-		for benchkit.ProcAlive(old) && time.Since(stopStart) < 20*time.Second {
-			time.Sleep(20 * time.Millisecond)
-		}
+	if err := stopProcess(old, syscall.SIGTERM); err != nil {
+		return err
 	}
 	stopTime := time.Since(stopStart)
 	info, err := nodeInfo(ctx, b.hc, leader)
@@ -461,21 +435,10 @@ func restartFollower(ctx context.Context, o options, b *backend, leader *node, r
 	}
 	target := info.CommitIndex
 
-	cmd := exec.Command(exe, args[1:]...)
-	cmd.Dir = cwd
-	if len(env) > 0 {
-		cmd.Env = strings.Split(strings.TrimRight(string(env), "\x00"), "\x00")
-	}
-	if logFile != nil {
-		cmd.Stdout, cmd.Stderr = logFile, logFile
-	}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true} // outlives this benchmark
 	start := time.Now()
-	if err := cmd.Start(); err != nil {
+	if n.PID, err = rl.start(); err != nil {
 		return fmt.Errorf("starting %s again: %w", n.ID, err)
 	}
-	go func() { _ = cmd.Wait() }()
-	n.PID = cmd.Process.Pid
 	for i, p := range b.cv.pids {
 		if p == old {
 			b.cv.pids[i] = n.PID

@@ -36,7 +36,7 @@ func newApp() *cli.App {
 		Version:              version,
 		Usage:                "a distributed lock manager with fencing tokens, on Raft",
 		EnableBashCompletion: true,
-		Commands:             append([]*cli.Command{serveCommand(), backupCommand()}, clientCommands()...),
+		Commands:             append([]*cli.Command{serveCommand(), backupCommand(), logStoreCommand()}, clientCommands()...),
 	}
 	return app
 }

@@ -50,7 +50,8 @@ func serveFlags() []cli.Flag {
 		str("raft-addr", "Raft listen address", "127.0.0.1:8001"),
 		str("raft-advertise", "Raft address other nodes dial (default: --raft-addr; required when --raft-addr listens on 0.0.0.0 or [::])", ""),
 		str("data-dir", "directory for the Raft log, stable store and snapshots (required)", ""),
-		str("raft-log-store", "store for the Raft log and term/vote: boltdb (raft.db) or wal (hashicorp/raft-wal under wal/, one fsync per commit instead of two); a data dir written by the other store is refused (see docs/OPERATIONS.md to convert)", "boltdb"),
+		str("raft-log-store", "store for the Raft log and term/vote: auto (what the data dir holds; wal for a new one), wal (hashicorp/raft-wal under wal/, one fsync per commit) or boltdb (raft.db, two); an explicit store that differs from the data dir's is refused (`raftlock log-store convert` converts; docs/OPERATIONS.md)", "auto"),
+		dur("raft-log-verify-interval", "how often the leader writes a log verification checkpoint, after which every node reads the entries since the previous one back from its log store and compares checksums with the leader's (hashicorp/raft-wal's verifier; 0 turns it off)", cluster.DefaultVerifyInterval),
 		str("bootstrap", "bootstrap a new cluster: id=raftaddr,id=raftaddr,... (ignored when the data dir has state)", ""),
 		str("join", "join a running cluster through this member's HTTP URL, e.g. http://127.0.0.1:7001", ""),
 		str("log-level", "trace, debug, info, warn or error", "info"),
@@ -74,6 +75,7 @@ func serveFlags() []cli.Flag {
 		str("acl-node-token-file", "file holding the ACL token this node uses to register itself with the leader when ACLs are on and TLS is off (with TLS the node certificate is used); also RAFTLOCK_ACL_NODE_TOKEN", ""),
 		str("tls-client-auth", "client certificates on the HTTPS API: none (not needed; verified when offered) or require", "none"),
 		altsrc.NewIntFlag(&cli.IntFlag{Name: "max-held-requests", Usage: "waiting acquires, blocking queries and requests held for a leader that this node holds open at once", Value: 10_000, EnvVars: env("max-held-requests")}),
+		&cli.StringFlag{Name: "raft-wal-segment-size", Hidden: true, Usage: "for tests: raft-wal's segment file size (1MiB; 0: raft-wal's 64 MiB)", Value: "0", EnvVars: env("raft-wal-segment-size")},
 		&cli.Uint64Flag{Name: "max-protocol-version", Hidden: true, Usage: "for upgrade tests: speak at most this protocol version, as a node of an older release would (0: this release's)", EnvVars: env("max-protocol-version")},
 		altsrc.NewDurationFlag(&cli.DurationFlag{Name: "max-hold-ceiling", Usage: "cap on the max_hold_ms a request may ask for (protocol version 3); 0: no cap. Applied by the leader: give every node the same value", EnvVars: env("max-hold-ceiling")}),
 		str("allowed-hosts", "further names clients may send in Host, comma-separated (a load balancer's, a Kubernetes Service's); IP addresses, localhost, the --http-advertise host and the certificate's DNS names are always allowed, any other name is refused with 421 (DNS rebinding)", ""),
@@ -171,6 +173,7 @@ func serveConfig(c *cli.Context, logger hclog.Logger) (cluster.Config, serveOpti
 	et := c.Duration("election-timeout")
 	cfg := cluster.Config{
 		LogStore:           logStore,
+		VerifyInterval:     verifyInterval(c.Duration("raft-log-verify-interval")),
 		TLS:                reloader,
 		ID:                 c.String("id"),
 		RaftBind:           c.String("raft-addr"),
@@ -201,6 +204,11 @@ func serveConfig(c *cli.Context, logger hclog.Logger) (cluster.Config, serveOpti
 			},
 		},
 	}
+	segment, err := parseMemoryLimit(c.String("raft-wal-segment-size"))
+	if err != nil || segment < 0 || segment > 1<<30 {
+		return cluster.Config{}, serveOptions{}, fmt.Errorf("--raft-wal-segment-size %q: give a size up to 1GiB (1MiB, 64MiB) or 0 for raft-wal's default", c.String("raft-wal-segment-size"))
+	}
+	cfg.WALSegmentSize = int(segment)
 	memLimit, err := parseMemoryLimit(c.String("memory-limit"))
 	if err != nil {
 		return cluster.Config{}, serveOptions{}, err
@@ -363,6 +371,10 @@ func runServe(ctx context.Context, cfg cluster.Config, opts serveOptions, logger
 		logger.Info("shutting down")
 	case err = <-errc:
 		logger.Error("HTTP server stopped", "error", err)
+	case <-node.StorageFailed():
+		// The node logged why. Exiting lets the supervisor start it again on what the disk
+		// holds (the systemd unit restarts on this status); serving on would only refuse.
+		err = cli.Exit(fmt.Sprintf("raftlock: this node stopped: %v", node.StorageErr()), 4)
 	case <-node.Halted():
 		// The node logged why; exiting (rather than serving errors) makes the failure
 		// visible to the supervisor and the operator.
@@ -433,6 +445,15 @@ func parseBootstrap(s string) ([]cluster.Peer, error) {
 		peers = append(peers, cluster.Peer{ID: id, RaftAddr: addr})
 	}
 	return peers, nil
+}
+
+// verifyInterval maps --raft-log-verify-interval to cluster.Config.VerifyInterval, where
+// zero means the default: on the command line 0 turns verification off.
+func verifyInterval(d time.Duration) time.Duration {
+	if d <= 0 {
+		return -1
+	}
+	return d
 }
 
 // holdTimeout maps --hold-timeout to transport.Config.HoldTimeout, where zero means the

@@ -2,6 +2,7 @@ package blackbox_test
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -50,10 +51,13 @@ func fill(t *testing.T, path string) int64 {
 
 // A node whose data directory fills up stops taking part with a clear error (it steps
 // down if it leads, answers 503 and /readyz 503 saying why), the other two keep serving,
-// and the node recovers by itself when space returns.
+// and the node recovers by itself when space returns. The node runs the default store,
+// raft-wal, with 1 MiB segments: a segment's space is taken when it is created, so the
+// log fills its current segment first and meets the full disk when it needs the next.
 func TestBlackbox_FullDisk(t *testing.T) {
 	const n = 3
 	p := testcluster.NewProcesses(t, n)
+	p.NodeArgs = func(i int) []string { return []string{"--raft-wal-segment-size", "1MiB"} }
 	dir := filepath.Join(p.Dir(), "n3")
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		t.Fatal(err)
@@ -62,6 +66,11 @@ func TestBlackbox_FullDisk(t *testing.T) {
 		testkit.Unavailable(t, "this machine cannot mount a small file system for the full-disk test (mount -t tmpfs: %v: %s); it needs root", err, strings.TrimSpace(string(out)))
 	}
 	t.Cleanup(func() { exec.Command("umount", "-l", dir).Run() })
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("log of n3:\n%s", p.Log(2))
+		}
+	})
 	p.StartAll()
 	waitAllReady(t, p, n)
 
@@ -77,11 +86,14 @@ func TestBlackbox_FullDisk(t *testing.T) {
 	t.Logf("filled n3's data directory with %d bytes", fill(t, filler))
 
 	// Writes through n1 go on: n3 steps down when its log write fails, n1 or n2 leads.
+	// Each takes about 1 KiB of log (a long name, a long owner), so n3's segment fills
+	// within about a thousand of them.
 	start := time.Now()
 	created := 0
-	testkit.WaitFor(t, 30*time.Second, "writes through n1 to succeed with n3's disk full", func() bool {
-		a := do("POST", p.URL(0)+"/v1/leases", `{"ttl_ms":60000}`)
-		if a.Status == 201 {
+	long := strings.Repeat("x", 250)
+	testkit.WaitFor(t, 60*time.Second, "writes through n1 to succeed with n3's disk full", func() bool {
+		a := do("PUT", fmt.Sprintf("%s/v1/locks/fill/%s/%d", p.URL(0), long+long, created), `{"ttl_ms":600000,"owner":"`+long+`"}`)
+		if a.Status == 200 {
 			created++
 		}
 		return created >= 20 && p.LeaderIndex() != 2
