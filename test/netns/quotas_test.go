@@ -243,6 +243,25 @@ type filled struct {
 	took    time.Duration
 }
 
+// record counts answer a to a request that makes a lease with n locks (what names the
+// request in a failure): a success with status want, the first quota refusal, or a failure. It
+// returns false when the fill must stop.
+func (out *filled) record(a rawhttp.Answer, want, n int, what string) bool {
+	switch id, _ := a.Body["lease_id"].(string); {
+	case a.Status == want && id != "":
+		out.taken += n
+		out.leases = append(out.leases, id)
+		return true
+	case a.Status == 429 && a.Code() == "quota_exceeded":
+		if out.refusal.Status == 0 {
+			out.refusal = a
+		}
+	default:
+		out.failed = append(out.failed, fmt.Sprintf("%s: %v", what, a))
+	}
+	return false
+}
+
 // fill sends the locksets of s as cl; the first refusal or failure stops every thread.
 func fill(c *testcluster.Processes, cl *client, s fillSpec) filled {
 	var (
@@ -296,17 +315,7 @@ func fill(c *testcluster.Processes, cl *client, s fillSpec) filled {
 				}{names, s.ttl.Milliseconds()})
 				a := cl.do("POST", c.HTTPAddr(k%c.N()), "/v1/locksets", string(body))
 				mu.Lock()
-				switch id, _ := a.Body["lease_id"].(string); {
-				case a.Status == 200 && id != "":
-					out.taken += len(names)
-					out.leases = append(out.leases, id)
-				case a.Status == 429 && a.Code() == "quota_exceeded":
-					if out.refusal.Status == 0 {
-						out.refusal = a
-					}
-					stop.Store(true)
-				default:
-					out.failed = append(out.failed, fmt.Sprintf("lockset %d: %v", k, a))
+				if !out.record(a, 200, len(names), fmt.Sprintf("lockset %d", k)) {
 					stop.Store(true)
 				}
 				mu.Unlock()
@@ -342,16 +351,7 @@ func makeLeases(c *testcluster.Processes, cl *client, bound, threads int, until 
 				}
 				a := cl.do("POST", c.HTTPAddr(k%c.N()), "/v1/leases", fmt.Sprintf(`{"ttl_ms":%d}`, (24*time.Hour).Milliseconds()))
 				mu.Lock()
-				switch id, _ := a.Body["lease_id"].(string); {
-				case a.Status == 201 && id != "":
-					out.leases = append(out.leases, id)
-				case a.Status == 429 && a.Code() == "quota_exceeded":
-					if out.refusal.Status == 0 {
-						out.refusal = a
-					}
-					stop.Store(true)
-				default:
-					out.failed = append(out.failed, fmt.Sprintf("lease %d: %v", k, a))
+				if !out.record(a, 201, 0, fmt.Sprintf("lease %d", k)) {
 					stop.Store(true)
 				}
 				mu.Unlock()
