@@ -87,23 +87,27 @@ func TestBlackbox_FullDisk(t *testing.T) {
 
 	// Writes through n1 go on: n3 steps down when its log write fails, n1 or n2 leads.
 	// Each takes about 1 KiB of log (a long name, a long owner), so n3's segment fills
-	// within about a thousand of them.
+	// within about a thousand of them. The loop waits for n3 to say its disk is full, not
+	// merely for the leader to move: on a loaded machine n3 may also lose its office for
+	// a late heartbeat, and win it back, before its segment is full.
 	start := time.Now()
-	created := 0
+	created, after := 0, 0
 	long := strings.Repeat("x", 250)
-	testkit.WaitFor(t, 60*time.Second, "writes through n1 to succeed with n3's disk full", func() bool {
+	full := func() bool {
+		a := do("GET", p.URL(2)+"/readyz", "")
+		return a.Status == 503 && strings.Contains(a.String(), "cannot write its data directory")
+	}
+	testkit.WaitFor(t, 120*time.Second, "n3 to report its full disk while writes through n1 go on", func() bool {
 		a := do("PUT", fmt.Sprintf("%s/v1/locks/fill/%s/%d", p.URL(0), long+long, created), `{"ttl_ms":600000,"owner":"`+long+`"}`)
 		if a.Status == 200 {
 			created++
+			if full() {
+				after++
+			}
 		}
-		return created >= 20 && p.LeaderIndex() != 2
+		return after >= 20 && p.LeaderIndex() != 2 && full()
 	})
-	t.Logf("writes went on through n1 %v after the disk filled (leader now n%d)", time.Since(start).Round(time.Millisecond), p.LeaderIndex()+1)
-	testkit.WaitFor(t, 20*time.Second, "n3 to report its full disk", func() bool {
-		do("POST", p.URL(1)+"/v1/leases", `{"ttl_ms":60000}`) // keep entries coming to n3
-		a := do("GET", p.URL(2)+"/readyz", "")
-		return a.Status == 503 && strings.Contains(a.String(), "cannot write its data directory")
-	})
+	t.Logf("n3 reported its full disk and %d writes went on through n1, %v after the disk filled (%d in all; leader now n%d)", after, time.Since(start).Round(time.Millisecond), created, p.LeaderIndex()+1)
 	a := do("POST", p.URL(2)+"/v1/leases", `{"ttl_ms":60000}`)
 	if a.Status != 503 || !strings.Contains(a.String(), "cannot write its data directory") {
 		t.Fatalf("a write sent to the node with the full disk: %v", a)
