@@ -1,8 +1,8 @@
 // Package deps checks that the import graph docs/ARCHITECTURE.md draws is the module's
 // real one: every arrow of its `deps` block is an import of the code, every import between
 // the module's packages is an arrow there, and every arrow points down the page (the one
-// direction). The arrow chains written in the prose of README.md and docs/ARCHITECTURE.md
-// are checked against the same imports.
+// direction). The arrow chains written in the prose of README.md, docs/ARCHITECTURE.md and
+// docs/DESIGN.md are checked against the same imports.
 package deps
 
 import (
@@ -208,15 +208,15 @@ func TestImportGraph_MatchesArchitectureDoc(t *testing.T) {
 	}
 }
 
-// TestImportGraph_ProseChainsAreImports: every chain `a -> b -> c` that README.md or
-// docs/ARCHITECTURE.md writes in its prose is a path of real imports between packages of
-// the module.
+// TestImportGraph_ProseChainsAreImports: every chain `a -> b -> c` that README.md,
+// docs/ARCHITECTURE.md or docs/DESIGN.md writes in its prose is a path of real imports
+// between packages of the module.
 func TestImportGraph_ProseChainsAreImports(t *testing.T) {
 	real := realGraph(t)
-	for _, name := range []string{"README.md", "docs/ARCHITECTURE.md"} {
+	for _, name := range []string{"README.md", "docs/ARCHITECTURE.md", "docs/DESIGN.md"} {
 		found := chains(readDoc(t, name))
-		if name == "README.md" && len(found) == 0 {
-			t.Errorf("README.md writes no dependency chain; the test would check nothing there")
+		if name != "docs/ARCHITECTURE.md" && len(found) == 0 {
+			t.Errorf("%s writes no dependency chain; the test would check nothing there", name)
 		}
 		for _, c := range found {
 			for i, set := range c {
