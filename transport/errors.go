@@ -12,12 +12,11 @@ import (
 	"github.com/raftlock/raftlock/cluster"
 )
 
+// ErrMissingRole: NewServer was given a Services with a nil role; the error names it.
+var ErrMissingRole = errors.New("transport: config: a role is missing")
+
 // The server's own reasons to refuse a request; errorFor says how each is answered.
 var (
-	// errNoHistories: the node serves no EventSource, so it keeps no lock histories.
-	errNoHistories = errors.New("transport: this node does not keep lock histories")
-	// errNoOverview: the node serves no EventSource, so it has no overview to give.
-	errNoOverview = errors.New("transport: this node does not serve an overview")
 	// errNotReady: a write sent to this node now would be neither served nor forwarded.
 	errNotReady = errors.New("transport: not ready")
 )
@@ -138,8 +137,6 @@ type answer struct {
 // the first that the error wraps answers it.
 var answers = []answer{
 	// The server's own.
-	{errNoHistories, api.CodeNotFound, "this node does not keep lock histories"},
-	{errNoOverview, api.CodeNotFound, "this node does not serve an overview"},
 	{errNotReady, api.CodeNoLeader, "not ready: no ready leader known yet, the leader's HTTP address is not registered, or this node is still catching up"},
 
 	// Shared locks, semaphores and elections.

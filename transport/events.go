@@ -47,9 +47,6 @@ func historyEvent(name string, e cluster.HistoryEvent, may func(string) bool) ap
 // history answers GET /v1/history/{name...}: the lock's newest events, read like a
 // lock's status (linearizable unless ?stale).
 func (h eventRoutes) history(w http.ResponseWriter, r *http.Request) (call, error) {
-	if h.events == nil {
-		return call{}, errNoHistories
-	}
 	name := r.PathValue("name")
 	q := r.URL.Query()
 	err := knownQuery(q, "stale")
@@ -83,9 +80,6 @@ func (h eventRoutes) history(w http.ResponseWriter, r *http.Request) (call, erro
 // from_index. The stream is this node's own (it is never forwarded: Subscribe does not
 // answer ErrNotLeader): every node applies the same entries.
 func (h eventRoutes) stream(w http.ResponseWriter, r *http.Request) (call, error) {
-	if h.events == nil {
-		return call{}, errNoHistories
-	}
 	q := r.URL.Query()
 	err := knownQuery(q, "prefix", "from_index")
 	prefix := q.Get("prefix")

@@ -34,7 +34,7 @@ type routesOnly struct{ transport.Routing }
 // oaServer builds a Server over a node that must not be called.
 func oaServer(t *testing.T) *transport.Server {
 	t.Helper()
-	s, err := transport.NewServer(transport.Config{Services: transport.Services{Routing: routesOnly{}}, Logger: hclog.NewNullLogger()})
+	s, err := transport.NewServer(transport.Config{Services: transport.StubRoles(transport.Services{Routing: routesOnly{}}), Logger: hclog.NewNullLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -33,9 +33,6 @@ const memberTimeout = time.Second
 // members. The locks and leases come from this node's applied state (it answers without a
 // leader, during an election too); each member's indexes come from the member itself.
 func (h overviewRoutes) overview(w http.ResponseWriter, r *http.Request) (call, error) {
-	if h.events == nil {
-		return call{}, errNoOverview
-	}
 	q := r.URL.Query()
 	err := knownQuery(q, "prefix", "after", "limit", "soon_ms")
 	var limit, soonMs uint64

@@ -2,6 +2,7 @@ package transport
 
 import (
 	"context"
+	"reflect"
 	"time"
 
 	"github.com/raftlock/raftlock/cluster"
@@ -11,7 +12,9 @@ import (
 // the API, in the server's words. Each method keeps the node's behaviour and errors
 // (transport maps them in errors.go); a method that proposes nothing on a follower
 // returns cluster.ErrNotLeader, and the server then forwards the request to the leader.
-// NodeServices wires them to a *cluster.Node; a test fakes only the role it uses.
+// NodeServices wires them to a *cluster.Node. NewServer refuses to build a server that
+// lacks one; a handler's test fakes only the role it uses and stubs the others
+// (roles_test.go, stubRoles).
 
 // LeaseService creates, renews, reads and revokes leases.
 type LeaseService interface {
@@ -193,9 +196,10 @@ type Backups interface {
 	Backup(ctx context.Context) ([]byte, cluster.BackupSummary, error)
 }
 
-// Services are the roles a Server serves, one field per role. NewServer needs Routing.
-// A route whose role is nil answers 500 (its handler panics and is recovered), except
-// where a field says otherwise.
+// Services are the roles a Server serves, one field per role. Every role is required:
+// NewServer refuses a Services with a nil role (or a nil pointer in one), naming it
+// (ErrMissingRole), so that a role left unwired fails the start, not a request.
+// NodeServices sets them all.
 type Services struct {
 	// Leases serves /v1/leases, and tells whose a lease is for the ACL checks of every
 	// route that names one.
@@ -207,24 +211,36 @@ type Services struct {
 	// Elections serves /v1/elections (protocol version 2).
 	Elections ElectionService
 	// Members serves /v1/cluster/nodes and /v1/cluster/transfer-leader, and tells which
-	// callers are member nodes; without it no caller is taken for a node.
+	// callers are member nodes.
 	Members Membership
-	// Registrar is what the server registers with the leader; without it the server
-	// registers nothing.
+	// Registrar is what the server registers with the leader.
 	Registrar Registrar
 	// Routing is this node's identity, its leader and whether it serves: the forwarding
-	// of every write and the readiness checks. Required.
+	// of every write and the readiness checks.
 	Routing Routing
-	// Status serves GET /v1/cluster and the overview's cluster part; without it /metrics
-	// exports no node metrics.
+	// Status serves GET /v1/cluster, the overview's cluster part and the node's metrics.
 	Status StatusReporter
 	// ACL serves /v1/acl and resolves the callers' tokens (Config.ACL).
 	ACL ACLStore
-	// Events serves /v1/events, /v1/history and /v1/overview; without it those routes
-	// answer 404.
+	// Events serves /v1/events, /v1/history and /v1/overview.
 	Events EventSource
 	// Backups serves /v1/backup (and its older name, /v1/snapshot).
 	Backups Backups
 	// LockSets serves /v1/locksets (protocol version 3).
 	LockSets LockSetService
+}
+
+// missing returns the names of the roles svc lacks, in field order: a nil interface, or
+// a nil pointer in one (the accessor of a node whose role was never built). It reads the
+// fields by reflection, so that a role added to Services is checked without a line here.
+func (svc Services) missing() []string {
+	v := reflect.ValueOf(svc)
+	var out []string
+	for i := range v.NumField() {
+		f := v.Field(i)
+		if f.IsNil() || (f.Elem().Kind() == reflect.Pointer && f.Elem().IsNil()) {
+			out = append(out, "Services."+v.Type().Field(i).Name)
+		}
+	}
+	return out
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -20,7 +21,7 @@ type Config struct {
 	// Addr is the listen address (host:port). Required unless a listener is passed to Serve.
 	Addr string
 	// Services are the node's roles the server serves (NodeServices(node) for a
-	// *cluster.Node). Routing is required; see Services for what a nil role means.
+	// *cluster.Node). Every role is required: NewServer names a missing one.
 	Services Services
 	// Logger receives the server's logs; nil means hclog's default.
 	Logger hclog.Logger
@@ -115,8 +116,8 @@ func (s *Server) scheme() string {
 
 // NewServer builds a server; call Serve or ListenAndServe to start it.
 func NewServer(cfg Config) (*Server, error) {
-	if cfg.Services.Routing == nil {
-		return nil, errors.New("transport: config: Services.Routing is required")
+	if missing := cfg.Services.missing(); len(missing) > 0 {
+		return nil, fmt.Errorf("%w: %s (every role is required; NodeServices sets them all)", ErrMissingRole, strings.Join(missing, ", "))
 	}
 	if cfg.MaxHops == 0 {
 		cfg.MaxHops = 2
@@ -160,9 +161,7 @@ func NewServer(cfg Config) (*Server, error) {
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
 	s.met = newMetrics(cfg.Services.Status)
-	if cfg.Services.ACL != nil {
-		s.met.reg.MustRegister(usageCollector{acl: cfg.Services.ACL}) // with the usage counts: admin only
-	}
+	s.met.reg.MustRegister(usageCollector{acl: cfg.Services.ACL}) // with the usage counts: admin only
 	s.routes()
 	browser := &BrowserPolicy{AllowedHosts: cfg.AllowedHosts, AllowedOrigins: cfg.AllowedOrigins, Names: s.ownNames, RequireJSON: true}
 	handler := s.met.instrument(s.recoverer(browser.Wrap(s.onlyNodesSpeakForNodes(s.checkNames(s.forwardUnknownTokens(s.mux))))))
