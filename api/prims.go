@@ -27,6 +27,8 @@ type Holder struct {
 	Owner string `json:"owner,omitempty"`
 	// Token is the grant's fencing token.
 	Token uint64 `json:"token"`
+	// LeaseFingerprint is a one-way fingerprint of the holding lease (hex), never its ID.
+	LeaseFingerprint string `json:"lease_fingerprint,omitempty"`
 }
 
 // SemaphoreAcquireRequest is the body of PUT /v1/semaphores/{name}: take one permit.
@@ -83,6 +85,9 @@ type SemaphoreStatus struct {
 	// ModifyIndex is the log index of the last change; it never goes backwards. Pass it as
 	// wait_index to block until the next change.
 	ModifyIndex uint64 `json:"modify_index"`
+	// Queue is the first waiters in queue order, when the read asked for them with
+	// ?queue=N; omitted otherwise.
+	Queue []Waiter `json:"queue,omitempty"`
 }
 
 // CampaignRequest is the body of PUT /v1/elections/{name}: campaign for leadership, or,
@@ -145,4 +150,10 @@ type ElectionStatus struct {
 	ModifyIndex uint64 `json:"modify_index"`
 	// Candidates is the number of leases queued to lead next.
 	Candidates int `json:"candidates"`
+	// LeaseFingerprint is a one-way fingerprint of the leader's lease (hex), never its
+	// ID; absent when nobody leads.
+	LeaseFingerprint string `json:"lease_fingerprint,omitempty"`
+	// Queue is the first candidates in queue order, when the read asked for them with
+	// ?queue=N; omitted otherwise.
+	Queue []Waiter `json:"queue,omitempty"`
 }

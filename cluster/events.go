@@ -268,11 +268,43 @@ func (e *Events) History(ctx context.Context, name string, stale bool) ([]Histor
 
 // Overview reads, from this node's applied state (no leader needed, like a stale read), a
 // page of the held locks under prefix with their holders' lease TTLs, deadlines and grant
-// times, and how many live leases expire within soon of cluster time. It is what the
-// dashboard shows.
-func (e *Events) Overview(prefix, after string, limit int, soon time.Duration) Overview {
-	return e.n.fsm.Overview(prefix, after, limit, ms(soon))
+// times and the first queue waiters of each, and how many live leases expire within soon
+// of cluster time. It is what the dashboard shows.
+func (e *Events) Overview(prefix, after string, limit int, soon time.Duration, queue int) Overview {
+	return e.n.fsm.Overview(prefix, after, limit, ms(soon), queue)
 }
+
+// Semaphores reads, from this node's applied state, a page of the semaphores in use under
+// prefix after after, with the first queue waiters of each, and whether more follow.
+func (e *Events) Semaphores(prefix, after string, limit, queue int) ([]SemaphoreView, bool) {
+	return e.n.fsm.Semaphores(prefix, after, limit, queue)
+}
+
+// Elections reads, from this node's applied state, a page of the elections in use under
+// prefix after after, with the first queue candidates of each, and whether more follow.
+func (e *Events) Elections(prefix, after string, limit, queue int) ([]ElectionView, bool) {
+	return e.n.fsm.Elections(prefix, after, limit, queue)
+}
+
+// WaitsFor reads, from this node's applied state, the wait-for edges of a page of the
+// locks with waiters under prefix after after, at most perLock edges a lock, by the
+// deadlock detector's rules, and whether more locks follow.
+func (e *Events) WaitsFor(prefix, after string, limit, perLock int) ([]LockWaits, bool) {
+	return e.n.fsm.WaitsFor(prefix, after, limit, perLock)
+}
+
+// Refusals reads, from this node's applied state, the newest waiting requests the
+// deadlock detector refused on locks under prefix, newest first, at most limit, from the
+// most recently active lock histories.
+func (e *Events) Refusals(prefix string, limit int) []Refusal {
+	return e.n.fsm.Refusals(prefix, limit, refusalScan)
+}
+
+// refusalScan bounds how many of the most recently active histories a Refusals read looks
+// at: a refusal makes its lock's history the most recently active, so a recent one is
+// found among the first, and the read holds the state's lock for at most this many
+// histories of 32 events.
+const refusalScan = 2048
 
 // Watches returns the number of registered blocking-query watches, for tests and
 // diagnostics.

@@ -3,6 +3,8 @@ package fsm
 import (
 	"encoding/binary"
 
+	"github.com/google/btree"
+
 	"github.com/raftlock/raftlock/internal/mutant"
 	"github.com/raftlock/raftlock/leases"
 )
@@ -48,11 +50,17 @@ type electionState struct {
 	// elecFreed is the index of the last entry that deleted an election: what a status
 	// read reports as the modify index of one not in use.
 	elecFreed uint64
+	// elecNames are the keys of elections in order (Elections). Derived state: never
+	// encoded, rebuilt on restore.
+	elecNames *btree.BTreeG[string]
 }
 
 // The election's hooks (its row in primitives).
 
-func (s *state) startElections() { s.elections = make(map[string]*election) }
+func (s *state) startElections() {
+	s.elections = make(map[string]*election)
+	s.elecNames = btree.NewOrderedG[string](nameIndexDegree)
+}
 
 func campaignTable(s *state) *leases.Table { return &s.elecWaitExp }
 
@@ -123,6 +131,7 @@ func (s *state) campaign(index uint64, c *Command, r *Result) {
 		if el == nil {
 			el = &election{}
 			s.elections[c.Name] = el
+			s.elecNames.ReplaceOrInsert(c.Name)
 		}
 		el.leader, el.token, el.owner, el.value, el.modify = l.id, index, c.Owner, c.Value, index
 		s.took(l, &l.usePrims().leads, c.Name)
@@ -177,6 +186,7 @@ func (s *state) dropLeader(index uint64, name string, el *election) {
 func (s *state) electHead(index uint64, name string, el *election) {
 	if el.queue.head == nil {
 		delete(s.elections, name)
+		s.elecNames.Delete(name)
 		s.elecFreed = index
 		s.notify(Event{Kind: EventLockChanged, Space: SpaceElection, Name: name, Index: index, Freed: true})
 		return
@@ -239,24 +249,44 @@ type ElectionView struct {
 	Value       string
 	Candidates  []LeaseID
 	ModifyIndex uint64
+	// Queue is the first candidates in queue order with their owners and times, when the
+	// read asked for them (ElectionQueue); nil otherwise.
+	Queue []Waiting
 }
 
 // Election returns the state of election name.
 func (f *FSM) Election(name string) ElectionView {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	el := f.s.elections[name]
+	return f.s.electionView(name, 0)
+}
+
+// electionView is the view of election name with its first queue candidates in Queue.
+func (s *state) electionView(name string, queue int) ElectionView {
+	el := s.elections[name]
 	if el == nil {
-		return ElectionView{Name: name, ModifyIndex: f.s.elecFreed}
+		return ElectionView{Name: name, ModifyIndex: s.elecFreed}
 	}
 	v := ElectionView{Name: name, Elected: true, Leader: el.leader, Token: el.token, Owner: el.owner, Value: el.value, ModifyIndex: el.modify}
-	if f.s.deadID(el.leader) && f.s.version >= 6 { // an ended lease leads nothing (sweep.go)
+	if s.deadID(el.leader) && s.version >= 6 { // an ended lease leads nothing (sweep.go)
 		v.Elected, v.Leader, v.Token, v.Owner, v.Value = false, LeaseID{}, 0, "", ""
 	}
 	for w := el.queue.head; w != nil; w = w.next {
 		v.Candidates = append(v.Candidates, w.lease)
 	}
+	v.Queue = s.queueOf(&el.queue, queue)
 	return v
+}
+
+// Elections returns one page of the elections in use (with a leader, or, from version 6,
+// held for a candidate the sweep has yet to end) whose names start with prefix and sort
+// after after, in name order, each with its first queue candidates: at most limit of
+// them (truncated reports that more follow).
+func (f *FSM) Elections(prefix, after string, limit, queue int) (views []ElectionView, truncated bool) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	truncated = pageNames(f.s.elecNames, prefix, after, limit, func(n string) { views = append(views, f.s.electionView(n, queue)) })
+	return views, truncated
 }
 
 // The election's parts of snapshot format 2:
@@ -327,6 +357,7 @@ func (s *state) decodeElections(d *decoder) error {
 			return badSnapshot("election %q: nobody leads, and its head candidate's lease has not ended", name)
 		}
 		s.elections[name] = el
+		s.elecNames.ReplaceOrInsert(name)
 	}
 	return nil
 }

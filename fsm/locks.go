@@ -43,9 +43,14 @@ type lockState struct {
 	freedIndex uint64 // index of the last entry that freed a lock (dropped its state)
 	locks      map[string]*lock
 	names      *btree.BTreeG[string] // the keys of locks in order, so a list page is not a scan
-	waitExp    leases.Table          // lock waits, keyed by waitKey(name, lease)
-	holdExp    leases.Table          // grants with a maximum hold, keyed by waitKey(name, lease)
-	delayExp   leases.Table          // locks in a lock delay, keyed by name
+	// waited holds, in order, the names of the locks that had waiters since they were
+	// last created: every lock with a waiter is in it (a lock leaves it when it is
+	// deleted), so that the wait-for view (waits.go) scans the queues, not every lock.
+	// Derived state: never encoded, rebuilt on restore.
+	waited   *btree.BTreeG[string]
+	waitExp  leases.Table // lock waits, keyed by waitKey(name, lease)
+	holdExp  leases.Table // grants with a maximum hold, keyed by waitKey(name, lease)
+	delayExp leases.Table // locks in a lock delay, keyed by name
 	// admit is scratch for one entry: locks held shared whose queue lost a waiter, whose
 	// head may now be shared waiters to admit (settle).
 	admit []string
@@ -63,6 +68,7 @@ const nameIndexDegree = 32
 func (s *state) startLocks() {
 	s.locks = make(map[string]*lock)
 	s.names = btree.NewOrderedG[string](nameIndexDegree)
+	s.waited = btree.NewOrderedG[string](nameIndexDegree)
 }
 
 // The lock's hooks (its row in primitives).
@@ -270,6 +276,7 @@ func (s *state) acquire(index uint64, c *Command, r *Result) {
 			w.shared = shared
 			w.maxHold, w.lockDelay = c.MaxHold, c.LockDelay
 			lk.modify = index
+			s.waited.ReplaceOrInsert(c.Name)
 			s.notify(Event{Kind: EventLockChanged, Name: c.Name, Index: index})
 		}
 		r.Status = StatusQueued
@@ -392,6 +399,7 @@ func (s *state) handOver(index uint64, name string, lk *lock) {
 	if lk.ro().queue.len == 0 {
 		delete(s.locks, name)
 		s.names.Delete(name)
+		s.waited.Delete(name)
 		s.freedIndex = index
 		s.notify(Event{Kind: EventLockChanged, Name: name, Index: index, Freed: true})
 		return
@@ -539,6 +547,9 @@ type LockView struct {
 	// DelayRemaining and MaxHoldRemaining are the same as durations from the cluster time
 	// of the read, in ms (0: none).
 	DelayRemaining, MaxHoldRemaining int64
+	// Queue is the first waiters in queue order with their owners and times, when the
+	// read asked for them (LockQueue, an overview with a queue); nil otherwise.
+	Queue []Waiting
 }
 
 func (s *state) view(name string) LockView {

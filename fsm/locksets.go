@@ -157,6 +157,7 @@ func (s *state) lockSetAcquire(index uint64, c *Command, r *Result) {
 			}
 			w, _ := s.enqueue(&lk.rw().queue, &l.waiting, &s.waitExp, name, l, c)
 			w.shared, w.set = c.Shared, set
+			s.waited.ReplaceOrInsert(name)
 			set.waiters = append(set.waiters, w)
 			lk.modify = index
 			s.notify(Event{Kind: EventLockChanged, Name: name, Index: index})
@@ -311,6 +312,7 @@ func (s *state) leaveSet(index uint64, l *lease, set *lockSet) {
 func (s *state) dropLock(index uint64, name string) {
 	delete(s.locks, name)
 	s.names.Delete(name)
+	s.waited.Delete(name)
 	s.freedIndex = index
 	s.notify(Event{Kind: EventLockChanged, Name: name, Index: index, Freed: true})
 }

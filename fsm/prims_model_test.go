@@ -1238,6 +1238,41 @@ func checkPrimsConsistent(t *testing.T, index uint64, f *FSM) {
 			}
 		}
 	}
+	// The derived name indexes: locks, semaphores and elections in use, and a superset
+	// of the locks with waiters (waits.go).
+	checkIndex := func(what string, index interface{ Len() int }, n int) {
+		t.Helper()
+		if index.Len() != n {
+			fail("the %s index holds %d names for %d", what, index.Len(), n)
+		}
+	}
+	checkIndex("lock", s.names, len(s.locks))
+	checkIndex("semaphore", s.semNames, len(s.sems))
+	checkIndex("election", s.elecNames, len(s.elections))
+	for name, lk := range s.locks {
+		if _, ok := s.names.Get(name); !ok {
+			fail("lock %q is not in the name index", name)
+		}
+		if _, ok := s.waited.Get(name); lk.ro().queue.len > 0 && !ok {
+			fail("lock %q has waiters and is not in the waited index", name)
+		}
+	}
+	for name := range s.sems {
+		if _, ok := s.semNames.Get(name); !ok {
+			fail("semaphore %q is not in the name index", name)
+		}
+	}
+	for name := range s.elections {
+		if _, ok := s.elecNames.Get(name); !ok {
+			fail("election %q is not in the name index", name)
+		}
+	}
+	s.waited.Ascend(func(name string) bool {
+		if s.locks[name] == nil {
+			fail("the waited index holds %q, which is no lock", name)
+		}
+		return true
+	})
 	for name, lk := range s.locks {
 		if lk.holder == (LeaseID{}) {
 			continue // held by nobody: reserved for a lockset or kept by a lock delay, as the model says

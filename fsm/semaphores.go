@@ -2,6 +2,9 @@ package fsm
 
 import (
 	"encoding/binary"
+	"strings"
+
+	"github.com/google/btree"
 
 	"github.com/raftlock/raftlock/internal/mutant"
 	"github.com/raftlock/raftlock/leases"
@@ -55,11 +58,17 @@ type semState struct {
 	// semFreed is the index of the last entry that deleted a semaphore: what a status
 	// read reports as the modify index of one not in use.
 	semFreed uint64
+	// semNames are the keys of sems in order, so that a list page is not a scan of them
+	// all (Semaphores). Derived state: never encoded, rebuilt on restore.
+	semNames *btree.BTreeG[string]
 }
 
 // The semaphore's hooks (its row in primitives).
 
-func (s *state) startSems() { s.sems = make(map[string]*semaphore) }
+func (s *state) startSems() {
+	s.sems = make(map[string]*semaphore)
+	s.semNames = btree.NewOrderedG[string](nameIndexDegree)
+}
 
 func semWaitTable(s *state) *leases.Table { return &s.semWaitExp }
 
@@ -135,6 +144,7 @@ func (s *state) semAcquire(index uint64, c *Command, r *Result) {
 	case sm == nil:
 		sm = &semaphore{limit: c.Limit}
 		s.sems[c.Name] = sm
+		s.semNames.ReplaceOrInsert(c.Name)
 		s.addPermit(index, c.Name, sm, l, c.Owner)
 		s.startSemHold(c.Name, l.id, c.MaxHold)
 		r.Token, r.Owner = index, c.Owner
@@ -213,6 +223,7 @@ func (s *state) fillPermits(index uint64, name string, sm *semaphore) {
 	}
 	if sm.permits.len() == 0 && sm.queue.len == 0 {
 		delete(s.sems, name)
+		s.semNames.Delete(name)
 		s.semFreed = index
 		s.notify(Event{Kind: EventLockChanged, Space: SpaceSemaphore, Name: name, Index: index, Freed: true})
 		return
@@ -281,21 +292,29 @@ type SemaphoreView struct {
 	Permits     []Holding
 	Waiters     []LeaseID
 	ModifyIndex uint64
+	// Queue is the first waiters in queue order with their owners and times, when the
+	// read asked for them (SemaphoreQueue); nil otherwise.
+	Queue []Waiting
 }
 
 // Semaphore returns the state of semaphore name.
 func (f *FSM) Semaphore(name string) SemaphoreView {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	sm := f.s.sems[name]
+	return f.s.semView(name, 0)
+}
+
+// semView is the view of semaphore name with its first queue waiters in Queue.
+func (s *state) semView(name string, queue int) SemaphoreView {
+	sm := s.sems[name]
 	if sm == nil {
-		return SemaphoreView{Name: name, Permits: []Holding{}, ModifyIndex: f.s.semFreed}
+		return SemaphoreView{Name: name, Permits: []Holding{}, ModifyIndex: s.semFreed}
 	}
 	v := SemaphoreView{Name: name, Limit: sm.limit, Permits: sm.permits.holdings(), ModifyIndex: sm.modify}
-	if f.s.version >= 6 { // the permits of ended leases are held by nobody (sweep.go)
+	if s.version >= 6 { // the permits of ended leases are held by nobody (sweep.go)
 		live := v.Permits[:0]
 		for _, h := range v.Permits {
-			if !f.s.deadID(h.Lease) {
+			if !s.deadID(h.Lease) {
 				live = append(live, h)
 			}
 		}
@@ -304,7 +323,41 @@ func (f *FSM) Semaphore(name string) SemaphoreView {
 	for w := sm.queue.head; w != nil; w = w.next {
 		v.Waiters = append(v.Waiters, w.lease)
 	}
+	v.Queue = s.queueOf(&sm.queue, queue)
 	return v
+}
+
+// Semaphores returns one page of the semaphores in use whose names start with prefix and
+// sort after after, in name order, each with its first queue waiters: at most limit of
+// them (truncated reports that more follow). The work under the read lock is one descent
+// of the name index plus the page.
+func (f *FSM) Semaphores(prefix, after string, limit, queue int) (views []SemaphoreView, truncated bool) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	truncated = pageNames(f.s.semNames, prefix, after, limit, func(n string) { views = append(views, f.s.semView(n, queue)) })
+	return views, truncated
+}
+
+// pageNames calls add for each name of index that starts with prefix and sorts after
+// after, in order, at most limit of them (every one when limit <= 0), and reports whether
+// more follow.
+func pageNames(index *btree.BTreeG[string], prefix, after string, limit int, add func(string)) (truncated bool) {
+	n := 0
+	index.AscendGreaterOrEqual(max(prefix, after), func(name string) bool {
+		switch {
+		case name == after:
+			return true
+		case !strings.HasPrefix(name, prefix):
+			return false
+		case limit > 0 && n == limit:
+			truncated = true
+			return false
+		}
+		add(name)
+		n++
+		return true
+	})
+	return truncated
 }
 
 // PrimCounts returns the number of semaphores in use, of permits held, and of elections
@@ -399,6 +452,7 @@ func (s *state) decodeSems(d *decoder) error {
 			return badSnapshot("semaphore %q: %d permits of %d with %d waiting", name, held, sm.limit, sm.queue.len)
 		}
 		s.sems[name] = sm
+		s.semNames.ReplaceOrInsert(name)
 	}
 	return nil
 }

@@ -128,10 +128,10 @@ func releaseCall(w http.ResponseWriter, r *http.Request, kind string, release fu
 	}}, nil
 }
 
-// statusQuery reads the query of a status route: stale, wait_index and wait_ms.
+// statusQuery reads the query of a status route: stale, wait_index, wait_ms and queue.
 func statusQuery(r *http.Request, kind, name string) (cluster.Query, error) {
 	q := r.URL.Query()
-	err := knownQuery(q, "stale", "wait_index", "wait_ms")
+	err := knownQuery(q, "stale", "wait_index", "wait_ms", "queue")
 	if err == nil {
 		if e := api.ValidateNameOf(kind, name); e != nil {
 			err = e
@@ -144,11 +144,15 @@ func statusQuery(r *http.Request, kind, name string) (cluster.Query, error) {
 	if err == nil {
 		out.WaitIndex, err = queryUint(q, "wait_index", 1<<63-1)
 	}
-	var waitMs uint64
+	var waitMs, queue uint64
 	if err == nil {
 		waitMs, err = queryUint(q, "wait_ms", api.MaxWaitMs)
 	}
+	if err == nil {
+		queue, err = queryUint(q, "queue", api.MaxQueueList)
+	}
 	out.Wait = time.Duration(waitMs) * time.Millisecond
+	out.Queue = int(queue)
 	return out, err
 }
 
@@ -183,6 +187,7 @@ func lockStatus(v cluster.LockView) api.LockStatus {
 	}
 	out.HolderCount = len(out.Holders)
 	out.LockDelayRemainingMs, out.MaxHoldRemainingMs = v.DelayRemaining, v.MaxHoldRemaining
+	out.Queue = waiters(v.Queue, true)
 	return out
 }
 

@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -29,31 +32,66 @@ const defaultSoon = 5 * time.Second
 // memberTimeout bounds how long the overview waits for each member's own status.
 const memberTimeout = time.Second
 
-// overview serves GET /v1/overview: the dashboard's view of the locks, leases and
-// members. The locks and leases come from this node's applied state (it answers without a
-// leader, during an election too); each member's indexes come from the member itself.
-func (h overviewRoutes) overview(w http.ResponseWriter, r *http.Request) (call, error) {
-	if h.events == nil {
-		return call{}, errNoOverview
-	}
-	q := r.URL.Query()
-	err := knownQuery(q, "prefix", "after", "limit", "soon_ms")
-	var limit, soonMs uint64
+// overviewParts are the parts of the overview beside the locks that a caller asks for
+// with ?include=, each at some cost to this node.
+var overviewParts = []string{"waits_for"}
+
+// overviewQuery is what GET /v1/overview asks for.
+type overviewQuery struct {
+	prefix, after string
+	limit, queue  int
+	soon          time.Duration
+	include       map[string]bool
+}
+
+// parseOverviewQuery reads the query of GET /v1/overview.
+func parseOverviewQuery(q url.Values) (overviewQuery, error) {
+	out := overviewQuery{prefix: q.Get("prefix"), after: q.Get("after"), soon: defaultSoon, include: map[string]bool{}}
+	err := knownQuery(q, "prefix", "after", "limit", "soon_ms", "queue", "include")
+	var limit, soonMs, queue uint64
 	if err == nil {
 		limit, err = queryUint(q, "limit", api.MaxListLimit)
 	}
 	if err == nil {
 		soonMs, err = queryUint(q, "soon_ms", 24*60*60*1000)
 	}
+	if err == nil {
+		queue, err = queryUint(q, "queue", api.MaxQueueList)
+	}
+	if err == nil && q.Get("include") != "" {
+		for _, part := range strings.Split(q.Get("include"), ",") {
+			if !slices.Contains(overviewParts, part) {
+				err = api.Errorf(api.CodeInvalidArgument, "query parameter include=%q: %q is none of %s", q.Get("include"), part, strings.Join(overviewParts, ", "))
+				break
+			}
+			out.include[part] = true
+		}
+	}
+	if err != nil {
+		return out, err
+	}
+	if q.Has("soon_ms") {
+		out.soon = time.Duration(soonMs) * time.Millisecond
+	}
+	out.limit, out.queue = int(limit), int(queue)
+	if out.limit == 0 {
+		out.limit = api.DefaultListLimit
+	}
+	return out, nil
+}
+
+// overview serves GET /v1/overview: the dashboard's view of the locks, leases and
+// members, and with ?include= the wait-for edges and the deadlock detector's refusals. The
+// locks and leases come from this node's applied state (it answers without a leader,
+// during an election too); each member's indexes come from the member itself. Every
+// part leaves out, before paging, the names the caller may not read.
+func (h overviewRoutes) overview(w http.ResponseWriter, r *http.Request) (call, error) {
+	if h.events == nil {
+		return call{}, errNoOverview
+	}
+	oq, err := parseOverviewQuery(r.URL.Query())
 	if err != nil {
 		return call{}, err
-	}
-	soon := time.Duration(soonMs) * time.Millisecond
-	if !q.Has("soon_ms") {
-		soon = defaultSoon
-	}
-	if limit == 0 {
-		limit = api.DefaultListLimit
 	}
 	return call{need: accessRead, name: anyName, do: func(context.Context) (any, error) {
 		// The members are asked first and in parallel, the local state read last, so
@@ -62,11 +100,11 @@ func (h overviewRoutes) overview(w http.ResponseWriter, r *http.Request) (call, 
 		applied := h.status.Status().AppliedIndex
 		var o cluster.Overview
 		first, canRead := true, h.auth.reader(r)
-		details, truncated, _ := readablePage(int(limit), q.Get("after"),
+		details, truncated, _ := readablePage(oq.limit, oq.after,
 			func(d cluster.LockDetail) bool { return canRead(d.Name) },
 			func(d cluster.LockDetail) string { return d.Name },
 			func(after string, n int) ([]cluster.LockDetail, bool, error) {
-				page := h.events.Overview(q.Get("prefix"), after, n, soon)
+				page := h.events.Overview(oq.prefix, after, n, oq.soon, oq.queue)
 				if first {
 					o, first = page, false // the lease counts and the time of the first reading
 				}
@@ -74,13 +112,13 @@ func (h overviewRoutes) overview(w http.ResponseWriter, r *http.Request) (call, 
 			})
 		out := api.Overview{
 			NodeID: h.routing.ID(), ClusterTimeMs: o.Time, AppliedIndex: applied, Nodes: nodes,
-			Leases: api.LeaseSummary{Count: o.Leases, ExpiringSoon: o.Expiring, SoonMs: soon.Milliseconds()},
+			Leases: api.LeaseSummary{Count: o.Leases, ExpiringSoon: o.Expiring, SoonMs: oq.soon.Milliseconds()},
 			Locks:  make([]api.LockDetail, 0, len(details)), Truncated: truncated,
 		}
 		// The lease counts are of the whole cluster: with ACLs on, only a token with
 		// admin on the empty prefix sees them.
 		if h.auth.on && h.auth.authorize(r, accessAdmin, "") != nil {
-			out.Leases = api.LeaseSummary{SoonMs: soon.Milliseconds(), Withheld: true}
+			out.Leases = api.LeaseSummary{SoonMs: oq.soon.Milliseconds(), Withheld: true}
 		}
 		for _, d := range details {
 			ld := api.LockDetail{LockStatus: lockStatus(d.LockView), LeaseFingerprint: d.Lease.String(), TTLMs: d.TTL, TTLLeftMs: max(d.Deadline-o.Time, 0)}
@@ -93,8 +131,82 @@ func (h overviewRoutes) overview(w http.ResponseWriter, r *http.Request) (call, 
 		if truncated {
 			out.Next = details[len(details)-1].Name
 		}
+		if oq.include["waits_for"] {
+			out.WaitsFor, out.WaitsForTruncated = h.waitsFor(oq, canRead)
+			out.Refusals = refusalsFor(h.events.Refusals(oq.prefix, refusalsScanned), canRead, h.auth.mayRead(r))
+		}
 		return out, nil
 	}}, nil
+}
+
+// waitsFor is the overview's wait-for part: the edges of a page of the readable locks
+// with waiters, at most oq.queue a lock (at least one, so that a lock's blockers show).
+func (h overviewRoutes) waitsFor(oq overviewQuery, canRead func(string) bool) ([]api.LockWaits, bool) {
+	perLock := max(oq.queue, 1)
+	page, truncated, _ := readablePage(oq.limit, "",
+		func(lw cluster.LockWaits) bool { return canRead(lw.Lock) },
+		func(lw cluster.LockWaits) string { return lw.Lock },
+		func(after string, n int) ([]cluster.LockWaits, bool, error) {
+			lws, more := h.events.WaitsFor(oq.prefix, after, n, perLock)
+			return lws, more, nil
+		})
+	out := make([]api.LockWaits, 0, len(page))
+	for _, lw := range page {
+		a := api.LockWaits{Lock: lw.Lock, Edges: make([]api.WaitEdge, 0, len(lw.Edges)), More: lw.More}
+		for _, e := range lw.Edges {
+			by := api.WaitsForQueuedAhead
+			switch {
+			case e.Holds:
+				by = api.WaitsForHolder
+			case e.ForSet:
+				by = api.WaitsForLockSetGrant
+			}
+			a.Edges = append(a.Edges, api.WaitEdge{
+				WaiterFingerprint: cluster.LeaseFingerprint(e.Waiter).String(), WaiterOwner: e.WaiterOwner, WaiterMode: modeName(e.WaiterShared),
+				BlockerFingerprint: cluster.LeaseFingerprint(e.Blocker).String(), BlockerOwner: e.BlockerOwner, By: by,
+			})
+		}
+		out = append(out, a)
+	}
+	return out, truncated
+}
+
+// refusalsScanned is how many refusals the overview reads before leaving out those on
+// locks the caller may not read.
+const refusalsScanned = 4 * api.MaxRefusals
+
+// refusalsFor turns the deadlock detector's recorded refusals into the API's, for a
+// caller that may read the names canRead accepts (may: nil with ACLs off): refusals on
+// locks it may not read are left out, and the cycle of each shows only what it may read
+// (the same rules as a deadlock error's, cycles.go). This is the one place that reads a
+// refusal's cycle: today it is parsed back from the history's text; a state that keeps
+// cycles as steps would change only this function.
+func refusalsFor(rs []cluster.Refusal, canRead, may func(string) bool) []api.Refusal {
+	var out []api.Refusal
+	for _, r := range rs {
+		if !canRead(r.Name) || len(out) == api.MaxRefusals {
+			continue
+		}
+		a := api.Refusal{Lock: r.Name, Index: r.Index, TimeMs: r.Time, Owner: r.Owner, LeaseFingerprint: r.Lease.String(), Cycle: []api.CycleStep{}, Detail: r.Detail}
+		if may != nil {
+			a.Detail = detailFor(r.Detail, may)
+		}
+		cycle, _ := parseCycle(r.Detail)
+		for i, st := range cycle {
+			step := api.CycleStep{LeaseFingerprint: st.Lease.String(), Lock: st.Lock}
+			if n := len(cycle); may != nil && !may(st.Lock) {
+				// As describeCycleFor: a lease still shows when the lock it is queued
+				// ahead on or holds (the previous step's) is readable.
+				step.Lock, step.Hidden = "", true
+				if !may(cycle[(i+n-1)%n].Lock) {
+					step.LeaseFingerprint = ""
+				}
+			}
+			a.Cycle = append(a.Cycle, step)
+		}
+		out = append(out, a)
+	}
+	return out
 }
 
 // memberStatuses returns every member's own view of the cluster: this node's from its

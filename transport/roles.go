@@ -180,9 +180,16 @@ type EventSource interface {
 	// History returns a lock's recorded events and the cluster time of the read,
 	// linearizably unless stale.
 	History(ctx context.Context, name string, stale bool) ([]cluster.HistoryEvent, time.Duration, error)
-	// Overview reads a page of the held locks under prefix and the lease counts (leases
-	// expiring within soon) from this node's applied state.
-	Overview(prefix, after string, limit int, soon time.Duration) cluster.Overview
+	// Overview reads a page of the held locks under prefix, each with its first queue
+	// waiters, and the lease counts (leases expiring within soon) from this node's
+	// applied state.
+	Overview(prefix, after string, limit int, soon time.Duration, queue int) cluster.Overview
+	// WaitsFor reads the wait-for edges of a page of the locks with waiters under
+	// prefix (at most perLock edges each) from this node's applied state.
+	WaitsFor(prefix, after string, limit, perLock int) ([]cluster.LockWaits, bool)
+	// Refusals reads the newest refusals of the deadlock detector on locks under prefix
+	// from this node's lock histories.
+	Refusals(prefix string, limit int) []cluster.Refusal
 	// Watches returns the number of registered blocking-query watches.
 	Watches() int
 }

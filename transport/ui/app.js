@@ -1,8 +1,10 @@
 // raftlock dashboard: plain JavaScript, no library, no build step. It only reads.
 //
 // Data sources, all on the node that served this page (same origin):
-//   GET /v1/overview   locks with TTL left and age, lease counts, every member's indexes
-//                      (every 2 s, and shortly after each streamed change)
+//   GET /v1/overview   locks with TTL left, age and their first waiters in order, who waits
+//                      for whom (by the deadlock detector's rules) and its recent refusals,
+//                      lease counts, every member's indexes (every 2 s, and shortly after
+//                      each streamed change)
 //   GET /v1/events     lock changes as Server-Sent Events, read with fetch() so that the
 //                      ACL token can travel in the Authorization header (EventSource
 //                      cannot set headers, and a token must never be put in a URL)
@@ -18,6 +20,7 @@ const TOKEN_KEY = 'raftlock.acl-token';
 const REFRESH_MS = 2000;
 const CHART_POINTS = 60;
 const ACQUIRE_ROUTE = 'PUT /v1/locks/{name...}';
+const QUEUE_SHOWN = 5; // waiters listed per lock (the count says how many wait in all)
 
 const state = {
   token: sessionStorage.getItem(TOKEN_KEY) || '',
@@ -25,6 +28,9 @@ const state = {
   locks: new Map(), // name -> row data
   gone: new Map(), // name -> index of the entry that freed it (newer than the last overview)
   clusterTime: null, // {ms, at}: the node's cluster time and performance.now() when read
+  waits: [], // the wait-for edges of the locks with waiters, by lock
+  waitsTruncated: false,
+  refusals: [],
   selected: null,
   history: [],
   historyError: null,
@@ -143,7 +149,7 @@ function scheduleRefresh(delay) {
 async function refresh() {
   clearTimeout(state.refreshTimer);
   try {
-    const q = state.prefix ? '?prefix=' + encodeURIComponent(state.prefix) : '';
+    const q = '?queue=' + QUEUE_SHOWN + '&include=waits_for' + (state.prefix ? '&prefix=' + encodeURIComponent(state.prefix) : '');
     const o = await getJSON('/v1/overview' + q);
     applyOverview(o);
     $('cluster-summary').textContent = '';
@@ -173,7 +179,7 @@ function applyOverview(o) {
     }
     if ((state.gone.get(l.name) || 0) > l.modify_index) continue; // freed since, by the stream
     fresh.set(l.name, {
-      name: l.name, owner: l.owner || '', token: l.token, mode: l.mode || '', waiters: l.waiters,
+      name: l.name, owner: l.owner || '', token: l.token, mode: l.mode || '', waiters: l.waiters, queue: l.queue || [],
       modify_index: l.modify_index, fingerprint: l.lease_fingerprint || '',
       deadline: o.cluster_time_ms + l.ttl_left_ms, granted: l.granted_ms ?? null, seen: have ? have.seen : null,
       // Version 3: when a maximum hold ends the grant, and until when a lock delay keeps
@@ -189,6 +195,10 @@ function applyOverview(o) {
   for (const [name, index] of state.gone) if (index <= o.applied_index) state.gone.delete(name);
   $('locks-note').textContent = o.truncated ? '(the first ' + o.locks.length + ' only; narrow the prefix)' : '';
   renderLocks();
+  state.waits = o.waits_for || [];
+  state.waitsTruncated = !!o.waits_for_truncated;
+  state.refusals = o.refusals || [];
+  renderWaits();
 }
 
 function renderNodes(nodes) {
@@ -238,7 +248,7 @@ function renderLocks() {
       el('td', { class: 'num mono' }, l.token),
       el('td', {}, l.mode || 'exclusive'),
       el('td', { class: 'num' }, l.deadline == null || now == null ? '–' : duration(l.deadline - now)),
-      el('td', { class: 'num' }, l.waiters),
+      waitersCell(l, now),
       el('td', { class: 'num' }, l.granted == null || now == null ? '–' : duration(now - l.granted)),
       el('td', { class: 'mono muted' }, l.fingerprint || '–'),
       el('td', { class: 'num' }, l.holdEnd == null || now == null ? '–' : duration(Math.max(l.holdEnd - now, 0))),
@@ -253,6 +263,112 @@ function renderLocks() {
   tbody.replaceChildren(...rows);
   $('locks-empty').classList.toggle('hidden', rows.length > 0);
   $('lock-count').textContent = rows.length;
+}
+
+// leaseLabel names a lease as the page shows it: its owner label and its fingerprint,
+// never its ID (the API gives none).
+function leaseLabel(owner, fp) {
+  return (owner || '?') + ' (' + (fp || '–') + ')';
+}
+
+// waitersCell shows how many wait for a lock and the first of them in order, each by
+// owner, with its fingerprint, since when and until when in its title; the count says what
+// the list leaves out.
+function waitersCell(l, now) {
+  const td = el('td', { class: 'waiters' }, el('span', { class: 'num' }, l.waiters));
+  const q = l.queue || [];
+  for (const w of q) {
+    const title = 'lease ' + w.lease_fingerprint + (w.mode ? ', ' + w.mode : '') + (w.lockset ? ', one lock of a lockset' : '') +
+      (w.since_ms != null && now != null ? ', waiting for ' + duration(now - w.since_ms) : '') +
+      (now != null ? ', gives up in ' + duration(w.deadline_ms - now) : '');
+    td.append(el('span', { class: 'waiter', 'data-owner': w.owner || '', 'data-fingerprint': w.lease_fingerprint, title }, (w.owner || w.lease_fingerprint) + (w.mode === 'shared' ? ' (shared)' : '')));
+  }
+  if (l.waiters > q.length && q.length > 0) td.append(el('span', { class: 'more' }, '+' + (l.waiters - q.length) + ' more'));
+  return td;
+}
+
+// ---- who waits for whom ----------------------------------------------------------------
+
+const BY_TEXT = { holder: 'holds it', queued_ahead: 'asked before it', lockset_grant: 'is a shared lockset ahead (waits for its grant)' };
+
+function renderWaits() {
+  const rows = [];
+  for (const lw of state.waits) {
+    for (const e of lw.edges) {
+      rows.push(el('tr', { 'data-lock': lw.lock, 'data-waiter': e.waiter_owner || '', 'data-blocker': e.blocker_owner || '', 'data-by': e.by },
+        el('td', { class: 'name' }, lw.lock),
+        el('td', { class: 'mono' }, leaseLabel(e.waiter_owner, e.waiter_fingerprint)),
+        el('td', {}, e.waiter_mode),
+        el('td', { class: 'mono' }, leaseLabel(e.blocker_owner, e.blocker_fingerprint)),
+        el('td', {}, BY_TEXT[e.by] || e.by)));
+    }
+    if (lw.more) rows.push(el('tr', { class: 'more' }, el('td', { class: 'name' }, lw.lock), el('td', { colspan: '4', class: 'muted' }, lw.more + ' more edges on this lock not shown')));
+  }
+  $('waits').querySelector('tbody').replaceChildren(...rows);
+  $('waits-empty').classList.toggle('hidden', rows.length > 0);
+  $('waits-note').dataset.truncated = state.waitsTruncated ? 'true' : 'false';
+  renderWaitsGraph();
+  const items = state.refusals.map((r) => {
+    const cycle = r.cycle.map((st) => (st.hidden && !st.lease_fingerprint ? '(hidden lease)' : st.lease_fingerprint) + ' → ' + (st.hidden && !st.lock ? '(hidden lock)' : st.lock)).join(' → ');
+    return el('li', { 'data-lock': r.lock, 'data-owner': r.owner || '', 'data-index': r.index },
+      el('span', { class: 'when' }, clusterTimeLabel(r.time_ms) + ' '),
+      el('b', {}, leaseLabel(r.owner, r.lease_fingerprint)), ' asked for ', el('span', { class: 'name' }, r.lock),
+      ': refused, it would close the cycle ', el('span', { class: 'cycle' }, cycle + ' ↺'));
+  });
+  $('refusals').replaceChildren(...items);
+  $('refusals-empty').classList.toggle('hidden', items.length > 0);
+}
+
+// renderWaitsGraph draws the leases as nodes on a circle and each wait as an arrow from
+// the waiter to what it waits for, labelled with the lock (a node graph, as Grafana's);
+// past 40 leases the table alone says it.
+function renderWaitsGraph() {
+  const svg = $('waits-graph');
+  const ns = 'http://www.w3.org/2000/svg';
+  const nodes = new Map();
+  const edges = [];
+  for (const lw of state.waits) {
+    for (const e of lw.edges) {
+      nodes.set(e.waiter_fingerprint, e.waiter_owner || '');
+      nodes.set(e.blocker_fingerprint, e.blocker_owner || '');
+      edges.push({ from: e.waiter_fingerprint, to: e.blocker_fingerprint, lock: lw.lock, by: e.by });
+    }
+  }
+  svg.replaceChildren();
+  svg.classList.toggle('hidden', nodes.size === 0 || nodes.size > 40);
+  if (nodes.size === 0 || nodes.size > 40) return;
+  const ids = [...nodes.keys()].sort();
+  const pos = new Map();
+  ids.forEach((id, i) => {
+    const a = (2 * Math.PI * i) / ids.length - Math.PI / 2;
+    pos.set(id, { x: 300 + 200 * Math.cos(a), y: 150 + 110 * Math.sin(a) });
+  });
+  const mk = (tag, attrs, text) => {
+    const e = document.createElementNS(ns, tag);
+    for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, v);
+    if (text != null) e.textContent = text;
+    svg.append(e);
+    return e;
+  };
+  for (const e of edges) {
+    const a = pos.get(e.from);
+    const b = pos.get(e.to);
+    const dx = b.x - a.x;
+    const dy = b.y - a.y;
+    const len = Math.max(Math.hypot(dx, dy), 1);
+    const ex = b.x - (dx / len) * 14;
+    const ey = b.y - (dy / len) * 14;
+    mk('line', { x1: a.x, y1: a.y, x2: ex, y2: ey, class: e.by === 'holder' ? 'holder' : '' });
+    // An arrowhead of two short strokes (no marker: nothing but plain elements).
+    const ang = Math.atan2(dy, dx);
+    for (const s of [-0.45, 0.45]) mk('line', { x1: ex, y1: ey, x2: ex - 8 * Math.cos(ang + s), y2: ey - 8 * Math.sin(ang + s), class: e.by === 'holder' ? 'holder' : '' });
+    mk('text', { x: (a.x + ex) / 2, y: (a.y + ey) / 2 - 3, class: 'edge', 'text-anchor': 'middle' }, e.lock);
+  }
+  for (const id of ids) {
+    const p = pos.get(id);
+    mk('circle', { cx: p.x, cy: p.y, r: 12 });
+    mk('text', { x: p.x, y: p.y + 24, 'text-anchor': 'middle', 'data-fingerprint': id }, (nodes.get(id) || '?') + ' ' + id);
+  }
 }
 
 // ---- the event stream ------------------------------------------------------------------
@@ -399,6 +515,7 @@ function onEntry(entry) {
         state.locks.set(ev.name, {
           name: ev.name, owner: ev.owner || '', token: ev.token, mode: ev.mode || (have ? have.mode : ''),
           waiters: have && ev.from_queue ? Math.max(have.waiters - 1, 0) : (have ? have.waiters : 0),
+          queue: have ? have.queue.filter((w) => w.lease_fingerprint !== ev.lease_fingerprint) : [],
           modify_index: entry.index, fingerprint: ev.lease_fingerprint || '', deadline: null,
           granted: ev.time_ms, seen, freshUntil: performance.now() + 1500, holdEnd: null, delayUntil: null,
         });
@@ -415,6 +532,7 @@ function onEntry(entry) {
       default: // the end of a wait
         if (have) {
           have.waiters = Math.max(have.waiters - 1, 0);
+          have.queue = have.queue.filter((w) => w.lease_fingerprint !== ev.lease_fingerprint);
           have.modify_index = entry.index;
           have.seen = seen;
         }
