@@ -29,6 +29,13 @@ type Overview struct {
 	// Refusals are the newest waiting requests the deadlock detector refused on locks
 	// under the prefix, newest first, with ?include=waits_for (at most MaxRefusals).
 	Refusals []Refusal `json:"refusals,omitempty"`
+	// Semaphores and Elections are those in use under the prefix, in name order, with
+	// ?include=semaphores and ?include=elections: at most limit each, the rest left out
+	// (...Truncated), each with its first queue waiters.
+	Semaphores          []SemaphoreStatus `json:"semaphores,omitempty"`
+	SemaphoresTruncated bool              `json:"semaphores_truncated,omitempty"`
+	Elections           []ElectionStatus  `json:"elections,omitempty"`
+	ElectionsTruncated  bool              `json:"elections_truncated,omitempty"`
 }
 
 // MaxRefusals is the most refusals an overview lists.

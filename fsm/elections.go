@@ -64,19 +64,27 @@ func (s *state) startElections() {
 
 func campaignTable(s *state) *leases.Table { return &s.elecWaitExp }
 
-// dropLeadOf ends lease l's leadership of election name, whose lease ended, electing the
-// head candidate.
+// dropLeadOf ends lease l's leadership of election name, whose lease ended (expired or
+// revoked: endCause), electing the head candidate.
 func (s *state) dropLeadOf(index uint64, name string, l *lease) {
 	if el := s.elections[name]; el != nil && el.leader == l.id {
-		s.dropLeader(index, name, el)
+		s.dropLeader(index, name, el, l, s.hist.endCause)
 	}
 }
 
 // leaveCampaignOf takes lease l, which ended, out of the candidates of election name.
 func (s *state) leaveCampaignOf(index uint64, name string, l *lease) {
 	if l.prims != nil && l.prims.campaigns[name] != nil {
+		s.hist.waitCause = HistoryWaitLeaseEnded
 		s.leaveCampaign(index, name, l)
 	}
+}
+
+// campaignTimedOut takes candidate l out of election name's queue because its wait
+// deadline passed (advance).
+func (s *state) campaignTimedOut(index uint64, name string, l *lease) {
+	s.hist.waitCause = HistoryWaitTimedOut
+	s.leaveCampaign(index, name, l)
 }
 
 func electionCount(_ *state, l *lease) int {
@@ -136,11 +144,15 @@ func (s *state) campaign(index uint64, c *Command, r *Result) {
 		el.leader, el.token, el.owner, el.value, el.modify = l.id, index, c.Owner, c.Value, index
 		s.took(l, &l.usePrims().leads, c.Name)
 		s.notify(Event{Kind: EventLockChanged, Space: SpaceElection, Name: c.Name, Index: index})
+		s.recordGrantIn(SpaceElection, c.Name, l, index, c.Owner, nil)
 	case leads:
 		// Proclaim: the value changes, the leadership (and its token) does not.
 		if el.value != c.Value {
 			el.value, el.modify = c.Value, index
 			s.notify(Event{Kind: EventLockChanged, Space: SpaceElection, Name: c.Name, Index: index})
+			if s.recorded(SpaceElection) {
+				s.recordIn(SpaceElection, c.Name, l, HistoryEvent{Kind: HistoryProclaimed, Lease: l.fingerprint(), Token: el.token, Owner: el.owner})
+			}
 		}
 	default:
 		p := l.usePrims()
@@ -167,11 +179,13 @@ func (s *state) resign(index uint64, c *Command, r *Result) {
 		r.Status = StatusNotHolder
 		return
 	}
-	s.dropLeader(index, c.Name, el)
+	s.dropLeader(index, c.Name, el, nil, HistoryReleased)
 }
 
-// dropLeader ends el's leadership and elects the head candidate at index.
-func (s *state) dropLeader(index uint64, name string, el *election) {
+// dropLeader ends el's leadership, for cause (a lock kind: released, expired, revoked; who
+// is the leader's lease when the caller has it), and elects the head candidate at index.
+func (s *state) dropLeader(index uint64, name string, el *election, who *lease, cause HistoryKind) {
+	s.recordEndIn(SpaceElection, name, el.leader, who, el.token, el.owner, cause)
 	if old := s.leases[el.leader]; old != nil && old.prims != nil {
 		s.gave(old, old.prims.leads, name)
 	}
@@ -206,6 +220,7 @@ func (s *state) electHead(index uint64, name string, el *election) {
 	s.took(next, &next.usePrims().leads, name)
 	el.leader, el.token, el.owner, el.value, el.modify = w.lease, index, w.owner, w.value, index
 	s.notify(Event{Kind: EventGranted, Space: SpaceElection, Name: name, Lease: w.lease, Token: index, Owner: w.owner, Value: w.value, Index: index})
+	s.recordGrantIn(SpaceElection, name, next, index, w.owner, w)
 	s.notify(Event{Kind: EventLockChanged, Space: SpaceElection, Name: name, Index: index})
 }
 
@@ -221,14 +236,17 @@ func (s *state) electionDequeue(index uint64, c *Command, r *Result) {
 			r.Token, r.Owner, r.Value, r.Modify = el.token, el.owner, el.value, el.modify
 			return
 		}
+		s.hist.waitCause = HistoryWaitAbandoned
 		s.giveUp(index, c.Name, c.Lease, campaigns, (*state).leaveCampaign)
 	}
 	r.Status = StatusNotHolder
 }
 
-// leaveCampaign takes candidate l out of election name's queue.
+// leaveCampaign takes candidate l out of election name's queue, for the current
+// waitCause.
 func (s *state) leaveCampaign(index uint64, name string, l *lease) {
 	el := s.elections[name]
+	s.recordWaitEndIn(SpaceElection, name, l.prims.campaigns[name], l)
 	s.unqueue(l.prims.campaigns, &s.elecWaitExp, &el.queue, name, l)
 	el.modify = index
 	s.notify(Event{Kind: EventWaitEnded, Space: SpaceElection, Name: name, Lease: l.id, Index: index})

@@ -58,23 +58,79 @@ const (
 	HistoryLockDelay
 	// HistoryLockDelayEnded: the lock delay is over; the lock goes to its next waiter.
 	HistoryLockDelayEnded
+	// The kinds of a semaphore's history (semHistoryKinds), each the semaphore's
+	// counterpart of the lock kind its name echoes: a permit granted (Token, FromQueue,
+	// Waited), released, ended by its lease's expiry (Deadline, Renewed) or revoke or by
+	// its maximum hold, and a wait for a permit abandoned, timed out (Deadline) or ended
+	// with its lease.
+	HistoryPermitGranted
+	HistoryPermitReleased
+	HistoryPermitExpired
+	HistoryPermitRevoked
+	HistoryPermitMaxHold
+	HistoryPermitWaitAbandoned
+	HistoryPermitWaitTimedOut
+	HistoryPermitWaitLeaseEnded
+	// The kinds of an election's history (electionHistoryKinds): a lease elected (Token,
+	// the term of office; FromQueue, Waited), the leader resigned, its lease expired or was
+	// revoked, a new value proclaimed by the leader (Token), and a candidacy abandoned,
+	// timed out or ended with its lease.
+	HistoryElected
+	HistoryResigned
+	HistoryLeaderExpired
+	HistoryLeaderRevoked
+	HistoryProclaimed
+	HistoryCandidateAbandoned
+	HistoryCandidateTimedOut
+	HistoryCandidateLeaseEnded
 	historyKindEnd // one past the last kind
 )
+
+// primHistorySince is the protocol version from which the histories of semaphores and
+// elections are kept in the replicated state. Before it their events go to the observer
+// only (the event stream shows them at every version), as a lock's do at version 1.
+const primHistorySince = 7
 
 // lockHistoryKinds are the kinds a lock's history records (its row in primitives), with
 // the version from which a snapshot holds each.
 var lockHistoryKinds = []historyKind{
-	{HistoryGranted, "granted", 2},
-	{HistoryReleased, "released", 2},
-	{HistoryExpired, "expired", 2},
-	{HistoryRevoked, "revoked", 2},
-	{HistoryWaitAbandoned, "wait_abandoned", 2},
-	{HistoryWaitTimedOut, "wait_timed_out", 2},
-	{HistoryWaitLeaseEnded, "wait_lease_ended", 2},
-	{HistoryDeadlock, "deadlock_refused", 3},
-	{HistoryMaxHold, "max_hold_ended", 3},
-	{HistoryLockDelay, "lock_delay", 3},
-	{HistoryLockDelayEnded, "lock_delay_ended", 3},
+	{kind: HistoryGranted, name: "granted", since: 2},
+	{kind: HistoryReleased, name: "released", since: 2},
+	{kind: HistoryExpired, name: "expired", since: 2},
+	{kind: HistoryRevoked, name: "revoked", since: 2},
+	{kind: HistoryWaitAbandoned, name: "wait_abandoned", since: 2},
+	{kind: HistoryWaitTimedOut, name: "wait_timed_out", since: 2},
+	{kind: HistoryWaitLeaseEnded, name: "wait_lease_ended", since: 2},
+	{kind: HistoryDeadlock, name: "deadlock_refused", since: 3},
+	{kind: HistoryMaxHold, name: "max_hold_ended", since: 3},
+	{kind: HistoryLockDelay, name: "lock_delay", since: 3},
+	{kind: HistoryLockDelayEnded, name: "lock_delay_ended", since: 3},
+}
+
+// semHistoryKinds are the kinds a semaphore's history records (its row in primitives),
+// each standing for the lock kind in as.
+var semHistoryKinds = []historyKind{
+	{kind: HistoryPermitGranted, name: "permit_granted", since: primHistorySince, as: HistoryGranted},
+	{kind: HistoryPermitReleased, name: "permit_released", since: primHistorySince, as: HistoryReleased},
+	{kind: HistoryPermitExpired, name: "permit_expired", since: primHistorySince, as: HistoryExpired},
+	{kind: HistoryPermitRevoked, name: "permit_revoked", since: primHistorySince, as: HistoryRevoked},
+	{kind: HistoryPermitMaxHold, name: "permit_max_hold_ended", since: primHistorySince, as: HistoryMaxHold},
+	{kind: HistoryPermitWaitAbandoned, name: "permit_wait_abandoned", since: primHistorySince, as: HistoryWaitAbandoned},
+	{kind: HistoryPermitWaitTimedOut, name: "permit_wait_timed_out", since: primHistorySince, as: HistoryWaitTimedOut},
+	{kind: HistoryPermitWaitLeaseEnded, name: "permit_wait_lease_ended", since: primHistorySince, as: HistoryWaitLeaseEnded},
+}
+
+// electionHistoryKinds are the kinds an election's history records (its row in
+// primitives), each standing for the lock kind in as (proclaimed stands for none).
+var electionHistoryKinds = []historyKind{
+	{kind: HistoryElected, name: "elected", since: primHistorySince, as: HistoryGranted},
+	{kind: HistoryResigned, name: "resigned", since: primHistorySince, as: HistoryReleased},
+	{kind: HistoryLeaderExpired, name: "leader_expired", since: primHistorySince, as: HistoryExpired},
+	{kind: HistoryLeaderRevoked, name: "leader_revoked", since: primHistorySince, as: HistoryRevoked},
+	{kind: HistoryProclaimed, name: "proclaimed", since: primHistorySince},
+	{kind: HistoryCandidateAbandoned, name: "candidate_abandoned", since: primHistorySince, as: HistoryWaitAbandoned},
+	{kind: HistoryCandidateTimedOut, name: "candidate_timed_out", since: primHistorySince, as: HistoryWaitTimedOut},
+	{kind: HistoryCandidateLeaseEnded, name: "candidate_lease_ended", since: primHistorySince, as: HistoryWaitLeaseEnded},
 }
 
 // String names the kind as the HTTP API does.
@@ -397,6 +453,94 @@ func (s *state) recordWaitEnd(name string, w *waiter, l *lease) {
 		e.Deadline = w.deadline
 	}
 	s.record(name, l, e)
+}
+
+// recordIn records e for name in space: a lock's event through record; a semaphore's or
+// an election's goes to the observer at every version (the event stream shows it), and is
+// kept in the replicated history from primHistorySince on. who is the lease the event
+// concerns (nil for none).
+func (s *state) recordIn(space Space, name string, who *lease, e HistoryEvent) {
+	if space == SpaceLock {
+		s.record(name, who, e)
+		return
+	}
+	keep := s.version >= primHistorySince
+	if !keep && !s.hist.observed {
+		return // nobody keeps or reads it
+	}
+	e.Index, e.Time = s.applied, s.time
+	s.notify(Event{Kind: EventHistory, Space: space, Name: name, Index: e.Index, History: e})
+}
+
+// recorded reports whether an event of space at this entry would be kept or observed, so
+// that callers build none for nobody.
+func (s *state) recorded(space Space) bool {
+	if space == SpaceLock {
+		return s.version >= 2 || s.hist.observed
+	}
+	return s.version >= primHistorySince || s.hist.observed
+}
+
+// fingerprintOf is the fingerprint of lease id, through who when it is that lease (its
+// cached fingerprint) and hashed otherwise.
+func fingerprintOf(id LeaseID, who *lease) Fingerprint {
+	if who != nil && who.id == id {
+		return who.fingerprint()
+	}
+	return LeaseFingerprint(id)
+}
+
+// recordGrantIn records that lease l was granted name in space with token, to owner: from
+// the queue when w, its wait, is not nil (with how long it waited, when known).
+func (s *state) recordGrantIn(space Space, name string, l *lease, token uint64, owner string, w *waiter) {
+	if !s.recorded(space) {
+		return
+	}
+	e := HistoryEvent{Kind: kindIn[space][HistoryGranted], Lease: l.fingerprint(), Token: token, Owner: owner}
+	if w != nil {
+		e.FromQueue = true
+		if w.since > 0 {
+			e.Waited = s.time - (w.since - 1)
+		}
+	}
+	s.recordIn(space, name, l, e)
+}
+
+// recordEndIn records the end of lease id's grant (token, owner) of name in space, for
+// cause (a lock kind: released, expired, revoked, max_hold_ended); who is that lease when
+// the caller has it (it may have left the table already).
+func (s *state) recordEndIn(space Space, name string, id LeaseID, who *lease, token uint64, owner string, cause HistoryKind) {
+	if !s.recorded(space) {
+		return
+	}
+	e := HistoryEvent{Kind: kindIn[space][cause], Lease: fingerprintOf(id, who), Token: token, Owner: owner}
+	if who == nil {
+		who = s.leases[id]
+	}
+	if cause == HistoryExpired && who != nil {
+		e.Deadline, e.Renewed = who.deadline, who.deadline-who.ttl
+	}
+	s.recordIn(space, name, who, e)
+}
+
+// recordWaitEndIn records that waiter w, of lease l, left the queue of name in space
+// without a grant, for the current waitCause (abandoned when none is set).
+func (s *state) recordWaitEndIn(space Space, name string, w *waiter, l *lease) {
+	if !s.recorded(space) {
+		return
+	}
+	cause := s.hist.waitCause
+	if cause == 0 {
+		cause = HistoryWaitAbandoned
+	}
+	e := HistoryEvent{Kind: kindIn[space][cause], Lease: l.fingerprint(), Owner: w.owner}
+	if w.since > 0 {
+		e.Waited = s.time - (w.since - 1)
+	}
+	if cause == HistoryWaitTimedOut {
+		e.Deadline = w.deadline
+	}
+	s.recordIn(space, name, l, e)
 }
 
 // History returns the newest events of lock name, oldest first (nil when it has none).

@@ -72,18 +72,27 @@ func (s *state) startSems() {
 
 func semWaitTable(s *state) *leases.Table { return &s.semWaitExp }
 
-// dropPermitOf ends lease l's permit of semaphore name, whose lease ended.
+// dropPermitOf ends lease l's permit of semaphore name, whose lease ended (expired or
+// revoked: endCause).
 func (s *state) dropPermitOf(index uint64, name string, l *lease) {
 	if sm := s.sems[name]; sm != nil && sm.permits.get(l.id) != nil {
-		s.dropPermit(index, name, sm, l.id)
+		s.dropPermit(index, name, sm, l.id, l, s.hist.endCause)
 	}
 }
 
 // leaveSemQueueOf takes lease l, which ended, out of the queue of semaphore name.
 func (s *state) leaveSemQueueOf(index uint64, name string, l *lease) {
 	if l.prims != nil && l.prims.semWaits[name] != nil {
+		s.hist.waitCause = HistoryWaitLeaseEnded
 		s.leaveSemQueue(index, name, l)
 	}
+}
+
+// semWaitTimedOut takes lease l out of the queue of semaphore name because its wait
+// deadline passed (advance).
+func (s *state) semWaitTimedOut(index uint64, name string, l *lease) {
+	s.hist.waitCause = HistoryWaitTimedOut
+	s.leaveSemQueue(index, name, l)
 }
 
 func semCount(_ *state, l *lease) int {
@@ -171,6 +180,7 @@ func (s *state) addPermit(index uint64, name string, sm *semaphore, l *lease, ow
 	s.took(l, &l.usePrims().permits, name)
 	sm.modify = index
 	s.notify(Event{Kind: EventLockChanged, Space: SpaceSemaphore, Name: name, Index: index})
+	s.recordGrantIn(SpaceSemaphore, name, l, index, owner, nil)
 }
 
 // semRelease applies SemRelease: the lease must hold a permit with the token it presents.
@@ -188,11 +198,16 @@ func (s *state) semRelease(index uint64, c *Command, r *Result) {
 		r.Status = StatusNotHolder
 		return
 	}
-	s.dropPermit(index, c.Name, sm, c.Lease)
+	s.dropPermit(index, c.Name, sm, c.Lease, nil, HistoryReleased)
 }
 
-// dropPermit frees lease id's permit of sm and hands free permits to the head waiters.
-func (s *state) dropPermit(index uint64, name string, sm *semaphore, id LeaseID) {
+// dropPermit frees lease id's permit of sm, for cause (a lock kind: released, expired,
+// revoked, max_hold_ended; who is the lease when the caller has it), and hands free
+// permits to the head waiters.
+func (s *state) dropPermit(index uint64, name string, sm *semaphore, id LeaseID, who *lease, cause HistoryKind) {
+	if g := sm.permits.get(id); g != nil {
+		s.recordEndIn(SpaceSemaphore, name, id, who, g.token, g.owner, cause)
+	}
 	sm.permits.remove(id)
 	if s.semHoldExp.Len() > 0 {
 		s.semHoldExp.Delete(waitKey(name, id))
@@ -220,6 +235,7 @@ func (s *state) fillPermits(index uint64, name string, sm *semaphore) {
 		s.took(next, &next.usePrims().permits, name)
 		sm.modify = index
 		s.notify(Event{Kind: EventGranted, Space: SpaceSemaphore, Name: name, Lease: w.lease, Token: index, Owner: w.owner, Index: index})
+		s.recordGrantIn(SpaceSemaphore, name, next, index, w.owner, w)
 	}
 	if sm.permits.len() == 0 && sm.queue.len == 0 {
 		delete(s.sems, name)
@@ -243,14 +259,17 @@ func (s *state) semDequeue(index uint64, c *Command, r *Result) {
 			r.Token, r.Owner, r.Limit = g.token, g.owner, sm.limit
 			return
 		}
+		s.hist.waitCause = HistoryWaitAbandoned
 		s.giveUp(index, c.Name, c.Lease, semWaits, (*state).leaveSemQueue)
 	}
 	r.Status = StatusNotHolder
 }
 
-// leaveSemQueue takes lease l, which waits for semaphore name, out of its queue.
+// leaveSemQueue takes lease l, which waits for semaphore name, out of its queue, for the
+// current waitCause.
 func (s *state) leaveSemQueue(index uint64, name string, l *lease) {
 	sm := s.sems[name]
+	s.recordWaitEndIn(SpaceSemaphore, name, l.prims.semWaits[name], l)
 	s.unqueue(l.prims.semWaits, &s.semWaitExp, &sm.queue, name, l)
 	sm.modify = index
 	s.notify(Event{Kind: EventWaitEnded, Space: SpaceSemaphore, Name: name, Lease: l.id, Index: index})
@@ -277,7 +296,7 @@ func (s *state) expireSemHolds(index uint64) {
 		}
 		name, id := splitWaitKey(k)
 		if sm := s.sems[name]; sm != nil && sm.permits.get(id) != nil {
-			s.dropPermit(index, name, sm, id)
+			s.dropPermit(index, name, sm, id, nil, HistoryMaxHold)
 		}
 		s.unitDone(index)
 	}

@@ -34,7 +34,7 @@ const memberTimeout = time.Second
 
 // overviewParts are the parts of the overview beside the locks that a caller asks for
 // with ?include=, each at some cost to this node.
-var overviewParts = []string{"waits_for"}
+var overviewParts = []string{"waits_for", "semaphores", "elections"}
 
 // overviewQuery is what GET /v1/overview asks for.
 type overviewQuery struct {
@@ -42,13 +42,24 @@ type overviewQuery struct {
 	limit, queue  int
 	soon          time.Duration
 	include       map[string]bool
+	// waitIndex and wait make a blocking overview: answered once a name under prefix
+	// changed after waitIndex, or after wait.
+	waitIndex  uint64
+	wait       time.Duration
+	waitLeader string // the leader the caller last saw (cluster.LeaderUnknown: not given)
+	// self leaves the other members out (members=self): they are listed, not asked.
+	self bool
 }
 
 // parseOverviewQuery reads the query of GET /v1/overview.
 func parseOverviewQuery(q url.Values) (overviewQuery, error) {
 	out := overviewQuery{prefix: q.Get("prefix"), after: q.Get("after"), soon: defaultSoon, include: map[string]bool{}}
-	err := knownQuery(q, "prefix", "after", "limit", "soon_ms", "queue", "include")
-	var limit, soonMs, queue uint64
+	err := knownQuery(q, "prefix", "after", "limit", "soon_ms", "queue", "include", "wait_index", "wait_ms", "wait_leader", "members")
+	out.waitLeader = cluster.LeaderUnknown
+	if q.Has("wait_leader") {
+		out.waitLeader = q.Get("wait_leader")
+	}
+	var limit, soonMs, queue, waitMs uint64
 	if err == nil {
 		limit, err = queryUint(q, "limit", api.MaxListLimit)
 	}
@@ -57,6 +68,19 @@ func parseOverviewQuery(q url.Values) (overviewQuery, error) {
 	}
 	if err == nil {
 		queue, err = queryUint(q, "queue", api.MaxQueueList)
+	}
+	if err == nil {
+		out.waitIndex, err = queryUint(q, "wait_index", 1<<63-1)
+	}
+	if err == nil {
+		waitMs, err = queryUint(q, "wait_ms", api.MaxWaitMs)
+	}
+	switch m := q.Get("members"); {
+	case err != nil:
+	case m == "self":
+		out.self = true
+	case m != "" && m != "all":
+		err = api.Errorf(api.CodeInvalidArgument, "query parameter members=%q must be all or self", m)
 	}
 	if err == nil && q.Get("include") != "" {
 		for _, part := range strings.Split(q.Get("include"), ",") {
@@ -73,7 +97,7 @@ func parseOverviewQuery(q url.Values) (overviewQuery, error) {
 	if q.Has("soon_ms") {
 		out.soon = time.Duration(soonMs) * time.Millisecond
 	}
-	out.limit, out.queue = int(limit), int(queue)
+	out.limit, out.queue, out.wait = int(limit), int(queue), time.Duration(waitMs)*time.Millisecond
 	if out.limit == 0 {
 		out.limit = api.DefaultListLimit
 	}
@@ -81,10 +105,15 @@ func parseOverviewQuery(q url.Values) (overviewQuery, error) {
 }
 
 // overview serves GET /v1/overview: the dashboard's view of the locks, leases and
-// members, and with ?include= the wait-for edges and the deadlock detector's refusals. The
-// locks and leases come from this node's applied state (it answers without a leader,
-// during an election too); each member's indexes come from the member itself. Every
-// part leaves out, before paging, the names the caller may not read.
+// members, and with ?include= the wait-for edges and the deadlock detector's refusals,
+// the semaphores and the elections. The locks and leases come from this node's applied
+// state (it answers without a leader, during an election too); each member's indexes come
+// from the member itself (with members=self, only this node's). Every part leaves out,
+// before paging, the names the caller may not read. With wait_ms it is a blocking read:
+// it answers once a lock, semaphore or election under the prefix changed in an entry
+// after wait_index (pass the last answer's applied_index), once the leader is another
+// than wait_leader (when given) or changes, or after wait_ms, and the caller's rights are
+// checked again before it answers.
 func (h overviewRoutes) overview(w http.ResponseWriter, r *http.Request) (call, error) {
 	if h.events == nil {
 		return call{}, errNoOverview
@@ -93,10 +122,19 @@ func (h overviewRoutes) overview(w http.ResponseWriter, r *http.Request) (call, 
 	if err != nil {
 		return call{}, err
 	}
-	return call{need: accessRead, name: anyName, do: func(context.Context) (any, error) {
+	return call{need: accessRead, name: anyName, wait: oq.wait, do: func(ctx context.Context) (any, error) {
+		if oq.wait > 0 {
+			if err := h.events.WaitChange(ctx, oq.prefix, oq.waitIndex, oq.waitLeader, oq.wait); err != nil {
+				return nil, err
+			}
+			// Rights may have narrowed, or the token gone, while it waited.
+			if _, err := h.auth.authorized(r, accessRead, anyName); err != nil {
+				return nil, err
+			}
+		}
 		// The members are asked first and in parallel, the local state read last, so
 		// that the locks are as fresh as the answer can be.
-		nodes := h.memberStatuses(r)
+		nodes := h.memberStatuses(r, oq.self)
 		applied := h.status.Status().AppliedIndex
 		var o cluster.Overview
 		first, canRead := true, h.auth.reader(r)
@@ -134,6 +172,32 @@ func (h overviewRoutes) overview(w http.ResponseWriter, r *http.Request) (call, 
 		if oq.include["waits_for"] {
 			out.WaitsFor, out.WaitsForTruncated = h.waitsFor(oq, canRead)
 			out.Refusals = refusalsFor(h.events.Refusals(oq.prefix, refusalsScanned), canRead, h.auth.mayRead(r))
+		}
+		if oq.include["semaphores"] {
+			sems, more, _ := readablePage(oq.limit, "",
+				func(v cluster.SemaphoreView) bool { return canRead(v.Name) },
+				func(v cluster.SemaphoreView) string { return v.Name },
+				func(after string, n int) ([]cluster.SemaphoreView, bool, error) {
+					vs, more := h.events.Semaphores(oq.prefix, after, n, oq.queue)
+					return vs, more, nil
+				})
+			out.Semaphores, out.SemaphoresTruncated = make([]api.SemaphoreStatus, 0, len(sems)), more
+			for _, v := range sems {
+				out.Semaphores = append(out.Semaphores, semaphoreStatus(v))
+			}
+		}
+		if oq.include["elections"] {
+			els, more, _ := readablePage(oq.limit, "",
+				func(v cluster.ElectionView) bool { return canRead(v.Name) },
+				func(v cluster.ElectionView) string { return v.Name },
+				func(after string, n int) ([]cluster.ElectionView, bool, error) {
+					vs, more := h.events.Elections(oq.prefix, after, n, oq.queue)
+					return vs, more, nil
+				})
+			out.Elections, out.ElectionsTruncated = make([]api.ElectionStatus, 0, len(els)), more
+			for _, v := range els {
+				out.Elections = append(out.Elections, electionStatus(v))
+			}
 		}
 		return out, nil
 	}}, nil
@@ -213,7 +277,8 @@ func refusalsFor(rs []cluster.Refusal, canRead, may func(string) bool) []api.Ref
 // state, the others' from their GET /v1/cluster, asked with the caller's Authorization
 // header (or, with TLS, this node's certificate, which GET /v1/cluster accepts from a
 // member). A member that does not answer within memberTimeout is reported unreachable.
-func (h overviewRoutes) memberStatuses(r *http.Request) []api.NodeStatus {
+// With self, the others are listed but not asked (their error says so).
+func (h overviewRoutes) memberStatuses(r *http.Request, self bool) []api.NodeStatus {
 	st := h.status.Status()
 	out := make([]api.NodeStatus, len(st.Members))
 	var wg sync.WaitGroup
@@ -225,6 +290,8 @@ func (h overviewRoutes) memberStatuses(r *http.Request) []api.NodeStatus {
 			out[i].Reachable, out[i].LeaderID, out[i].Term = true, st.LeaderID, st.Term
 			out[i].CommitIndex, out[i].AppliedIndex = st.CommitIndex, st.AppliedIndex
 			out[i].Ready, out[i].Serving = serving != "", serving
+		case self:
+			out[i].Error = notAsked
 		case m.HTTPAddr == "":
 			out[i].Error = "its HTTP address is not registered yet"
 		default:
@@ -244,6 +311,9 @@ func (h overviewRoutes) memberStatuses(r *http.Request) []api.NodeStatus {
 	wg.Wait()
 	return out
 }
+
+// notAsked is the error of a member that an overview with members=self did not ask.
+const notAsked = "not asked (members=self)"
 
 // memberCluster asks the member at addr for its GET /v1/cluster. Errors name the member's
 // address and the status, never the credentials sent.

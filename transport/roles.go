@@ -173,8 +173,9 @@ type ACLStore interface {
 // EventSource serves what this node applied: the event stream, lock histories and the
 // dashboard's overview.
 type EventSource interface {
-	// Subscribe starts this node's stream of lock events under prefix at index from.
-	Subscribe(prefix string, from uint64) (*cluster.Subscription, error)
+	// Subscribe starts this node's stream of the events of spaces (none: locks) under
+	// prefix at index from.
+	Subscribe(prefix string, from uint64, spaces ...cluster.Space) (*cluster.Subscription, error)
 	// Subscribers returns the number of event stream subscribers.
 	Subscribers() int
 	// History returns a lock's recorded events and the cluster time of the read,
@@ -190,6 +191,14 @@ type EventSource interface {
 	// Refusals reads the newest refusals of the deadlock detector on locks under prefix
 	// from this node's lock histories.
 	Refusals(prefix string, limit int) []cluster.Refusal
+	// Semaphores and Elections read a page of those in use under prefix, each with its
+	// first queue waiters, from this node's applied state.
+	Semaphores(prefix, after string, limit, queue int) ([]cluster.SemaphoreView, bool)
+	Elections(prefix, after string, limit, queue int) ([]cluster.ElectionView, bool)
+	// WaitChange waits until a name under prefix changes in an entry after index after,
+	// the leader changes (or is not leader, unless that is cluster.LeaderUnknown), or
+	// wait passes (the blocking form of the overview).
+	WaitChange(ctx context.Context, prefix string, after uint64, leader string, wait time.Duration) error
 	// Watches returns the number of registered blocking-query watches.
 	Watches() int
 }
