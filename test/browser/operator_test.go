@@ -181,6 +181,15 @@ func TestDashboard_OperatorsView(t *testing.T) {
 			t.Fatalf("the page's cycle %q lacks step %+v of the API's %+v", cycle, st, r.Cycle)
 		}
 	}
+	// Use per identity: with ACLs off every lease is one identity's, beside the cluster's.
+	var usage api.UsageList
+	call(t, "GET", base+"/v1/usage?all", "", &usage)
+	s.poll("the use per identity", `document.querySelectorAll('#usage tbody tr[data-identity]').length === `+strconv.Itoa(len(usage.Identities)+1), panelWait)
+	for _, u := range append(usage.Identities, usage.Cluster) {
+		if got := usageShown(s, u.Identity); got != useText(u) {
+			t.Fatalf("the page shows %q's use as %q, the API %q", u.Identity, got, useText(u))
+		}
+	}
 	s.shot("1-operators-view.png")
 	if body := eval[string](s, `document.body.innerText`); strings.Contains(body, sc.holder.LeaseID) || strings.Contains(body, sc.permits[0].LeaseID) || strings.Contains(body, sc.leader.LeaseID) {
 		t.Fatal("the page shows a lease ID")

@@ -16,10 +16,14 @@
 //   GET /v1/history/N  a lock's history, when its row is clicked (then kept live from the
 //                      stream)
 //   GET /metrics       counters and the acquire latency histogram (every 5 s)
+//   GET /v1/usage      each identity's use against its quotas (?all: an admin token's view,
+//                      every 15 s, with GET /v1/acl/tokens every 60 s to name the tokens),
+//                      or, for a token that may not read every identity's, its own
+//                      (every 15 s)
 //
 // Every request but the event stream goes through one budget: at most 60 a minute, each
 // counted with what it costs the cluster (an overview that asks the other members costs one
-// more per member asked). The schedule above needs at most about 41; what is left serves
+// more per member asked). The schedule above needs at most about 46; what is left serves
 // clicks.
 //
 // Everything that comes from the cluster (names, owners) is put into the page with
@@ -35,6 +39,9 @@ const OVERVIEW_EVERY_MS = 4000; // an overview starts at most this often
 const OVERVIEW_WAIT_MS = 5000; // and waits at most this long for a change
 const MEMBERS_EVERY_MS = 12000; // the other members are asked for their indexes at most this often
 const METRICS_EVERY_MS = 5000;
+const USAGE_EVERY_MS = 15000;
+const TOKENS_EVERY_MS = 60000; // an admin's identities are named from the token list this often
+const USAGE_SHOWN = 20; // identities listed, the most used first
 const BUDGET_PER_MINUTE = 60;
 const STALE_AFTER_MS = 1500; // a stream down this long makes the page say its data is stale
 
@@ -67,6 +74,12 @@ const state = {
   lastEventId: null,
   streamAbort: null,
   stream: { live: false, downSince: performance.now(), everLive: false },
+  usage: null, // {all: UsageList} for an admin token, {own: Usage} otherwise
+  usageMode: '', // 'all' once ?all answered, 'own' once it was refused; '' to find out
+  usageAbort: null,
+  tokenNames: new Map(), // accessor -> description, from GET /v1/acl/tokens (admin only)
+  tokensAt: -Infinity,
+  tokensUnavailable: false,
   metricsPrev: null,
   series: { grants: [], handovers: [], p99: [], renews: [] },
   needToken: false,
@@ -159,6 +172,7 @@ function setToken(t) {
   $('token-input').value = '';
   restartStream();
   restartOverview();
+  restartUsage();
 }
 
 function setupToken() {
@@ -263,7 +277,11 @@ function applyOverview(o, members) {
   $('self').textContent = o.node_id;
   state.clusterTime = { ms: o.cluster_time_ms, at: performance.now() };
   state.appliedIndex = o.applied_index;
+  // Each member's lag is the highest commit index among the members asked in the same read
+  // minus its applied index, kept with when it was asked.
+  const commit = Math.max(0, ...o.nodes.filter((n) => n.reachable).map((n) => n.commit_index));
   for (const n of o.nodes) {
+    if (n.reachable) Object.assign(n, { lag: Math.max(commit - n.applied_index, 0), askedAt: performance.now() });
     // members=self lists the others without asking them: keep what they said last.
     if (members || n.id === o.node_id || !state.members.has(n.id)) state.members.set(n.id, n);
     else Object.assign(state.members.get(n.id), { leader: n.leader, voter: n.voter, http_addr: n.http_addr });
@@ -344,13 +362,9 @@ function renderNodes(nodes, self) {
   const tbody = $('nodes').querySelector('tbody');
   let leader = null;
   let term = 0;
-  let commit = 0;
   for (const n of nodes) {
     if (n.leader) leader = n.id;
-    if (n.reachable) {
-      term = Math.max(term, n.term);
-      commit = Math.max(commit, n.commit_index);
-    }
+    if (n.reachable) term = Math.max(term, n.term);
   }
   // A new leader (or none) changes every member's view: ask them all at the next read.
   if ((leader || '') !== state.leader) state.membersAt = -Infinity;
@@ -368,10 +382,11 @@ function renderNodes(nodes, self) {
       el('td', { class: 'num' }, n.reachable ? n.term : '–'),
       el('td', { class: 'num' }, n.reachable ? n.commit_index : '–'),
       el('td', { class: 'num' }, n.reachable ? n.applied_index : '–'),
-      el('td', { class: 'num' }, n.reachable ? Math.max(commit - n.applied_index, 0) : '–'),
+      el('td', { class: 'num' }, n.reachable ? n.lag : '–'),
       el('td', {}, n.reachable ? (n.ready ? 'ready' : 'not ready') : '–'),
       el('td', { class: n.reachable ? '' : (n.http_addr ? 'down' : 'warn') },
-        n.reachable ? (n.serving || 'no leader known') : (n.http_addr ? 'unreachable: ' : 'not asked: ') + (n.error || '')),
+        n.reachable ? (n.serving || 'no leader known') + (n.id !== self && performance.now() - n.askedAt > 2000 ? ' \u00b7 asked ' + duration(performance.now() - n.askedAt) + ' ago' : '')
+          : (n.http_addr ? 'unreachable: ' : 'not asked: ') + (n.error || '')),
     ));
   }
   tbody.replaceChildren(...rows);
@@ -960,6 +975,94 @@ function renderTimeline() {
   for (const g of open.values()) bar(g.time_ms, end, true, 'token ' + g.token + ' ' + (g.owner || '') + ' (held)');
 }
 
+// ---- use per identity ------------------------------------------------------------------
+
+function restartUsage() {
+  state.usageMode = '';
+  state.usage = null;
+  state.tokenNames.clear();
+  state.tokensAt = -Infinity;
+  state.tokensUnavailable = false;
+  if (state.usageAbort) state.usageAbort.abort();
+}
+
+// usageLoop reads the use per identity: every identity's (GET /v1/usage?all) for a token
+// with admin on the empty prefix (or with ACLs off), and the caller's own (GET /v1/usage)
+// once ?all is refused; the mode is found again when the token changes.
+async function usageLoop() {
+  for (;;) {
+    const ctrl = new AbortController();
+    state.usageAbort = ctrl;
+    const started = performance.now();
+    try {
+      if (state.usageMode !== 'own') {
+        try {
+          const all = await getJSON('/v1/usage?all', 1, ctrl.signal);
+          state.usageMode = 'all';
+          state.usage = { all };
+        } catch (e) {
+          if (!(e instanceof AuthError) || e.status !== 403) throw e;
+          state.usageMode = 'own'; // not an admin: its own use only
+        }
+        if (state.usageMode === 'all' && !state.tokensUnavailable && started - state.tokensAt >= TOKENS_EVERY_MS) {
+          state.tokensAt = started;
+          try {
+            const list = await getJSON('/v1/acl/tokens', 1, ctrl.signal);
+            state.tokenNames = new Map(list.tokens.map((t) => [t.accessor_id, t.description || '']));
+          } catch (e) {
+            if (ctrl.signal.aborted) throw e;
+            state.tokensUnavailable = true; // ACLs off, or no right to list them: accessors alone
+          }
+        }
+      }
+      if (state.usageMode === 'own') state.usage = { own: await getJSON('/v1/usage', 1, ctrl.signal) };
+      $('usage-note').textContent = state.usageMode === 'all' ? '(every identity, the most used first; read every 15 s)' : '(this token\'s own use; every identity\'s needs admin on the empty prefix)';
+    } catch (e) {
+      if (!ctrl.signal.aborted) $('usage-note').textContent = '(' + e.message + ')';
+    }
+    renderUsage();
+    await sleep(started + USAGE_EVERY_MS - performance.now(), ctrl.signal);
+  }
+}
+
+// useCell shows one quota's use: used / limit, and a bar that warns from 80 %.
+function useCell(u, key) {
+  const frac = u.limit ? u.used / u.limit : 0;
+  const td = el('td', { class: 'use' + (frac >= 1 ? ' full' : frac >= 0.8 ? ' high' : ''), 'data-key': key, 'data-used': u.used, 'data-limit': u.limit },
+    u.used + ' / ' + (u.limit ? u.limit : '\u221e'));
+  const bar = el('span', { class: 'bar' }, el('span', {}));
+  bar.firstChild.setAttribute('class', 'fill');
+  bar.firstChild.dataset.frac = String(Math.min(frac, 1));
+  td.append(bar);
+  return td;
+}
+
+function usageRow(u, cls) {
+  const tr = el('tr', { 'data-identity': u.identity, class: cls || '' },
+    el('td', { class: 'mono' }, cls === 'cluster' ? 'the whole cluster' : (u.identity || '(none: leases made without ACLs)')),
+    el('td', { class: 'muted' }, state.tokenNames.get(u.identity) || (u.identity === 'anonymous' ? 'callers without a token' : '')),
+    useCell(u.leases, 'leases'), useCell(u.locks, 'locks'), useCell(u.waiters, 'waiters'));
+  return tr;
+}
+
+function renderUsage() {
+  const rows = [];
+  const u = state.usage;
+  if (u && u.all) {
+    const frac = (x) => Math.max(...['leases', 'locks', 'waiters'].map((k) => (x[k].limit ? x[k].used / x[k].limit : 0)));
+    const ids = u.all.identities.slice().sort((a, b) => frac(b) - frac(a) || b.locks.used - a.locks.used || (a.identity < b.identity ? -1 : 1));
+    for (const x of ids.slice(0, USAGE_SHOWN)) rows.push(usageRow(x));
+    if (ids.length > USAGE_SHOWN) rows.push(el('tr', { class: 'more' }, el('td', { colspan: '5', class: 'muted' }, '+' + (ids.length - USAGE_SHOWN) + ' more identities, less used')));
+    rows.push(usageRow(u.all.cluster, 'cluster'));
+  } else if (u && u.own) {
+    rows.push(usageRow(u.own, 'own'));
+  }
+  $('usage').querySelector('tbody').replaceChildren(...rows);
+  // The bars' widths are set through the CSSOM (the CSP allows no inline style).
+  for (const f of $('usage').querySelectorAll('.fill')) f.style.width = (parseFloat(f.dataset.frac) * 100).toFixed(1) + '%';
+  $('usage-empty').classList.toggle('hidden', !(u && u.all && u.all.identities.length === 0));
+}
+
 // ---- metrics ---------------------------------------------------------------------------
 
 // parseMetrics reads the Prometheus text format into {name: [{labels, value}]}.
@@ -1145,6 +1248,7 @@ function start() {
   budget.spent.push([performance.now(), 1]); // that /healthz
   overviewLoop();
   metricsLoop();
+  usageLoop();
   streamLoop();
 }
 
