@@ -29,6 +29,12 @@ type Holder struct {
 	Token uint64 `json:"token"`
 	// LeaseFingerprint is a one-way fingerprint of the holding lease (hex), never its ID.
 	LeaseFingerprint string `json:"lease_fingerprint,omitempty"`
+	// LockSet, for a lock's grant made by a lockset (protocol version 7), names the locks
+	// the lockset's lease still holds with that one grant (this one among them), in name
+	// order: one commit, one token, one mode. Locks the caller may not read are left out
+	// and counted in LockSetHidden. Absent for a grant made alone.
+	LockSet       []string `json:"lockset,omitempty"`
+	LockSetHidden int      `json:"lockset_hidden,omitempty"`
 }
 
 // SemaphoreAcquireRequest is the body of PUT /v1/semaphores/{name}: take one permit.

@@ -280,10 +280,16 @@ func (e *Events) Subscribers() int { return e.n.stream.count() }
 // History returns the recorded events of lock name, oldest first, and the cluster time
 // of the state read. Unless stale, it is a linearizable read, like Locks.Status.
 func (e *Events) History(ctx context.Context, name string, stale bool) ([]HistoryEvent, time.Duration, error) {
+	return e.HistoryOf(ctx, SpaceLock, name, stale)
+}
+
+// HistoryOf is History for name in space: a lock's, or from protocol version 7 a
+// semaphore's or an election's (none is kept before).
+func (e *Events) HistoryOf(ctx context.Context, space Space, name string, stale bool) ([]HistoryEvent, time.Duration, error) {
 	if err := e.n.readBarrier(ctx, stale); err != nil {
 		return nil, 0, err
 	}
-	return e.n.fsm.History(name), dur(e.n.fsm.Time()), nil
+	return e.n.fsm.HistoryOf(space, name), dur(e.n.fsm.Time()), nil
 }
 
 // Overview reads, from this node's applied state (no leader needed, like a stale read), a

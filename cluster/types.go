@@ -60,6 +60,8 @@ type (
 	WaitEdge = fsm.WaitEdge
 	// Refusal is a waiting request the deadlock detector refused, from a lock's history.
 	Refusal = fsm.Refusal
+	// LockSetView is a lockset granted whole in one commit, as one group (version 7).
+	LockSetView = fsm.LockSetView
 )
 
 // LeaseFingerprint returns the fingerprint the API shows for lease id: never the ID.

@@ -200,10 +200,12 @@ type HistoryEvent struct {
 	Detail string
 }
 
-// lockHistory is the ring of one lock's newest events, linked into the history's
-// activity order.
+// lockHistory is the ring of the newest events of one name of a primitive (a lock, or
+// from version 7 a semaphore or an election: space), linked into the history's activity
+// order.
 type lockHistory struct {
 	name       string
+	space      Space
 	events     []HistoryEvent // grows to HistoryLen, then wraps at head
 	head       int            // index of the oldest event once the ring is full
 	prev, next *lockHistory   // activity order: prev is less recently active
@@ -248,7 +250,7 @@ func (h *lockHistory) add(e HistoryEvent) {
 // on: every node records the same events at the same entries, and snapshot format 2
 // carries it, in activity order, so that eviction stays the same after a restore.
 type history struct {
-	byName    map[string]*lockHistory
+	byName    map[histKey]*lockHistory
 	oldest    *lockHistory // least recently active: evicted first
 	newest    *lockHistory
 	waitCause HistoryKind // scratch for one entry: why the waiters leaving now leave
@@ -262,6 +264,15 @@ type history struct {
 	owners     map[string]*historyOwner
 	byEviction *btree.BTreeG[*historyOwner]
 }
+
+// histKey names a history: a name in a primitive's namespace (one name may be a lock, a
+// semaphore and an election at once, each with its own history).
+type histKey struct {
+	space Space
+	name  string
+}
+
+func (lh *lockHistory) key() histKey { return histKey{lh.space, lh.name} }
 
 func (h *history) len() int { return len(h.byName) }
 
@@ -291,18 +302,20 @@ func (h *history) pushNewest(lh *lockHistory) {
 	h.newest = lh
 }
 
-// add appends e to lock name's history, making it the most recently active, and evicts
-// a history past the bound: the least recently active one, or, with shares (version 5),
-// the least recently active one of the identity with the most (see HistoryLocks). A new
-// history is charged to identity owner.
-func (h *history) add(name, owner string, e HistoryEvent, shares bool) {
+// add appends e to the history of name in space, making it the most recently active, and
+// evicts a history past the bound: the least recently active one, or, with shares
+// (version 5), the least recently active one of the identity with the most (see
+// HistoryLocks). A new history is charged to identity owner. From version 7 the bound
+// counts the histories of semaphores and elections with the locks'.
+func (h *history) add(space Space, name, owner string, e HistoryEvent, shares bool) {
 	if h.byName == nil {
-		h.byName = make(map[string]*lockHistory)
+		h.byName = make(map[histKey]*lockHistory)
 	}
-	lh := h.byName[name]
+	k := histKey{space, name}
+	lh := h.byName[k]
 	if lh == nil {
-		lh = &lockHistory{name: name}
-		h.byName[name] = lh
+		lh = &lockHistory{name: name, space: space}
+		h.byName[k] = lh
 		if shares {
 			h.own(lh, owner)
 		}
@@ -332,7 +345,7 @@ func (h *history) add(name, owner string, e HistoryEvent, shares bool) {
 // drop forgets history lh.
 func (h *history) drop(lh *lockHistory) {
 	h.unlink(lh)
-	delete(h.byName, lh.name)
+	delete(h.byName, lh.key())
 	if o := lh.owner; o != nil {
 		h.unlinkOwned(lh)
 		h.byEviction.Delete(o)
@@ -417,7 +430,7 @@ func (s *state) record(name string, who *lease, e HistoryEvent) {
 		if who != nil {
 			owner = who.creator
 		}
-		s.hist.add(name, owner, e, s.version >= 5)
+		s.hist.add(SpaceLock, name, owner, e, s.version >= 5)
 	}
 	s.notify(Event{Kind: EventHistory, Name: name, Index: e.Index, History: e})
 }
@@ -469,7 +482,24 @@ func (s *state) recordIn(space Space, name string, who *lease, e HistoryEvent) {
 		return // nobody keeps or reads it
 	}
 	e.Index, e.Time = s.applied, s.time
+	if keep {
+		owner := ""
+		if who != nil {
+			owner = who.creator
+		}
+		s.hist.add(space, name, owner, e, true)
+	}
 	s.notify(Event{Kind: EventHistory, Space: space, Name: name, Index: e.Index, History: e})
+}
+
+// knownSpace reports whether space is a primitive's namespace.
+func knownSpace(space Space) bool {
+	for i := range primitives {
+		if primitives[i].space == space {
+			return true
+		}
+	}
+	return false
 }
 
 // recorded reports whether an event of space at this entry would be kept or observed, so
@@ -544,10 +574,14 @@ func (s *state) recordWaitEndIn(space Space, name string, w *waiter, l *lease) {
 }
 
 // History returns the newest events of lock name, oldest first (nil when it has none).
-func (f *FSM) History(name string) []HistoryEvent {
+func (f *FSM) History(name string) []HistoryEvent { return f.HistoryOf(SpaceLock, name) }
+
+// HistoryOf returns the newest events of name in space, oldest first (nil when it has
+// none): a lock's from version 2, a semaphore's or an election's from version 7.
+func (f *FSM) HistoryOf(space Space, name string) []HistoryEvent {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	lh := f.s.hist.byName[name]
+	lh := f.s.hist.byName[histKey{space, name}]
 	if lh == nil {
 		return nil
 	}
@@ -563,11 +597,15 @@ func (f *FSM) HistoryCount() int {
 
 // encodeHistory writes the histories (format 2 on, the lock's first part of the snapshot)
 // in activity order, least recent first; each event is written in full so that the
-// encoding is canonical.
+// encoding is canonical. From version 7 each history says its namespace (a byte, after
+// its name): versions before it hold the locks' only, and write what they wrote.
 func (s *state) encodeHistory(e *snapEncoder) {
 	e.buf = binary.AppendUvarint(e.buf, uint64(s.hist.len()))
 	for lh := s.hist.oldest; lh != nil; lh = lh.next {
 		buf := appendString(e.buf, lh.name)
+		if s.version >= primHistorySince {
+			buf = append(buf, byte(lh.space))
+		}
 		if s.version >= 5 {
 			buf = appendString(buf, lh.owner.id)
 		}
@@ -614,6 +652,10 @@ func (s *state) decodeHistory(d *decoder) error {
 	var newest uint64 // the newest index of the previous lock: activity order
 	for i := uint64(0); i < n && d.err == nil; i++ {
 		name := d.string()
+		space := SpaceLock
+		if s.version >= primHistorySince {
+			space = Space(d.byte())
+		}
 		var owner string
 		if s.version >= 5 {
 			owner = d.string()
@@ -622,10 +664,10 @@ func (s *state) decodeHistory(d *decoder) error {
 		if d.err != nil {
 			break
 		}
-		if name == "" || m == 0 || m > HistoryLen || s.hist.byName[name] != nil {
-			return badSnapshot("history of lock %q: %d events or duplicate", name, m)
+		if name == "" || m == 0 || m > HistoryLen || s.hist.byName[histKey{space, name}] != nil || !knownSpace(space) {
+			return badSnapshot("history of %s %q: %d events, duplicate, or no such primitive", space, name, m)
 		}
-		lh := &lockHistory{name: name, events: make([]HistoryEvent, 0, m)}
+		lh := &lockHistory{name: name, space: space, events: make([]HistoryEvent, 0, m)}
 		last := uint64(0)
 		for j := uint64(0); j < m && d.err == nil; j++ {
 			e := HistoryEvent{Kind: HistoryKind(d.byte())}
@@ -643,7 +685,7 @@ func (s *state) decodeHistory(d *decoder) error {
 			if d.err == nil && e.Kind < historyKindEnd && historyKinds[e.Kind].since > s.version {
 				return badSnapshot("history of lock %q: a version %d event at version %d", name, historyKinds[e.Kind].since, s.version)
 			}
-			if d.err == nil && (e.Kind >= historyKindEnd || historyKinds[e.Kind].kind == 0 || q > 1 || e.Index < last) {
+			if d.err == nil && (e.Kind >= historyKindEnd || historyKinds[e.Kind].kind == 0 || historyKinds[e.Kind].space != space || q > 1 || e.Index < last) {
 				return badSnapshot("history of lock %q: bad event", name)
 			}
 			last = e.Index
@@ -654,9 +696,9 @@ func (s *state) decodeHistory(d *decoder) error {
 		}
 		newest = last
 		if s.hist.byName == nil {
-			s.hist.byName = make(map[string]*lockHistory)
+			s.hist.byName = make(map[histKey]*lockHistory)
 		}
-		s.hist.byName[name] = lh
+		s.hist.byName[lh.key()] = lh
 		s.hist.pushNewest(lh)
 		if s.version >= 5 {
 			s.hist.own(lh, owner)

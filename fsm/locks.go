@@ -371,7 +371,7 @@ func (s *state) releaseGrant(index uint64, name string, lk *lock, id LeaseID) {
 	}
 	lk.rw().readers.remove(id)
 	if l := s.leases[id]; l != nil {
-		s.gave(l, l.held, name)
+		s.gaveLock(l, name)
 	}
 	lk.modify = index
 	if lk.ro().readers.len() > 0 {
@@ -387,7 +387,7 @@ func (s *state) releaseGrant(index uint64, name string, lk *lock, id LeaseID) {
 // in the same entry: the new grant's token is this entry's index.
 func (s *state) releaseExclusive(index uint64, name string, lk *lock) {
 	if old := s.leases[lk.holder]; old != nil {
-		s.gave(old, old.held, name)
+		s.gaveLock(old, name)
 	}
 	s.handOver(index, name, lk)
 }
@@ -550,6 +550,9 @@ type LockView struct {
 	// Queue is the first waiters in queue order with their owners and times, when the
 	// read asked for them (LockQueue, an overview with a queue); nil otherwise.
 	Queue []Waiting
+	// Sets are the lockset groups its holders' grants belong to, in holder order: a grant
+	// made by a lockset, with every lock the group still holds (version 7).
+	Sets []LockSetView
 }
 
 func (s *state) view(name string) LockView {
@@ -578,6 +581,13 @@ func (s *state) view(name string) LockView {
 	}
 	if s.version >= 6 {
 		s.withoutEnded(&v)
+	}
+	if s.version >= 7 {
+		for _, h := range v.Holders {
+			if sv := s.setOf(name, h.Lease, h.Token); sv != nil {
+				v.Sets = append(v.Sets, *sv)
+			}
+		}
 	}
 	return v
 }

@@ -83,7 +83,7 @@ func (f *FSM) Overview(prefix, after string, limit int, soon int64, queue int) O
 			if l := f.s.leases[d.Holder]; l != nil {
 				d.TTL, d.Deadline = l.ttl, l.deadline
 			}
-			if lh := f.s.hist.byName[n]; lh != nil {
+			if lh := f.s.hist.byName[histKey{SpaceLock, n}]; lh != nil {
 				evs := lh.ordered()
 				for i := len(evs) - 1; i >= 0; i-- {
 					if evs[i].Kind == HistoryGranted && evs[i].Token == d.Token {

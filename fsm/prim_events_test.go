@@ -1,6 +1,8 @@
 package fsm
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
 	"slices"
 	"testing"
@@ -95,5 +97,68 @@ func TestHistory_SemaphoreAndElectionEvents(t *testing.T) {
 				t.Fatalf("%d histories kept at version %d", f.HistoryCount(), v)
 			}
 		})
+	}
+}
+
+// From version 7 a semaphore's and an election's events are kept in their own histories
+// (HistoryOf), apart from a lock's of the same name, in snapshots, and within the one
+// bound of histories; before it, none is kept.
+func TestHistory_SemaphoresAndElectionsKeptFromVersion7(t *testing.T) {
+	f, index := atVersion(t, 6)
+	a, b := LeaseID{1}, LeaseID{2}
+	v3apply(t, f, index, Command{Type: TypeSemAcquire, Now: 10, Lease: a, NewLease: true, TTL: 60_000, Name: "n", Limit: 2, Owner: "A"}, StatusOK)
+	if h := f.HistoryOf(SpaceSemaphore, "n"); h != nil {
+		t.Fatalf("a semaphore history at version 6: %+v", h)
+	}
+	v3apply(t, f, index, Command{Type: TypeSetVersion, Now: 10, Version: 7}, StatusOK)
+	v3apply(t, f, index, Command{Type: TypeSemAcquire, Now: 10, Lease: b, NewLease: true, TTL: 60_000, Name: "n", Limit: 2, Owner: "B"}, StatusOK)
+	tokB := *index
+	v3apply(t, f, index, Command{Type: TypeSemRelease, Now: 10, Lease: b, Name: "n", Token: tokB}, StatusOK)
+	v3apply(t, f, index, Command{Type: TypeCampaign, Now: 10, Lease: a, Name: "n", Owner: "A", Value: "v"}, StatusOK)
+	v3apply(t, f, index, Command{Type: TypeAcquire, Now: 10, Lease: a, Name: "n", Owner: "A"}, StatusOK)
+	kinds := func(space Space) (out []string) {
+		for _, e := range f.HistoryOf(space, "n") {
+			out = append(out, e.Kind.String())
+		}
+		return out
+	}
+	if got := kinds(SpaceSemaphore); !slices.Equal(got, []string{"permit_granted", "permit_released"}) {
+		t.Fatalf("the semaphore's history: %q", got)
+	}
+	if got := kinds(SpaceElection); !slices.Equal(got, []string{"elected"}) {
+		t.Fatalf("the election's history: %q", got)
+	}
+	if got := kinds(SpaceLock); !slices.Equal(got, []string{"granted"}) || f.History("n")[0].Kind != HistoryGranted {
+		t.Fatalf("the lock's history: %q", got)
+	}
+	if e := f.HistoryOf(SpaceSemaphore, "n")[0]; e.Token != tokB || e.Owner != "B" || e.Lease != LeaseFingerprint(b) {
+		t.Fatalf("the permit's grant: %+v", e)
+	}
+	snap := f.SnapshotBytes()
+	r := New(nil)
+	if err := r.Restore(nopReader(snap)); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(r.SnapshotBytes(), snap) || len(r.HistoryOf(SpaceElection, "n")) != 1 || r.HistoryCount() != 3 {
+		t.Fatalf("restored: %d histories", r.HistoryCount())
+	}
+	// A semaphore's history holding a lock's kind is refused.
+	f.mu.Lock()
+	lh := f.s.hist.byName[histKey{SpaceSemaphore, "n"}]
+	lh.events[0].Kind = HistoryGranted
+	bad := f.s.encode()
+	lh.events[0].Kind = HistoryPermitGranted
+	f.mu.Unlock()
+	if err := New(nil).Restore(nopReader(bad)); !errors.Is(err, ErrBadSnapshot) {
+		t.Fatalf("a lock's kind in a semaphore's history: %v", err)
+	}
+	// One bound for every history: at two, a new history evicts the least recently
+	// active, whatever its primitive (version 5's shares: one identity here).
+	f.mu.Lock()
+	f.s.hist.maxLocks = 2
+	f.mu.Unlock()
+	v3apply(t, f, index, Command{Type: TypeCampaign, Now: 10, Lease: b, Name: "other", Owner: "B", Value: "v"}, StatusOK)
+	if f.HistoryCount() != 2 || f.HistoryOf(SpaceSemaphore, "n") != nil || f.HistoryOf(SpaceElection, "other") == nil {
+		t.Fatalf("after a history past the bound: %d, semaphore n %v", f.HistoryCount(), f.HistoryOf(SpaceSemaphore, "n"))
 	}
 }

@@ -114,6 +114,7 @@ func init() {
 				{since: 2, order: 1, enc: (*state).encodeShared, dec: (*state).decodeShared},
 				{since: 3, order: 0, enc: (*state).encodeHolds, dec: (*state).decodeHolds},
 				{since: 3, order: 1, enc: (*state).encodeLockSets, dec: (*state).decodeLockSets},
+				{since: 7, order: 0, enc: (*state).encodeHeldSets, dec: (*state).decodeHeldSets},
 			},
 		},
 		{

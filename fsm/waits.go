@@ -182,7 +182,7 @@ func (f *FSM) Refusals(prefix string, limit, scan int) []Refusal {
 	defer f.mu.RUnlock()
 	var out []Refusal
 	for lh := f.s.hist.newest; lh != nil && scan > 0 && len(out) < limit; lh, scan = lh.prev, scan-1 {
-		if !strings.HasPrefix(lh.name, prefix) {
+		if lh.space != SpaceLock || !strings.HasPrefix(lh.name, prefix) {
 			continue
 		}
 		for i := len(lh.events) - 1; i >= 0 && len(out) < limit; i-- {

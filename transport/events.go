@@ -82,16 +82,27 @@ next:
 	return out, nil
 }
 
-// history answers GET /v1/history/{name...}: the lock's newest events, read like a
-// lock's status (linearizable unless ?stale).
+// history answers GET /v1/history/{name...}?kind=K: the newest events of the lock (or,
+// with kind, the semaphore or election) name, read like its status (linearizable unless
+// ?stale). A semaphore's or election's history is kept from protocol version 7.
 func (h eventRoutes) history(w http.ResponseWriter, r *http.Request) (call, error) {
 	if h.events == nil {
 		return call{}, errNoHistories
 	}
 	name := r.PathValue("name")
 	q := r.URL.Query()
-	err := knownQuery(q, "stale")
+	err := knownQuery(q, "stale", "kind")
 	var stale bool
+	space := cluster.SpaceLock
+	if err == nil && q.Has("kind") {
+		var spaces []cluster.Space
+		if spaces, err = parseKinds(q.Get("kind")); err == nil && len(spaces) != 1 {
+			err = api.Errorf(api.CodeInvalidArgument, "query parameter kind=%q must be one of lock, semaphore, election", q.Get("kind"))
+		}
+		if err == nil {
+			space = spaces[0]
+		}
+	}
 	if e := api.ValidateName(name); err == nil && e != nil {
 		err = e // (a nil *api.Error must not become a non-nil error)
 	}
@@ -102,7 +113,7 @@ func (h eventRoutes) history(w http.ResponseWriter, r *http.Request) (call, erro
 		return call{}, err
 	}
 	return call{need: accessRead, name: name, do: func(ctx context.Context) (any, error) {
-		evs, now, err := h.events.History(ctx, name, stale)
+		evs, now, err := h.events.HistoryOf(ctx, space, name, stale)
 		if err != nil {
 			return nil, err
 		}

@@ -174,11 +174,14 @@ func statusCall[V any](r *http.Request, kind string, status func(ctx context.Con
 }
 
 func (h lockRoutes) status(w http.ResponseWriter, r *http.Request) (call, error) {
-	return statusCall(r, "lock", h.locks.Status, func(v cluster.LockView) any { return lockStatus(v) })
+	return statusCall(r, "lock", h.locks.Status, func(v cluster.LockView) any { return lockStatus(v, h.auth.reader(r)) })
 }
 
-func lockStatus(v cluster.LockView) api.LockStatus {
+// lockStatus is a lock's view as the API answers it to a caller that may read the names
+// canRead accepts: a lockset group names only those (lockSetsFor).
+func lockStatus(v cluster.LockView, canRead func(string) bool) api.LockStatus {
 	out := api.LockStatus{Name: v.Name, Held: v.Held, Token: v.Token, Owner: v.Owner, Holders: holders(v.Holders), Waiters: len(v.Waiters), ModifyIndex: v.ModifyIndex}
+	lockSetsFor(out.Holders, v.Holders, v.Sets, canRead)
 	switch {
 	case v.Shared:
 		out.Mode = api.ModeShared
@@ -189,6 +192,27 @@ func lockStatus(v cluster.LockView) api.LockStatus {
 	out.LockDelayRemainingMs, out.MaxHoldRemainingMs = v.DelayRemaining, v.MaxHoldRemaining
 	out.Queue = waiters(v.Queue, true)
 	return out
+}
+
+// lockSetsFor gives each holder out[i] (of hs[i]) whose grant was made by a lockset the
+// names of its group (protocol version 7) that canRead accepts, and counts the others: a
+// lockset may span prefixes, and its other names are not the caller's to see.
+func lockSetsFor(out []api.Holder, hs []cluster.Holding, sets []cluster.LockSetView, canRead func(string) bool) {
+	for _, sv := range sets {
+		for i, h := range hs {
+			if h.Lease != sv.Lease || h.Token != sv.Token {
+				continue
+			}
+			out[i].LockSet = []string{}
+			for _, n := range sv.Names {
+				if canRead(n) {
+					out[i].LockSet = append(out[i].LockSet, n)
+				} else {
+					out[i].LockSetHidden++
+				}
+			}
+		}
+	}
 }
 
 func (h lockRoutes) list(w http.ResponseWriter, r *http.Request) (call, error) {
@@ -226,7 +250,7 @@ func (h lockRoutes) list(w http.ResponseWriter, r *http.Request) (call, error) {
 		}
 		out := api.LockList{Locks: make([]api.LockStatus, 0, len(views)), Truncated: truncated}
 		for _, v := range views {
-			out.Locks = append(out.Locks, lockStatus(v))
+			out.Locks = append(out.Locks, lockStatus(v, canRead))
 		}
 		if truncated {
 			out.Next = views[len(views)-1].Name

@@ -159,7 +159,7 @@ func (h overviewRoutes) overview(w http.ResponseWriter, r *http.Request) (call, 
 			out.Leases = api.LeaseSummary{SoonMs: oq.soon.Milliseconds(), Withheld: true}
 		}
 		for _, d := range details {
-			ld := api.LockDetail{LockStatus: lockStatus(d.LockView), LeaseFingerprint: d.Lease.String(), TTLMs: d.TTL, TTLLeftMs: max(d.Deadline-o.Time, 0)}
+			ld := api.LockDetail{LockStatus: lockStatus(d.LockView, canRead), LeaseFingerprint: d.Lease.String(), TTLMs: d.TTL, TTLLeftMs: max(d.Deadline-o.Time, 0)}
 			if d.Granted >= 0 {
 				granted, age := d.Granted, o.Time-d.Granted
 				ld.GrantedMs, ld.AgeMs = &granted, &age

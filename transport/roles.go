@@ -178,9 +178,9 @@ type EventSource interface {
 	Subscribe(prefix string, from uint64, spaces ...cluster.Space) (*cluster.Subscription, error)
 	// Subscribers returns the number of event stream subscribers.
 	Subscribers() int
-	// History returns a lock's recorded events and the cluster time of the read,
-	// linearizably unless stale.
-	History(ctx context.Context, name string, stale bool) ([]cluster.HistoryEvent, time.Duration, error)
+	// HistoryOf returns the recorded events of name in space (a lock's, a semaphore's or
+	// an election's) and the cluster time of the read, linearizably unless stale.
+	HistoryOf(ctx context.Context, space cluster.Space, name string, stale bool) ([]cluster.HistoryEvent, time.Duration, error)
 	// Overview reads a page of the held locks under prefix, each with its first queue
 	// waiters, and the lease counts (leases expiring within soon) from this node's
 	// applied state.

@@ -181,6 +181,49 @@ func TestDashboard_OperatorsView(t *testing.T) {
 			t.Fatalf("the page's cycle %q lacks step %+v of the API's %+v", cycle, st, r.Cycle)
 		}
 	}
+	// The lockset, as one group (protocol version 7): its locks, token, owner and lease as
+	// the API's status reads give them.
+	var tx api.LockStatus
+	call(t, "GET", base+"/v1/locks/transfer/x", "", &tx)
+	if len(tx.Holders) != 1 || !slices.Equal(tx.Holders[0].LockSet, []string{"transfer/x", "transfer/y"}) || tx.Token != sc.set.Locks[0].Token {
+		t.Fatalf("the API's transfer/x: %+v", tx)
+	}
+	groupJS := `document.querySelector('#groups li[data-names="transfer/x,transfer/y"]')`
+	s.poll("the lockset as one group", `!!`+groupJS, panelWait)
+	if got := eval[string](s, groupJS+`.dataset.token + '/' + `+groupJS+`.dataset.owner + '/' + `+groupJS+`.dataset.fingerprint + '/' + `+groupJS+`.dataset.mode`); got != fmt.Sprintf("%d/%s/%s/exclusive", tx.Token, tx.Holders[0].Owner, tx.Holders[0].LeaseFingerprint) {
+		t.Fatalf("the page's group %q, the API's %+v", got, tx.Holders[0])
+	}
+	if n := eval[int](s, `document.querySelectorAll('#locks tbody tr .set-badge').length`); n != 2 {
+		t.Fatalf("%d lock rows say they are one lock of a lockset, want 2", n)
+	}
+
+	// A semaphore's history, opened by a click on its row, as the API gives it; and an
+	// election's.
+	for _, c := range []struct{ table, kind, name string }{{"sems", "semaphore", "db/pool"}, {"elections", "election", "scheduler"}} {
+		var h api.History
+		call(t, "GET", base+"/v1/history/"+c.name+"?kind="+c.kind, "", &h)
+		if len(h.Events) == 0 {
+			t.Fatalf("the API's history of %s %s is empty", c.kind, c.name)
+		}
+		var apiKinds []string
+		for _, e := range h.Events {
+			apiKinds = append(apiKinds, fmt.Sprintf("%s/%d", e.Kind, e.Index))
+		}
+		slices.Reverse(apiKinds) // the page lists the newest first
+		s.step("clicking the "+c.kind, 10*time.Second, chromedp.Click(chromedp.CSS(`#`+c.table+` tbody tr[data-name="`+c.name+`"]`)))
+		s.poll("the "+c.kind+"'s history", `document.getElementById('history-name').textContent === `+jsQuote(c.name)+` && document.getElementById('history-kind').textContent === `+jsQuote(c.kind)+
+			` && document.querySelectorAll('#history li').length === `+strconv.Itoa(len(h.Events)), panelWait)
+		if got := eval[[]string](s, `[...document.querySelectorAll('#history li')].map(li => li.dataset.kind + '/' + li.dataset.index)`); !slices.Equal(got, apiKinds) {
+			t.Fatalf("the page's history of %s %s: %q, the API's %q", c.kind, c.name, got, apiKinds)
+		}
+		if c.kind == "semaphore" {
+			s.shot("1b-semaphore-history.png")
+			if n := eval[int](s, `document.querySelectorAll('#timeline rect.grant').length`); n != 2 {
+				t.Fatalf("the semaphore's timeline has %d bars, want one a permit (2)", n)
+			}
+		}
+	}
+
 	// Use per identity: with ACLs off every lease is one identity's, beside the cluster's.
 	var usage api.UsageList
 	call(t, "GET", base+"/v1/usage?all", "", &usage)
@@ -298,7 +341,7 @@ func writeReadmeShot(s *session) error {
 	}
 	ctx, cancel := context.WithTimeout(s.ctx, 20*time.Second)
 	defer cancel()
-	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(90))
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100)) // 100: PNG
 	if err != nil {
 		return err
 	}

@@ -310,6 +310,11 @@ function applyOverview(o, members) {
       // the lock from every waiter (both on cluster time; absent when none runs).
       holdEnd: l.max_hold_remaining_ms ? o.cluster_time_ms + l.max_hold_remaining_ms : null,
       delayUntil: l.lock_delay_remaining_ms ? o.cluster_time_ms + l.lock_delay_remaining_ms : null,
+      // Protocol version 7: the lockset groups its holders' grants belong to (one commit,
+      // one token), as the API names them.
+      sets: (l.holders || []).filter((h) => h.lockset).map((h) => ({
+        names: h.lockset, hidden: h.lockset_hidden || 0, token: h.token, owner: h.owner || '', fingerprint: h.lease_fingerprint || '', mode: l.mode || 'exclusive',
+      })),
     });
   }
   for (const [name, have] of state.locks) {
@@ -419,7 +424,7 @@ function renderLocks() {
       el('td', { class: 'name' }, name),
       el('td', {}, l.owner || '–'),
       el('td', { class: 'num mono' }, l.token),
-      el('td', {}, l.mode || 'exclusive'),
+      modeCell(l),
       el('td', { class: 'num' }, l.deadline == null || now == null ? '–' : duration(l.deadline - now)),
       queueCell(l.waiters, l.queue || [], now),
       el('td', { class: 'num' }, l.granted == null || now == null ? '–' : duration(now - l.granted)),
@@ -429,11 +434,12 @@ function renderLocks() {
     );
     if (l.seen != null) tr.setAttribute('data-seen-ms', String(l.seen));
     if (l.freshUntil && l.freshUntil > performance.now()) tr.classList.add('fresh');
-    if (state.selected && state.selected.kind === 'lock' && name === state.selected.name) tr.classList.add('selected');
+    if (isSelected('lock', name)) tr.classList.add('selected');
     tr.addEventListener('click', () => select('lock', name));
     rows.push(tr);
   }
   tbody.replaceChildren(...rows);
+  renderGroups(names);
   $('locks-empty').classList.toggle('hidden', rows.length > 0);
   $('lock-count').textContent = rows.length + (state.page.truncated || state.after ? '+' : '');
   // Paging: what the page shows and what it leaves out.
@@ -447,6 +453,39 @@ function renderLocks() {
   $('locks-next').disabled = !state.page.truncated;
   $('locks-prev').disabled = !state.after;
   $('locks-pager').classList.toggle('hidden', !state.after && !state.page.truncated);
+}
+
+function isSelected(kind, name) {
+  return !!state.selected && state.selected.kind === kind && state.selected.name === name;
+}
+
+// modeCell shows a lock's mode and, for a grant made by a lockset, that it is one lock of
+// a group (the group is listed whole above the table).
+function modeCell(l) {
+  const td = el('td', {}, l.mode || 'exclusive');
+  for (const g of l.sets || []) {
+    td.append(el('span', { class: 'set-badge', title: 'granted with ' + g.names.join(', ') + (g.hidden ? ' and ' + g.hidden + ' lock(s) you may not read' : '') + ' in one commit, token ' + g.token },
+      'lockset of ' + (g.names.length + g.hidden)));
+  }
+  return td;
+}
+
+// renderGroups lists the lockset groups of the locks shown, each once: its locks, owner,
+// lease, token (one commit) and mode.
+function renderGroups(names) {
+  const seen = new Map();
+  for (const name of names) {
+    for (const g of state.locks.get(name).sets || []) {
+      const key = g.fingerprint + '/' + g.token;
+      if (!seen.has(key)) seen.set(key, g);
+    }
+  }
+  const items = [...seen.values()].map((g) => el('li', { 'data-names': g.names.join(','), 'data-token': g.token, 'data-owner': g.owner, 'data-fingerprint': g.fingerprint, 'data-mode': g.mode },
+    el('b', {}, leaseLabel(g.owner, g.fingerprint)), ' holds ',
+    el('span', { class: 'name' }, g.names.join(' + ')), g.hidden ? ' (and ' + g.hidden + ' lock(s) you may not read)' : '',
+    ' as one lockset: one commit, token ' + g.token + ', ' + g.mode));
+  $('groups').replaceChildren(...items);
+  $('groups').classList.toggle('hidden', items.length === 0);
 }
 
 function renderSems() {
@@ -466,6 +505,8 @@ function renderSems() {
       permits,
       queueCell(s.waiters, s.queue, now));
     if (s.seen != null) tr.setAttribute('data-seen-ms', String(s.seen));
+    if (isSelected('semaphore', name)) tr.classList.add('selected');
+    tr.addEventListener('click', () => select('semaphore', name));
     rows.push(tr);
   }
   $('sems').querySelector('tbody').replaceChildren(...rows);
@@ -486,6 +527,8 @@ function renderElections() {
       el('td', { class: 'num mono', title: 'the term of office: the index of the entry that elected this leader, its fencing token' }, e.elected ? e.token : '–'),
       queueCell(e.candidates, e.queue, now));
     if (e.seen != null) tr.setAttribute('data-seen-ms', String(e.seen));
+    if (isSelected('election', name)) tr.classList.add('selected');
+    tr.addEventListener('click', () => select('election', name));
     rows.push(tr);
   }
   $('elections').querySelector('tbody').replaceChildren(...rows);
@@ -769,7 +812,7 @@ function onLockEvent(ev, index, seen) {
         waiters: have && ev.from_queue ? Math.max(have.waiters - 1, 0) : (have ? have.waiters : 0),
         queue: have ? have.queue.filter((w) => w.lease_fingerprint !== ev.lease_fingerprint) : [],
         modify_index: index, fingerprint: ev.lease_fingerprint || '', deadline: null,
-        granted: ev.time_ms, seen, freshUntil: performance.now() + 1500, holdEnd: null, delayUntil: null,
+        granted: ev.time_ms, seen, freshUntil: performance.now() + 1500, holdEnd: null, delayUntil: null, sets: [],
       });
       break;
     case 'released':
@@ -874,6 +917,8 @@ async function select(kind, name) {
   $('history-note').textContent = '(loading…)';
   state.historyError = null;
   renderLocks();
+  renderSems();
+  renderElections();
   try {
     // ?stale: this node's own applied state, so the history opens during an election too.
     const h = await getJSON('/v1/history/' + namePath(name) + '?stale' + (kind === 'lock' ? '' : '&kind=' + kind), 1);
@@ -923,7 +968,7 @@ function renderHistory() {
 
 // renderTimeline draws each grant as a bar from its grant to its end (or to now), and
 // each end by expiry or revoke as a red mark, over the span of the recorded history. A
-// semaphore's permits overlap: each gets its own bar, by token.
+// semaphore's permits overlap: each bar takes the first lane free at its start.
 function renderTimeline() {
   const svg = $('timeline');
   const ns = 'http://www.w3.org/2000/svg';
@@ -934,45 +979,52 @@ function renderTimeline() {
   const start = evs[0].time_ms;
   const end = Math.max(now, evs[evs.length - 1].time_ms, start + 1);
   const x = (t) => ((t - start) / (end - start)) * 980 + 10;
-  const open = new Map(); // token -> its grant event
-  const bar = (from, to, current, title) => {
-    const r = document.createElementNS(ns, 'rect');
-    r.setAttribute('class', 'grant' + (current ? ' current' : ''));
-    r.setAttribute('x', x(from));
-    r.setAttribute('y', 8);
-    r.setAttribute('width', Math.max(x(to) - x(from), 2));
-    r.setAttribute('height', 24);
-    const t = document.createElementNS(ns, 'title');
-    t.textContent = title;
-    r.append(t);
-    svg.append(r);
+  const bars = []; // {from, to, current, title, lane}
+  const marks = [];
+  const open = new Map(); // token -> {ev, lane}
+  const lanes = []; // lanes[i]: the token in lane i, or null when free
+  const close = (tok, to, current) => {
+    const g = open.get(tok);
+    bars.push({ from: g.ev.time_ms, to, current, lane: g.lane, title: (state.selected && state.selected.kind === 'election' ? 'term ' : 'token ') + tok + ' ' + (g.ev.owner || '') + (current ? ' (held)' : '') });
+    lanes[g.lane] = null;
+    open.delete(tok);
   };
-  const exclusive = state.selected && state.selected.kind !== 'semaphore';
   for (const ev of evs) {
     if (GRANTED.includes(ev.kind)) {
-      if (exclusive && state.selected.kind === 'election') {
-        for (const [tok, g] of open) bar(g.time_ms, ev.time_ms, false, 'term ' + tok + ' ' + (g.owner || ''));
-        open.clear();
-      }
-      open.set(ev.token, ev);
+      if (state.selected && state.selected.kind !== 'semaphore') for (const tok of [...open.keys()]) close(tok, ev.time_ms, false);
+      let lane = lanes.indexOf(null);
+      if (lane < 0) lane = lanes.push(null) - 1;
+      lanes[lane] = ev.token;
+      open.set(ev.token, { ev, lane });
     } else if (ENDED.includes(ev.kind)) {
-      const g = open.get(ev.token);
-      if (g) {
-        bar(g.time_ms, ev.time_ms, false, 'token ' + g.token + ' ' + (g.owner || ''));
-        open.delete(ev.token);
-      }
-      if (!/released|resigned/.test(ev.kind)) {
-        const l = document.createElementNS(ns, 'line');
-        l.setAttribute('class', 'end');
-        l.setAttribute('x1', x(ev.time_ms));
-        l.setAttribute('x2', x(ev.time_ms));
-        l.setAttribute('y1', 2);
-        l.setAttribute('y2', 38);
-        svg.append(l);
-      }
+      if (open.has(ev.token)) close(ev.token, ev.time_ms, false);
+      if (!/released|resigned/.test(ev.kind)) marks.push(ev.time_ms);
     }
   }
-  for (const g of open.values()) bar(g.time_ms, end, true, 'token ' + g.token + ' ' + (g.owner || '') + ' (held)');
+  for (const tok of [...open.keys()]) close(tok, end, true);
+  const n = Math.max(lanes.length, 1);
+  const h = 32 / n;
+  for (const b of bars) {
+    const r = document.createElementNS(ns, 'rect');
+    r.setAttribute('class', 'grant' + (b.current ? ' current' : ''));
+    r.setAttribute('x', x(b.from));
+    r.setAttribute('y', 4 + b.lane * h);
+    r.setAttribute('width', Math.max(x(b.to) - x(b.from), 2));
+    r.setAttribute('height', Math.max(h - 2, 2));
+    const t = document.createElementNS(ns, 'title');
+    t.textContent = b.title;
+    r.append(t);
+    svg.append(r);
+  }
+  for (const m of marks) {
+    const l = document.createElementNS(ns, 'line');
+    l.setAttribute('class', 'end');
+    l.setAttribute('x1', x(m));
+    l.setAttribute('x2', x(m));
+    l.setAttribute('y1', 2);
+    l.setAttribute('y2', 38);
+    svg.append(l);
+  }
 }
 
 // ---- use per identity ------------------------------------------------------------------
