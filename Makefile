@@ -5,7 +5,7 @@ BIN      := bin/raftlock
 PKGS     := ./...
 FUZZTIME ?= 5s
 
-.PHONY: all build run test loaded-test test-short test-clients fuzz verify mutants bench budget demo clean fmt vet
+.PHONY: all build run test loaded-test test-short test-clients fuzz verify mutants bench budget demo clean fmt vet screenshot
 
 all: build
 
@@ -81,6 +81,14 @@ mutants:
 ## bench: raftlock beside etcd, ZooKeeper and Redis on this machine (about 17 min; BENCHFLAGS=--quick for about 2)
 bench:
 	scripts/bench.sh $(BENCHFLAGS)
+
+## screenshot: the README's picture of the dashboard (docs/dashboard.png): the operator's scene of
+## test/browser.TestDashboard_OperatorsView (three serve processes, a lock with a waiter, a lockset,
+## a semaphore, an election, a refused deadlock) in headless Chromium (scripts/ci-chromium.sh finds or
+## installs it); about a minute. No test writes into the tree otherwise.
+screenshot:
+	RAFTLOCK_CHROMIUM="$${RAFTLOCK_CHROMIUM:-$$(scripts/ci-chromium.sh)}" RAFTLOCK_README_SHOT=$(CURDIR)/docs/dashboard.png \
+	  $(GO) test -count=1 -run '^TestDashboard_OperatorsView$$' ./test/browser/
 
 ## budget: where one commit's time goes, stage by stage, beside each stage's floor (about 20 s)
 budget:

@@ -2,7 +2,6 @@ package browser
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -81,33 +80,29 @@ func TestDashboard_ACLReadToken(t *testing.T) {
 	s.shot("2-with-read-token.png")
 
 	// Use per identity: the read token sees its own use only, as GET /v1/usage answers it.
-	var own api.Usage
-	if err := (rawhttp.Client{Token: ro.SecretID}).Get(base+"/v1/usage", &own); err != nil {
-		t.Fatal(err)
-	}
-	s.poll("the token's own use", `(() => { const r = document.querySelectorAll('#usage tbody tr'); return r.length === 1 && r[0].dataset.identity === `+jsQuote(own.Identity)+`; })()`, panelWait)
-	if got := usageShown(s, own.Identity); got != useText(own) {
-		t.Fatalf("the page shows the read token's use as %q, the API %q", got, useText(own))
-	}
+	waitUsageAgrees(t, s, func() []api.Usage {
+		var own api.Usage
+		if err := (rawhttp.Client{Token: ro.SecretID}).Get(base+"/v1/usage", &own); err != nil {
+			t.Fatal(err)
+		}
+		return []api.Usage{own}
+	})
 
 	// An admin token sees every identity's use against its quotas, and the cluster's.
 	s.step("entering the management token", 10*time.Second,
 		chromedp.Click(chromedp.CSS("#token-button")),
 		chromedp.SendKeys(chromedp.CSS("#token-input"), m),
 		chromedp.Click(chromedp.CSS("#token-save")))
-	var all api.UsageList
-	if err := admin.Get(base+"/v1/usage?all", &all); err != nil {
-		t.Fatal(err)
-	}
-	if len(all.Identities) == 0 {
-		t.Fatalf("GET /v1/usage?all: %+v", all)
-	}
-	s.poll("every identity's use", `document.querySelectorAll('#usage tbody tr[data-identity]').length === `+strconv.Itoa(len(all.Identities)+1), panelWait)
-	for _, u := range append(all.Identities, all.Cluster) {
-		if got := usageShown(s, u.Identity); got != useText(u) {
-			t.Fatalf("the page shows %s's use as %q, the API %q", u.Identity, got, useText(u))
+	waitUsageAgrees(t, s, func() []api.Usage {
+		var all api.UsageList
+		if err := admin.Get(base+"/v1/usage?all", &all); err != nil {
+			t.Fatal(err)
 		}
-	}
+		if len(all.Identities) == 0 {
+			t.Fatalf("GET /v1/usage?all: %+v", all)
+		}
+		return append(all.Identities, all.Cluster)
+	})
 	s.shot("3-usage-admin.png")
 	if strings.Contains(eval[string](s, `document.documentElement.outerHTML + document.getElementById('token-input').value`), ro.SecretID) {
 		t.Fatal("the token is on the page")

@@ -612,8 +612,9 @@ function renderWaitsGraph() {
     // An arrowhead of two short strokes (plain elements, nothing but the page's own).
     const ang = Math.atan2(dy, dx);
     for (const s of [-0.45, 0.45]) mk('line', { x1: ex, y1: ey, x2: ex - 8 * Math.cos(ang + s), y2: ey - 8 * Math.sin(ang + s), class: cls });
-    // The lock's name nearer the waiter, so that two crossing edges keep theirs apart.
-    mk('text', { x: a.x + (ex - a.x) * 0.3, y: a.y + (ey - a.y) * 0.3 - 3, class: 'edge', 'text-anchor': 'middle' }, e.lock);
+    // The lock's name beside the arrow, nearer the waiter, so that two crossing edges
+    // keep theirs apart and the names of the nodes stay clear.
+    mk('text', { x: a.x + (ex - a.x) * 0.45 - (dy / len) * 9, y: a.y + (ey - a.y) * 0.45 + (dx / len) * 9, class: 'edge', 'text-anchor': 'middle' }, e.lock);
   }
   for (const id of ids) {
     const p = pos.get(id);
