@@ -14,8 +14,9 @@ import (
 // older ones are overwritten.
 const HistoryLen = 32
 
-// HistoryLocks bounds how many locks have a history at once, so a stream of distinct lock
-// names costs at most HistoryLocks × HistoryLen events. Past it one history is dropped:
+// HistoryLocks bounds how many locks (and, from protocol version 7, semaphores and
+// elections: one bound for all) have a history at once, so a stream of distinct names costs
+// at most HistoryLocks × HistoryLen events. Past it one history is dropped:
 //
 //   - before protocol version 5, that of the lock least recently active (the one whose
 //     newest event is oldest, ties broken by the order in which the log touched them);

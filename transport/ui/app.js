@@ -83,6 +83,7 @@ const state = {
   metricsPrev: null,
   series: { grants: [], handovers: [], p99: [], renews: [] },
   needToken: false,
+  renderTimer: null,
 };
 
 const $ = (id) => document.getElementById(id);
@@ -797,9 +798,20 @@ function onEntry(entry) {
       state.clusterTime = { ms: ev.time_ms, at: performance.now() };
     }
   }
-  renderLocks();
-  renderSems();
-  renderElections();
+  scheduleRender();
+}
+
+// scheduleRender redraws the tables once for all the entries that arrive within 50 ms: a
+// busy stream (thousands of entries a second) costs a redraw at most 20 times a second,
+// not one per entry.
+function scheduleRender() {
+  if (state.renderTimer) return;
+  state.renderTimer = setTimeout(() => {
+    state.renderTimer = null;
+    renderLocks();
+    renderSems();
+    renderElections();
+  }, 50);
 }
 
 function onLockEvent(ev, index, seen) {
