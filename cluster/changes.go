@@ -57,10 +57,15 @@ func newChanges() *changes {
 	return &changes{ring: make([]change, changeRing), watches: map[*prefixWatch]struct{}{}}
 }
 
-// observe takes the state machine's events: a change of a name goes into the ring and
-// wakes the watches it matches; a restore may have changed anything, so it wakes them all
-// and starts the ring anew.
+// observe takes the state machine's events: a change of a name (or a refusal of the
+// deadlock detector on it) goes into the ring and wakes the watches it matches; a restore
+// may have changed anything, so it wakes them all and starts the ring anew.
 func (c *changes) observe(e fsm.Event) {
+	// A refused deadlock changes no lock, but what the overview shows of it (its recent
+	// refusals): it counts as a change of the lock asked for.
+	if e.Kind == fsm.EventHistory && e.History.Kind == fsm.HistoryDeadlock {
+		e.Kind = fsm.EventLockChanged
+	}
 	switch e.Kind {
 	case fsm.EventLockChanged:
 		c.mu.Lock()

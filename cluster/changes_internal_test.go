@@ -44,7 +44,18 @@ func TestChanges_PrefixWatch(t *testing.T) {
 		t.Fatal("a change of jobs/b at 7 did not fire the watch")
 	}
 	cancel()
-	ch, cancel = c.watch("", 7)
+	// A refusal of the deadlock detector wakes it too (the overview lists refusals).
+	ch, cancel = c.watch("jobs/", 7)
+	c.observe(fsm.Event{Kind: fsm.EventHistory, Name: "jobs/c", Index: 8, History: fsm.HistoryEvent{Kind: fsm.HistoryGranted}})
+	if fired(ch) {
+		t.Fatal("a history event other than a refusal fired the watch")
+	}
+	c.observe(fsm.Event{Kind: fsm.EventHistory, Name: "jobs/c", Index: 8, History: fsm.HistoryEvent{Kind: fsm.HistoryDeadlock}})
+	if !fired(ch) {
+		t.Fatal("a refusal on jobs/c did not fire the watch")
+	}
+	cancel()
+	ch, cancel = c.watch("", 8)
 	cancel()
 	if c.count() != 0 || fired(ch) {
 		t.Fatal("a cancelled watch stays")
