@@ -176,16 +176,32 @@ type ACLStore interface {
 // EventSource serves what this node applied: the event stream, lock histories and the
 // dashboard's overview.
 type EventSource interface {
-	// Subscribe starts this node's stream of lock events under prefix at index from.
-	Subscribe(prefix string, from uint64) (*cluster.Subscription, error)
+	// Subscribe starts this node's stream of the events of spaces (none: locks) under
+	// prefix at index from.
+	Subscribe(prefix string, from uint64, spaces ...cluster.Space) (*cluster.Subscription, error)
 	// Subscribers returns the number of event stream subscribers.
 	Subscribers() int
-	// History returns a lock's recorded events and the cluster time of the read,
-	// linearizably unless stale.
-	History(ctx context.Context, name string, stale bool) ([]cluster.HistoryEvent, time.Duration, error)
-	// Overview reads a page of the held locks under prefix and the lease counts (leases
-	// expiring within soon) from this node's applied state.
-	Overview(prefix, after string, limit int, soon time.Duration) cluster.Overview
+	// HistoryOf returns the recorded events of name in space (a lock's, a semaphore's or
+	// an election's) and the cluster time of the read, linearizably unless stale.
+	HistoryOf(ctx context.Context, space cluster.Space, name string, stale bool) ([]cluster.HistoryEvent, time.Duration, error)
+	// Overview reads a page of the held locks under prefix, each with its first queue
+	// waiters, and the lease counts (leases expiring within soon) from this node's
+	// applied state.
+	Overview(prefix, after string, limit int, soon time.Duration, queue int) cluster.Overview
+	// WaitsFor reads the wait-for edges of a page of the locks with waiters under
+	// prefix (at most perLock edges each) from this node's applied state.
+	WaitsFor(prefix, after string, limit, perLock int) ([]cluster.LockWaits, bool)
+	// Refusals reads the newest refusals of the deadlock detector on locks under prefix
+	// from this node's lock histories.
+	Refusals(prefix string, limit int) []cluster.Refusal
+	// Semaphores and Elections read a page of those in use under prefix, each with its
+	// first queue waiters, from this node's applied state.
+	Semaphores(prefix, after string, limit, queue int) ([]cluster.SemaphoreView, bool)
+	Elections(prefix, after string, limit, queue int) ([]cluster.ElectionView, bool)
+	// WaitChange waits until a name under prefix changes in an entry after index after,
+	// the leader changes (or is not leader, unless that is cluster.LeaderUnknown), or
+	// wait passes (the blocking form of the overview).
+	WaitChange(ctx context.Context, prefix string, after uint64, leader string, wait time.Duration) error
 	// Watches returns the number of registered blocking-query watches.
 	Watches() int
 }
