@@ -43,7 +43,7 @@ import (
 //     is dead to every command from the entry that ends it; a revoke and a token's deletion
 //     mark, and the sweep ends. Snapshot format 5: format 4 with a flags byte per lease
 //     (revoked) and the tokens whose leases are being revoked.
-//   - 7: what the operator's view needs kept (issue 46): a lockset granted whole in one
+//   - 7: what the operator's view needs kept (the dashboard): a lockset granted whole in one
 //     entry is kept as one group in the state (locksets.go: its token, mode and the locks
 //     its lease still holds with it), where matching grants on token and lease would be
 //     ambiguous; and the histories of semaphores and elections (history.go: their own

@@ -20,7 +20,7 @@ import (
 	"github.com/raftlock/raftlock/test/testkit"
 )
 
-// scene is the operator's incident of issue 46, made through the API of one node: a lock
+// scene is the operator's incident, made through the API of one node: a lock
 // with one waiter, a two-lock lockset with a maximum hold, a semaphore db/pool of limit 3
 // with two permits taken, an election scheduler with a leader, and a deadlock refused
 // between two owners.
@@ -99,7 +99,7 @@ func pageCells(s *session, id, name string) []string {
 }
 
 // TestDashboard_OperatorsView opens the dashboard of three `raftlock serve` processes on
-// a follower, makes the operator's scene of issue 46 through the API, and checks each
+// a follower, makes the operator's scene through the API, and checks each
 // panel against the API's own answers: the semaphore with its two permits (owner, token,
 // lease fingerprint), the election with its leader (owner, fingerprint, value, term), the
 // lock's waiter by owner, the wait-for edges, and the refused cycle. It then counts what
