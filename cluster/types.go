@@ -40,8 +40,11 @@ type (
 	// AccessRead up (AccessDeny sits below it, so a check "at least read" refuses it).
 	Access = fsm.Access
 	// CycleStep is one step of a deadlock's wait-for cycle: the lease (by fingerprint)
-	// that waits for a lock.
+	// that waits for a lock, and the lease it waits for there.
 	CycleStep = fsm.CycleStep
+	// RecordedCycle is a refused wait's cycle as a lock's history keeps it: its steps
+	// from protocol version 8, its text before.
+	RecordedCycle = fsm.RecordedCycle
 	// Fingerprint names a lease in histories and cycles without giving away its ID.
 	Fingerprint = fsm.Fingerprint
 	// LockDetail is a held lock as the dashboard's overview lists it.

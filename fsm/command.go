@@ -578,24 +578,14 @@ func (c *Command) decodeAcquire(d *decoder) {
 // appendOptions appends what version 3 adds to a request for a lock: the mode byte, the
 // maximum hold and the lock delay.
 func (c *Command) appendOptions(buf []byte) []byte {
-	if c.Shared {
-		buf = append(buf, 1)
-	} else {
-		buf = append(buf, 0)
-	}
+	buf = appendBool(buf, c.Shared)
 	buf = binary.AppendUvarint(buf, uint64(c.MaxHold))
 	return binary.AppendUvarint(buf, uint64(c.LockDelay))
 }
 
 // decodeOptions reads what appendOptions wrote.
 func (c *Command) decodeOptions(d *decoder) {
-	switch d.byte() {
-	case 0:
-	case 1:
-		c.Shared = true
-	default:
-		d.fail(ErrCorruptCommand)
-	}
+	c.Shared = d.bool()
 	c.MaxHold = d.int64()
 	c.LockDelay = d.int64()
 }
@@ -610,6 +600,14 @@ func appendQuotas(buf []byte, q Quotas) []byte {
 // quotas reads what appendQuotas wrote.
 func (d *decoder) quotas() Quotas {
 	return Quotas{MaxLeases: d.uvarint(), MaxLocks: d.uvarint(), MaxWaiters: d.uvarint()}
+}
+
+// appendBool appends a flag as one byte, 1 or 0.
+func appendBool(buf []byte, b bool) []byte {
+	if b {
+		return append(buf, 1)
+	}
+	return append(buf, 0)
 }
 
 func appendString(buf []byte, s string) []byte {
@@ -661,6 +659,18 @@ func (d *decoder) byte() byte {
 	v := d.b[0]
 	d.b = d.b[1:]
 	return v
+}
+
+// bool reads what appendBool wrote, refusing any byte but 0 and 1.
+func (d *decoder) bool() bool {
+	switch d.byte() {
+	case 0:
+		return false
+	case 1:
+		return true
+	}
+	d.fail(ErrCorruptCommand)
+	return false
 }
 
 func (d *decoder) uvarint() uint64 {

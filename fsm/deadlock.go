@@ -34,11 +34,41 @@ import (
 // which TestDeadlock_Model checks against a brute-force release simulation.
 
 // CycleStep is one step of a wait-for cycle: the lease with fingerprint Lease waits for
-// lock Lock. The next step's lease (the first step's after the last) is the one it waits
-// for there: the lock's holder or a request queued ahead of it.
+// lock Lock, and there for the lease with fingerprint Holder, which holds the lock (Holds)
+// or asked for it ahead of Lease's request, under the owner label HolderOwner (that grant's
+// or that request's). Holder is the next step's Lease (the first step's after the last).
+// From protocol version 8 a lock's history keeps the steps as these fields (cycleSince).
 type CycleStep struct {
-	Lease Fingerprint
-	Lock  string
+	Lease       Fingerprint
+	Lock        string
+	Holder      Fingerprint
+	HolderOwner string
+	Holds       bool
+}
+
+// cycleSince is the protocol version from which a refusal's history event keeps the cycle
+// as steps (RecordedCycle.Steps); before it, as DescribeCycle's text.
+const cycleSince = 8
+
+// RecordedCycle is the cycle of a refused request as its lock's history keeps it
+// (HistoryDeadlock): its steps, from protocol version 8; or, for a refusal recorded
+// before, only the text DescribeCycle wrote of them, which cannot be read back into steps
+// without ambiguity (a lock name may contain the text's separators), so nothing does.
+type RecordedCycle struct {
+	Steps []CycleStep
+	Text  string
+}
+
+// String is the cycle as the API and the history show it: DescribeCycle of the steps, or
+// the text of a refusal recorded before version 8.
+func (c *RecordedCycle) String() string {
+	if c == nil {
+		return ""
+	}
+	if c.Steps != nil {
+		return DescribeCycle(c.Steps)
+	}
+	return c.Text
 }
 
 // DescribeCycle writes a cycle as the API and the history show it:
@@ -208,19 +238,38 @@ func (s *state) findCycle(l *lease, names []string, shared bool) []CycleStep {
 	if !found {
 		return nil
 	}
-	// Walk back from the hop that reached the requester to the requester's own request.
+	// Walk back from the hop that reached the requester to the requester's own request:
+	// each hop's node waits, for its lock, for the node the hop reached.
 	var rev []CycleStep
+	to := root
 	for hop := foundHop; ; hop = via[hop.from] {
-		rev = append(rev, CycleStep{Lease: LeaseFingerprint(hop.from.id), Lock: hop.name})
+		st := CycleStep{Lease: LeaseFingerprint(hop.from.id), Lock: hop.name, Holder: LeaseFingerprint(to.id)}
+		st.HolderOwner, st.Holds = s.blockerOn(hop.name, to)
+		rev = append(rev, st)
 		if hop.from == root {
 			break
 		}
+		to = hop.from
 	}
 	cycle := make([]CycleStep, len(rev))
 	for i := range rev {
 		cycle[i] = rev[len(rev)-1-i]
 	}
 	return cycle
+}
+
+// blockerOn returns how node n stands in the way on lock name, for a cycle's step: the
+// owner of its grant there (holds), or of its request queued there.
+func (s *state) blockerOn(name string, n dlNode) (owner string, holds bool) {
+	if lk := s.locks[name]; lk != nil && n.set == nil {
+		if _, owner, ok := lk.grantOf(n.id); ok {
+			return owner, true
+		}
+	}
+	if l := s.leases[n.id]; l != nil && l.waiting[name] != nil {
+		return l.waiting[name].owner, false
+	}
+	return "", false
 }
 
 // refuseDeadlock refuses request c of lease l (nil when c creates it) for lock lk, which
@@ -246,9 +295,13 @@ func (s *state) refuseCycle(c *Command, l *lease, names []string, shared bool, r
 		return false
 	}
 	r.Status, r.Cycle = StatusDeadlock, cycle
-	detail := DescribeCycle(cycle)
+	// Until the cluster runs version 8 every node keeps the text, as older code does.
+	kept := &RecordedCycle{Steps: cycle}
+	if s.version < cycleSince {
+		kept = &RecordedCycle{Text: DescribeCycle(cycle)}
+	}
 	for _, name := range names {
-		s.record(name, l, HistoryEvent{Kind: HistoryDeadlock, Lease: l.fingerprint(), Owner: c.Owner, Detail: detail})
+		s.record(name, l, HistoryEvent{Kind: HistoryDeadlock, Lease: l.fingerprint(), Owner: c.Owner, Cycle: kept})
 	}
 	return true
 }

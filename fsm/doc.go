@@ -52,7 +52,8 @@
 //	locksets.go        locksets (version 3), and the waiting sets' part of the snapshot;
 //	                   lockset groups (version 7) and their part of the snapshot
 //	maxhold.go         maximum holds and lock delays, and their part of the snapshot
-//	deadlock.go        the wait-for cycle check (version 3)
+//	deadlock.go        the wait-for cycle check (version 3), and the cycle a refusal
+//	                   keeps as steps (version 8)
 //	semaphores.go      counting semaphores: state, commands, hooks, snapshot parts
 //	elections.go       leader elections: state, commands, hooks, snapshot parts
 //	queue.go           the FIFO wait queue that every primitive uses

@@ -523,6 +523,47 @@ func (x *exSearch) restore(data []byte, path []uint8) *FSM {
 	return f
 }
 
+// exCheckCycle checks the cycle of request c, refused at index (StatusDeadlock), against
+// the state before the entry (parent) and the history after it (f): the first step is the
+// request, for a lock it names; each step's Holder is the next step's lease, and holds the
+// step's lock under HolderOwner (Holds) or asked for it under HolderOwner ahead of the
+// step's lease (the request itself: anywhere in the queue); and the lock of the first
+// step, one the request would have waited for, keeps these steps in its history at index
+// (version 8), as does every other lock named whose history has the refusal.
+func exCheckCycle(t *testing.T, where func() string, index uint64, c *Command, cycle []CycleStep, parent, f *FSM) {
+	t.Helper()
+	names := c.Names
+	if c.Type != TypeLockSet {
+		names = []string{c.Name}
+	}
+	if len(cycle) == 0 || cycle[0].Lease != LeaseFingerprint(c.Lease) || !slices.Contains(names, cycle[0].Lock) {
+		t.Fatalf("%s: %s refused with the cycle %+v", where(), c.Type, cycle)
+	}
+	for i, st := range cycle {
+		v := parent.LockQueue(st.Lock, -1)
+		pos := len(v.Queue) // the request is behind everything queued
+		if i > 0 {
+			pos = slices.IndexFunc(v.Queue, func(w Waiting) bool { return LeaseFingerprint(w.Lease) == st.Lease })
+		}
+		blocks := false
+		if st.Holds {
+			blocks = slices.ContainsFunc(v.Holders, func(h Holding) bool { return LeaseFingerprint(h.Lease) == st.Holder && h.Owner == st.HolderOwner })
+		} else if pos >= 0 {
+			blocks = slices.ContainsFunc(v.Queue[:pos], func(w Waiting) bool { return LeaseFingerprint(w.Lease) == st.Holder && w.Owner == st.HolderOwner })
+		}
+		if pos < 0 || !blocks || st.Holder != cycle[(i+1)%len(cycle)].Lease {
+			t.Fatalf("%s: step %d of the cycle %+v is no wait of the state before: lock %+v", where(), i, cycle, v)
+		}
+	}
+	for _, name := range names {
+		h := f.History(name)
+		refused := len(h) > 0 && h[len(h)-1].Kind == HistoryDeadlock && h[len(h)-1].Index == index
+		if (refused || name == cycle[0].Lock) && !(refused && slices.Equal(h[len(h)-1].Cycle.Steps, cycle)) {
+			t.Fatalf("%s: the history of %q does not end with the refusal's cycle %+v: %+v", where(), name, cycle, h)
+		}
+	}
+}
+
 // grants lists every grant of f's primitives as space/name/lease → token.
 func exGrants(f *FSM) map[string]uint64 {
 	out := map[string]uint64{}
@@ -608,7 +649,7 @@ func (x *exSearch) replay(path []uint8) (live, persisted []byte) {
 // check compares the state an entry made with the model (m, the parent's, which it
 // advances) and checks the invariants of the transition from the parent (its time and
 // grants) at index.
-func (x *exSearch) check(path []uint8, index uint64, c *Command, got *Result, f *FSM, m *pmodel, parentTime int64, parentGrants map[string]uint64) {
+func (x *exSearch) check(path []uint8, index uint64, c *Command, got *Result, f, parent *FSM, m *pmodel, parentTime int64, parentGrants map[string]uint64) {
 	t := x.t
 	t.Helper()
 	want, token := m.apply(index, c)
@@ -621,6 +662,9 @@ func (x *exSearch) check(path []uint8, index uint64, c *Command, got *Result, f 
 	}
 	if c.Type == TypeLockSet && (want == StatusOK || want == StatusQueued) && !slices.Equal(got.Tokens, m.tokens) {
 		t.Fatalf("%s: %s: tokens %v, model %v", where(), c.Type, got.Tokens, m.tokens)
+	}
+	if got.Status == StatusDeadlock {
+		exCheckCycle(t, where, index, c, got.Cycle, parent, f)
 	}
 	x.outcomes[c.Type.String()+" "+got.Status.String()]++
 	if f.Time() < parentTime {
@@ -805,7 +849,7 @@ func (x *exSearch) expand(n exNode, next map[[32]byte]bool, found *[]exNode) {
 		x.events = x.events[:0]
 		c := act.cmd(m)
 		got := f.ApplyCommand(index, &c)
-		x.check(child, index, &c, got, f, m.clone(), parentTime, parentGrants)
+		x.check(child, index, &c, got, f, parent, m.clone(), parentTime, parentGrants)
 		key := sha256.Sum256(f.SnapshotBytes())
 		if next[key] {
 			continue

@@ -319,6 +319,7 @@ func FuzzRestore(f *testing.F) {
 	f.Add(s.SnapshotBytes())                        // format 2, with limits, node versions and ACLs
 	f.Add(primsState(&testing.T{}).SnapshotBytes()) // format 2, with every primitive in use
 	f.Add(v3Sample(f, 600).SnapshotBytes())         // version 3: reserved and delayed locks, holds, waiting sets
+	f.Add(refusedAt(f, 8).SnapshotBytes())          // version 8: a refusal's cycle kept as its steps
 	f.Fuzz(func(t *testing.T, data []byte) {
 		g := New(nil)
 		if err := g.Restore(io.NopCloser(bytes.NewReader(data))); err != nil {

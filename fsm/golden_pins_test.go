@@ -240,7 +240,11 @@ func snapshotPinLog(version uint64, steps int) [][]byte {
 		f.ApplyCommand(index, &c)
 		log = append(log, c.Encode(nil))
 	}
-	add(Command{Type: TypeSetVersion, Now: 1, Version: version})
+	first := version
+	if version >= 8 {
+		first = 7 // a refusal kept as text at version 7 first (below)
+	}
+	add(Command{Type: TypeSetVersion, Now: 1, Version: first})
 	add(Command{Type: TypeACLBootstrap, Now: 2, ACL: ACLCommand{Accessor: "acc-mgmt", SecretHash: hash}})
 	add(Command{Type: TypeACLSetPolicy, Now: 3, ACL: ACLCommand{Policy: "jobs", Rules: []ACLRule{{Prefix: "jobs/", Access: AccessLock}}}})
 	add(Command{Type: TypeACLSetToken, Now: 4, ACL: ACLCommand{Accessor: "acc-1", SecretHash: hash, Policies: []string{"jobs"}}})
@@ -267,6 +271,28 @@ func snapshotPinLog(version uint64, steps int) [][]byte {
 		}
 		add(Command{Type: TypeCreateLease, Now: 8, Lease: LeaseID{0xEE, 15: 2}, TTL: 1 << 30, Creator: "acc-1"})
 		add(Command{Type: TypeCreateLease, Now: 8, Lease: LeaseID{0xEE, 15: 3}, TTL: 1 << 30, Creator: "acc-1"})
+	}
+	if version >= 8 {
+		// A deadlock's refusal at version 7, kept as text, then version 8, and the same
+		// refusal on names that hold the text's separators, kept as steps. The leases are
+		// revoked after each, so that the random commands below have the quotas.
+		refuse := func(x, y string, ids ...LeaseID) {
+			for i, id := range ids {
+				add(Command{Type: TypeCreateLease, Now: 8, Lease: id, TTL: 1 << 30})
+				add(Command{Type: TypeAcquire, Now: 8, Lease: id, Name: []string{x, y}[i], Owner: fmt.Sprint("d", i)})
+			}
+			add(Command{Type: TypeAcquire, Now: 8, Lease: ids[0], Name: y, Wait: 1 << 20, Owner: "d0"})
+			add(Command{Type: TypeAcquire, Now: 8, Lease: ids[1], Name: x, Wait: 1 << 20, Owner: "d1"})
+			if h := f.History(x); len(h) == 0 || h[len(h)-1].Kind != HistoryDeadlock {
+				panic("the pinned log's deadlock was not refused")
+			}
+			for _, id := range ids {
+				add(Command{Type: TypeRevoke, Now: 8, Lease: id})
+			}
+		}
+		refuse("d/1", "d/2", LeaseID{0xDD, 15: 1}, LeaseID{0xDD, 15: 2})
+		add(Command{Type: TypeSetVersion, Now: 8, Version: version})
+		refuse("d/3), which waits for lock d/4", "d/4 (held", LeaseID{0xDD, 15: 3}, LeaseID{0xDD, 15: 4})
 	}
 	if version >= 6 {
 		// A revoke and a token's deletion that the budget of 3 carries over entries, just
@@ -306,6 +332,23 @@ func snapshotPinLog(version uint64, steps int) [][]byte {
 		add(c)
 	}
 	return log
+}
+
+// pinnedCycles counts the deadlock refusals in f's histories kept as text (before version
+// 8) and as steps.
+func pinnedCycles(f *FSM) (text, steps int) {
+	for lh := f.s.hist.oldest; lh != nil; lh = lh.next {
+		for _, e := range lh.events {
+			switch {
+			case e.Kind != HistoryDeadlock:
+			case e.Cycle.Steps != nil:
+				steps++
+			default:
+				text++
+			}
+		}
+	}
+	return text, steps
 }
 
 // pinSweepBudget is the sweep's budget of the state machines that make and read the pins:
@@ -358,13 +401,13 @@ func splitEntries(t *testing.T, b []byte) [][]byte {
 	return log
 }
 
-// TestPins_SnapshotsOfEveryVersion: the pinned log of each protocol version (2 to 7; 1
+// TestPins_SnapshotsOfEveryVersion: the pinned log of each protocol version (2 to 8; 1
 // is TestSnapshot_V1MatchesOriginalCode's) applied to a fresh state machine gives the
 // pinned snapshots, byte for byte, every 100 entries; and each pinned snapshot restores to
 // a state whose snapshot is the same bytes. -update-pins writes the pins of a version that
 // has none yet, never those that exist.
 func TestPins_SnapshotsOfEveryVersion(t *testing.T) {
-	for _, v := range []uint64{2, 3, 4, 5, 6, 7} {
+	for _, v := range []uint64{2, 3, 4, 5, 6, 7, 8} {
 		logPath := fmt.Sprintf("testdata/log-v%d.golden", v)
 		snapPath := fmt.Sprintf("testdata/snapshots-v%d.golden", v)
 		if _, err := os.Stat(logPath); *updatePins && os.IsNotExist(err) {
@@ -388,7 +431,7 @@ func TestPins_SnapshotsOfEveryVersion(t *testing.T) {
 		if !bytes.Equal(got, want) {
 			t.Fatalf("version %d: the snapshots of the pinned log differ from the pins (%d vs %d bytes)", v, len(got), len(want))
 		}
-		for rest := want; len(rest) > 0; {
+		for i, rest := 0, want; len(rest) > 0; i++ {
 			n, k := binary.Uvarint(rest)
 			snap := rest[k : k+int(n)]
 			rest = rest[k+int(n):]
@@ -398,6 +441,9 @@ func TestPins_SnapshotsOfEveryVersion(t *testing.T) {
 			}
 			if again := f.SnapshotBytes(); !bytes.Equal(again, snap) {
 				t.Fatalf("version %d: a restored pinned snapshot snapshots to other bytes", v)
+			}
+			if text, steps := pinnedCycles(f); v >= 8 && i == 0 && (text == 0 || steps == 0) {
+				t.Fatalf("version %d: the first pinned snapshot holds %d refusals kept as text and %d as steps, want both", v, text, steps)
 			}
 		}
 	}

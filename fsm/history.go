@@ -50,7 +50,7 @@ const (
 	// HistoryWaitLeaseEnded: a waiter's lease expired or was revoked while it waited.
 	HistoryWaitLeaseEnded
 	// HistoryDeadlock: a waiting request of lease Lease was refused because it would
-	// close a wait-for cycle, described in Detail (version 3).
+	// close a wait-for cycle, kept in Cycle (version 3; as steps from version 8).
 	HistoryDeadlock
 	// HistoryMaxHold: the grant Token was held for its maximum and ended (version 3).
 	HistoryMaxHold
@@ -196,9 +196,10 @@ type HistoryEvent struct {
 	Deadline int64
 	// Renewed is the lease's last renewal (expired): its deadline minus its TTL.
 	Renewed int64
-	// Detail is the wait-for cycle of a refused request (deadlock_refused), written as
-	// DescribeCycle does.
-	Detail string
+	// Cycle is the wait-for cycle of a refused request (deadlock_refused; nil for every
+	// other kind): its steps from protocol version 8, the text DescribeCycle wrote of them
+	// before. Events share it: it is never changed.
+	Cycle *RecordedCycle
 }
 
 // lockHistory is the ring of the newest events of one name of a primitive (a lock, or
@@ -613,21 +614,18 @@ func (s *state) encodeHistory(e *snapEncoder) {
 		buf = binary.AppendUvarint(buf, uint64(len(lh.events)))
 		// Oldest first without the copy ordered() makes: the ring from head, then before it.
 		for i := range lh.events {
-			buf = appendHistoryEvent(buf, &lh.events[(lh.head+i)%len(lh.events)])
+			buf = appendHistoryEvent(buf, &lh.events[(lh.head+i)%len(lh.events)], s.version)
 		}
 		e.buf = buf
 		e.spill()
 	}
 }
 
-// appendHistoryEvent appends one event of a lock's history.
-func appendHistoryEvent(buf []byte, e *HistoryEvent) []byte {
+// appendHistoryEvent appends one event of a history, as a state at protocol version
+// version writes it.
+func appendHistoryEvent(buf []byte, e *HistoryEvent, version uint64) []byte {
 	buf = append(buf, byte(e.Kind))
-	if e.FromQueue {
-		buf = append(buf, 1)
-	} else {
-		buf = append(buf, 0)
-	}
+	buf = appendBool(buf, e.FromQueue)
 	buf = append(buf, e.Lease[:]...)
 	buf = binary.AppendUvarint(buf, e.Index)
 	buf = binary.AppendUvarint(buf, uint64(e.Time))
@@ -637,9 +635,59 @@ func appendHistoryEvent(buf []byte, e *HistoryEvent) []byte {
 	buf = binary.AppendUvarint(buf, uint64(e.Deadline))
 	buf = binary.AppendUvarint(buf, uint64(e.Renewed))
 	if e.Kind == HistoryDeadlock { // a version 3 kind: version 2 bytes are unchanged
-		buf = appendString(buf, e.Detail)
+		buf = appendCycle(buf, e.Cycle, version)
 	}
 	return buf
+}
+
+// appendCycle appends a refusal's cycle: before version 8 its text; from version 8 the
+// count of its steps, then each step's lock, lease, holder's owner and whether the holder
+// holds the lock (the holder is the next step's lease), or, for a refusal recorded before
+// version 8 (no steps), a count of 0 and its text.
+func appendCycle(buf []byte, c *RecordedCycle, version uint64) []byte {
+	if version < cycleSince {
+		return appendString(buf, c.String())
+	}
+	buf = binary.AppendUvarint(buf, uint64(len(c.Steps)))
+	if len(c.Steps) == 0 {
+		return appendString(buf, c.Text)
+	}
+	for _, st := range c.Steps {
+		buf = appendString(buf, st.Lock)
+		buf = append(buf, st.Lease[:]...)
+		buf = appendString(buf, st.HolderOwner)
+		buf = appendBool(buf, st.Holds)
+	}
+	return buf
+}
+
+// cycle reads what appendCycle wrote at version, refusing a step whose lock is no valid
+// name (no encoder writes one).
+func (d *decoder) cycle(version uint64) *RecordedCycle {
+	c := &RecordedCycle{}
+	n := 0
+	if version >= cycleSince {
+		n = d.count(8) // a step takes at least 8 bytes
+	}
+	if n == 0 {
+		c.Text = d.string()
+		return c
+	}
+	c.Steps = make([]CycleStep, n)
+	for i := range c.Steps {
+		st := &c.Steps[i]
+		st.Lock = d.string()
+		d.fixed(st.Lease[:])
+		st.HolderOwner = d.string()
+		st.Holds = d.bool()
+		if d.err == nil && !validName(st.Lock) {
+			d.fail(ErrCorruptCommand)
+		}
+	}
+	for i := range c.Steps {
+		c.Steps[i].Holder = c.Steps[(i+1)%n].Lease
+	}
+	return c
 }
 
 // decodeHistory reads what encodeHistory wrote. Activity order must be by the newest
@@ -681,7 +729,7 @@ func (s *state) decodeHistory(d *decoder) error {
 			e.Owner = d.string()
 			e.Waited, e.Deadline, e.Renewed = d.int64(), d.int64(), d.int64()
 			if e.Kind == HistoryDeadlock {
-				e.Detail = d.string()
+				e.Cycle = d.cycle(s.version)
 			}
 			if d.err == nil && e.Kind < historyKindEnd && historyKinds[e.Kind].since > s.version {
 				return badSnapshot("history of lock %q: a version %d event at version %d", name, historyKinds[e.Kind].since, s.version)

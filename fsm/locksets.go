@@ -475,11 +475,7 @@ func (s *state) encodeHeldSets(e *snapEncoder) {
 	for _, g := range groups {
 		buf = append(buf, g.lease[:]...)
 		buf = binary.AppendUvarint(buf, g.hs.token)
-		if g.hs.shared {
-			buf = append(buf, 1)
-		} else {
-			buf = append(buf, 0)
-		}
+		buf = appendBool(buf, g.hs.shared)
 		buf = appendStrings(buf, g.hs.names)
 		buf = e.spillAt(buf)
 	}
@@ -492,14 +488,7 @@ func (s *state) encodeHeldSets(e *snapEncoder) {
 func (s *state) decodeHeldSets(d *decoder) error {
 	for i, n := 0, d.count(1); i < n && d.err == nil; i++ {
 		id, token := d.leaseID(), d.uvarint()
-		hs := &heldSet{token: token}
-		switch d.byte() {
-		case 0:
-		case 1:
-			hs.shared = true
-		default:
-			d.fail(ErrCorruptCommand)
-		}
+		hs := &heldSet{token: token, shared: d.bool()}
 		hs.names = d.strings()
 		if d.err != nil {
 			break
@@ -579,11 +568,7 @@ func (s *state) encodeLockSets(e *snapEncoder) {
 	buf = binary.AppendUvarint(buf, uint64(len(sets)))
 	for _, set := range sets {
 		buf = append(buf, set.lease[:]...)
-		if set.shared {
-			buf = append(buf, 1)
-		} else {
-			buf = append(buf, 0)
-		}
+		buf = appendBool(buf, set.shared)
 		buf = binary.AppendUvarint(buf, uint64(set.maxHold))
 		buf = binary.AppendUvarint(buf, uint64(set.delay))
 		buf = appendStrings(buf, set.names)
@@ -605,14 +590,7 @@ func (s *state) encodeLockSets(e *snapEncoder) {
 // neither a set to wait for nor a delay. The canonical-form check catches the rest.
 func (s *state) decodeLockSets(d *decoder) error {
 	for i, n := 0, d.count(1); i < n && d.err == nil; i++ {
-		set := &lockSet{lease: d.leaseID()}
-		switch d.byte() {
-		case 0:
-		case 1:
-			set.shared = true
-		default:
-			d.fail(ErrCorruptCommand)
-		}
+		set := &lockSet{lease: d.leaseID(), shared: d.bool()}
 		set.maxHold, set.delay = d.int64(), d.int64()
 		set.names = d.strings()
 		if d.err != nil {

@@ -334,13 +334,7 @@ func (s *state) decodeLeaseFlags(d *decoder, l *lease) {
 	if s.version < 6 {
 		return
 	}
-	switch d.byte() {
-	case 0:
-	case 1:
-		l.revoked = true
-	default:
-		d.fail(ErrCorruptCommand)
-	}
+	l.revoked = d.bool()
 }
 
 // waitsForEnded reports whether the waiter w belongs to a lease that ended (version 6):

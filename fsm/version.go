@@ -49,7 +49,13 @@ import (
 //     ambiguous; and the histories of semaphores and elections (history.go: their own
 //     kinds, sharing the history bound with the locks'). No new command. Snapshot format
 //     6: format 5 with a namespace byte per history and the lockset groups.
-const Version uint64 = 7
+//   - 8: a deadlock's refusal is kept in its lock's history as the cycle's steps (each
+//     step's lock, waiting lease, and the holder's owner label and whether it holds the
+//     lock: deadlock.go, RecordedCycle), where versions 3 to 7 keep DescribeCycle's text,
+//     which names cannot be read back from without ambiguity. No new command. Snapshot
+//     format 7: format 6 with a refusal's cycle as its steps (or, for a refusal recorded
+//     before version 8, a count of 0 and its text).
+const Version uint64 = 8
 
 // Since returns the protocol version that introduced the command type, and 0 for a type
 // this code does not know. A node that speaks an older version reads the type as unknown:
@@ -183,10 +189,16 @@ var snapshotMagicV5 = []byte("RLKS\x05")
 // more: format 5 with what version 7 adds (see Version).
 var snapshotMagicV6 = []byte("RLKS\x06")
 
+// snapshotMagicV7 starts a snapshot in format 7, written once the active version is 8 or
+// more: format 6 with what version 8 adds (see Version).
+var snapshotMagicV7 = []byte("RLKS\x07")
+
 // magic returns the header of this state's snapshot: format 1 while the active version is
 // 1, so that old and new nodes at version 1 write the same bytes, and format 2 after.
 func (s *state) magic() []byte {
 	switch {
+	case s.version >= 8:
+		return snapshotMagicV7
 	case s.version >= 7:
 		return snapshotMagicV6
 	case s.version >= 6:
@@ -241,6 +253,8 @@ func snapshotFormat(data []byte) (uint64, error) {
 		return 5, nil
 	case bytes.HasPrefix(data, snapshotMagicV6):
 		return 6, nil
+	case bytes.HasPrefix(data, snapshotMagicV7):
+		return 7, nil
 	}
 	return 0, badSnapshot("unknown header")
 }

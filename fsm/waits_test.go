@@ -215,7 +215,7 @@ func TestWaits_RefusalsNewestFirst(t *testing.T) {
 	if len(rs) != 3 || rs[0].Index != index || rs[0].Name != "t/x" || rs[1].Name != "u/z" || rs[2].Index != first || rs[2].Owner != "B" {
 		t.Fatalf("refusals %+v", rs)
 	}
-	if !strings.Contains(rs[2].Detail, LeaseFingerprint(a).String()) || rs[2].Lease != LeaseFingerprint(b) {
+	if !strings.Contains(rs[2].Cycle.String(), LeaseFingerprint(a).String()) || rs[2].Lease != LeaseFingerprint(b) {
 		t.Fatalf("refusal %+v", rs[2])
 	}
 	if rs := f.Refusals("t/", 10, 100); len(rs) != 2 || rs[0].Name != "t/x" || rs[1].Name != "t/x" {

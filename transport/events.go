@@ -32,15 +32,12 @@ var streamPing = 15 * time.Second // a variable only so that tests can shorten i
 const streamWriteTimeout = 30 * time.Second
 
 // historyEvent is e as the API shows it to a caller that may read the names may accepts
-// (nil: every name): a refused wait's cycle names only those (detailFor).
+// (nil: every name): a refused wait's cycle names only those (cycleText).
 func historyEvent(name string, e cluster.HistoryEvent, may func(string) bool) api.HistoryEvent {
-	detail := e.Detail
-	if may != nil && detail != "" {
-		detail = detailFor(detail, may)
-	}
 	return api.HistoryEvent{
 		Name: name, Kind: e.Kind.String(), Index: e.Index, TimeMs: e.Time, Token: e.Token, Owner: e.Owner,
-		Lease: e.Lease.String(), FromQueue: e.FromQueue, WaitedMs: e.Waited, DeadlineMs: e.Deadline, RenewedMs: e.Renewed, Detail: detail,
+		Lease: e.Lease.String(), FromQueue: e.FromQueue, WaitedMs: e.Waited, DeadlineMs: e.Deadline, RenewedMs: e.Renewed,
+		Detail: cycleText(e.Cycle, may),
 	}
 }
 

@@ -239,31 +239,18 @@ const refusalsScanned = 4 * api.MaxRefusals
 // refusalsFor turns the deadlock detector's recorded refusals into the API's, for a
 // caller that may read the names canRead accepts (may: nil with ACLs off): refusals on
 // locks it may not read are left out, and the cycle of each shows only what it may read
-// (the same rules as a deadlock error's, cycles.go). This is the one place that reads a
-// refusal's cycle: today it is parsed back from the history's text; a state that keeps
-// cycles as steps would change only this function.
+// (the same rules as a deadlock error's, cycles.go). The cycle is read from the steps the
+// history keeps (protocol version 8); a refusal recorded before has none to show, only
+// its text (cycleText).
 func refusalsFor(rs []cluster.Refusal, canRead, may func(string) bool) []api.Refusal {
 	var out []api.Refusal
 	for _, r := range rs {
 		if !canRead(r.Name) || len(out) == api.MaxRefusals {
 			continue
 		}
-		a := api.Refusal{Lock: r.Name, Index: r.Index, TimeMs: r.Time, Owner: r.Owner, LeaseFingerprint: r.Lease.String(), Cycle: []api.CycleStep{}, Detail: r.Detail}
-		if may != nil {
-			a.Detail = detailFor(r.Detail, may)
-		}
-		cycle, _ := parseCycle(r.Detail)
-		for i, st := range cycle {
-			step := api.CycleStep{LeaseFingerprint: st.Lease.String(), Lock: st.Lock}
-			if n := len(cycle); may != nil && !may(st.Lock) {
-				// As describeCycleFor: a lease still shows when the lock it is queued
-				// ahead on or holds (the previous step's) is readable.
-				step.Lock, step.Hidden = "", true
-				if !may(cycle[(i+n-1)%n].Lock) {
-					step.LeaseFingerprint = ""
-				}
-			}
-			a.Cycle = append(a.Cycle, step)
+		a := api.Refusal{Lock: r.Name, Index: r.Index, TimeMs: r.Time, Owner: r.Owner, LeaseFingerprint: r.Lease.String(), Cycle: []api.CycleStep{}, Detail: cycleText(r.Cycle, may)}
+		if r.Cycle != nil && r.Cycle.Steps != nil {
+			a.Cycle = shownCycle(r.Cycle.Steps, may)
 		}
 		out = append(out, a)
 	}
