@@ -102,7 +102,7 @@ type command struct {
 	name  string // as logs and the API name it (Type.String)
 	since uint64 // the protocol version that introduced it (Type.Since)
 	apply handler
-	// body is its encoding after the type byte and Now: its fields in order (command.go).
+	// body is its encoding after the type byte and Now: its fields in order (codec.go).
 	body []field
 	// lease is how it relates to the lease c.Lease names: whether it carries its caller
 	// or creator as a trailing field (Command.Encode).

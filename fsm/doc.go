@@ -43,7 +43,10 @@
 //	apply.go           the path of one entry: step, decode, apply, and the command registry
 //	primitives.go      the primitive registry: the hooks the shared code calls per primitive
 //	time.go            cluster time: how an entry moves it, and what expires as it moves
-//	command.go         command types and the fields their rows encode
+//	command.go         the command: its type, the Command struct, the core command types
+//	codec.go           a command's encoding: the field vocabulary its row lists, Encode,
+//	                   DecodeCommand, and the byte-level writers
+//	decoder.go         the byte-level reader that commands and snapshots share
 //	result.go          the outcome of one entry (Result, Status)
 //	state.go           the replicated state and its small helpers
 //	lease.go           leases: create, renew, revoke, and what ends with a lease
@@ -89,7 +92,7 @@
 //
 //  1. FSM.Apply (fsm.go) takes the lock and calls applyLocked, which calls step (apply.go),
 //     the one function that applies an entry, to the live state and the shadow alike.
-//  2. step decodes the entry (FSM.decode, then decodeCommand in command.go) and calls
+//  2. step decodes the entry (FSM.decode, then decodeCommand in codec.go) and calls
 //     state.apply.
 //  3. state.apply calls advance (time.go): cluster time moves, then the waits and leases
 //     that have expired by it end, in the fixed order advance documents, each primitive

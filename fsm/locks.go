@@ -23,10 +23,34 @@ import (
 // the first exclusive one are granted in the same entry, each with the entry's index as
 // its token.
 
+// The lock's command types, its locksets' included (locksets.go, maxhold.go). Values are
+// part of the log format: never renumber them.
+const (
+	// TypeAcquire asks for a lock in exclusive mode: granted at once when it is free,
+	// queued for at most Wait when it is not and Wait is set, refused otherwise.
+	TypeAcquire Type = 4
+	// TypeRelease releases the grant Token of lock Name held by Lease (either mode).
+	TypeRelease Type = 5
+	// TypeDequeue takes a lease out of a lock's queue (a waiting client gave up).
+	TypeDequeue Type = 8
+	// TypeAcquireShared asks for a lock in shared mode (since version 2); its body is
+	// TypeAcquire's. Release and Dequeue of a lock serve both modes.
+	TypeAcquireShared Type = 18
+
+	// The lock commands of protocol version 3 (locksets.go, maxhold.go).
+
+	// TypeAcquireEx asks for a lock in either mode (Shared) with a maximum hold (MaxHold)
+	// and a lock delay (LockDelay); its body is TypeAcquire's followed by those three.
+	TypeAcquireEx Type = 25
+	// TypeLockSet asks for every lock of Names at once, in one mode.
+	TypeLockSet Type = 26
+	// TypeLockSetRelease releases every lock of Names, each with its token of Tokens.
+	TypeLockSetRelease Type = 27
+)
+
 // lockCommands are the lock's rows of the command registry (its row in primitives), its
-// locksets' included; their types are in command.go. acquire tells the modes apart by the
-// exact type byte: an AcquireShared that also carries FlagSkippable acquires in exclusive
-// mode, on every node.
+// locksets' included. acquire tells the modes apart by the exact type byte: an
+// AcquireShared that also carries FlagSkippable acquires in exclusive mode, on every node.
 var lockCommands = []command{
 	{typ: TypeAcquire, name: "acquire", since: 1, apply: (*state).acquire, body: []field{fieldAcquire}, lease: leaseCreatesIfNew},
 	{typ: TypeRelease, name: "release", since: 1, apply: (*state).release, body: bodyRelease, lease: leaseUses},
