@@ -40,7 +40,15 @@ func (l *refusingLocks) Acquire(context.Context, cluster.AcquireRequest) (cluste
 // answers with another code fails.
 func TestOutcomes_AnsweredAsCatalogued(t *testing.T) {
 	locks := &refusingLocks{}
-	s, err := transport.NewServer(transport.Config{Services: transport.Services{Routing: leaderRouting{}, Locks: locks}, Logger: hclog.NewNullLogger(), HoldTimeout: -1})
+	s, err := transport.NewServer(transport.Config{Services: transport.Services{
+		Routing: leaderRouting{}, Locks: locks,
+		// The roles the acquire never reaches: present, as a server requires, and empty.
+		Leases: struct{ transport.LeaseService }{}, Semaphores: struct{ transport.SemaphoreService }{},
+		Elections: struct{ transport.ElectionService }{}, Members: struct{ transport.Membership }{},
+		Registrar: struct{ transport.Registrar }{}, Status: struct{ transport.StatusReporter }{},
+		ACL: struct{ transport.ACLStore }{}, Events: struct{ transport.EventSource }{},
+		Backups: struct{ transport.Backups }{}, LockSets: struct{ transport.LockSetService }{},
+	}, Logger: hclog.NewNullLogger(), HoldTimeout: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
