@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -102,8 +103,12 @@ type Server struct {
 	// Config.MaxStreamsPerIdentity).
 	heldByID    *perIdentity
 	streamsByID *perIdentity
-	cancel      context.CancelFunc
-	done        chan struct{}
+	// life guards the registration loop's start and stop: Serve and Shutdown run on
+	// different goroutines (a test stops a node while its Serve is starting).
+	life    sync.Mutex
+	cancel  context.CancelFunc // set by Serve; nil until then
+	stopped bool               // Shutdown ran: a later Serve starts no loop
+	done    chan struct{}
 }
 
 // scheme is the URL scheme other nodes' APIs speak.
@@ -193,12 +198,16 @@ func (s *Server) Handler() http.Handler { return s.http.Handler }
 
 // Serve serves on l and runs the follower registration loop until Shutdown.
 func (s *Server) Serve(l net.Listener) error {
-	ctx, cancel := context.WithCancel(context.Background())
-	s.cancel = cancel
-	go func() {
-		defer close(s.done)
-		s.registerLoop(ctx)
-	}()
+	s.life.Lock()
+	if !s.stopped && s.cancel == nil {
+		ctx, cancel := context.WithCancel(context.Background())
+		s.cancel = cancel
+		go func() {
+			defer close(s.done)
+			s.registerLoop(ctx)
+		}()
+	}
+	s.life.Unlock()
 	var err error
 	if s.cfg.TLS != nil {
 		s.http.TLSConfig = s.cfg.TLS.ServerConfig()
@@ -226,8 +235,12 @@ func (s *Server) ListenAndServe() error {
 // Shutdown stops accepting requests and waits for in-flight ones until ctx ends; waiting
 // acquires still open then are cut off (their clients retry elsewhere).
 func (s *Server) Shutdown(ctx context.Context) error {
-	if s.cancel != nil {
-		s.cancel()
+	s.life.Lock()
+	s.stopped = true
+	cancel := s.cancel
+	s.life.Unlock()
+	if cancel != nil {
+		cancel()
 		<-s.done
 	}
 	err := s.http.Shutdown(ctx)
