@@ -107,7 +107,11 @@ func PrepareRestore(data []byte, newIndex uint64) ([]byte, error) {
 	}
 	s := newState(nil)
 	s.applied, s.freedIndex = newIndex, newIndex
-	s.semFreed, s.elecFreed = newIndex, newIndex
+	for _, p := range primitives {
+		if p.freed != nil {
+			*p.freed(s) = newIndex
+		}
+	}
 	s.time = old.time
 	s.version, s.maxVersion = old.version, old.maxVersion
 	s.limits = old.limits

@@ -21,6 +21,54 @@ const (
 	TypeElectionDequeue Type = 24
 )
 
+// SpaceElection is the elections' namespace (Event.Space, the history's).
+const SpaceElection Space = 2
+
+// StatusElectionHeld: a Campaign without a wait found another lease leading; nothing but
+// time changed. result.go keeps its value for it.
+const StatusElectionHeld Status = 14
+
+// electionStatuses name the election's statuses (its row in primitives).
+var electionStatuses = []statusName{{StatusElectionHeld, "election_held"}}
+
+// ElectionQueue returns the state of election name, as Election does, with its first
+// limit candidates in queue order in Queue, in one reading.
+func (f *FSM) ElectionQueue(name string, limit int) ElectionView {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.s.electionView(name, limit)
+}
+
+// The election's history kinds (history.go numbers the lock's, and keeps 20 to 27 for
+// these).
+const (
+	// The kinds of an election's history (electionHistoryKinds): a lease elected (Token,
+	// the term of office; FromQueue, Waited), the leader resigned, its lease expired or was
+	// revoked, a new value proclaimed by the leader (Token), and a candidacy abandoned,
+	// timed out or ended with its lease.
+	HistoryElected HistoryKind = iota + 20
+	HistoryResigned
+	HistoryLeaderExpired
+	HistoryLeaderRevoked
+	HistoryProclaimed
+	HistoryCandidateAbandoned
+	HistoryCandidateTimedOut
+	HistoryCandidateLeaseEnded
+)
+
+// electionHistoryKinds are the kinds an election's history records (its row in
+// primitives), each standing for the lock kind in as (proclaimed stands for none).
+var electionHistoryKinds = []historyKind{
+	{kind: HistoryElected, name: "elected", since: primHistorySince, as: HistoryGranted},
+	{kind: HistoryResigned, name: "resigned", since: primHistorySince, as: HistoryReleased},
+	{kind: HistoryLeaderExpired, name: "leader_expired", since: primHistorySince, as: HistoryExpired},
+	{kind: HistoryLeaderRevoked, name: "leader_revoked", since: primHistorySince, as: HistoryRevoked},
+	{kind: HistoryProclaimed, name: "proclaimed", since: primHistorySince},
+	{kind: HistoryCandidateAbandoned, name: "candidate_abandoned", since: primHistorySince, as: HistoryWaitAbandoned},
+	{kind: HistoryCandidateTimedOut, name: "candidate_timed_out", since: primHistorySince, as: HistoryWaitTimedOut},
+	{kind: HistoryCandidateLeaseEnded, name: "candidate_lease_ended", since: primHistorySince, as: HistoryWaitLeaseEnded},
+}
+
 // electionCommands are the election's rows of the command registry (its row in
 // primitives).
 var electionCommands = []command{
@@ -74,7 +122,7 @@ func (s *state) dropLeadOf(index uint64, name string, l *lease) {
 
 // leaveCampaignOf takes lease l, which ended, out of the candidates of election name.
 func (s *state) leaveCampaignOf(index uint64, name string, l *lease) {
-	if l.prims != nil && l.prims.campaigns[name] != nil {
+	if l.waitsIn(SpaceElection)[name] != nil {
 		s.hist.waitCause = HistoryWaitLeaseEnded
 		s.leaveCampaign(index, name, l)
 	}
@@ -91,7 +139,7 @@ func electionCount(_ *state, l *lease) int {
 	if l.prims == nil {
 		return 0
 	}
-	return len(l.prims.leads) + len(l.prims.campaigns)
+	return len(l.prims[SpaceElection].grants) + len(l.prims[SpaceElection].waits)
 }
 
 func electionDeadlines(s *state) []*leases.Table { return []*leases.Table{&s.elecWaitExp} }
@@ -123,7 +171,7 @@ func (s *state) campaign(index uint64, c *Command, r *Result) {
 	}
 	var waiting bool
 	if l != nil && l.prims != nil {
-		_, waiting = l.prims.campaigns[c.Name]
+		_, waiting = l.prims[SpaceElection].waits[c.Name]
 	}
 	queueLen := 0
 	if el != nil {
@@ -142,7 +190,7 @@ func (s *state) campaign(index uint64, c *Command, r *Result) {
 			s.elecNames.ReplaceOrInsert(c.Name)
 		}
 		el.leader, el.token, el.owner, el.value, el.modify = l.id, index, c.Owner, c.Value, index
-		s.took(l, &l.usePrims().leads, c.Name)
+		s.took(l, &l.usePrim(SpaceElection).grants, c.Name)
 		s.notify(Event{Kind: EventLockChanged, Space: SpaceElection, Name: c.Name, Index: index})
 		s.recordGrantIn(SpaceElection, c.Name, l, index, c.Owner, nil)
 	case leads:
@@ -155,8 +203,8 @@ func (s *state) campaign(index uint64, c *Command, r *Result) {
 			}
 		}
 	default:
-		p := l.usePrims()
-		w, added := s.enqueue(&el.queue, &p.campaigns, &s.elecWaitExp, c.Name, l, c)
+		p := l.usePrim(SpaceElection)
+		w, added := s.enqueue(&el.queue, &p.waits, &s.elecWaitExp, c.Name, l, c)
 		w.value = c.Value // a re-issued campaign brings its latest value
 		if added {
 			el.modify = index
@@ -187,7 +235,7 @@ func (s *state) resign(index uint64, c *Command, r *Result) {
 func (s *state) dropLeader(index uint64, name string, el *election, who *lease, cause HistoryKind) {
 	s.recordEndIn(SpaceElection, name, el.leader, who, el.token, el.owner, cause)
 	if old := s.leases[el.leader]; old != nil && old.prims != nil {
-		s.gave(old, old.prims.leads, name)
+		s.gave(old, old.prims[SpaceElection].grants, name)
 	}
 	el.leader = LeaseID{}
 	s.electHead(index, name, el)
@@ -215,9 +263,9 @@ func (s *state) electHead(index uint64, name string, el *election) {
 	}
 	el.queue.remove(w)
 	next := s.leases[w.lease]
-	s.unqueued(next, next.prims.campaigns, name)
+	s.unqueued(next, next.prims[SpaceElection].waits, name)
 	s.elecWaitExp.Delete(waitKey(name, w.lease))
-	s.took(next, &next.usePrims().leads, name)
+	s.took(next, &next.usePrim(SpaceElection).grants, name)
 	el.leader, el.token, el.owner, el.value, el.modify = w.lease, index, w.owner, w.value, index
 	s.notify(Event{Kind: EventGranted, Space: SpaceElection, Name: name, Lease: w.lease, Token: index, Owner: w.owner, Value: w.value, Index: index})
 	s.recordGrantIn(SpaceElection, name, next, index, w.owner, w)
@@ -237,7 +285,7 @@ func (s *state) electionDequeue(index uint64, c *Command, r *Result) {
 			return
 		}
 		s.hist.waitCause = HistoryWaitAbandoned
-		s.giveUp(index, c.Name, c.Lease, campaigns, (*state).leaveCampaign)
+		s.giveUp(index, c.Name, c.Lease, SpaceElection, (*state).leaveCampaign)
 	}
 	r.Status = StatusNotHolder
 }
@@ -246,8 +294,8 @@ func (s *state) electionDequeue(index uint64, c *Command, r *Result) {
 // waitCause.
 func (s *state) leaveCampaign(index uint64, name string, l *lease) {
 	el := s.elections[name]
-	s.recordWaitEndIn(SpaceElection, name, l.prims.campaigns[name], l)
-	s.unqueue(l.prims.campaigns, &s.elecWaitExp, &el.queue, name, l)
+	s.recordWaitEndIn(SpaceElection, name, l.prims[SpaceElection].waits[name], l)
+	s.unqueue(l.prims[SpaceElection].waits, &s.elecWaitExp, &el.queue, name, l)
 	el.modify = index
 	s.notify(Event{Kind: EventWaitEnded, Space: SpaceElection, Name: name, Lease: l.id, Index: index})
 	s.notify(Event{Kind: EventLockChanged, Space: SpaceElection, Name: name, Index: index})
@@ -313,6 +361,17 @@ func (f *FSM) Elections(prefix, after string, limit, queue int) (views []Electio
 //	elections: count, then in name order: name, leader, token, owner, value, modify,
 //	           candidates (count, then lease, owner, value, deadline, since each)
 
+// electionGauge is the election's gauge (its row): the elections in use, and those with
+// a leader.
+func electionGauge(s *state) (names, grants int) {
+	for _, el := range s.elections {
+		if el.leader != (LeaseID{}) { // version 6: one may wait for the sweep with nobody leading
+			grants++
+		}
+	}
+	return len(s.elections), grants
+}
+
 func elecFreed(s *state) *uint64 { return &s.elecFreed }
 
 // encodeElections writes the elections of format 2.
@@ -356,7 +415,7 @@ func (s *state) decodeElections(d *decoder) error {
 			return badSnapshot("election %q: bad name, leader lease missing, or listed twice", name)
 		}
 		if leader != nil {
-			addName(&leader.usePrims().leads, name)
+			addName(&leader.usePrim(SpaceElection).grants, name)
 		}
 		for j, m := 0, d.count(1); j < m && d.err == nil; j++ {
 			w := &waiter{lease: d.leaseID(), owner: d.string(), value: d.string(), deadline: d.int64(), since: d.int64()}
@@ -364,11 +423,11 @@ func (s *state) decodeElections(d *decoder) error {
 				break
 			}
 			l := s.leases[w.lease]
-			if l == nil || leader != nil && l == leader || l.usePrims().campaigns[name] != nil {
+			if l == nil || leader != nil && l == leader || l.usePrim(SpaceElection).waits[name] != nil {
 				return badSnapshot("election %q: candidate lease missing, leading, or twice", name)
 			}
 			el.queue.push(w)
-			addWaiter(&l.prims.campaigns, name, w)
+			addWaiter(&l.prims[SpaceElection].waits, name, w)
 			s.elecWaitExp.Set(waitKey(name, w.lease), w.deadline)
 		}
 		if d.err == nil && leader == nil && !s.waitsForEnded(el.queue.head) {

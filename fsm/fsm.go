@@ -63,13 +63,12 @@ type Event struct {
 // Space is the namespace an Event's Name belongs to.
 type Space uint8
 
-// Namespaces. The zero value is the lock table, so that an observer which knows only
-// locks reads their events without looking at Space.
-const (
-	SpaceLock Space = iota
-	SpaceSemaphore
-	SpaceElection
-)
+// SpaceLock is the lock table's namespace. It is the zero value, so that an observer
+// which knows only locks reads their events without looking at Space. Every other
+// primitive declares its own beside it, one past the last (SpaceSemaphore in
+// semaphores.go, SpaceElection in elections.go): a space indexes the primitives' row
+// table and each lease's use of them.
+const SpaceLock Space = 0
 
 // String names the namespace as its primitive's row does (primitives.go).
 func (sp Space) String() string {

@@ -59,32 +59,11 @@ const (
 	HistoryLockDelay
 	// HistoryLockDelayEnded: the lock delay is over; the lock goes to its next waiter.
 	HistoryLockDelayEnded
-	// The kinds of a semaphore's history (semHistoryKinds), each the semaphore's
-	// counterpart of the lock kind its name echoes: a permit granted (Token, FromQueue,
-	// Waited), released, ended by its lease's expiry (Deadline, Renewed) or revoke or by
-	// its maximum hold, and a wait for a permit abandoned, timed out (Deadline) or ended
-	// with its lease.
-	HistoryPermitGranted
-	HistoryPermitReleased
-	HistoryPermitExpired
-	HistoryPermitRevoked
-	HistoryPermitMaxHold
-	HistoryPermitWaitAbandoned
-	HistoryPermitWaitTimedOut
-	HistoryPermitWaitLeaseEnded
-	// The kinds of an election's history (electionHistoryKinds): a lease elected (Token,
-	// the term of office; FromQueue, Waited), the leader resigned, its lease expired or was
-	// revoked, a new value proclaimed by the leader (Token), and a candidacy abandoned,
-	// timed out or ended with its lease.
-	HistoryElected
-	HistoryResigned
-	HistoryLeaderExpired
-	HistoryLeaderRevoked
-	HistoryProclaimed
-	HistoryCandidateAbandoned
-	HistoryCandidateTimedOut
-	HistoryCandidateLeaseEnded
-	historyKindEnd // one past the last kind
+	// Kinds 12 to 19 are the semaphore's (semaphores.go), 20 to 27 the election's
+	// (elections.go): a primitive declares its kinds beside it, at the values its
+	// snapshots hold; historyTable (primitives.go) refuses a kind taken twice or out of
+	// range.
+	historyKindEnd HistoryKind = 28 // one past the last kind
 )
 
 // primHistorySince is the protocol version from which the histories of semaphores and
@@ -106,32 +85,6 @@ var lockHistoryKinds = []historyKind{
 	{kind: HistoryMaxHold, name: "max_hold_ended", since: 3},
 	{kind: HistoryLockDelay, name: "lock_delay", since: 3},
 	{kind: HistoryLockDelayEnded, name: "lock_delay_ended", since: 3},
-}
-
-// semHistoryKinds are the kinds a semaphore's history records (its row in primitives),
-// each standing for the lock kind in as.
-var semHistoryKinds = []historyKind{
-	{kind: HistoryPermitGranted, name: "permit_granted", since: primHistorySince, as: HistoryGranted},
-	{kind: HistoryPermitReleased, name: "permit_released", since: primHistorySince, as: HistoryReleased},
-	{kind: HistoryPermitExpired, name: "permit_expired", since: primHistorySince, as: HistoryExpired},
-	{kind: HistoryPermitRevoked, name: "permit_revoked", since: primHistorySince, as: HistoryRevoked},
-	{kind: HistoryPermitMaxHold, name: "permit_max_hold_ended", since: primHistorySince, as: HistoryMaxHold},
-	{kind: HistoryPermitWaitAbandoned, name: "permit_wait_abandoned", since: primHistorySince, as: HistoryWaitAbandoned},
-	{kind: HistoryPermitWaitTimedOut, name: "permit_wait_timed_out", since: primHistorySince, as: HistoryWaitTimedOut},
-	{kind: HistoryPermitWaitLeaseEnded, name: "permit_wait_lease_ended", since: primHistorySince, as: HistoryWaitLeaseEnded},
-}
-
-// electionHistoryKinds are the kinds an election's history records (its row in
-// primitives), each standing for the lock kind in as (proclaimed stands for none).
-var electionHistoryKinds = []historyKind{
-	{kind: HistoryElected, name: "elected", since: primHistorySince, as: HistoryGranted},
-	{kind: HistoryResigned, name: "resigned", since: primHistorySince, as: HistoryReleased},
-	{kind: HistoryLeaderExpired, name: "leader_expired", since: primHistorySince, as: HistoryExpired},
-	{kind: HistoryLeaderRevoked, name: "leader_revoked", since: primHistorySince, as: HistoryRevoked},
-	{kind: HistoryProclaimed, name: "proclaimed", since: primHistorySince},
-	{kind: HistoryCandidateAbandoned, name: "candidate_abandoned", since: primHistorySince, as: HistoryWaitAbandoned},
-	{kind: HistoryCandidateTimedOut, name: "candidate_timed_out", since: primHistorySince, as: HistoryWaitTimedOut},
-	{kind: HistoryCandidateLeaseEnded, name: "candidate_lease_ended", since: primHistorySince, as: HistoryWaitLeaseEnded},
 }
 
 // String names the kind as the HTTP API does.

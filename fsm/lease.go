@@ -12,7 +12,7 @@ type lease struct {
 	held     map[string]struct{}
 	waiting  map[string]*waiter
 	fp       *Fingerprint // LeaseFingerprint(id), computed on first use (history.go)
-	prims    *leasePrims  // semaphores and elections; nil until used (usePrims)
+	prims    []primUse    // the other primitives' grants and waits, by Space; nil until used (usePrim)
 	// creator is the ACL accessor that created the lease (Command.Creator), from
 	// protocol version 3 on; empty for a lease created before, or without ACLs.
 	creator string
@@ -26,37 +26,38 @@ type lease struct {
 	sets map[string]*heldSet
 }
 
-// leasePrims is what a lease holds and waits for among semaphores (semaphores.go) and
-// elections (elections.go). It is nil until the lease uses one, so that a lease that only
-// takes locks costs nothing more.
-type leasePrims struct {
-	permits   map[string]struct{} // semaphores it holds a permit of
-	semWaits  map[string]*waiter  // semaphores it waits for
-	leads     map[string]struct{} // elections it leads
-	campaigns map[string]*waiter  // elections it is a candidate in
+// primUse is what a lease holds and waits for in the namespace of one primitive other
+// than the lock (whose are the lease's held and waiting): the names it has a grant of, and
+// its node in the queue of each name it waits for. The shared code knows a primitive by
+// its Space alone, so that a new primitive adds no field here.
+type primUse struct {
+	grants map[string]struct{}
+	waits  map[string]*waiter
 }
 
-// usePrims returns the lease's semaphores and elections, allocating them on first use.
-func (l *lease) usePrims() *leasePrims {
+// usePrim returns the lease's use of the primitive of space sp, allocating the lease's
+// table of them on first use.
+func (l *lease) usePrim(sp Space) *primUse {
 	if l.prims == nil {
-		l.prims = &leasePrims{}
+		l.prims = make([]primUse, len(primitives))
 	}
-	return l.prims
+	return &l.prims[sp]
 }
 
-// permits, semWaits, leads and campaigns pick one kind among a lease's primitives.
-func permits(p *leasePrims) map[string]struct{}  { return p.permits }
-func semWaits(p *leasePrims) map[string]*waiter  { return p.semWaits }
-func leads(p *leasePrims) map[string]struct{}    { return p.leads }
-func campaigns(p *leasePrims) map[string]*waiter { return p.campaigns }
-
-// primNames returns the names of one kind of what lease l holds or waits for among
-// semaphores and elections (pick chooses the kind), in order; none when it uses neither.
-func primNames[V any](l *lease, pick func(*leasePrims) map[string]V) []string {
+// grantsIn and waitsIn are the names of the primitive of space sp that lease l holds and
+// waits for: nil maps, which read as empty, when it uses no primitive but the lock.
+func (l *lease) grantsIn(sp Space) map[string]struct{} {
 	if l.prims == nil {
 		return nil
 	}
-	return sortedNames(pick(l.prims))
+	return l.prims[sp].grants
+}
+
+func (l *lease) waitsIn(sp Space) map[string]*waiter {
+	if l.prims == nil {
+		return nil
+	}
+	return l.prims[sp].waits
 }
 
 // createLease applies CreateLease.

@@ -11,14 +11,18 @@ import (
 // A coordination primitive (the lock, the semaphore, the election) is a row of primitives
 // below, as a command is a row of commands (apply.go). The code that every primitive goes
 // through (advance in time.go, the end of a lease in lease.go, the lease quota in
-// limits.go, the snapshot in snapshot.go, the history's kinds) loops over the rows and
-// names none of them; each row's hooks, state and snapshot parts live in the primitive's
-// own file, with its command types and their rows of the command registry. Adding a
-// primitive is that file, its state embedded in state (state.go), and one row here.
+// limits.go and quotas.go, the snapshot in snapshot.go, the history's kinds, the statuses'
+// names, a restore onto a new log in backup.go) loops over the rows and names none of
+// them; a lease keeps its grants and waits of every primitive but the lock by the
+// primitive's Space (primUse, lease.go). Each row's hooks, state, snapshot parts, space,
+// statuses and history kinds live in the primitive's own file, with its command types and
+// their rows of the command registry. Adding a primitive is that file, its state embedded
+// in primStates, and one row here; layout_test.go fails on code outside those two files
+// that names the semaphore or the election.
 
 // primitive is a primitive's row: what the shared code calls it for. Every hook is required
-// but expire (a primitive with no deadlines of its own beside its waits); sections and
-// history may be empty.
+// but expire (a primitive with no deadlines of its own beside its waits), freed and gauge;
+// sections, history and statuses may be empty. A row's space is its place in the table.
 type primitive struct {
 	// name names it, as Space.String does; space is the namespace of its events.
 	name  string
@@ -51,6 +55,28 @@ type primitive struct {
 	history []historyKind
 	// commands are its rows of the command registry (apply.go).
 	commands []command
+	// statuses are the outcomes only its commands have, with their names (Status.String).
+	statuses []statusName
+	// freed is its freed index: the index of the last entry that deleted one of its
+	// names, what a status read of a missing name answers as its modify index. A
+	// restore onto a new log sets it to the new index (PrepareRestore); nil for a
+	// primitive that keeps none of its own.
+	freed func(*state) *uint64
+	// gauge counts its names in use and its grants, for metrics (PrimCounts).
+	gauge func(s *state) (names, grants int)
+}
+
+// statusName is a Status a primitive declares, and its name.
+type statusName struct {
+	status Status
+	name   string
+}
+
+// primStates is the state of every primitive but the lock, embedded in state (state.go):
+// a primitive's state type is declared in its own file and embedded here, beside its row.
+type primStates struct {
+	semState      // semaphores.go
+	electionState // elections.go
 }
 
 // section is one part of the snapshot that a primitive writes after the lock records: from
@@ -123,14 +149,17 @@ func init() {
 			start:       (*state).startSems,
 			expireWaits: expireEach(semWaitTable, (*state).semWaitTimedOut),
 			expire:      (*state).expireSemHolds,
-			waits:       func(l *lease) []string { return primNames(l, semWaits) },
-			grants:      func(l *lease) []string { return primNames(l, permits) },
+			waits:       func(l *lease) []string { return sortedNames(l.waitsIn(SpaceSemaphore)) },
+			grants:      func(l *lease) []string { return sortedNames(l.grantsIn(SpaceSemaphore)) },
 			leaveOne:    (*state).leaveSemQueueOf,
 			dropOne:     (*state).dropPermitOf,
 			count:       semCount,
 			deadlines:   semDeadlines,
 			history:     semHistoryKinds,
 			commands:    semCommands,
+			statuses:    semStatuses,
+			freed:       semFreed,
+			gauge:       semGauge,
 			sections: []section{
 				// Format 2 writes both freed indexes before either table.
 				numberPart(2, 2, semFreed),
@@ -143,19 +172,25 @@ func init() {
 			space:       SpaceElection,
 			start:       (*state).startElections,
 			expireWaits: expireEach(campaignTable, (*state).campaignTimedOut),
-			waits:       func(l *lease) []string { return primNames(l, campaigns) },
-			grants:      func(l *lease) []string { return primNames(l, leads) },
+			waits:       func(l *lease) []string { return sortedNames(l.waitsIn(SpaceElection)) },
+			grants:      func(l *lease) []string { return sortedNames(l.grantsIn(SpaceElection)) },
 			leaveOne:    (*state).leaveCampaignOf,
 			dropOne:     (*state).dropLeadOf,
 			count:       electionCount,
 			deadlines:   electionDeadlines,
 			history:     electionHistoryKinds,
 			commands:    electionCommands,
+			statuses:    electionStatuses,
+			freed:       elecFreed,
+			gauge:       electionGauge,
 			sections: []section{
 				numberPart(2, 3, elecFreed),
 				{since: 2, order: 5, enc: (*state).encodeElections, dec: (*state).decodeElections},
 			},
 		},
+	}
+	if err := checkStatuses(primitives); err != nil {
+		panic(err)
 	}
 	if err := checkHooks(primitives); err != nil {
 		panic(err)
@@ -187,6 +222,28 @@ func checkHooks(prims []primitive) error {
 	for _, p := range prims {
 		if p.start == nil || p.expireWaits == nil || p.waits == nil || p.grants == nil || p.leaveOne == nil || p.dropOne == nil || p.count == nil || p.deadlines == nil {
 			return fmt.Errorf("fsm: primitive %s lacks a hook", p.name)
+		}
+	}
+	return nil
+}
+
+// checkStatuses refuses a primitive's status that another row, or the core, already names:
+// Status.String would name it by whichever it found first. It also refuses a row out of
+// its place: a primitive's space is its index in the table.
+func checkStatuses(prims []primitive) error {
+	owner := make(map[Status]string)
+	for i, p := range prims {
+		if int(p.space) != i {
+			return fmt.Errorf("fsm: primitive %s has space %d at place %d of the table", p.name, p.space, i)
+		}
+		for _, st := range p.statuses {
+			if st.status.coreName() != "" {
+				return fmt.Errorf("fsm: status %d (%s) of %s: the core's %s", st.status, st.name, p.name, st.status.coreName())
+			}
+			if other, taken := owner[st.status]; taken {
+				return fmt.Errorf("fsm: status %d (%s) of %s: taken twice, by %s too", st.status, st.name, p.name, other)
+			}
+			owner[st.status] = p.name
 		}
 	}
 	return nil
@@ -274,6 +331,16 @@ func (s *state) decodeSections(d *decoder) error {
 		}
 	}
 	return nil
+}
+
+// PrimCounts returns the number of semaphores in use, of permits held, and of elections
+// with a leader, for metrics: each counted by its row's gauge.
+func (f *FSM) PrimCounts() (semaphores, permits, elections int) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	semaphores, permits = primitives[SpaceSemaphore].gauge(f.s)
+	_, elections = primitives[SpaceElection].gauge(f.s)
+	return semaphores, permits, elections
 }
 
 // leaseCount returns how many grants and waits of every primitive lease l has, together:

@@ -1322,12 +1322,12 @@ func checkPrimsConsistent(t *testing.T, index uint64, f *FSM) {
 		if l.prims == nil {
 			continue
 		}
-		for name := range l.prims.permits {
+		for name := range l.grantsIn(SpaceSemaphore) {
 			if sm := s.sems[name]; sm == nil || sm.permits.get(id) == nil {
 				fail("lease %s believes it holds a permit of %q", id, name)
 			}
 		}
-		for name := range l.prims.leads {
+		for name := range l.grantsIn(SpaceElection) {
 			if el := s.elections[name]; el == nil || el.leader != id {
 				fail("lease %s believes it leads %q", id, name)
 			}
@@ -1398,7 +1398,7 @@ func checkPrimsConsistent(t *testing.T, index uint64, f *FSM) {
 		for g := sm.permits.head; g != nil; g = g.next {
 			if p := s.leases[g.lease].prims; p == nil {
 				fail("permit of %q unknown to its lease", name)
-			} else if _, ok := p.permits[name]; !ok {
+			} else if _, ok := p[SpaceSemaphore].grants[name]; !ok {
 				fail("permit of %q unknown to its lease", name)
 			}
 		}
@@ -1406,7 +1406,7 @@ func checkPrimsConsistent(t *testing.T, index uint64, f *FSM) {
 	leaders := map[string]int{}
 	for _, l := range s.leases {
 		if l.prims != nil {
-			for name := range l.prims.leads {
+			for name := range l.grantsIn(SpaceElection) {
 				leaders[name]++
 			}
 		}

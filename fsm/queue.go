@@ -87,14 +87,13 @@ func (s *state) unqueue(m map[string]*waiter, exp *leases.Table, q *waitQueue, n
 }
 
 // giveUp takes lease id out of the queue of the semaphore or election name when it waits
-// there (its client gave up): waits picks that primitive's waits among the lease's, and
-// leave takes it out.
-func (s *state) giveUp(index uint64, name string, id LeaseID, waits func(*leasePrims) map[string]*waiter, leave func(*state, uint64, string, *lease)) {
+// there (its client gave up): sp is that primitive's space, and leave takes it out.
+func (s *state) giveUp(index uint64, name string, id LeaseID, sp Space, leave func(*state, uint64, string, *lease)) {
 	l := s.live(id)
 	if l == nil || l.prims == nil {
 		return
 	}
-	if _, queued := waits(l.prims)[name]; queued {
+	if _, queued := l.prims[sp].waits[name]; queued {
 		leave(s, index, name, l)
 	}
 }

@@ -158,9 +158,9 @@ func (s *state) detach(l *lease) {
 // leaseSets returns how many grants and waits lease l has, over every primitive.
 func leaseSets(l *lease) (locks, waits int) {
 	locks, waits = len(l.held), len(l.waiting)
-	if p := l.prims; p != nil {
-		locks += len(p.permits) + len(p.leads)
-		waits += len(p.semWaits) + len(p.campaigns)
+	for i := range l.prims {
+		locks += len(l.prims[i].grants)
+		waits += len(l.prims[i].waits)
 	}
 	return locks, waits
 }

@@ -37,15 +37,12 @@ const (
 	// StatusModeConflict: the lease holds or waits for the lock in the other mode; nothing
 	// but time changed.
 	StatusModeConflict
-	// StatusSemaphoreFull: a SemAcquire without a wait found every permit held (or
-	// leases waiting); nothing but time changed.
-	StatusSemaphoreFull
-	// StatusLimitConflict: a SemAcquire named another limit than the semaphore in use has
-	// (Result.Limit); nothing but time changed.
-	StatusLimitConflict
-	// StatusElectionHeld: a Campaign without a wait found another lease leading; nothing
-	// but time changed.
-	StatusElectionHeld
+	// 12 and 13 are the semaphore's statuses (semaphores.go), 14 the election's
+	// (elections.go): a primitive declares its own beside it and names them in its row
+	// (primitives.go), at the values they have always had.
+	_
+	_
+	_
 	// StatusDeadlock: a waiting request for a lock or a lockset would close a cycle of
 	// waiting leases (Result.Cycle); nothing was queued (version 3).
 	StatusDeadlock
@@ -55,8 +52,23 @@ const (
 	StatusUnauthenticated
 )
 
-// String names the status for logs and tests.
+// String names the status for logs and tests: a primitive's own statuses by its row.
 func (s Status) String() string {
+	if name := s.coreName(); name != "" {
+		return name
+	}
+	for _, p := range primitives {
+		for _, st := range p.statuses {
+			if st.status == s {
+				return st.name
+			}
+		}
+	}
+	return "status(?)"
+}
+
+// coreName names a status that no primitive's row declares; "" for any other.
+func (s Status) coreName() string {
 	switch s {
 	case StatusOK:
 		return "ok"
@@ -82,18 +94,12 @@ func (s Status) String() string {
 		return "not_found"
 	case StatusModeConflict:
 		return "mode_conflict"
-	case StatusSemaphoreFull:
-		return "semaphore_full"
-	case StatusLimitConflict:
-		return "limit_conflict"
-	case StatusElectionHeld:
-		return "election_held"
 	case StatusDeadlock:
 		return "deadlock"
 	case StatusUnauthenticated:
 		return "unauthenticated"
 	}
-	return "status(?)"
+	return ""
 }
 
 // Result is what Apply returns for one entry, through raft's ApplyFuture.Response.

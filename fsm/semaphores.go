@@ -24,6 +24,64 @@ const (
 	TypeSemAcquireEx Type = 28
 )
 
+// SpaceSemaphore is the semaphores' namespace (Event.Space, the history's).
+const SpaceSemaphore Space = 1
+
+// The semaphore's statuses (result.go keeps their values for them).
+const (
+	// StatusSemaphoreFull: a SemAcquire without a wait found every permit held (or
+	// leases waiting); nothing but time changed.
+	StatusSemaphoreFull Status = 12
+	// StatusLimitConflict: a SemAcquire named another limit than the semaphore in use has
+	// (Result.Limit); nothing but time changed.
+	StatusLimitConflict Status = 13
+)
+
+// semStatuses name the semaphore's statuses (its row in primitives).
+var semStatuses = []statusName{
+	{StatusSemaphoreFull, "semaphore_full"},
+	{StatusLimitConflict, "limit_conflict"},
+}
+
+// SemaphoreQueue returns the state of semaphore name, as Semaphore does, with its first
+// limit waiters in queue order in Queue, in one reading.
+func (f *FSM) SemaphoreQueue(name string, limit int) SemaphoreView {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.s.semView(name, limit)
+}
+
+// The semaphore's history kinds (history.go numbers the lock's, and keeps 12 to 19 for
+// these).
+const (
+	// The kinds of a semaphore's history (semHistoryKinds), each the semaphore's
+	// counterpart of the lock kind its name echoes: a permit granted (Token, FromQueue,
+	// Waited), released, ended by its lease's expiry (Deadline, Renewed) or revoke or by
+	// its maximum hold, and a wait for a permit abandoned, timed out (Deadline) or ended
+	// with its lease.
+	HistoryPermitGranted HistoryKind = iota + 12
+	HistoryPermitReleased
+	HistoryPermitExpired
+	HistoryPermitRevoked
+	HistoryPermitMaxHold
+	HistoryPermitWaitAbandoned
+	HistoryPermitWaitTimedOut
+	HistoryPermitWaitLeaseEnded
+)
+
+// semHistoryKinds are the kinds a semaphore's history records (its row in primitives),
+// each standing for the lock kind in as.
+var semHistoryKinds = []historyKind{
+	{kind: HistoryPermitGranted, name: "permit_granted", since: primHistorySince, as: HistoryGranted},
+	{kind: HistoryPermitReleased, name: "permit_released", since: primHistorySince, as: HistoryReleased},
+	{kind: HistoryPermitExpired, name: "permit_expired", since: primHistorySince, as: HistoryExpired},
+	{kind: HistoryPermitRevoked, name: "permit_revoked", since: primHistorySince, as: HistoryRevoked},
+	{kind: HistoryPermitMaxHold, name: "permit_max_hold_ended", since: primHistorySince, as: HistoryMaxHold},
+	{kind: HistoryPermitWaitAbandoned, name: "permit_wait_abandoned", since: primHistorySince, as: HistoryWaitAbandoned},
+	{kind: HistoryPermitWaitTimedOut, name: "permit_wait_timed_out", since: primHistorySince, as: HistoryWaitTimedOut},
+	{kind: HistoryPermitWaitLeaseEnded, name: "permit_wait_lease_ended", since: primHistorySince, as: HistoryWaitLeaseEnded},
+}
+
 // semCommands are the semaphore's rows of the command registry (its row in primitives).
 var semCommands = []command{
 	{typ: TypeSemAcquire, name: "sem_acquire", since: 2, apply: (*state).semAcquire, body: []field{fieldAcquire, fieldLimit}, lease: leaseCreatesIfNew, exact: true},
@@ -82,7 +140,7 @@ func (s *state) dropPermitOf(index uint64, name string, l *lease) {
 
 // leaveSemQueueOf takes lease l, which ended, out of the queue of semaphore name.
 func (s *state) leaveSemQueueOf(index uint64, name string, l *lease) {
-	if l.prims != nil && l.prims.semWaits[name] != nil {
+	if l.waitsIn(SpaceSemaphore)[name] != nil {
 		s.hist.waitCause = HistoryWaitLeaseEnded
 		s.leaveSemQueue(index, name, l)
 	}
@@ -99,7 +157,7 @@ func semCount(_ *state, l *lease) int {
 	if l.prims == nil {
 		return 0
 	}
-	return len(l.prims.permits) + len(l.prims.semWaits)
+	return len(l.prims[SpaceSemaphore].grants) + len(l.prims[SpaceSemaphore].waits)
 }
 
 func semDeadlines(s *state) []*leases.Table { return []*leases.Table{&s.semWaitExp, &s.semHoldExp} }
@@ -129,7 +187,7 @@ func (s *state) semAcquire(index uint64, c *Command, r *Result) {
 	if sm != nil && l != nil {
 		mine = sm.permits.get(l.id)
 		if l.prims != nil {
-			_, waiting = l.prims.semWaits[c.Name]
+			_, waiting = l.prims[SpaceSemaphore].waits[c.Name]
 		}
 	}
 	free := sm == nil || uint64(sm.permits.len()) < sm.limit && sm.queue.len == 0
@@ -164,8 +222,8 @@ func (s *state) semAcquire(index uint64, c *Command, r *Result) {
 		s.startSemHold(c.Name, l.id, c.MaxHold)
 		r.Token, r.Owner = index, c.Owner
 	default:
-		p := l.usePrims()
-		if w, added := s.enqueue(&sm.queue, &p.semWaits, &s.semWaitExp, c.Name, l, c); added {
+		p := l.usePrim(SpaceSemaphore)
+		if w, added := s.enqueue(&sm.queue, &p.waits, &s.semWaitExp, c.Name, l, c); added {
 			w.maxHold = c.MaxHold
 			sm.modify = index
 			s.notify(Event{Kind: EventLockChanged, Space: SpaceSemaphore, Name: c.Name, Index: index})
@@ -177,7 +235,7 @@ func (s *state) semAcquire(index uint64, c *Command, r *Result) {
 // addPermit grants lease l a permit of sm at index.
 func (s *state) addPermit(index uint64, name string, sm *semaphore, l *lease, owner string) {
 	sm.permits.add(&grant{lease: l.id, token: index, owner: owner})
-	s.took(l, &l.usePrims().permits, name)
+	s.took(l, &l.usePrim(SpaceSemaphore).grants, name)
 	sm.modify = index
 	s.notify(Event{Kind: EventLockChanged, Space: SpaceSemaphore, Name: name, Index: index})
 	s.recordGrantIn(SpaceSemaphore, name, l, index, owner, nil)
@@ -213,7 +271,7 @@ func (s *state) dropPermit(index uint64, name string, sm *semaphore, id LeaseID,
 		s.semHoldExp.Delete(waitKey(name, id))
 	}
 	if l := s.leases[id]; l != nil && l.prims != nil {
-		s.gave(l, l.prims.permits, name)
+		s.gave(l, l.prims[SpaceSemaphore].grants, name)
 	}
 	sm.modify = index
 	s.fillPermits(index, name, sm)
@@ -228,11 +286,11 @@ func (s *state) fillPermits(index uint64, name string, sm *semaphore) {
 		w := sm.queue.head
 		sm.queue.remove(w)
 		next := s.leases[w.lease]
-		s.unqueued(next, next.prims.semWaits, name)
+		s.unqueued(next, next.prims[SpaceSemaphore].waits, name)
 		s.semWaitExp.Delete(waitKey(name, w.lease))
 		sm.permits.add(&grant{lease: w.lease, token: index, owner: w.owner})
 		s.startSemHold(name, w.lease, w.maxHold)
-		s.took(next, &next.usePrims().permits, name)
+		s.took(next, &next.usePrim(SpaceSemaphore).grants, name)
 		sm.modify = index
 		s.notify(Event{Kind: EventGranted, Space: SpaceSemaphore, Name: name, Lease: w.lease, Token: index, Owner: w.owner, Index: index})
 		s.recordGrantIn(SpaceSemaphore, name, next, index, w.owner, w)
@@ -260,7 +318,7 @@ func (s *state) semDequeue(index uint64, c *Command, r *Result) {
 			return
 		}
 		s.hist.waitCause = HistoryWaitAbandoned
-		s.giveUp(index, c.Name, c.Lease, semWaits, (*state).leaveSemQueue)
+		s.giveUp(index, c.Name, c.Lease, SpaceSemaphore, (*state).leaveSemQueue)
 	}
 	r.Status = StatusNotHolder
 }
@@ -269,8 +327,8 @@ func (s *state) semDequeue(index uint64, c *Command, r *Result) {
 // current waitCause.
 func (s *state) leaveSemQueue(index uint64, name string, l *lease) {
 	sm := s.sems[name]
-	s.recordWaitEndIn(SpaceSemaphore, name, l.prims.semWaits[name], l)
-	s.unqueue(l.prims.semWaits, &s.semWaitExp, &sm.queue, name, l)
+	s.recordWaitEndIn(SpaceSemaphore, name, l.prims[SpaceSemaphore].waits[name], l)
+	s.unqueue(l.prims[SpaceSemaphore].waits, &s.semWaitExp, &sm.queue, name, l)
 	sm.modify = index
 	s.notify(Event{Kind: EventWaitEnded, Space: SpaceSemaphore, Name: name, Lease: l.id, Index: index})
 	s.fillPermits(index, name, sm) // a no-op while the semaphore is full, as it is with waiters
@@ -379,20 +437,13 @@ func pageNames(index *btree.BTreeG[string], prefix, after string, limit int, add
 	return truncated
 }
 
-// PrimCounts returns the number of semaphores in use, of permits held, and of elections
-// with a leader, for metrics.
-func (f *FSM) PrimCounts() (semaphores, permits, elections int) {
-	f.mu.RLock()
-	defer f.mu.RUnlock()
-	for _, sm := range f.s.sems {
-		permits += sm.permits.len()
+// semGauge is the semaphore's gauge (its row): the semaphores in use, and the permits
+// held.
+func semGauge(s *state) (names, grants int) {
+	for _, sm := range s.sems {
+		grants += sm.permits.len()
 	}
-	for _, el := range f.s.elections {
-		if el.leader != (LeaseID{}) { // version 6: one may wait for the sweep with nobody leading
-			elections++
-		}
-	}
-	return len(f.s.sems), permits, elections
+	return len(s.sems), grants
 }
 
 // The semaphore's parts of the snapshot:
@@ -448,7 +499,7 @@ func (s *state) decodeSems(d *decoder) error {
 				return badSnapshot("semaphore %q: permit lease missing or twice", name)
 			}
 			sm.permits.add(g)
-			addName(&l.usePrims().permits, name)
+			addName(&l.usePrim(SpaceSemaphore).grants, name)
 		}
 		for j, m := 0, d.count(1); j < m && d.err == nil; j++ {
 			w := d.waiter(true)
@@ -456,11 +507,11 @@ func (s *state) decodeSems(d *decoder) error {
 				break
 			}
 			l := s.leases[w.lease]
-			if l == nil || sm.permits.get(w.lease) != nil || l.usePrims().semWaits[name] != nil {
+			if l == nil || sm.permits.get(w.lease) != nil || l.usePrim(SpaceSemaphore).waits[name] != nil {
 				return badSnapshot("semaphore %q: waiter lease missing, holding, or twice", name)
 			}
 			sm.queue.push(w)
-			addWaiter(&l.prims.semWaits, name, w)
+			addWaiter(&l.prims[SpaceSemaphore].waits, name, w)
 			s.semWaitExp.Set(waitKey(name, w.lease), w.deadline)
 		}
 		if d.err != nil {

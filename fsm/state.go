@@ -18,13 +18,12 @@ type state struct {
 	nodes    map[string]NodeInfo
 	leaseExp leases.Table // keyed by string(lease ID bytes)
 	// cmd is scratch for one entry: the command being applied (step).
-	cmd           Command
-	notify        func(Event)
-	protocol              // what protocol versions added (version.go)
-	hist          history // per-lock histories (history.go): replicated from version 2 on
-	lockState             // locks.go
-	semState              // semaphores.go
-	electionState         // elections.go
+	cmd        Command
+	notify     func(Event)
+	protocol           // what protocol versions added (version.go)
+	hist       history // per-lock histories (history.go): replicated from version 2 on
+	lockState          // locks.go
+	primStates         // every other primitive's (primitives.go)
 	// use is each identity's use (quotas.go), total the cluster's: derived state,
 	// counted as grants and waits come and go, never written to a snapshot.
 	use        map[string]*identityUse

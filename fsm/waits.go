@@ -65,22 +65,6 @@ func (f *FSM) LockQueue(name string, limit int) LockView {
 	return v
 }
 
-// SemaphoreQueue returns the state of semaphore name, as Semaphore does, with its first
-// limit waiters in queue order in Queue, in one reading.
-func (f *FSM) SemaphoreQueue(name string, limit int) SemaphoreView {
-	f.mu.RLock()
-	defer f.mu.RUnlock()
-	return f.s.semView(name, limit)
-}
-
-// ElectionQueue returns the state of election name, as Election does, with its first
-// limit candidates in queue order in Queue, in one reading.
-func (f *FSM) ElectionQueue(name string, limit int) ElectionView {
-	f.mu.RLock()
-	defer f.mu.RUnlock()
-	return f.s.electionView(name, limit)
-}
-
 // WaitEdge is one edge of the wait-for graph, as the deadlock detector draws it
 // (blockers, deadlock.go): the request of lease Waiter for lock Lock cannot be granted
 // before Blocker lets go. Blocker holds the lock (Holds), or asked for it ahead of the
