@@ -41,7 +41,8 @@
 //
 //	fsm.go             the FSM, its constructor and options, Apply and the events it reports
 //	apply.go           the path of one entry: step, decode, apply, and the command registry
-//	primitives.go      the primitive registry: the hooks the shared code calls per primitive
+//	primitives.go      the primitive registry: the hooks the shared code calls per primitive,
+//	                   and the states of the primitives but the lock
 //	time.go            cluster time: how an entry moves it, and what expires as it moves
 //	command.go         the command: its type, the Command struct, the core command types
 //	codec.go           a command's encoding: the field vocabulary its row lists, Encode,
@@ -49,7 +50,8 @@
 //	decoder.go         the byte-level reader that commands and snapshots share
 //	result.go          the outcome of one entry (Result, Status)
 //	state.go           the replicated state and its small helpers
-//	lease.go           leases: create, renew, revoke, and what ends with a lease
+//	lease.go           leases: create, renew, revoke, what ends with a lease, and what it
+//	                   holds and waits for of each primitive but the lock, by its Space
 //	locks.go           locks, exclusive and shared: state, acquire, release, dequeue,
 //	                   handover, hooks, and their part of the snapshot
 //	locksets.go        locksets (version 3), and the waiting sets' part of the snapshot;
@@ -57,8 +59,9 @@
 //	maxhold.go         maximum holds and lock delays, and their part of the snapshot
 //	deadlock.go        the wait-for cycle check (version 3), and the cycle a refusal
 //	                   keeps as steps (version 8)
-//	semaphores.go      counting semaphores: state, commands, hooks, snapshot parts
-//	elections.go       leader elections: state, commands, hooks, snapshot parts
+//	semaphores.go      counting semaphores: space, state, commands, statuses, history
+//	                   kinds, hooks, snapshot parts, reads
+//	elections.go       leader elections: the same parts as the semaphore's
 //	queue.go           the FIFO wait queue that every primitive uses
 //	grants.go          the ordered set of grants of a shared lock or a semaphore
 //	limits.go          the quotas, and the checks that refuse a command over one

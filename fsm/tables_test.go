@@ -15,6 +15,7 @@ func withPrimitive(t *testing.T, name string, edit func(p *primitive)) []primiti
 		p.commands = append([]command(nil), p.commands...)
 		p.sections = append([]section(nil), p.sections...)
 		p.history = append([]historyKind(nil), p.history...)
+		p.statuses = append([]statusName(nil), p.statuses...)
 		if p.name == name {
 			edit(&p)
 			found = true
@@ -56,6 +57,7 @@ func TestTables_InitChecks(t *testing.T) {
 		{"registry of the real tables", func() error { return registryOf(coreCommands, primitives) }, ""},
 		{"sections of the real table", func() error { return sectionsOf(primitives) }, ""},
 		{"history kinds of the real table", func() error { return historyOf(primitives) }, ""},
+		{"statuses and spaces of the real table", func() error { return checkStatuses(primitives) }, ""},
 
 		{"a primitive without dropOne", func() error {
 			return checkHooks(withPrimitive(t, "election", func(p *primitive) { p.dropOne = nil }))
@@ -84,6 +86,19 @@ func TestTables_InitChecks(t *testing.T) {
 				p.history = []historyKind{{kind: HistoryMaxHold, name: "sem_max_hold", since: 3}}
 			}))
 		}, "history kind 9 (sem_max_hold) of semaphore: taken twice, by max_hold_ended too"},
+		{"a primitive's status the core names", func() error {
+			return checkStatuses(withPrimitive(t, "election", func(p *primitive) {
+				p.statuses = append(p.statuses, statusName{StatusDeadlock, "held_deadlock"})
+			}))
+		}, "(held_deadlock) of election: the core's deadlock"},
+		{"a status taken twice", func() error {
+			return checkStatuses(withPrimitive(t, "election", func(p *primitive) {
+				p.statuses = append(p.statuses, statusName{semStatuses[0].status, "full_too"})
+			}))
+		}, "(full_too) of election: taken twice, by semaphore too"},
+		{"a row out of its place", func() error {
+			return checkStatuses(withPrimitive(t, "election", func(p *primitive) { p.space = SpaceSemaphore }))
+		}, "primitive election has space 1 at place 2 of the table"},
 		{"a history kind out of range", func() error {
 			return historyOf(withPrimitive(t, "lock", func(p *primitive) {
 				p.history = append(p.history, historyKind{kind: historyKindEnd, name: "beyond", since: 3})
