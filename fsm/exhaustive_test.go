@@ -52,7 +52,7 @@ import (
 // At every transition, duplicates included (two paths to the same bytes must both agree
 // with the model):
 //   - status, quota, token and a lockset's tokens agree with the reference model (pmodel,
-//     prims_model_test.go), which decides deadlocks by simulation, not by a wait-for graph;
+//     primitives_model_test.go), which decides deadlocks by simulation, not by a wait-for graph;
 //     and so do cluster time, every lock's mode, holders, owners, queue, lock delay and
 //     maximum hold, every semaphore's limit, permits and queue, every election's leader,
 //     token, value and candidates, every lease's TTL, deadline and creator (checkPrims),

@@ -174,3 +174,57 @@ func TestLockSet_GroupsRandomMatchModel(t *testing.T) {
 		})
 	}
 }
+
+func TestLockSet_AllOrNoneAndOneCommit(t *testing.T) {
+	f := atVersion3(t)
+	index := uint64(1)
+	a, b := LeaseID{1}, LeaseID{2}
+	r := v3apply(t, f, &index, Command{Type: TypeLockSet, Now: 10, Lease: a, NewLease: true, TTL: 60_000, Names: []string{"x", "y", "z"}}, StatusOK)
+	if len(r.Tokens) != 3 || r.Tokens[0] != index || r.Tokens[1] != index || r.Tokens[2] != index {
+		t.Fatalf("tokens %v, want three times %d", r.Tokens, index)
+	}
+	// One held name: nothing taken, the held one named.
+	r = v3apply(t, f, &index, Command{Type: TypeLockSet, Now: 10, Lease: b, NewLease: true, TTL: 60_000, Names: []string{"w", "x"}}, StatusLockHeld)
+	if len(r.Held) != 1 || r.Held[0] != "x" || f.Lock("w").Held {
+		t.Fatalf("held %v, w %+v", r.Held, f.Lock("w"))
+	}
+	// With a wait: queued on both, w reserved for the set (nobody else gets it).
+	v3apply(t, f, &index, Command{Type: TypeLockSet, Now: 10, Lease: b, NewLease: true, TTL: 60_000, Names: []string{"w", "x"}, Wait: 30_000}, StatusQueued)
+	c := LeaseID{3}
+	v3apply(t, f, &index, Command{Type: TypeAcquire, Now: 10, Lease: c, NewLease: true, TTL: 60_000, Name: "w"}, StatusLockHeld)
+	// Released as a set in one commit: b gets w and x at that index.
+	v3apply(t, f, &index, Command{Type: TypeLockSetRelease, Now: 10, Lease: a, Names: []string{"x", "y", "z"}, Tokens: []uint64{2, 2, 2}}, StatusOK)
+	for _, n := range []string{"w", "x"} {
+		if v := f.Lock(n); v.Holder != b || v.Token != index {
+			t.Fatalf("%s: %+v, want b with %d", n, v, index)
+		}
+	}
+	if f.Lock("y").Held || f.Lock("z").Held {
+		t.Fatal("y, z still held")
+	}
+	// Each lock of the set is an ordinary lock: released by name.
+	v3apply(t, f, &index, Command{Type: TypeRelease, Now: 10, Lease: b, Name: "w", Token: index}, StatusOK)
+}
+
+func TestLockSet_WaitingSetIsNotPassedBySingles(t *testing.T) {
+	f := atVersion3(t)
+	index := uint64(1)
+	a, b, s, c := LeaseID{1}, LeaseID{2}, LeaseID{3}, LeaseID{4}
+	v3apply(t, f, &index, Command{Type: TypeAcquire, Now: 10, Lease: a, NewLease: true, TTL: 60_000, Name: "x"}, StatusOK)
+	v3apply(t, f, &index, Command{Type: TypeAcquire, Now: 10, Lease: b, NewLease: true, TTL: 60_000, Name: "y"}, StatusOK)
+	v3apply(t, f, &index, Command{Type: TypeLockSet, Now: 10, Lease: s, NewLease: true, TTL: 60_000, Names: []string{"x", "y"}, Wait: 50_000}, StatusQueued)
+	v3apply(t, f, &index, Command{Type: TypeAcquire, Now: 10, Lease: c, NewLease: true, TTL: 60_000, Name: "x", Wait: 50_000}, StatusQueued)
+	// x is freed first: reserved for the set, not handed to c behind it.
+	v3apply(t, f, &index, Command{Type: TypeRelease, Now: 10, Lease: a, Name: "x", Token: 2}, StatusOK)
+	if v := f.Lock("x"); v.Held {
+		t.Fatalf("x handed to %v past the waiting set", v.Holder)
+	}
+	v3apply(t, f, &index, Command{Type: TypeRelease, Now: 10, Lease: b, Name: "y", Token: 3}, StatusOK)
+	if f.Lock("x").Holder != s || f.Lock("y").Holder != s || f.Lock("x").Token != index {
+		t.Fatal("set not granted both at the release of the last one")
+	}
+	v3apply(t, f, &index, Command{Type: TypeRelease, Now: 10, Lease: s, Name: "x", Token: index}, StatusOK)
+	if f.Lock("x").Holder != c {
+		t.Fatal("c not granted after the set")
+	}
+}

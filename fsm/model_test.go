@@ -294,7 +294,7 @@ func (g *gen) next() Command {
 	switch op := g.rng.Intn(1000); {
 	case op < 1:
 		// Version+1 is refused. This model is the version 2 rules; version 3 (deadlock
-		// detection, locksets, maximum holds) has its own (v3_model_test.go).
+		// detection, locksets, maximum holds) has its own (deadlock_model_test.go).
 		c.Type, c.Version = TypeSetVersion, []uint64{2, Version + 1}[g.rng.Intn(2)]
 		g.v2 = g.v2 || c.Version == 2
 		return c

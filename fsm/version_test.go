@@ -252,3 +252,22 @@ func versionCommands() []Command {
 	cmds = append(cmds, aclCommands()...)
 	return append(cmds, Command{Type: TypeTick, Now: 1 << 62})
 }
+
+func TestV3_CommandsRefusedAtVersion2(t *testing.T) {
+	g := New(nil)
+	g.s.version = 2
+	index := uint64(0)
+	for _, c := range []Command{
+		{Type: TypeLockSet, Lease: LeaseID{1}, NewLease: true, TTL: 1000, Names: []string{"a", "b"}},
+		{Type: TypeAcquireEx, Lease: LeaseID{1}, NewLease: true, TTL: 1000, Name: "a", MaxHold: 1000},
+		{Type: TypeLockSetRelease, Lease: LeaseID{1}, Names: []string{"a"}, Tokens: []uint64{1}},
+	} {
+		r := v3apply(t, g, &index, c, StatusInvalid)
+		if !strings.Contains(r.Err.Error(), "needs version 3") {
+			t.Fatalf("%s: %v", c.Type, r.Err)
+		}
+	}
+	if g.LockCount() != 0 || g.LeaseCount() != 0 {
+		t.Fatal("a refused command changed the state")
+	}
+}

@@ -9,6 +9,96 @@ import (
 	"testing"
 )
 
+// checkNoExtra fails when anything has written to noExtra, the empty extra part that ro
+// hands out for every lock without one of its own: a write through ro instead of rw would
+// give every small lock that waiter, reader or delay at once. The property tests call it
+// after every step.
+func checkNoExtra(t *testing.T, step uint64) {
+	t.Helper()
+	if noExtra != (lockExtra{}) {
+		t.Fatalf("step %d: the shared empty extra part of locks was written: %+v", step, noExtra)
+	}
+}
+
+// TestLockExtra_SmallLockHasNone checks the point of the split: a lock taken exclusive
+// with nobody waiting, by a lock delay-free grant, has no extra part, and one whose queue
+// has emptied again is back to none.
+func TestLockExtra_SmallLockHasNone(t *testing.T) {
+	f := New(nil)
+	a, b := LeaseID{1}, LeaseID{2}
+	f.ApplyCommand(1, &Command{Type: TypeAcquire, Now: 1, Lease: a, NewLease: true, TTL: 60_000, Name: "x"})
+	if lk := f.s.locks["x"]; lk == nil || lk.x != nil {
+		t.Fatalf("an exclusive lock with nobody waiting has an extra part: %+v", lk)
+	}
+	f.ApplyCommand(2, &Command{Type: TypeAcquire, Now: 1, Lease: b, NewLease: true, TTL: 60_000, Name: "x", Wait: 30_000})
+	if lk := f.s.locks["x"]; lk.ro().queue.len != 1 || lk.x == nil {
+		t.Fatalf("the waiter is not queued in the lock's extra part: %+v", lk)
+	}
+	r := f.ApplyCommand(3, &Command{Type: TypeRelease, Now: 1, Lease: a, Name: "x", Token: 1})
+	if r.Status != StatusOK {
+		t.Fatalf("release: %v", r.Status)
+	}
+	lk := f.s.locks["x"]
+	if lk == nil || lk.holder != b || lk.token != 3 {
+		t.Fatalf("lock not handed to the waiter at 3: %+v", lk)
+	}
+	if lk.x != nil {
+		t.Fatalf("the lock keeps an empty extra part after its queue emptied: %+v", lk.x)
+	}
+	checkNoExtra(t, 3)
+}
+
+// One FIFO queue across modes: readers share; a queued writer holds later readers back;
+// the last reader's release hands the lock to the writer, and the writer's release admits
+// every reader queued behind it, all in one entry with that entry's index as token.
+func TestFSM_SharedLockFIFOAcrossModes(t *testing.T) {
+	r1, r2, w, r3, r4 := LeaseID{1}, LeaseID{2}, LeaseID{3}, LeaseID{4}, LeaseID{5}
+	f := v2(t, r1, r2, w, r3, r4) // entries 1-6
+	sh := func(id LeaseID, wait int64) Command {
+		return Command{Type: TypeAcquireShared, Lease: id, Name: "db", Wait: wait, Owner: "r"}
+	}
+	expect(t, f, 7, sh(r1, 0), StatusOK, 7)
+	expect(t, f, 8, sh(r2, 0), StatusOK, 8)
+	expect(t, f, 9, sh(r2, 0), StatusOK, 8) // idempotent
+	if v := f.Lock("db"); !v.Shared || len(v.Holders) != 2 || v.Holder != r1 || v.Token != 8 {
+		t.Fatalf("two readers: %+v", v)
+	}
+	expect(t, f, 10, Command{Type: TypeAcquire, Lease: w, Name: "db"}, StatusLockHeld, 0)
+	expect(t, f, 11, Command{Type: TypeAcquire, Lease: r1, Name: "db"}, StatusModeConflict, 0)
+	expect(t, f, 12, Command{Type: TypeAcquire, Lease: w, Name: "db", Wait: 30_000, Owner: "w"}, StatusQueued, 0)
+	expect(t, f, 13, sh(w, 30_000), StatusModeConflict, 0) // waits exclusive already
+	expect(t, f, 14, sh(r3, 0), StatusLockHeld, 0)         // a writer waits: no joining
+	expect(t, f, 15, sh(r3, 30_000), StatusQueued, 0)
+	expect(t, f, 16, sh(r4, 30_000), StatusQueued, 0)
+	expect(t, f, 17, Command{Type: TypeRelease, Lease: r1, Name: "db", Token: 7}, StatusOK, 0)
+	if v := f.Lock("db"); !v.Shared || len(v.Holders) != 1 || v.Holder != r2 {
+		t.Fatalf("one reader left: %+v", v)
+	}
+	expect(t, f, 18, Command{Type: TypeRelease, Lease: r2, Name: "db", Token: 8}, StatusOK, 0)
+	if v := f.Lock("db"); v.Shared || v.Holder != w || v.Token != 18 || len(v.Waiters) != 2 {
+		t.Fatalf("the writer should hold db with token 18: %+v", v)
+	}
+	expect(t, f, 19, Command{Type: TypeRelease, Lease: w, Name: "db", Token: 18}, StatusOK, 0)
+	v := f.Lock("db")
+	if !v.Shared || len(v.Holders) != 2 || v.Holders[0].Lease != r3 || v.Holders[1].Lease != r4 || v.Holders[0].Token != 19 || v.Holders[1].Token != 19 || len(v.Waiters) != 0 {
+		t.Fatalf("both queued readers should hold db with token 19: %+v", v)
+	}
+	// A waiting writer that gives up lets the readers behind it in at once.
+	expect(t, f, 20, Command{Type: TypeAcquire, Lease: w, Name: "db", Wait: 30_000}, StatusQueued, 0)
+	expect(t, f, 21, sh(r1, 30_000), StatusQueued, 0)
+	expect(t, f, 22, Command{Type: TypeDequeue, Lease: w, Name: "db"}, StatusNotHolder, 0)
+	if v := f.Lock("db"); len(v.Holders) != 3 || v.Holders[2].Lease != r1 || v.Holders[2].Token != 22 || len(v.Waiters) != 0 {
+		t.Fatalf("the reader behind a writer that left should be admitted by entry 22: %+v", v)
+	}
+	// Nobody shares with an exclusive holder, queue or no queue.
+	expect(t, f, 23, Command{Type: TypeAcquire, Lease: w, Name: "solo"}, StatusOK, 23)
+	expect(t, f, 24, sh(r1, 0), StatusOK, 22) // (db: r1 already reads it)
+	expect(t, f, 25, Command{Type: TypeAcquireShared, Lease: r1, Name: "solo"}, StatusLockHeld, 0)
+	if v := f.Lock("solo"); v.Shared || len(v.Holders) != 1 {
+		t.Fatalf("a shared grant beside an exclusive holder: %+v", v)
+	}
+}
+
 // listPrefixes and listAfters are the listing queries checked against the model after
 // every step: prefixes that match all, some, one or none of the generator's names, and
 // cursors before, on, between and after them.

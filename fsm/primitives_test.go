@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"testing"
 )
 
@@ -30,128 +31,6 @@ func expect(t *testing.T, f *FSM, index uint64, c Command, st Status, token uint
 		t.Fatalf("entry %d %s %q by %x: %s token %d, want %s token %d", index, c.Type, c.Name, c.Lease[0], r.Status, r.Token, st, token)
 	}
 	return r
-}
-
-// One FIFO queue across modes: readers share; a queued writer holds later readers back;
-// the last reader's release hands the lock to the writer, and the writer's release admits
-// every reader queued behind it, all in one entry with that entry's index as token.
-func TestFSM_SharedLockFIFOAcrossModes(t *testing.T) {
-	r1, r2, w, r3, r4 := LeaseID{1}, LeaseID{2}, LeaseID{3}, LeaseID{4}, LeaseID{5}
-	f := v2(t, r1, r2, w, r3, r4) // entries 1-6
-	sh := func(id LeaseID, wait int64) Command {
-		return Command{Type: TypeAcquireShared, Lease: id, Name: "db", Wait: wait, Owner: "r"}
-	}
-	expect(t, f, 7, sh(r1, 0), StatusOK, 7)
-	expect(t, f, 8, sh(r2, 0), StatusOK, 8)
-	expect(t, f, 9, sh(r2, 0), StatusOK, 8) // idempotent
-	if v := f.Lock("db"); !v.Shared || len(v.Holders) != 2 || v.Holder != r1 || v.Token != 8 {
-		t.Fatalf("two readers: %+v", v)
-	}
-	expect(t, f, 10, Command{Type: TypeAcquire, Lease: w, Name: "db"}, StatusLockHeld, 0)
-	expect(t, f, 11, Command{Type: TypeAcquire, Lease: r1, Name: "db"}, StatusModeConflict, 0)
-	expect(t, f, 12, Command{Type: TypeAcquire, Lease: w, Name: "db", Wait: 30_000, Owner: "w"}, StatusQueued, 0)
-	expect(t, f, 13, sh(w, 30_000), StatusModeConflict, 0) // waits exclusive already
-	expect(t, f, 14, sh(r3, 0), StatusLockHeld, 0)         // a writer waits: no joining
-	expect(t, f, 15, sh(r3, 30_000), StatusQueued, 0)
-	expect(t, f, 16, sh(r4, 30_000), StatusQueued, 0)
-	expect(t, f, 17, Command{Type: TypeRelease, Lease: r1, Name: "db", Token: 7}, StatusOK, 0)
-	if v := f.Lock("db"); !v.Shared || len(v.Holders) != 1 || v.Holder != r2 {
-		t.Fatalf("one reader left: %+v", v)
-	}
-	expect(t, f, 18, Command{Type: TypeRelease, Lease: r2, Name: "db", Token: 8}, StatusOK, 0)
-	if v := f.Lock("db"); v.Shared || v.Holder != w || v.Token != 18 || len(v.Waiters) != 2 {
-		t.Fatalf("the writer should hold db with token 18: %+v", v)
-	}
-	expect(t, f, 19, Command{Type: TypeRelease, Lease: w, Name: "db", Token: 18}, StatusOK, 0)
-	v := f.Lock("db")
-	if !v.Shared || len(v.Holders) != 2 || v.Holders[0].Lease != r3 || v.Holders[1].Lease != r4 || v.Holders[0].Token != 19 || v.Holders[1].Token != 19 || len(v.Waiters) != 0 {
-		t.Fatalf("both queued readers should hold db with token 19: %+v", v)
-	}
-	// A waiting writer that gives up lets the readers behind it in at once.
-	expect(t, f, 20, Command{Type: TypeAcquire, Lease: w, Name: "db", Wait: 30_000}, StatusQueued, 0)
-	expect(t, f, 21, sh(r1, 30_000), StatusQueued, 0)
-	expect(t, f, 22, Command{Type: TypeDequeue, Lease: w, Name: "db"}, StatusNotHolder, 0)
-	if v := f.Lock("db"); len(v.Holders) != 3 || v.Holders[2].Lease != r1 || v.Holders[2].Token != 22 || len(v.Waiters) != 0 {
-		t.Fatalf("the reader behind a writer that left should be admitted by entry 22: %+v", v)
-	}
-	// Nobody shares with an exclusive holder, queue or no queue.
-	expect(t, f, 23, Command{Type: TypeAcquire, Lease: w, Name: "solo"}, StatusOK, 23)
-	expect(t, f, 24, sh(r1, 0), StatusOK, 22) // (db: r1 already reads it)
-	expect(t, f, 25, Command{Type: TypeAcquireShared, Lease: r1, Name: "solo"}, StatusLockHeld, 0)
-	if v := f.Lock("solo"); v.Shared || len(v.Holders) != 1 {
-		t.Fatalf("a shared grant beside an exclusive holder: %+v", v)
-	}
-}
-
-// A semaphore: permits up to the first acquirer's limit, one per lease, a conflicting limit
-// refused, FIFO waiting, and a released permit granted to the head waiter in the same
-// entry. Unused, it is deleted and its next acquirer sets a new limit.
-func TestFSM_SemaphoreLimitAndHandover(t *testing.T) {
-	a, b, c, d := LeaseID{1}, LeaseID{2}, LeaseID{3}, LeaseID{4}
-	f := v2(t, a, b, c, d) // entries 1-5
-	acq := func(id LeaseID, wait int64) Command {
-		return Command{Type: TypeSemAcquire, Lease: id, Name: "pool", Limit: 2, Wait: wait}
-	}
-	expect(t, f, 6, acq(a, 0), StatusOK, 6)
-	expect(t, f, 7, acq(a, 0), StatusOK, 6) // one permit per lease
-	expect(t, f, 8, acq(b, 0), StatusOK, 8)
-	expect(t, f, 9, acq(c, 0), StatusSemaphoreFull, 0)
-	if r := expect(t, f, 10, Command{Type: TypeSemAcquire, Lease: c, Name: "pool", Limit: 3}, StatusLimitConflict, 0); r.Limit != 2 {
-		t.Fatalf("limit conflict reports limit %d", r.Limit)
-	}
-	expect(t, f, 11, acq(c, 30_000), StatusQueued, 0)
-	expect(t, f, 12, acq(d, 30_000), StatusQueued, 0)
-	if v := f.Semaphore("pool"); v.Limit != 2 || len(v.Permits) != 2 || len(v.Waiters) != 2 || v.Waiters[0] != c {
-		t.Fatalf("full semaphore: %+v", v)
-	}
-	expect(t, f, 13, Command{Type: TypeSemRelease, Lease: a, Name: "pool", Token: 5}, StatusNotHolder, 0)
-	expect(t, f, 14, Command{Type: TypeSemRelease, Lease: a, Name: "pool", Token: 6}, StatusOK, 0)
-	v := f.Semaphore("pool")
-	if len(v.Permits) != 2 || v.Permits[1].Lease != c || v.Permits[1].Token != 14 || len(v.Waiters) != 1 || v.ModifyIndex != 14 {
-		t.Fatalf("the head waiter should hold a permit with token 14: %+v", v)
-	}
-	for i, id := range []LeaseID{b, c, d} {
-		f.ApplyCommand(uint64(15+i), &Command{Type: TypeRevoke, Lease: id})
-	}
-	if v := f.Semaphore("pool"); v.Limit != 0 || len(v.Permits) != 0 || v.ModifyIndex != 17 {
-		t.Fatalf("unused semaphore: %+v", v)
-	}
-	if n := len(f.s.sems); n != 0 {
-		t.Fatalf("%d semaphores kept after the last permit went", n)
-	}
-	expect(t, f, 18, Command{Type: TypeSemAcquire, Lease: a, Name: "pool", Limit: 5}, StatusOK, 18)
-}
-
-// An election: the first campaign leads; the leader's lease proclaims (same token, new
-// value, modify index moves); another campaign is refused or queues; resigning elects the
-// head candidate with its own value in the same entry.
-func TestFSM_ElectionCampaignProclaimResign(t *testing.T) {
-	a, b, c := LeaseID{1}, LeaseID{2}, LeaseID{3}
-	f := v2(t, a, b, c) // entries 1-4
-	expect(t, f, 5, Command{Type: TypeCampaign, Lease: a, Name: "svc", Value: "a1", Owner: "A"}, StatusOK, 5)
-	expect(t, f, 6, Command{Type: TypeCampaign, Lease: b, Name: "svc", Value: "b1"}, StatusElectionHeld, 0)
-	if r := expect(t, f, 7, Command{Type: TypeCampaign, Lease: a, Name: "svc", Value: "a2", Token: 5}, StatusOK, 5); r.Value != "a2" || r.Modify != 7 {
-		t.Fatalf("proclaim: %+v", r)
-	}
-	expect(t, f, 8, Command{Type: TypeCampaign, Lease: a, Name: "svc", Value: "a3", Token: 4}, StatusNotHolder, 0)
-	expect(t, f, 9, Command{Type: TypeCampaign, Lease: b, Name: "svc", Value: "b1", Token: 5}, StatusNotHolder, 0)
-	expect(t, f, 10, Command{Type: TypeCampaign, Lease: b, Name: "svc", Value: "b1", Owner: "B", Wait: 30_000}, StatusQueued, 0)
-	expect(t, f, 11, Command{Type: TypeCampaign, Lease: c, Name: "svc", Value: "c1", Wait: 30_000}, StatusQueued, 0)
-	if v := f.Election("svc"); !v.Elected || v.Leader != a || v.Value != "a2" || v.Token != 5 || len(v.Candidates) != 2 || v.ModifyIndex != 11 {
-		t.Fatalf("election: %+v", v)
-	}
-	expect(t, f, 12, Command{Type: TypeResign, Lease: a, Name: "svc", Token: 5}, StatusOK, 0)
-	if v := f.Election("svc"); v.Leader != b || v.Value != "b1" || v.Owner != "B" || v.Token != 12 || v.ModifyIndex != 12 {
-		t.Fatalf("the head candidate should lead with token 12 and its value: %+v", v)
-	}
-	expect(t, f, 13, Command{Type: TypeRevoke, Lease: b}, StatusOK, 0)
-	if v := f.Election("svc"); v.Leader != c || v.Value != "c1" || v.Token != 13 {
-		t.Fatalf("revoking the leader elects the next candidate in the same entry: %+v", v)
-	}
-	expect(t, f, 14, Command{Type: TypeResign, Lease: c, Name: "svc", Token: 13}, StatusOK, 0)
-	if v := f.Election("svc"); v.Elected || v.ModifyIndex != 14 || len(f.s.elections) != 0 {
-		t.Fatalf("no leader, no candidate: %+v", v)
-	}
 }
 
 // A lease that expires gives up, in the expiring entry, a shared grant, a permit and a
@@ -346,5 +225,138 @@ func TestCommand_PrimsRoundTrip(t *testing.T) {
 	c := Command{Type: TypeCampaign, Now: 9, Lease: LeaseID{7}, Name: "e", Value: "v\x00\n", Token: 1 << 40}
 	if got, err := DecodeCommand(c.Encode(nil)); err != nil || fmt.Sprint(got) != fmt.Sprint(c) {
 		t.Fatalf("campaign round trip: %+v %v", got, err)
+	}
+}
+
+// withPrimitive returns a copy of primitives whose row named name is changed by edit.
+// The copy has its own slices, so that an edit never reaches the real table.
+func withPrimitive(t *testing.T, name string, edit func(p *primitive)) []primitive {
+	t.Helper()
+	prims := make([]primitive, len(primitives))
+	found := false
+	for i, p := range primitives {
+		p.commands = append([]command(nil), p.commands...)
+		p.sections = append([]section(nil), p.sections...)
+		p.history = append([]historyKind(nil), p.history...)
+		p.statuses = append([]statusName(nil), p.statuses...)
+		if p.name == name {
+			edit(&p)
+			found = true
+		}
+		prims[i] = p
+	}
+	if !found {
+		t.Fatalf("no primitive %s", name)
+	}
+	return prims
+}
+
+// TestTables_InitChecks runs the checks that init stops on over the real tables, which
+// pass, and over tables with one row doubled or broken, which each check refuses with an
+// error that names the row. The panics of init are those errors, so this is what keeps a
+// type, snapshot place or history kind from being taken twice.
+func TestTables_InitChecks(t *testing.T) {
+	registryOf := func(core []command, prims []primitive) error {
+		_, err := registry(core, prims)
+		return err
+	}
+	sectionsOf := func(prims []primitive) error {
+		_, err := sectionOrder(prims)
+		return err
+	}
+	historyOf := func(prims []primitive) error {
+		_, err := historyTable(prims)
+		return err
+	}
+	coreWith := func(rows ...command) []command {
+		return append(append([]command(nil), coreCommands...), rows...)
+	}
+	cases := []struct {
+		name string
+		err  func() error
+		want string // a part of the error; empty: no error
+	}{
+		{"hooks of the real table", func() error { return checkHooks(primitives) }, ""},
+		{"registry of the real tables", func() error { return registryOf(coreCommands, primitives) }, ""},
+		{"sections of the real table", func() error { return sectionsOf(primitives) }, ""},
+		{"history kinds of the real table", func() error { return historyOf(primitives) }, ""},
+		{"statuses and spaces of the real table", func() error { return checkStatuses(primitives) }, ""},
+
+		{"a primitive without dropOne", func() error {
+			return checkHooks(withPrimitive(t, "election", func(p *primitive) { p.dropOne = nil }))
+		}, "primitive election lacks a hook"},
+		{"a core type taken twice", func() error {
+			again := coreCommands[0]
+			again.name = "again"
+			return registryOf(coreWith(again), primitives)
+		}, "command type 1 (again): taken twice, by create_lease too"},
+		{"a primitive's type taken by a core row", func() error {
+			return registryOf(coreWith(command{typ: semCommands[0].typ, name: "core", apply: (*state).tick}), primitives)
+		}, "(" + semCommands[0].name + "): taken twice, by core too"},
+		{"a type with the skippable flag", func() error {
+			return registryOf(coreWith(command{typ: FlagSkippable, name: "flagged", apply: (*state).tick}), primitives)
+		}, "command type 128 (flagged): out of range"},
+		{"a type without a handler", func() error {
+			return registryOf(coreWith(command{typ: FlagSkippable - 1, name: "idle"}), primitives)
+		}, "command type 127 (idle): without a name or handler"},
+		{"a snapshot place taken twice", func() error {
+			return sectionsOf(withPrimitive(t, "election", func(p *primitive) {
+				p.sections = append(p.sections, numberPart(2, 2, elecFreed))
+			}))
+		}, "snapshot part of election at version 2, place 2: taken twice, by semaphore too"},
+		{"a history kind taken twice", func() error {
+			return historyOf(withPrimitive(t, "semaphore", func(p *primitive) {
+				p.history = []historyKind{{kind: HistoryMaxHold, name: "sem_max_hold", since: 3}}
+			}))
+		}, "history kind 9 (sem_max_hold) of semaphore: taken twice, by max_hold_ended too"},
+		{"a primitive's status the core names", func() error {
+			return checkStatuses(withPrimitive(t, "election", func(p *primitive) {
+				p.statuses = append(p.statuses, statusName{StatusDeadlock, "held_deadlock"})
+			}))
+		}, "(held_deadlock) of election: the core's deadlock"},
+		{"a status taken twice", func() error {
+			return checkStatuses(withPrimitive(t, "election", func(p *primitive) {
+				p.statuses = append(p.statuses, statusName{semStatuses[0].status, "full_too"})
+			}))
+		}, "(full_too) of election: taken twice, by semaphore too"},
+		{"a row out of its place", func() error {
+			return checkStatuses(withPrimitive(t, "election", func(p *primitive) { p.space = SpaceSemaphore }))
+		}, "primitive election has space 1 at place 2 of the table"},
+		{"a history kind out of range", func() error {
+			return historyOf(withPrimitive(t, "lock", func(p *primitive) {
+				p.history = append(p.history, historyKind{kind: historyKindEnd, name: "beyond", since: 3})
+			}))
+		}, "(beyond) of lock: out of range"},
+	}
+	for _, c := range cases {
+		err := c.err()
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%s: %v", c.name, err)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("%s: error %v, want one with %q", c.name, err, c.want)
+		}
+	}
+}
+
+// TestTables_SectionOrder checks that the derived parts are those of the rows, every one
+// once, in (since, order) order: the order the snapshot writes them in.
+func TestTables_SectionOrder(t *testing.T) {
+	parts, err := sectionOrder(primitives)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, p := range primitives {
+		n += len(p.sections)
+	}
+	if len(parts) != n || len(snapshotSections) != n {
+		t.Fatalf("%d parts derived, %d in snapshotSections, %d in the rows", len(parts), len(snapshotSections), n)
+	}
+	for i := 1; i < len(parts); i++ {
+		a, b := parts[i-1], parts[i]
+		if a.since > b.since || a.since == b.since && a.order >= b.order {
+			t.Errorf("part %d at (%d, %d) after (%d, %d)", i, b.since, b.order, a.since, a.order)
+		}
 	}
 }
