@@ -1,89 +1,112 @@
-package transport
+package transport_test
 
 import (
-	"math/rand/v2"
-	"slices"
+	"fmt"
+	"net/http"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
-	"github.com/raftlock/raftlock/api"
-	"github.com/raftlock/raftlock/fsm"
+	"github.com/raftlock/raftlock/test/rawhttp"
 )
 
-// With every name readable a cycle reads as fsm.DescribeCycle writes it (ACLs off, or a
-// caller that reads everything, sees what it saw before); a reader of a/ never sees a name
-// under secret/, and sees each name under a/ whole, whatever the names contain: the cycle
-// is read from its steps, never cut out of a text.
-func TestCycles_DescribeFromSteps(t *testing.T) {
-	names := []string{"a/1", "a/2", "secret/payroll", "a/x (held or asked for ahead of it by lease 0011aabb), which waits for lock b/y", "secret/), which waits for lock a/1", " (held or asked for ahead of it by lease ", "lease 00112233 waits for lock ", "z"}
-	readsA := func(n string) bool { return strings.HasPrefix(n, "a/") }
-	r := rand.New(rand.NewPCG(1, 2))
-	for range 3000 {
-		cycle := make([]fsm.CycleStep, 1+r.IntN(4))
-		for i := range cycle {
-			for j := range cycle[i].Lease {
-				cycle[i].Lease[j] = byte(r.IntN(256))
-			}
-			cycle[i].Lock = names[r.IntN(len(names))]
+// A token with rights on a/ only closes a wait-for cycle through secret/payroll: its 409
+// deadlock answer, the history of a/2 (read by an a/ read-only token, on the leader and
+// with ?stale on a follower) and its event stream say that a cycle exists, through "a
+// lock outside your prefixes", and never name secret/payroll; an admin's history does.
+func TestACL_DeadlockNamesOnlyReadableLocks(t *testing.T) {
+	c := startACLCluster(t)
+	waitVersion(c, 3)
+	m, toks := aclSetup(t, c, map[string]string{"a-lock": `{"rules":[{"prefix":"a/","access":"lock"}]}`, "a-read": `{"rules":[{"prefix":"a/","access":"read"}]}`})
+	l := c.URL(c.Leader(10e9))
+	as := func(token string) rawhttp.Client {
+		return rawhttp.Client{Token: token, HTTP: &http.Client{Timeout: 30 * time.Second}}
+	}
+	lease := func(token string) string {
+		a := as(token).Do("POST", l+"/v1/leases", `{"ttl_ms":60000}`)
+		id, _ := a.Body["lease_id"].(string)
+		if a.Status != 201 || id == "" {
+			t.Fatalf("lease: %v", a)
 		}
-		for i := range cycle {
-			cycle[i].Holder = cycle[(i+1)%len(cycle)].Lease
-		}
-		text := fsm.DescribeCycle(cycle)
-		if got := describeCycleFor(cycle, func(string) bool { return true }); got != text {
-			t.Fatalf("all readable:\n got %s\nwant %s", got, text)
-		}
-		if got := cycleText(&fsm.RecordedCycle{Steps: cycle}, nil); got != text {
-			t.Fatalf("ACLs off:\n got %s\nwant %s", got, text)
-		}
-		shown := shownCycle(cycle, readsA)
-		for i, st := range shown {
-			if st.Hidden == readsA(cycle[i].Lock) || !st.Hidden && st.Lock != cycle[i].Lock || strings.Contains(st.Lock, "secret/") {
-				t.Fatalf("step %d of %+v shown to an a/ reader as %+v", i, cycle, st)
-			}
-		}
-		if d := cycleText(&fsm.RecordedCycle{Steps: cycle}, readsA); strings.Contains(d, "secret/") {
-			t.Fatalf("detail for an a/ reader names a secret/ lock: %s (from %s)", d, text)
+		return id
+	}
+	take := func(token, name, id string) {
+		if a := as(token).Do("PUT", l+"/v1/locks/"+name, fmt.Sprintf(`{"lease_id":%q}`, id)); a.Status != 200 {
+			t.Fatalf("acquire %s: %v", name, a)
 		}
 	}
-}
+	waiters := func(name string) int {
+		a := as(m).Do("GET", l+"/v1/locks/"+name, "")
+		n, _ := a.Body["waiters"].(float64)
+		return int(n)
+	}
+	la, lb, lc := lease(toks["a-lock"]), lease(m), lease(m)
+	take(toks["a-lock"], "a/1", la)
+	take(m, "a/2", lb)
+	take(m, "secret/payroll", lc)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wait := func(name, id string) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			as(m).Do("PUT", l+"/v1/locks/"+name, fmt.Sprintf(`{"lease_id":%q,"wait_ms":20000}`, id))
+		}()
+		c.WaitFor(10*time.Second, "a waiter on "+name, func() bool { return waiters(name) == 1 })
+	}
+	wait("a/1", lc)
+	wait("secret/payroll", lb)
+	defer func() {
+		for _, id := range []string{lb, lc} {
+			as(m).Do("POST", l+"/v1/leases/revoke", fmt.Sprintf(`{"lease_id":%q}`, id))
+		}
+	}()
 
-// A caller that may read a/ only sees the other locks as hiddenLock, and the fingerprint
-// of a lease only when a lock it waits for or holds is readable; the cycle still reads as
-// a cycle.
-func TestCycles_Hidden(t *testing.T) {
-	fp := func(b byte) fsm.Fingerprint { return fsm.Fingerprint{b, b, b, b} }
-	// A waits for a/2 (held by B), B for secret/x (held by C), C for secret/y (held by
-	// D), D for a/1 (held by A).
-	cycle := []fsm.CycleStep{{Lease: fp(0xa1), Lock: "a/2"}, {Lease: fp(0xb2), Lock: "secret/x"}, {Lease: fp(0xc3), Lock: "secret/y"}, {Lease: fp(0xd4), Lock: "a/1"}}
-	readsA := func(n string) bool { return strings.HasPrefix(n, "a/") }
-	got := describeCycleFor(cycle, readsA)
-	want := "lease a1a1a1a1 waits for lock a/2 (held or asked for ahead of it by lease b2b2b2b2), which waits for " + hiddenLock + " (held or asked for ahead of it by " + hiddenLease + "), which waits for " + hiddenLock + " (held or asked for ahead of it by lease d4d4d4d4), which waits for lock a/1 (held or asked for ahead of it by lease a1a1a1a1)"
-	if got != want {
-		t.Fatalf("got  %s\nwant %s", got, want)
+	a := as(toks["a-lock"]).Do("PUT", l+"/v1/locks/a/2", fmt.Sprintf(`{"lease_id":%q,"wait_ms":5000}`, la))
+	if a.Status != 409 || a.Code() != "deadlock" {
+		t.Fatalf("closing the cycle: %v, want 409 deadlock", a)
 	}
-	if d := cycleText(&fsm.RecordedCycle{Steps: cycle}, readsA); d != want {
-		t.Fatalf("history detail %s\nwant %s", d, want)
+	msg := string(a.Raw)
+	if strings.Contains(msg, "secret/") || !strings.Contains(msg, "a lock outside your prefixes") || !strings.Contains(msg, "cycle") || !strings.Contains(msg, "lock a/1") {
+		t.Fatalf("a/ token's deadlock answer: %s", msg)
 	}
-	wantSteps := []api.CycleStep{{LeaseFingerprint: "a1a1a1a1", Lock: "a/2"}, {LeaseFingerprint: "b2b2b2b2", Hidden: true}, {Hidden: true}, {LeaseFingerprint: "d4d4d4d4", Lock: "a/1"}}
-	if got := shownCycle(cycle, readsA); !slices.Equal(got, wantSteps) {
-		t.Fatalf("steps %+v\nwant %+v", got, wantSteps)
-	}
-}
 
-// A refusal recorded before protocol version 8 kept only its text: shown as it is with
-// ACLs off, and as a sentence that names nothing with ACLs on, even to a caller that may
-// read every name in it (nothing cuts the text back into names).
-func TestCycles_TextRecordedBeforeVersion8(t *testing.T) {
-	cycle := []fsm.CycleStep{{Lease: fsm.Fingerprint{1}, Lock: "a/1"}, {Lease: fsm.Fingerprint{2}, Lock: "secret/x"}}
-	old := &fsm.RecordedCycle{Text: fsm.DescribeCycle(cycle)}
-	if got := cycleText(old, nil); got != old.Text {
-		t.Fatalf("ACLs off: %s", got)
+	ro := toks["a-read"]
+	f := c.URL(c.Follower())
+	for _, u := range []string{l + "/v1/history/a/2", f + "/v1/history/a/2?stale=true"} {
+		var got string
+		c.WaitFor(10*time.Second, "the refusal in "+u, func() bool {
+			got = string(as(ro).Do("GET", u, "").Raw)
+			return strings.Contains(got, "deadlock_refused")
+		})
+		if strings.Contains(got, "secret/") || !strings.Contains(got, "a lock outside your prefixes") {
+			t.Fatalf("a/ reader: GET %s: %s", u, got)
+		}
 	}
-	if got := cycleText(old, func(string) bool { return true }); got != hiddenCycle {
-		t.Fatalf("ACLs on: %s", got)
+	if got := string(as(m).Do("GET", l+"/v1/history/a/2", "").Raw); !strings.Contains(got, "secret/payroll") {
+		t.Fatalf("admin's history of a/2 does not name secret/payroll: %s", got)
 	}
-	if got := cycleText(nil, nil); got != "" {
-		t.Fatalf("no cycle: %q", got)
+
+	lines, stop, why := as(ro).OpenStream(l + "/v1/events?prefix=a/&from_index=1")
+	if why != "" {
+		t.Fatalf("stream: %s", why)
+	}
+	defer stop()
+	for timeout := time.After(10 * time.Second); ; {
+		select {
+		case line := <-lines:
+			if strings.Contains(line, "secret/") {
+				t.Fatalf("a/ reader's event stream names secret/: %s", line)
+			}
+			if strings.Contains(line, "deadlock_refused") {
+				if !strings.Contains(line, "a lock outside your prefixes") {
+					t.Fatalf("the stream's refusal: %s", line)
+				}
+				return
+			}
+		case <-timeout:
+			t.Fatal("no deadlock_refused event on the a/ stream within 10 s")
+		}
 	}
 }
