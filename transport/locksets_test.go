@@ -94,19 +94,8 @@ func TestACL_LockSetNeedsLockRightsOnEveryName(t *testing.T) {
 func TestLockSet_GroupInStatusAndOverview(t *testing.T) {
 	c := startACLClusterV3(t)
 	f := c.URL(c.Follower())
-	var mgmt api.ACLToken
-	if st, code := callAs(t, "", "POST", f+"/v1/acl/bootstrap", "", &mgmt); st != 200 {
-		t.Fatalf("bootstrap: %d %s", st, code)
-	}
-	m := mgmt.SecretID
-	c.WaitForwarding()
-	if st, code := callAs(t, m, "PUT", f+"/v1/acl/policies/jobs-read", `{"rules":[{"prefix":"jobs/","access":"read"}]}`, nil); st != 200 {
-		t.Fatalf("policy: %d %s", st, code)
-	}
-	var ro api.ACLToken
-	if st, code := callAs(t, m, "POST", f+"/v1/acl/tokens", `{"policies":["jobs-read"]}`, &ro); st != 200 {
-		t.Fatalf("token: %d %s", st, code)
-	}
+	m, toks := aclSetup(t, c, map[string]string{"jobs-read": `{"rules":[{"prefix":"jobs/","access":"read"}]}`})
+	ro := toks["jobs-read"]
 	var g api.LockSetGrant
 	if st, code := callAs(t, m, "POST", f+"/v1/locksets", `{"names":["jobs/x","jobs/y","secret/z"],"owner":"mover","ttl_ms":60000}`, &g); st != 200 {
 		t.Fatalf("lockset: %d %s", st, code)
@@ -117,7 +106,7 @@ func TestLockSet_GroupInStatusAndOverview(t *testing.T) {
 	}
 	testkit.WaitFor(t, 10*time.Second, "the read token's view of the group, on the follower", func() bool {
 		ls = api.LockStatus{}
-		st, _ := callAs(t, ro.SecretID, "GET", f+"/v1/locks/jobs/y?stale", "", &ls)
+		st, _ := callAs(t, ro, "GET", f+"/v1/locks/jobs/y?stale", "", &ls)
 		return st == 200 && len(ls.Holders) == 1
 	})
 	if !slices.Equal(ls.Holders[0].LockSet, []string{"jobs/x", "jobs/y"}) || ls.Holders[0].LockSetHidden != 1 {
@@ -128,14 +117,14 @@ func TestLockSet_GroupInStatusAndOverview(t *testing.T) {
 	var o api.Overview
 	testkit.WaitFor(t, 10*time.Second, "the read token's overview on the follower, with both locks", func() bool {
 		o = api.Overview{}
-		st, _ := callAs(t, ro.SecretID, "GET", f+"/v1/overview", "", &o)
+		st, _ := callAs(t, ro, "GET", f+"/v1/overview", "", &o)
 		return st == 200 && len(o.Locks) == 2
 	})
 	if !slices.Equal(o.Locks[1].Holders[0].LockSet, []string{"jobs/x", "jobs/y"}) || o.Locks[1].Holders[0].LockSetHidden != 1 {
 		t.Fatalf("the read token's overview: %+v", o.Locks)
 	}
 	var list api.LockList
-	if st, code := callAs(t, ro.SecretID, "GET", f+"/v1/locks?prefix=jobs/&stale", "", &list); st != 200 || len(list.Locks) != 2 || list.Locks[0].Holders[0].LockSetHidden != 1 {
+	if st, code := callAs(t, ro, "GET", f+"/v1/locks?prefix=jobs/&stale", "", &list); st != 200 || len(list.Locks) != 2 || list.Locks[0].Holders[0].LockSetHidden != 1 {
 		t.Fatalf("the read token's list: %d %s %+v", st, code, list.Locks)
 	}
 	// Released alone, a lock leaves the group; the others stay one.

@@ -345,19 +345,8 @@ func TestWaits_QueuesEdgesAndRefusals(t *testing.T) {
 func TestWaits_ACLHidesWhatTheTokenMayNotRead(t *testing.T) {
 	c := startACLClusterV3(t)
 	f := c.URL(c.Follower())
-	var mgmt api.ACLToken
-	if st, code := callAs(t, "", "POST", f+"/v1/acl/bootstrap", "", &mgmt); st != 200 {
-		t.Fatalf("bootstrap: %d %s", st, code)
-	}
-	m := mgmt.SecretID
-	c.WaitForwarding()
-	if st, code := callAs(t, m, "PUT", f+"/v1/acl/policies/jobs-read", `{"rules":[{"prefix":"jobs/","access":"read"}]}`, nil); st != 200 {
-		t.Fatalf("policy: %d %s", st, code)
-	}
-	var ro api.ACLToken
-	if st, code := callAs(t, m, "POST", f+"/v1/acl/tokens", `{"policies":["jobs-read"]}`, &ro); st != 200 {
-		t.Fatalf("token: %d %s", st, code)
-	}
+	m, toks := aclSetup(t, c, map[string]string{"jobs-read": `{"rules":[{"prefix":"jobs/","access":"read"}]}`})
+	ro := toks["jobs-read"]
 	var ga, gb api.Grant
 	if st, code := callAs(t, m, "PUT", f+"/v1/locks/jobs/x", `{"owner":"A","ttl_ms":60000}`, &ga); st != 200 {
 		t.Fatalf("acquire: %d %s", st, code)
@@ -377,7 +366,7 @@ func TestWaits_ACLHidesWhatTheTokenMayNotRead(t *testing.T) {
 	var o api.Overview
 	testkit.WaitFor(t, 10*time.Second, "the read token's overview on the follower", func() bool {
 		o = api.Overview{}
-		st, _ := callAs(t, ro.SecretID, "GET", f+"/v1/overview?include=waits_for&queue=5", "", &o)
+		st, _ := callAs(t, ro, "GET", f+"/v1/overview?include=waits_for&queue=5", "", &o)
 		return st == 200 && len(o.Refusals) == 1
 	})
 	if len(o.WaitsFor) != 0 {

@@ -21,6 +21,7 @@ func aclSetup(t testing.TB, c *testcluster.InProcess, policies map[string]string
 	if st, code := callAs(t, "", "POST", f+"/v1/acl/bootstrap", "", &mgmt); st != 200 {
 		t.Fatalf("bootstrap: %d %s", st, code)
 	}
+	c.WaitForwarding()
 	toks := map[string]string{}
 	for name, body := range policies {
 		if st, code := callAs(t, mgmt.SecretID, "PUT", f+"/v1/acl/policies/"+name, body, nil); st != 200 {

@@ -256,19 +256,8 @@ func scrapeCounters(t *testing.T, base string) map[string]float64 {
 func TestOverview_ACL(t *testing.T) {
 	c := startACLCluster(t)
 	f := c.URL(c.Follower())
-	var mgmt api.ACLToken
-	if st, code := callAs(t, "", "POST", f+"/v1/acl/bootstrap", "", &mgmt); st != 200 {
-		t.Fatalf("bootstrap: %d %s", st, code)
-	}
-	m := mgmt.SecretID
-	c.WaitForwarding()
-	if st, code := callAs(t, m, "PUT", f+"/v1/acl/policies/jobs-read", `{"rules":[{"prefix":"jobs/","access":"read"}]}`, nil); st != 200 {
-		t.Fatalf("policy: %d %s", st, code)
-	}
-	var ro api.ACLToken
-	if st, code := callAs(t, m, "POST", f+"/v1/acl/tokens", `{"policies":["jobs-read"]}`, &ro); st != 200 {
-		t.Fatalf("token: %d %s", st, code)
-	}
+	m, toks := aclSetup(t, c, map[string]string{"jobs-read": `{"rules":[{"prefix":"jobs/","access":"read"}]}`})
+	ro := toks["jobs-read"]
 	for _, name := range []string{"jobs/a", "other/b"} {
 		if st, code := callAs(t, m, "PUT", f+"/v1/locks/"+name, `{"ttl_ms":60000}`, nil); st != 200 {
 			t.Fatalf("acquire %s: %d %s", name, st, code)
@@ -293,7 +282,7 @@ func TestOverview_ACL(t *testing.T) {
 	}
 	testkit.WaitFor(t, 30*time.Second, "a follower's overview with the read token, naming the leader to ask", func() bool {
 		o = api.Overview{}
-		st, _ := callAs(t, ro.SecretID, "GET", c.URL(c.Follower())+"/v1/overview", "", &o)
+		st, _ := callAs(t, ro, "GET", c.URL(c.Follower())+"/v1/overview", "", &o)
 		return st == 200 && len(o.Locks) > 0 && len(others(o)) > 0
 	})
 	if len(o.Locks) != 1 || o.Locks[0].Name != "jobs/a" {
