@@ -5,7 +5,8 @@ import (
 	"net/http"
 )
 
-// Error codes carried in ErrorDetail.Code. Each has one HTTP status (see Status).
+// Error codes carried in ErrorDetail.Code. Each is an entry of the catalogue (outcomes.go),
+// which gives its HTTP status, retry class and message.
 const (
 	CodeInvalidJSON      = "invalid_json"
 	CodeInvalidName      = "invalid_name"
@@ -63,38 +64,13 @@ const (
 // events the node still holds (410); start live, or from the index the message names.
 const CodeIndexCompacted = "index_compacted"
 
-// Status returns the HTTP status that goes with an error code.
+// Status returns the HTTP status that goes with an error code, as the catalogue
+// (Outcomes) says; 500 for a code it does not know.
 func Status(code string) int {
-	switch code {
-	case CodeInvalidJSON, CodeInvalidName, CodeInvalidTTL, CodeInvalidArgument:
-		return http.StatusBadRequest
-	case CodeLeaseNotFound, CodeNotFound:
-		return http.StatusNotFound
-	case CodeMethodNotAllowed:
-		return http.StatusMethodNotAllowed
-	case CodeLockHeld, CodeWaitTimeout, CodeNotHolder, CodeConflict,
-		CodeModeConflict, CodeSemaphoreFull, CodeLimitConflict, CodeElectionHeld,
-		CodeDeadlock, CodeVersionInactive:
-		return http.StatusConflict
-	case CodeUnauthenticated:
-		return http.StatusUnauthorized
-	case CodePermissionDenied:
-		return http.StatusForbidden
-	case CodeBodyTooLarge:
-		return http.StatusRequestEntityTooLarge
-	case CodeUnsupportedMediaType:
-		return http.StatusUnsupportedMediaType
-	case CodeMisdirectedRequest:
-		return http.StatusMisdirectedRequest
-	case CodeNoLeader, CodeUnknownOutcome:
-		return http.StatusServiceUnavailable
-	case CodeQuotaExceeded, CodeTooManyRequests:
-		return http.StatusTooManyRequests
-	case CodeIndexCompacted:
-		return http.StatusGone
-	default:
-		return http.StatusInternalServerError
+	if o, ok := byCode[code]; ok {
+		return o.Status
 	}
+	return http.StatusInternalServerError
 }
 
 // Error is an API error as a Go error value: the server returns it from handlers and the

@@ -7,9 +7,18 @@ package api
 type HistoryEvent struct {
 	// Name is the lock's name (set in the event stream, omitted in a history).
 	Name string `json:"name,omitempty"`
-	// Kind is granted, released, expired, revoked, wait_abandoned, wait_timed_out or
-	// wait_lease_ended. A handover is the end of one grant and a granted event at the
-	// same index.
+	// Primitive is PrimitiveSemaphore or PrimitiveElection for the events of a semaphore
+	// or an election (streamed to a consumer that asks for them with ?kinds=), omitted
+	// for a lock's.
+	Primitive string `json:"primitive,omitempty"`
+	// Kind is, for a lock: granted, released, expired, revoked, wait_abandoned,
+	// wait_timed_out, wait_lease_ended, deadlock_refused, max_hold_ended, lock_delay or
+	// lock_delay_ended; for a semaphore: permit_granted, permit_released, permit_expired,
+	// permit_revoked, permit_max_hold_ended, permit_wait_abandoned, permit_wait_timed_out
+	// or permit_wait_lease_ended; for an election: elected, resigned, leader_expired,
+	// leader_revoked, proclaimed, candidate_abandoned, candidate_timed_out or
+	// candidate_lease_ended. A handover is the end of one grant and a grant at the same
+	// index.
 	Kind string `json:"kind"`
 	// Index is the log index of the entry; TimeMs is the cluster time it was applied at.
 	Index  uint64 `json:"index"`
@@ -42,6 +51,13 @@ type History struct {
 	// were and how long the current holder has held the lock.
 	ClusterTimeMs int64 `json:"cluster_time_ms"`
 }
+
+// The primitives, as HistoryEvent.Primitive and the event stream's ?kinds= name them.
+const (
+	PrimitiveLock      = "lock"
+	PrimitiveSemaphore = "semaphore"
+	PrimitiveElection  = "election"
+)
 
 // EventEntry is one message of the event stream: the lock events of one applied entry.
 // Its SSE id is Index; a client resumes after it with the Last-Event-ID header.

@@ -27,6 +27,14 @@ type Holder struct {
 	Owner string `json:"owner,omitempty"`
 	// Token is the grant's fencing token.
 	Token uint64 `json:"token"`
+	// LeaseFingerprint is a one-way fingerprint of the holding lease (hex), never its ID.
+	LeaseFingerprint string `json:"lease_fingerprint,omitempty"`
+	// LockSet, for a lock's grant made by a lockset (protocol version 7), names the locks
+	// the lockset's lease still holds with that one grant (this one among them), in name
+	// order: one commit, one token, one mode. Locks the caller may not read are left out
+	// and counted in LockSetHidden. Absent for a grant made alone.
+	LockSet       []string `json:"lockset,omitempty"`
+	LockSetHidden int      `json:"lockset_hidden,omitempty"`
 }
 
 // SemaphoreAcquireRequest is the body of PUT /v1/semaphores/{name}: take one permit.
@@ -83,6 +91,9 @@ type SemaphoreStatus struct {
 	// ModifyIndex is the log index of the last change; it never goes backwards. Pass it as
 	// wait_index to block until the next change.
 	ModifyIndex uint64 `json:"modify_index"`
+	// Queue is the first waiters in queue order, when the read asked for them with
+	// ?queue=N; omitted otherwise.
+	Queue []Waiter `json:"queue,omitempty"`
 }
 
 // CampaignRequest is the body of PUT /v1/elections/{name}: campaign for leadership, or,
@@ -145,4 +156,10 @@ type ElectionStatus struct {
 	ModifyIndex uint64 `json:"modify_index"`
 	// Candidates is the number of leases queued to lead next.
 	Candidates int `json:"candidates"`
+	// LeaseFingerprint is a one-way fingerprint of the leader's lease (hex), never its
+	// ID; absent when nobody leads.
+	LeaseFingerprint string `json:"lease_fingerprint,omitempty"`
+	// Queue is the first candidates in queue order, when the read asked for them with
+	// ?queue=N; omitted otherwise.
+	Queue []Waiter `json:"queue,omitempty"`
 }

@@ -120,6 +120,29 @@ type LockStatus struct {
 	// leader's tick interval (1 s): they may overstate what remains by that much.
 	LockDelayRemainingMs int64 `json:"lock_delay_remaining_ms,omitempty"`
 	MaxHoldRemainingMs   int64 `json:"max_hold_remaining_ms,omitempty"`
+	// Queue is the first waiters in queue order, when the read asked for them with
+	// ?queue=N (Waiters counts them all); omitted otherwise.
+	Queue []Waiter `json:"queue,omitempty"`
+}
+
+// Waiter is one request in the queue of a lock, a semaphore or an election, as a status
+// read with ?queue=N and the overview list them: who waits, since when and until when. The
+// lease is shown by its fingerprint, never by its ID.
+type Waiter struct {
+	// Owner is the label given with the request.
+	Owner string `json:"owner,omitempty"`
+	// LeaseFingerprint is a one-way fingerprint of the waiting lease (hex).
+	LeaseFingerprint string `json:"lease_fingerprint"`
+	// SinceMs is the cluster time the wait began; absent when unknown (a wait queued
+	// while the cluster ran protocol version 1).
+	SinceMs *int64 `json:"since_ms,omitempty"`
+	// DeadlineMs is the cluster time at which the wait ends without a grant.
+	DeadlineMs int64 `json:"deadline_ms"`
+	// Mode is the mode asked for (locks only): ModeExclusive or ModeShared.
+	Mode string `json:"mode,omitempty"`
+	// LockSet marks one lock of a waiting lockset, which is granted all at once or not
+	// at all (locks only).
+	LockSet bool `json:"lockset,omitempty"`
 }
 
 // LockList is the answer to GET /v1/locks?prefix=P: the held or awaited locks whose names

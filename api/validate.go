@@ -37,6 +37,9 @@ const (
 	// DefaultListLimit and MaxListLimit bound one page of GET /v1/locks.
 	DefaultListLimit = 1000
 	MaxListLimit     = 10000
+	// MaxQueueList bounds ?queue=N: the waiters one status read or one overview item
+	// lists in order.
+	MaxQueueList = 10000
 )
 
 // NameRule states what a valid name is. Every client says the same after "invalid <kind>

@@ -53,7 +53,10 @@
 // Errors from the API match one of the package's sentinel errors (ErrLockHeld,
 // ErrWaitTimeout, ErrNotHolder, ErrLeaseNotFound, ErrNoLeader, ErrQuotaExceeded,
 // ErrUnauthenticated, ErrPermissionDenied, ErrConflict, ...)
-// and the server's *api.Error, both with errors.Is.
+// and the server's *api.Error, both with errors.Is. What the client retries is each
+// code's retry class in the API's catalogue of outcomes (api.Outcomes). A code the client
+// does not know (a newer server's) is ErrServer and is not retried; errors.As still gives
+// its *api.Error, code and message.
 //
 // # TLS and ACL tokens
 //

@@ -44,7 +44,10 @@ var (
 	// ErrInvalid: the server refused the request as malformed (400, 404 not_found,
 	// 405, 413). Retrying the same request cannot succeed.
 	ErrInvalid = errors.New("client: invalid request")
-	// ErrServer: the server failed (500) or answered something that is not the API.
+	// ErrServer: the server failed (500) or answered something that is not the API, or
+	// answered an error code this client does not know (a newer server's): such an error
+	// is not retried, and errors.As(err, new(*api.Error)) still recovers its code and
+	// message.
 	ErrServer = errors.New("client: server error")
 	// ErrQuotaExceeded: a configured limit of the cluster's replicated state (leases,
 	// locks per lease, waiters per lock) would be exceeded, and nothing was applied
@@ -100,46 +103,47 @@ var (
 	ErrElectionHeld = errors.New("client: election held by another leader")
 )
 
-// codeSentinel maps an API error code to the client's error value.
+// sentinels maps each code of the API's catalogue of outcomes (api/outcomes.go) to the
+// client's error value; TestSentinels_EveryCatalogueCode fails when a code is missing here
+// or is not the catalogue's. The retries read the catalogue itself (retryClass).
+var sentinels = map[string]error{
+	api.CodeLockHeld:         ErrLockHeld,
+	api.CodeDeadlock:         ErrDeadlock,
+	api.CodeVersionInactive:  ErrVersionInactive,
+	api.CodeWaitTimeout:      ErrWaitTimeout,
+	api.CodeNotHolder:        ErrNotHolder,
+	api.CodeLeaseNotFound:    ErrLeaseNotFound,
+	api.CodeNoLeader:         ErrNoLeader,
+	api.CodeUnknownOutcome:   ErrUnknownOutcome,
+	api.CodeQuotaExceeded:    ErrQuotaExceeded,
+	api.CodeTooManyRequests:  ErrTooManyRequests,
+	api.CodeUnauthenticated:  ErrUnauthenticated,
+	api.CodePermissionDenied: ErrPermissionDenied,
+	api.CodeConflict:         ErrConflict,
+	api.CodeModeConflict:     ErrModeConflict,
+	api.CodeSemaphoreFull:    ErrSemaphoreFull,
+	api.CodeLimitConflict:    ErrLimitConflict,
+	api.CodeElectionHeld:     ErrElectionHeld,
+	api.CodeIndexCompacted:   ErrIndexCompacted,
+	api.CodeInternal:         ErrServer,
+
+	api.CodeInvalidJSON:          ErrInvalid,
+	api.CodeInvalidName:          ErrInvalid,
+	api.CodeInvalidTTL:           ErrInvalid,
+	api.CodeInvalidArgument:      ErrInvalid,
+	api.CodeNotFound:             ErrInvalid,
+	api.CodeMethodNotAllowed:     ErrInvalid,
+	api.CodeBodyTooLarge:         ErrInvalid,
+	api.CodeUnsupportedMediaType: ErrInvalid,
+	api.CodeMisdirectedRequest:   ErrInvalid,
+}
+
+// codeSentinel maps an API error code to the client's error value. A code the client does
+// not know (a newer server's) is ErrServer, not retried; the error still holds the
+// server's *api.Error with that code and message.
 func codeSentinel(code string) error {
-	switch code {
-	case api.CodeLockHeld:
-		return ErrLockHeld
-	case api.CodeDeadlock:
-		return ErrDeadlock
-	case api.CodeVersionInactive:
-		return ErrVersionInactive
-	case api.CodeWaitTimeout:
-		return ErrWaitTimeout
-	case api.CodeNotHolder:
-		return ErrNotHolder
-	case api.CodeLeaseNotFound:
-		return ErrLeaseNotFound
-	case api.CodeNoLeader:
-		return ErrNoLeader
-	case api.CodeUnknownOutcome:
-		return ErrUnknownOutcome
-	case api.CodeQuotaExceeded:
-		return ErrQuotaExceeded
-	case api.CodeTooManyRequests:
-		return ErrTooManyRequests
-	case api.CodeUnauthenticated:
-		return ErrUnauthenticated
-	case api.CodePermissionDenied:
-		return ErrPermissionDenied
-	case api.CodeConflict:
-		return ErrConflict
-	case api.CodeModeConflict:
-		return ErrModeConflict
-	case api.CodeSemaphoreFull:
-		return ErrSemaphoreFull
-	case api.CodeLimitConflict:
-		return ErrLimitConflict
-	case api.CodeElectionHeld:
-		return ErrElectionHeld
-	case api.CodeInvalidJSON, api.CodeInvalidName, api.CodeInvalidTTL, api.CodeInvalidArgument,
-		api.CodeNotFound, api.CodeMethodNotAllowed, api.CodeBodyTooLarge, api.CodeUnsupportedMediaType, api.CodeMisdirectedRequest:
-		return ErrInvalid
+	if s, ok := sentinels[code]; ok {
+		return s
 	}
 	return ErrServer
 }

@@ -134,7 +134,7 @@ func (c *Client) do(ctx context.Context, r *request, out any) (result, error) {
 			if errors.Is(err, ErrTLS) {
 				tlsFails++
 			}
-			if errors.Is(err, ErrTooManyRequests) {
+			if retryClass(err) == api.RetryAfterDelay {
 				// The node is busy, not gone: wait as it asked before asking again (the
 				// attempt made it the preferred endpoint, as it answered).
 				throttled, _ = RetryAfter(err)
@@ -193,11 +193,24 @@ func (c *Client) ctxErr(ctx context.Context, op string, last error) error {
 	return fmt.Errorf("client: %s: %w; last error: %w", op, ctx.Err(), last)
 }
 
+// retryClass is the retry class of the API answer err comes from, as the API's catalogue
+// of outcomes says (api/outcomes.go): RetryNever for an error that is no answer, and for
+// a code the catalogue does not know (a newer server's).
+func retryClass(err error) api.Retry {
+	var ae *api.Error
+	if errors.As(err, &ae) {
+		if o, ok := api.Lookup(ae.Code); ok {
+			return o.Retry
+		}
+	}
+	return api.RetryNever
+}
+
 // mayHaveApplied reports whether a retryable failure may hide an applied request: an
-// unknown_outcome answer, or a connection that failed after the request could have been
-// sent.
+// answer of retry class ambiguous (unknown_outcome), or a connection that failed after
+// the request could have been sent.
 func mayHaveApplied(err error) bool {
-	if errors.Is(err, ErrUnknownOutcome) {
+	if retryClass(err) == api.RetryAmbiguous {
 		return true
 	}
 	if !errors.Is(err, ErrUnavailable) {
@@ -207,10 +220,10 @@ func mayHaveApplied(err error) bool {
 	return !errors.As(err, &oe) || oe.Op != "dial"
 }
 
-// retryable reports whether another endpoint (or a later attempt) may answer differently.
+// retryable reports whether another endpoint (or a later attempt) may answer differently:
+// an endpoint that did not answer, or an answer whose retry class is not never.
 func retryable(err error) bool {
-	return errors.Is(err, ErrUnavailable) || errors.Is(err, ErrNoLeader) || errors.Is(err, ErrUnknownOutcome) ||
-		errors.Is(err, ErrTooManyRequests) || errors.Is(err, ErrTLS)
+	return errors.Is(err, ErrUnavailable) || errors.Is(err, ErrTLS) || retryClass(err) != api.RetryNever
 }
 
 func (c *Client) getPreferred() int {

@@ -109,6 +109,25 @@ func TestClient_APIErrorIsNotRetried(t *testing.T) {
 	}
 }
 
+// A code the client does not know (a newer server's), even with a status it retries
+// other codes of, is ErrServer: not retried, its code and message kept.
+func TestClient_UnknownCodeIsAServerErrorNotRetried(t *testing.T) {
+	a, _ := fakeNode(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Retry-After", "1")
+		writeJSON(w, http.StatusServiceUnavailable, api.Errorf("leader_busy", "a newer server's code").Body())
+	})
+	b, hitsB := fakeNode(t, clusterOK)
+	c := newClient(t, []string{a, b})
+	_, err := c.Acquire(ctxFor(t, 5*time.Second), "x", client.AcquireOptions{})
+	var ae *api.Error
+	if !errors.Is(err, client.ErrServer) || !errors.As(err, &ae) || ae.Code != "leader_busy" || ae.Message != "a newer server's code" {
+		t.Fatalf("err = %v; want ErrServer holding the answer's code and message", err)
+	}
+	if hitsB.Load() != 0 {
+		t.Fatal("an unknown code was retried on another endpoint")
+	}
+}
+
 func TestClient_HungEndpointCostsOneAttemptTimeout(t *testing.T) {
 	a, _ := fakeNode(t, func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() })
 	b, _ := fakeNode(t, clusterOK)

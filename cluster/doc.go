@@ -57,7 +57,9 @@
 //	elections.go  Elections: campaign, resign, status
 //	members.go    Members: add, remove, transfer leadership, registration, versions; ID and address rules
 //	acl.go        ACL: bootstrap, policies, tokens, identities
-//	events.go     Events: the event stream (Subscription), history, the dashboard overview
+//	events.go     Events: the event stream (Subscription, by namespace), histories, the
+//	              dashboard's reads (overview, semaphores, elections, waits-for, refusals)
+//	changes.go    the recent changes of names, and WaitChange: the blocking overview
 //	backup.go     Node.Backup
 //
 // Storage:

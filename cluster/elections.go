@@ -52,8 +52,10 @@ func (el *Elections) Resign(ctx context.Context, name string, lease LeaseID, tok
 	return el.n.prop.releaseGrant(ctx, &fsm.Command{Type: fsm.TypeResign, Name: name, Lease: lease, Token: token})
 }
 
-// Status returns the state of election name: who leads and what it published. Every
+// Status returns the state of election name: who leads and what it published, and its
+// first q.Queue candidates in Queue. Every
 // change of leader or value moves its modify index, so a blocking query observes each one.
 func (el *Elections) Status(ctx context.Context, name string, q Query) (ElectionView, error) {
-	return statusRead(ctx, el.n, fsm.SpaceElection, name, q, el.n.fsm.Election, func(v ElectionView) (uint64, bool) { return v.ModifyIndex, v.Elected })
+	view := func(name string) ElectionView { return el.n.fsm.ElectionQueue(name, q.Queue) }
+	return statusRead(ctx, el.n, fsm.SpaceElection, name, q, view, func(v ElectionView) (uint64, bool) { return v.ModifyIndex, v.Elected })
 }

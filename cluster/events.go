@@ -18,11 +18,23 @@ const (
 	DefaultEventBacklog = 10_000
 )
 
-// StreamEvent is one history event of a lock, as the stream carries it.
+// StreamEvent is one history event of a lock, a semaphore or an election (Space), as
+// the stream carries it.
 type StreamEvent struct {
-	Name string
+	Name  string
+	Space Space
 	fsm.HistoryEvent
 }
+
+// Space is the namespace of a name: a lock, a semaphore or an election.
+type Space = fsm.Space
+
+// The namespaces.
+const (
+	SpaceLock      = fsm.SpaceLock
+	SpaceSemaphore = fsm.SpaceSemaphore
+	SpaceElection  = fsm.SpaceElection
+)
 
 // StreamEntry is what one applied entry did to the locks: every event has Index.
 type StreamEntry struct {
@@ -60,6 +72,7 @@ func newStream(backlog, maxSubs int) *stream {
 type Subscription struct {
 	s       *stream
 	prefix  string
+	spaces  uint8  // the namespaces it streams, one bit each (1 << Space)
 	start   uint64 // the first index it streams
 	queue   []StreamEntry
 	queued  int // events in queue
@@ -72,7 +85,7 @@ type Subscription struct {
 func (sub *Subscription) add(e StreamEntry) {
 	var evs []StreamEvent
 	for _, ev := range e.Events {
-		if strings.HasPrefix(ev.Name, sub.prefix) {
+		if sub.spaces&(1<<ev.Space) != 0 && strings.HasPrefix(ev.Name, sub.prefix) {
 			evs = append(evs, ev)
 		}
 	}
@@ -143,8 +156,8 @@ func (sub *Subscription) Close() {
 }
 
 // subscribe starts a subscription at entry index from (0: only entries applied from now
-// on), for the locks whose names start with prefix.
-func (s *stream) subscribe(prefix string, from uint64) (*Subscription, error) {
+// on), for the names in spaces (none given: locks only) that start with prefix.
+func (s *stream) subscribe(prefix string, from uint64, spaces ...Space) (*Subscription, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if len(s.subs) >= s.maxSubs {
@@ -156,7 +169,13 @@ func (s *stream) subscribe(prefix string, from uint64) (*Subscription, error) {
 	if from <= s.floor {
 		return nil, &IndexCompactedError{Oldest: s.floor + 1}
 	}
-	sub := &Subscription{s: s, prefix: prefix, start: from, wake: make(chan struct{}, 1)}
+	sub := &Subscription{s: s, prefix: prefix, start: from, wake: make(chan struct{}, 1), spaces: 1 << SpaceLock}
+	if len(spaces) > 0 {
+		sub.spaces = 0
+		for _, sp := range spaces {
+			sub.spaces |= 1 << sp
+		}
+	}
 	s.subs[sub] = struct{}{}
 	for _, e := range s.ring {
 		if e.Index >= from && !sub.stopped {
@@ -174,7 +193,7 @@ func (s *stream) observe(e fsm.Event) {
 	switch e.Kind {
 	case fsm.EventHistory:
 		s.mu.Lock()
-		s.building = append(s.building, StreamEvent{Name: e.Name, HistoryEvent: e.History})
+		s.building = append(s.building, StreamEvent{Name: e.Name, Space: e.Space, HistoryEvent: e.History})
 		s.mu.Unlock()
 	case fsm.EventApplied:
 		s.mu.Lock()
@@ -239,19 +258,20 @@ func (s *stream) count() int {
 // dashboard's reads. Reach it with Node.Events.
 type Events struct{ n *Node }
 
-// Subscribe starts an event stream of the locks whose names start with prefix, at entry
-// index from: every lock event of an entry at or after from, then each new one as it is
-// applied. from 0 means entries applied from now on. It fails with an
-// *IndexCompactedError when this node no longer retains the events after from-1, and with
-// ErrTooManySubscribers past Config.EventSubscribers. The stream is this node's: a
-// follower streams what it has applied.
-func (e *Events) Subscribe(prefix string, from uint64) (*Subscription, error) {
+// Subscribe starts an event stream of the names in spaces (none given: locks only) that
+// start with prefix, at entry index from: every event of an entry at or after from, then
+// each new one as it is applied. from 0 means entries applied from now on. It fails with
+// an *IndexCompactedError when this node no longer retains the events after from-1, and
+// with ErrTooManySubscribers past Config.EventSubscribers. The stream is this node's: a
+// follower streams what it has applied. The backlog (Config.EventBacklog) holds the
+// events of every namespace, whatever a subscriber asks for.
+func (e *Events) Subscribe(prefix string, from uint64, spaces ...Space) (*Subscription, error) {
 	select {
 	case <-e.n.stopping:
 		return nil, ErrShutdown
 	default:
 	}
-	return e.n.stream.subscribe(prefix, from)
+	return e.n.stream.subscribe(prefix, from, spaces...)
 }
 
 // Subscribers returns the number of event stream subscribers.
@@ -260,20 +280,58 @@ func (e *Events) Subscribers() int { return e.n.stream.count() }
 // History returns the recorded events of lock name, oldest first, and the cluster time
 // of the state read. Unless stale, it is a linearizable read, like Locks.Status.
 func (e *Events) History(ctx context.Context, name string, stale bool) ([]HistoryEvent, time.Duration, error) {
+	return e.HistoryOf(ctx, SpaceLock, name, stale)
+}
+
+// HistoryOf is History for name in space: a lock's, or from protocol version 7 a
+// semaphore's or an election's (none is kept before).
+func (e *Events) HistoryOf(ctx context.Context, space Space, name string, stale bool) ([]HistoryEvent, time.Duration, error) {
 	if err := e.n.readBarrier(ctx, stale); err != nil {
 		return nil, 0, err
 	}
-	return e.n.fsm.History(name), dur(e.n.fsm.Time()), nil
+	return e.n.fsm.HistoryOf(space, name), dur(e.n.fsm.Time()), nil
 }
 
 // Overview reads, from this node's applied state (no leader needed, like a stale read), a
 // page of the held locks under prefix with their holders' lease TTLs, deadlines and grant
-// times, and how many live leases expire within soon of cluster time. It is what the
-// dashboard shows.
-func (e *Events) Overview(prefix, after string, limit int, soon time.Duration) Overview {
-	return e.n.fsm.Overview(prefix, after, limit, ms(soon))
+// times and the first queue waiters of each, and how many live leases expire within soon
+// of cluster time. It is what the dashboard shows.
+func (e *Events) Overview(prefix, after string, limit int, soon time.Duration, queue int) Overview {
+	return e.n.fsm.Overview(prefix, after, limit, ms(soon), queue)
 }
 
-// Watches returns the number of registered blocking-query watches, for tests and
-// diagnostics.
-func (e *Events) Watches() int { return e.n.registry.watchCount() }
+// Semaphores reads, from this node's applied state, a page of the semaphores in use under
+// prefix after after, with the first queue waiters of each, and whether more follow.
+func (e *Events) Semaphores(prefix, after string, limit, queue int) ([]SemaphoreView, bool) {
+	return e.n.fsm.Semaphores(prefix, after, limit, queue)
+}
+
+// Elections reads, from this node's applied state, a page of the elections in use under
+// prefix after after, with the first queue candidates of each, and whether more follow.
+func (e *Events) Elections(prefix, after string, limit, queue int) ([]ElectionView, bool) {
+	return e.n.fsm.Elections(prefix, after, limit, queue)
+}
+
+// WaitsFor reads, from this node's applied state, the wait-for edges of a page of the
+// locks with waiters under prefix after after, at most perLock edges a lock, by the
+// deadlock detector's rules, and whether more locks follow.
+func (e *Events) WaitsFor(prefix, after string, limit, perLock int) ([]LockWaits, bool) {
+	return e.n.fsm.WaitsFor(prefix, after, limit, perLock)
+}
+
+// Refusals reads, from this node's applied state, the newest waiting requests the
+// deadlock detector refused on locks under prefix, newest first, at most limit, from the
+// most recently active lock histories.
+func (e *Events) Refusals(prefix string, limit int) []Refusal {
+	return e.n.fsm.Refusals(prefix, limit, refusalScan)
+}
+
+// refusalScan bounds how many of the most recently active histories a Refusals read looks
+// at: a refusal makes its lock's history the most recently active, so a recent one is
+// found among the first, and the read holds the state's lock for at most this many
+// histories of 32 events.
+const refusalScan = 2048
+
+// Watches returns the number of registered blocking-query watches (of one name, and of a
+// prefix: WaitChange), for tests and diagnostics.
+func (e *Events) Watches() int { return e.n.registry.watchCount() + e.n.changes.count() }

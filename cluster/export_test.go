@@ -47,3 +47,19 @@ func WriteCheckpoint(n *Node) error {
 	_, err := n.prop.apply(&fsm.Command{Type: checkpointType})
 	return err
 }
+
+// OutcomeError is the error the node answers result r of a command of type t with (the
+// outcomes table), under limits with MaxLeases 7.
+func OutcomeError(t fsm.Type, r *fsm.Result) error {
+	return outcomeError(t, r, func() fsm.Limits { return fsm.Limits{MaxLeases: 7} })
+}
+
+// OutcomeCode is the API code the outcomes table names for status s of a command of type
+// t ("" for a success), and whether the table has a row for s.
+func OutcomeCode(t fsm.Type, s fsm.Status) (string, bool) {
+	o, ok := outcomes[s]
+	if o.aclCode != "" && isACL(t) {
+		return o.aclCode, ok
+	}
+	return o.code, ok
+}

@@ -89,11 +89,16 @@ func (l *Locks) releasedBy(name string, lease LeaseID, token uint64) bool {
 	return false
 }
 
-// Status returns the state of lock name. Unless q.Stale, the read is linearizable. With
-// q.Wait > 0 it is a blocking query: it returns as soon as the lock's modify index exceeds
-// q.WaitIndex, or after q.Wait with the current state.
+// Status returns the state of lock name, with its first q.Queue waiters in Queue. Unless
+// q.Stale, the read is linearizable. With q.Wait > 0 it is a blocking query: it returns
+// as soon as the lock's modify index exceeds q.WaitIndex, or after q.Wait with the
+// current state.
 func (l *Locks) Status(ctx context.Context, name string, q Query) (LockView, error) {
-	return statusRead(ctx, l.n, fsm.SpaceLock, name, q, l.n.fsm.Lock, func(v LockView) (uint64, bool) { return v.ModifyIndex, v.Held })
+	view := l.n.fsm.Lock
+	if q.Queue != 0 {
+		view = func(name string) LockView { return l.n.fsm.LockQueue(name, q.Queue) }
+	}
+	return statusRead(ctx, l.n, fsm.SpaceLock, name, q, view, func(v LockView) (uint64, bool) { return v.ModifyIndex, v.Held })
 }
 
 // List lists held locks whose names start with prefix and sort after after, in name

@@ -36,6 +36,7 @@ type Node struct {
 	renewer  *renewer  // batches keepalives into Renew entries (renew.go)
 	registry *registry // routes state machine events to waits and watches (registry.go)
 	stream   *stream   // recent lock events for subscribers (events.go)
+	changes  *changes  // recent changes of names, for blocking reads of many (changes.go)
 	applied  *appliedWaiter
 	watch    leaderWatch
 	storage  *storageHealth
@@ -115,6 +116,7 @@ func newNode(cfg Config) *Node {
 		log:      cfg.Logger.Named("cluster"),
 		registry: newRegistry(),
 		stream:   newStream(cfg.EventBacklog, cfg.EventSubscribers),
+		changes:  newChanges(),
 		applied:  newAppliedWaiter(),
 		stopping: make(chan struct{}),
 		halted:   make(chan struct{}),
@@ -402,6 +404,7 @@ func (n *Node) wait(f raft.Future) error {
 // observe receives the state machine's events on raft's FSM goroutine.
 func (n *Node) observe(e fsm.Event) {
 	n.stream.observe(e)
+	n.changes.observe(e)
 	n.counters.observe(e)
 	switch e.Kind {
 	case fsm.EventApplied:

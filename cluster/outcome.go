@@ -9,6 +9,14 @@ import (
 
 // outcome is how the node answers one of the state machine's outcomes (fsm.Status).
 type outcome struct {
+	// code is the API's error code that the outcome's error is answered with: an entry of
+	// the API's catalogue of outcomes (api/outcomes.go), which gives its status and retry
+	// class; "" for the outcomes that are not failures. cluster imports no api (test/deps),
+	// so this column is where the state machine's statuses meet the catalogue's codes;
+	// TestOutcomes_AnsweredAsCatalogued checks each against the catalogue and against
+	// transport's answer to the error. aclCode is the code of an ACL command's outcome, for
+	// the one status whose code differs there.
+	code, aclCode string
 	// err builds the outcome's error from the command's type, its result and the quotas
 	// in force (read only for a refused quota); nil for the outcomes that are not
 	// failures.
@@ -28,31 +36,33 @@ var outcomes = map[fsm.Status]outcome{
 	fsm.StatusOK:              {},
 	fsm.StatusQueued:          {},
 	fsm.StatusSkipped:         {},
-	fsm.StatusLockHeld:        {err: naming(ErrLockHeld)},
-	fsm.StatusNotHolder:       {err: naming(ErrNotHolder)},
-	fsm.StatusLeaseNotFound:   {err: always(ErrLeaseNotFound)},
-	fsm.StatusUnauthenticated: {err: always(ErrTokenRevoked)},
-	fsm.StatusModeConflict:    {err: always(ErrModeConflict)},
-	fsm.StatusSemaphoreFull:   {err: always(ErrSemaphoreFull)},
-	fsm.StatusElectionHeld:    {err: always(ErrElectionHeld)},
-	fsm.StatusLimitConflict: {err: func(_ fsm.Type, r *fsm.Result, _ func() fsm.Limits) error {
+	fsm.StatusLockHeld:        {code: "lock_held", err: naming(ErrLockHeld)},
+	fsm.StatusNotHolder:       {code: "not_holder", err: naming(ErrNotHolder)},
+	fsm.StatusLeaseNotFound:   {code: "lease_not_found", err: always(ErrLeaseNotFound)},
+	fsm.StatusUnauthenticated: {code: "unauthenticated", err: always(ErrTokenRevoked)},
+	fsm.StatusModeConflict:    {code: "mode_conflict", err: always(ErrModeConflict)},
+	fsm.StatusSemaphoreFull:   {code: "semaphore_full", err: always(ErrSemaphoreFull)},
+	fsm.StatusElectionHeld:    {code: "election_held", err: always(ErrElectionHeld)},
+	fsm.StatusLimitConflict: {code: "limit_conflict", err: func(_ fsm.Type, r *fsm.Result, _ func() fsm.Limits) error {
 		return &LimitConflictError{Limit: r.Limit}
 	}},
-	fsm.StatusDeadlock: {err: func(_ fsm.Type, r *fsm.Result, _ func() fsm.Limits) error {
+	fsm.StatusDeadlock: {code: "deadlock", err: func(_ fsm.Type, r *fsm.Result, _ func() fsm.Limits) error {
 		return deadlockError(r.Cycle)
 	}},
-	fsm.StatusConflict: {err: explained(ErrACLConflict)},
-	fsm.StatusNotFound: {err: explained(ErrACLNotFound)},
-	fsm.StatusInvalid: {refusesEntry: true, err: func(t fsm.Type, r *fsm.Result, _ func() fsm.Limits) error {
+	fsm.StatusConflict: {code: "conflict", err: explained(ErrACLConflict)},
+	fsm.StatusNotFound: {code: "not_found", err: explained(ErrACLNotFound)},
+	// A malformed ACL request is the caller's; any other malformed command, the node's
+	// fault (the encoder never writes one).
+	fsm.StatusInvalid: {code: "internal", aclCode: "invalid_argument", refusesEntry: true, err: func(t fsm.Type, r *fsm.Result, _ func() fsm.Limits) error {
 		if isACL(t) {
 			return fmt.Errorf("%w: %v", ErrACLInvalid, r.Err)
 		}
 		return errors.Join(ErrInvalidCommand, r.Err)
 	}},
-	fsm.StatusHalted: {refusesEntry: true, err: func(_ fsm.Type, r *fsm.Result, _ func() fsm.Limits) error {
+	fsm.StatusHalted: {code: "internal", refusesEntry: true, err: func(_ fsm.Type, r *fsm.Result, _ func() fsm.Limits) error {
 		return errors.Join(ErrHalted, r.Err)
 	}},
-	fsm.StatusQuotaExceeded: {refusesEntry: true, err: func(_ fsm.Type, r *fsm.Result, limits func() fsm.Limits) error {
+	fsm.StatusQuotaExceeded: {code: "quota_exceeded", refusesEntry: true, err: func(_ fsm.Type, r *fsm.Result, limits func() fsm.Limits) error {
 		return quotaError(r, limits)
 	}},
 }

@@ -22,7 +22,8 @@ import (
 // after its restart before the leader sent it anything: commit index 0, /readyz 503. With
 // the gate a peer that is down costs raft one counted failure per outage instead of one
 // per attempt, so its backoff stays at 10 ms; the heartbeat, which raft already backs off
-// to at most half the heartbeat timeout (its PR #494), is what notices the peer's return.
+// to at most half the heartbeat timeout (an upstream change of its own), is what notices
+// the peer's return.
 // Nothing is made up: a failure is still returned as the error it was, and raft's idea of
 // its followers' contact (its leader lease) comes from real answers only.
 type replGate struct {

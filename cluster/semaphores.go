@@ -59,8 +59,10 @@ func (s *Semaphores) Release(ctx context.Context, name string, lease LeaseID, to
 	return s.n.prop.releaseGrant(ctx, &fsm.Command{Type: fsm.TypeSemRelease, Name: name, Lease: lease, Token: token})
 }
 
-// Status returns the state of semaphore name, as Locks.Status does for a lock:
+// Status returns the state of semaphore name (its first q.Queue waiters in Queue), as
+// Locks.Status does for a lock:
 // linearizable unless q.Stale, and a blocking query on its modify index with q.Wait > 0.
 func (s *Semaphores) Status(ctx context.Context, name string, q Query) (SemaphoreView, error) {
-	return statusRead(ctx, s.n, fsm.SpaceSemaphore, name, q, s.n.fsm.Semaphore, func(v SemaphoreView) (uint64, bool) { return v.ModifyIndex, v.Limit != 0 })
+	view := func(name string) SemaphoreView { return s.n.fsm.SemaphoreQueue(name, q.Queue) }
+	return statusRead(ctx, s.n, fsm.SpaceSemaphore, name, q, view, func(v SemaphoreView) (uint64, bool) { return v.ModifyIndex, v.Limit != 0 })
 }

@@ -52,7 +52,20 @@ type (
 	Quotas = fsm.Quotas
 	// UsageView is an identity's use of the cluster beside its quotas.
 	UsageView = fsm.UsageView
+	// Waiting is one request in a queue: lease, owner, since when, until when.
+	Waiting = fsm.Waiting
+	// LockWaits are the wait-for edges of one lock's queue.
+	LockWaits = fsm.LockWaits
+	// WaitEdge is one edge of the wait-for graph: a waiter and what it waits for.
+	WaitEdge = fsm.WaitEdge
+	// Refusal is a waiting request the deadlock detector refused, from a lock's history.
+	Refusal = fsm.Refusal
+	// LockSetView is a lockset granted whole in one commit, as one group (version 7).
+	LockSetView = fsm.LockSetView
 )
+
+// LeaseFingerprint returns the fingerprint the API shows for lease id: never the ID.
+func LeaseFingerprint(id LeaseID) Fingerprint { return fsm.LeaseFingerprint(id) }
 
 // The rights of Access.
 const (
@@ -87,6 +100,9 @@ type Query struct {
 	Stale     bool
 	WaitIndex uint64
 	Wait      time.Duration
+	// Queue is how many waiters the read lists in order in the view's Queue (0: none,
+	// a negative number: every one).
+	Queue int
 }
 
 // Metrics is the node's state and counters at one moment, read by /metrics by field.

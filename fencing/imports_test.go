@@ -7,7 +7,7 @@ import (
 )
 
 // TestImports: fencing imports nothing else from raftlock, so that a storage owner can depend
-// on it alone (DESIGN.md, "Architecture").
+// on it alone (docs/DESIGN.md, "Architecture").
 func TestImports(t *testing.T) {
 	goBin, err := exec.LookPath("go")
 	if err != nil {

@@ -49,7 +49,8 @@
 //	lease.go           leases: create, renew, revoke, and what ends with a lease
 //	locks.go           locks, exclusive and shared: state, acquire, release, dequeue,
 //	                   handover, hooks, and their part of the snapshot
-//	locksets.go        locksets (version 3), and the waiting sets' part of the snapshot
+//	locksets.go        locksets (version 3), and the waiting sets' part of the snapshot;
+//	                   lockset groups (version 7) and their part of the snapshot
 //	maxhold.go         maximum holds and lock delays, and their part of the snapshot
 //	deadlock.go        the wait-for cycle check (version 3)
 //	semaphores.go      counting semaphores: state, commands, hooks, snapshot parts
@@ -61,7 +62,10 @@
 //	                   the use they count (derived state)
 //	sweep.go           version 6's sliced sweep: dead leases, the budget per entry, and
 //	                   the order in which what ended is swept
-//	history.go         the per-lock event histories, their kinds and snapshot part
+//	history.go         the event histories of locks (version 2), semaphores and
+//	                   elections (version 7), their kinds and snapshot part
+//	waits.go           read-only views of who waits for what: queues in order, the
+//	                   wait-for edges by the deadlock detector's rules, its refusals
 //	owner.go           lease ownership (version 4)
 //	nodes.go           node registrations
 //	acl.go             the ACL state, its commands and its reads

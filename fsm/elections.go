@@ -3,6 +3,8 @@ package fsm
 import (
 	"encoding/binary"
 
+	"github.com/google/btree"
+
 	"github.com/raftlock/raftlock/internal/mutant"
 	"github.com/raftlock/raftlock/leases"
 )
@@ -48,27 +50,41 @@ type electionState struct {
 	// elecFreed is the index of the last entry that deleted an election: what a status
 	// read reports as the modify index of one not in use.
 	elecFreed uint64
+	// elecNames are the keys of elections in order (Elections). Derived state: never
+	// encoded, rebuilt on restore.
+	elecNames *btree.BTreeG[string]
 }
 
 // The election's hooks (its row in primitives).
 
-func (s *state) startElections() { s.elections = make(map[string]*election) }
+func (s *state) startElections() {
+	s.elections = make(map[string]*election)
+	s.elecNames = btree.NewOrderedG[string](nameIndexDegree)
+}
 
 func campaignTable(s *state) *leases.Table { return &s.elecWaitExp }
 
-// dropLeadOf ends lease l's leadership of election name, whose lease ended, electing the
-// head candidate.
+// dropLeadOf ends lease l's leadership of election name, whose lease ended (expired or
+// revoked: endCause), electing the head candidate.
 func (s *state) dropLeadOf(index uint64, name string, l *lease) {
 	if el := s.elections[name]; el != nil && el.leader == l.id {
-		s.dropLeader(index, name, el)
+		s.dropLeader(index, name, el, l, s.hist.endCause)
 	}
 }
 
 // leaveCampaignOf takes lease l, which ended, out of the candidates of election name.
 func (s *state) leaveCampaignOf(index uint64, name string, l *lease) {
 	if l.prims != nil && l.prims.campaigns[name] != nil {
+		s.hist.waitCause = HistoryWaitLeaseEnded
 		s.leaveCampaign(index, name, l)
 	}
+}
+
+// campaignTimedOut takes candidate l out of election name's queue because its wait
+// deadline passed (advance).
+func (s *state) campaignTimedOut(index uint64, name string, l *lease) {
+	s.hist.waitCause = HistoryWaitTimedOut
+	s.leaveCampaign(index, name, l)
 }
 
 func electionCount(_ *state, l *lease) int {
@@ -123,15 +139,20 @@ func (s *state) campaign(index uint64, c *Command, r *Result) {
 		if el == nil {
 			el = &election{}
 			s.elections[c.Name] = el
+			s.elecNames.ReplaceOrInsert(c.Name)
 		}
 		el.leader, el.token, el.owner, el.value, el.modify = l.id, index, c.Owner, c.Value, index
 		s.took(l, &l.usePrims().leads, c.Name)
 		s.notify(Event{Kind: EventLockChanged, Space: SpaceElection, Name: c.Name, Index: index})
+		s.recordGrantIn(SpaceElection, c.Name, l, index, c.Owner, nil)
 	case leads:
 		// Proclaim: the value changes, the leadership (and its token) does not.
 		if el.value != c.Value {
 			el.value, el.modify = c.Value, index
 			s.notify(Event{Kind: EventLockChanged, Space: SpaceElection, Name: c.Name, Index: index})
+			if s.recorded(SpaceElection) {
+				s.recordIn(SpaceElection, c.Name, l, HistoryEvent{Kind: HistoryProclaimed, Lease: l.fingerprint(), Token: el.token, Owner: el.owner})
+			}
 		}
 	default:
 		p := l.usePrims()
@@ -158,11 +179,13 @@ func (s *state) resign(index uint64, c *Command, r *Result) {
 		r.Status = StatusNotHolder
 		return
 	}
-	s.dropLeader(index, c.Name, el)
+	s.dropLeader(index, c.Name, el, nil, HistoryReleased)
 }
 
-// dropLeader ends el's leadership and elects the head candidate at index.
-func (s *state) dropLeader(index uint64, name string, el *election) {
+// dropLeader ends el's leadership, for cause (a lock kind: released, expired, revoked; who
+// is the leader's lease when the caller has it), and elects the head candidate at index.
+func (s *state) dropLeader(index uint64, name string, el *election, who *lease, cause HistoryKind) {
+	s.recordEndIn(SpaceElection, name, el.leader, who, el.token, el.owner, cause)
 	if old := s.leases[el.leader]; old != nil && old.prims != nil {
 		s.gave(old, old.prims.leads, name)
 	}
@@ -177,6 +200,7 @@ func (s *state) dropLeader(index uint64, name string, el *election) {
 func (s *state) electHead(index uint64, name string, el *election) {
 	if el.queue.head == nil {
 		delete(s.elections, name)
+		s.elecNames.Delete(name)
 		s.elecFreed = index
 		s.notify(Event{Kind: EventLockChanged, Space: SpaceElection, Name: name, Index: index, Freed: true})
 		return
@@ -196,6 +220,7 @@ func (s *state) electHead(index uint64, name string, el *election) {
 	s.took(next, &next.usePrims().leads, name)
 	el.leader, el.token, el.owner, el.value, el.modify = w.lease, index, w.owner, w.value, index
 	s.notify(Event{Kind: EventGranted, Space: SpaceElection, Name: name, Lease: w.lease, Token: index, Owner: w.owner, Value: w.value, Index: index})
+	s.recordGrantIn(SpaceElection, name, next, index, w.owner, w)
 	s.notify(Event{Kind: EventLockChanged, Space: SpaceElection, Name: name, Index: index})
 }
 
@@ -211,14 +236,17 @@ func (s *state) electionDequeue(index uint64, c *Command, r *Result) {
 			r.Token, r.Owner, r.Value, r.Modify = el.token, el.owner, el.value, el.modify
 			return
 		}
+		s.hist.waitCause = HistoryWaitAbandoned
 		s.giveUp(index, c.Name, c.Lease, campaigns, (*state).leaveCampaign)
 	}
 	r.Status = StatusNotHolder
 }
 
-// leaveCampaign takes candidate l out of election name's queue.
+// leaveCampaign takes candidate l out of election name's queue, for the current
+// waitCause.
 func (s *state) leaveCampaign(index uint64, name string, l *lease) {
 	el := s.elections[name]
+	s.recordWaitEndIn(SpaceElection, name, l.prims.campaigns[name], l)
 	s.unqueue(l.prims.campaigns, &s.elecWaitExp, &el.queue, name, l)
 	el.modify = index
 	s.notify(Event{Kind: EventWaitEnded, Space: SpaceElection, Name: name, Lease: l.id, Index: index})
@@ -239,24 +267,44 @@ type ElectionView struct {
 	Value       string
 	Candidates  []LeaseID
 	ModifyIndex uint64
+	// Queue is the first candidates in queue order with their owners and times, when the
+	// read asked for them (ElectionQueue); nil otherwise.
+	Queue []Waiting
 }
 
 // Election returns the state of election name.
 func (f *FSM) Election(name string) ElectionView {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	el := f.s.elections[name]
+	return f.s.electionView(name, 0)
+}
+
+// electionView is the view of election name with its first queue candidates in Queue.
+func (s *state) electionView(name string, queue int) ElectionView {
+	el := s.elections[name]
 	if el == nil {
-		return ElectionView{Name: name, ModifyIndex: f.s.elecFreed}
+		return ElectionView{Name: name, ModifyIndex: s.elecFreed}
 	}
 	v := ElectionView{Name: name, Elected: true, Leader: el.leader, Token: el.token, Owner: el.owner, Value: el.value, ModifyIndex: el.modify}
-	if f.s.deadID(el.leader) && f.s.version >= 6 { // an ended lease leads nothing (sweep.go)
+	if s.deadID(el.leader) && s.version >= 6 { // an ended lease leads nothing (sweep.go)
 		v.Elected, v.Leader, v.Token, v.Owner, v.Value = false, LeaseID{}, 0, "", ""
 	}
 	for w := el.queue.head; w != nil; w = w.next {
 		v.Candidates = append(v.Candidates, w.lease)
 	}
+	v.Queue = s.queueOf(&el.queue, queue)
 	return v
+}
+
+// Elections returns one page of the elections in use (with a leader, or, from version 6,
+// held for a candidate the sweep has yet to end) whose names start with prefix and sort
+// after after, in name order, each with its first queue candidates: at most limit of
+// them (truncated reports that more follow).
+func (f *FSM) Elections(prefix, after string, limit, queue int) (views []ElectionView, truncated bool) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	truncated = pageNames(f.s.elecNames, prefix, after, limit, func(n string) { views = append(views, f.s.electionView(n, queue)) })
+	return views, truncated
 }
 
 // The election's parts of snapshot format 2:
@@ -327,6 +375,7 @@ func (s *state) decodeElections(d *decoder) error {
 			return badSnapshot("election %q: nobody leads, and its head candidate's lease has not ended", name)
 		}
 		s.elections[name] = el
+		s.elecNames.ReplaceOrInsert(name)
 	}
 	return nil
 }

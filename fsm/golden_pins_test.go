@@ -358,13 +358,13 @@ func splitEntries(t *testing.T, b []byte) [][]byte {
 	return log
 }
 
-// TestPins_SnapshotsOfEveryVersion: the pinned log of each protocol version (2 to 5; 1
+// TestPins_SnapshotsOfEveryVersion: the pinned log of each protocol version (2 to 7; 1
 // is TestSnapshot_V1MatchesOriginalCode's) applied to a fresh state machine gives the
 // pinned snapshots, byte for byte, every 100 entries; and each pinned snapshot restores to
 // a state whose snapshot is the same bytes. -update-pins writes the pins of a version that
 // has none yet, never those that exist.
 func TestPins_SnapshotsOfEveryVersion(t *testing.T) {
-	for _, v := range []uint64{2, 3, 4, 5, 6} {
+	for _, v := range []uint64{2, 3, 4, 5, 6, 7} {
 		logPath := fmt.Sprintf("testdata/log-v%d.golden", v)
 		snapPath := fmt.Sprintf("testdata/snapshots-v%d.golden", v)
 		if _, err := os.Stat(logPath); *updatePins && os.IsNotExist(err) {

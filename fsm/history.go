@@ -14,8 +14,9 @@ import (
 // older ones are overwritten.
 const HistoryLen = 32
 
-// HistoryLocks bounds how many locks have a history at once, so a stream of distinct lock
-// names costs at most HistoryLocks × HistoryLen events. Past it one history is dropped:
+// HistoryLocks bounds how many locks (and, from protocol version 7, semaphores and
+// elections: one bound for all) have a history at once, so a stream of distinct names costs
+// at most HistoryLocks × HistoryLen events. Past it one history is dropped:
 //
 //   - before protocol version 5, that of the lock least recently active (the one whose
 //     newest event is oldest, ties broken by the order in which the log touched them);
@@ -58,23 +59,79 @@ const (
 	HistoryLockDelay
 	// HistoryLockDelayEnded: the lock delay is over; the lock goes to its next waiter.
 	HistoryLockDelayEnded
+	// The kinds of a semaphore's history (semHistoryKinds), each the semaphore's
+	// counterpart of the lock kind its name echoes: a permit granted (Token, FromQueue,
+	// Waited), released, ended by its lease's expiry (Deadline, Renewed) or revoke or by
+	// its maximum hold, and a wait for a permit abandoned, timed out (Deadline) or ended
+	// with its lease.
+	HistoryPermitGranted
+	HistoryPermitReleased
+	HistoryPermitExpired
+	HistoryPermitRevoked
+	HistoryPermitMaxHold
+	HistoryPermitWaitAbandoned
+	HistoryPermitWaitTimedOut
+	HistoryPermitWaitLeaseEnded
+	// The kinds of an election's history (electionHistoryKinds): a lease elected (Token,
+	// the term of office; FromQueue, Waited), the leader resigned, its lease expired or was
+	// revoked, a new value proclaimed by the leader (Token), and a candidacy abandoned,
+	// timed out or ended with its lease.
+	HistoryElected
+	HistoryResigned
+	HistoryLeaderExpired
+	HistoryLeaderRevoked
+	HistoryProclaimed
+	HistoryCandidateAbandoned
+	HistoryCandidateTimedOut
+	HistoryCandidateLeaseEnded
 	historyKindEnd // one past the last kind
 )
+
+// primHistorySince is the protocol version from which the histories of semaphores and
+// elections are kept in the replicated state. Before it their events go to the observer
+// only (the event stream shows them at every version), as a lock's do at version 1.
+const primHistorySince = 7
 
 // lockHistoryKinds are the kinds a lock's history records (its row in primitives), with
 // the version from which a snapshot holds each.
 var lockHistoryKinds = []historyKind{
-	{HistoryGranted, "granted", 2},
-	{HistoryReleased, "released", 2},
-	{HistoryExpired, "expired", 2},
-	{HistoryRevoked, "revoked", 2},
-	{HistoryWaitAbandoned, "wait_abandoned", 2},
-	{HistoryWaitTimedOut, "wait_timed_out", 2},
-	{HistoryWaitLeaseEnded, "wait_lease_ended", 2},
-	{HistoryDeadlock, "deadlock_refused", 3},
-	{HistoryMaxHold, "max_hold_ended", 3},
-	{HistoryLockDelay, "lock_delay", 3},
-	{HistoryLockDelayEnded, "lock_delay_ended", 3},
+	{kind: HistoryGranted, name: "granted", since: 2},
+	{kind: HistoryReleased, name: "released", since: 2},
+	{kind: HistoryExpired, name: "expired", since: 2},
+	{kind: HistoryRevoked, name: "revoked", since: 2},
+	{kind: HistoryWaitAbandoned, name: "wait_abandoned", since: 2},
+	{kind: HistoryWaitTimedOut, name: "wait_timed_out", since: 2},
+	{kind: HistoryWaitLeaseEnded, name: "wait_lease_ended", since: 2},
+	{kind: HistoryDeadlock, name: "deadlock_refused", since: 3},
+	{kind: HistoryMaxHold, name: "max_hold_ended", since: 3},
+	{kind: HistoryLockDelay, name: "lock_delay", since: 3},
+	{kind: HistoryLockDelayEnded, name: "lock_delay_ended", since: 3},
+}
+
+// semHistoryKinds are the kinds a semaphore's history records (its row in primitives),
+// each standing for the lock kind in as.
+var semHistoryKinds = []historyKind{
+	{kind: HistoryPermitGranted, name: "permit_granted", since: primHistorySince, as: HistoryGranted},
+	{kind: HistoryPermitReleased, name: "permit_released", since: primHistorySince, as: HistoryReleased},
+	{kind: HistoryPermitExpired, name: "permit_expired", since: primHistorySince, as: HistoryExpired},
+	{kind: HistoryPermitRevoked, name: "permit_revoked", since: primHistorySince, as: HistoryRevoked},
+	{kind: HistoryPermitMaxHold, name: "permit_max_hold_ended", since: primHistorySince, as: HistoryMaxHold},
+	{kind: HistoryPermitWaitAbandoned, name: "permit_wait_abandoned", since: primHistorySince, as: HistoryWaitAbandoned},
+	{kind: HistoryPermitWaitTimedOut, name: "permit_wait_timed_out", since: primHistorySince, as: HistoryWaitTimedOut},
+	{kind: HistoryPermitWaitLeaseEnded, name: "permit_wait_lease_ended", since: primHistorySince, as: HistoryWaitLeaseEnded},
+}
+
+// electionHistoryKinds are the kinds an election's history records (its row in
+// primitives), each standing for the lock kind in as (proclaimed stands for none).
+var electionHistoryKinds = []historyKind{
+	{kind: HistoryElected, name: "elected", since: primHistorySince, as: HistoryGranted},
+	{kind: HistoryResigned, name: "resigned", since: primHistorySince, as: HistoryReleased},
+	{kind: HistoryLeaderExpired, name: "leader_expired", since: primHistorySince, as: HistoryExpired},
+	{kind: HistoryLeaderRevoked, name: "leader_revoked", since: primHistorySince, as: HistoryRevoked},
+	{kind: HistoryProclaimed, name: "proclaimed", since: primHistorySince},
+	{kind: HistoryCandidateAbandoned, name: "candidate_abandoned", since: primHistorySince, as: HistoryWaitAbandoned},
+	{kind: HistoryCandidateTimedOut, name: "candidate_timed_out", since: primHistorySince, as: HistoryWaitTimedOut},
+	{kind: HistoryCandidateLeaseEnded, name: "candidate_lease_ended", since: primHistorySince, as: HistoryWaitLeaseEnded},
 }
 
 // String names the kind as the HTTP API does.
@@ -144,10 +201,12 @@ type HistoryEvent struct {
 	Detail string
 }
 
-// lockHistory is the ring of one lock's newest events, linked into the history's
-// activity order.
+// lockHistory is the ring of the newest events of one name of a primitive (a lock, or
+// from version 7 a semaphore or an election: space), linked into the history's activity
+// order.
 type lockHistory struct {
 	name       string
+	space      Space
 	events     []HistoryEvent // grows to HistoryLen, then wraps at head
 	head       int            // index of the oldest event once the ring is full
 	prev, next *lockHistory   // activity order: prev is less recently active
@@ -192,7 +251,7 @@ func (h *lockHistory) add(e HistoryEvent) {
 // on: every node records the same events at the same entries, and snapshot format 2
 // carries it, in activity order, so that eviction stays the same after a restore.
 type history struct {
-	byName    map[string]*lockHistory
+	byName    map[histKey]*lockHistory
 	oldest    *lockHistory // least recently active: evicted first
 	newest    *lockHistory
 	waitCause HistoryKind // scratch for one entry: why the waiters leaving now leave
@@ -206,6 +265,15 @@ type history struct {
 	owners     map[string]*historyOwner
 	byEviction *btree.BTreeG[*historyOwner]
 }
+
+// histKey names a history: a name in a primitive's namespace (one name may be a lock, a
+// semaphore and an election at once, each with its own history).
+type histKey struct {
+	space Space
+	name  string
+}
+
+func (lh *lockHistory) key() histKey { return histKey{lh.space, lh.name} }
 
 func (h *history) len() int { return len(h.byName) }
 
@@ -235,18 +303,20 @@ func (h *history) pushNewest(lh *lockHistory) {
 	h.newest = lh
 }
 
-// add appends e to lock name's history, making it the most recently active, and evicts
-// a history past the bound: the least recently active one, or, with shares (version 5),
-// the least recently active one of the identity with the most (see HistoryLocks). A new
-// history is charged to identity owner.
-func (h *history) add(name, owner string, e HistoryEvent, shares bool) {
+// add appends e to the history of name in space, making it the most recently active, and
+// evicts a history past the bound: the least recently active one, or, with shares
+// (version 5), the least recently active one of the identity with the most (see
+// HistoryLocks). A new history is charged to identity owner. From version 7 the bound
+// counts the histories of semaphores and elections with the locks'.
+func (h *history) add(space Space, name, owner string, e HistoryEvent, shares bool) {
 	if h.byName == nil {
-		h.byName = make(map[string]*lockHistory)
+		h.byName = make(map[histKey]*lockHistory)
 	}
-	lh := h.byName[name]
+	k := histKey{space, name}
+	lh := h.byName[k]
 	if lh == nil {
-		lh = &lockHistory{name: name}
-		h.byName[name] = lh
+		lh = &lockHistory{name: name, space: space}
+		h.byName[k] = lh
 		if shares {
 			h.own(lh, owner)
 		}
@@ -276,7 +346,7 @@ func (h *history) add(name, owner string, e HistoryEvent, shares bool) {
 // drop forgets history lh.
 func (h *history) drop(lh *lockHistory) {
 	h.unlink(lh)
-	delete(h.byName, lh.name)
+	delete(h.byName, lh.key())
 	if o := lh.owner; o != nil {
 		h.unlinkOwned(lh)
 		h.byEviction.Delete(o)
@@ -361,7 +431,7 @@ func (s *state) record(name string, who *lease, e HistoryEvent) {
 		if who != nil {
 			owner = who.creator
 		}
-		s.hist.add(name, owner, e, s.version >= 5)
+		s.hist.add(SpaceLock, name, owner, e, s.version >= 5)
 	}
 	s.notify(Event{Kind: EventHistory, Name: name, Index: e.Index, History: e})
 }
@@ -399,11 +469,120 @@ func (s *state) recordWaitEnd(name string, w *waiter, l *lease) {
 	s.record(name, l, e)
 }
 
+// recordIn records e for name in space: a lock's event through record; a semaphore's or
+// an election's goes to the observer at every version (the event stream shows it), and is
+// kept in the replicated history from primHistorySince on. who is the lease the event
+// concerns (nil for none).
+func (s *state) recordIn(space Space, name string, who *lease, e HistoryEvent) {
+	if space == SpaceLock {
+		s.record(name, who, e)
+		return
+	}
+	keep := s.version >= primHistorySince
+	if !keep && !s.hist.observed {
+		return // nobody keeps or reads it
+	}
+	e.Index, e.Time = s.applied, s.time
+	if keep {
+		owner := ""
+		if who != nil {
+			owner = who.creator
+		}
+		s.hist.add(space, name, owner, e, true)
+	}
+	s.notify(Event{Kind: EventHistory, Space: space, Name: name, Index: e.Index, History: e})
+}
+
+// knownSpace reports whether space is a primitive's namespace.
+func knownSpace(space Space) bool {
+	for i := range primitives {
+		if primitives[i].space == space {
+			return true
+		}
+	}
+	return false
+}
+
+// recorded reports whether an event of space at this entry would be kept or observed, so
+// that callers build none for nobody.
+func (s *state) recorded(space Space) bool {
+	if space == SpaceLock {
+		return s.version >= 2 || s.hist.observed
+	}
+	return s.version >= primHistorySince || s.hist.observed
+}
+
+// fingerprintOf is the fingerprint of lease id, through who when it is that lease (its
+// cached fingerprint) and hashed otherwise.
+func fingerprintOf(id LeaseID, who *lease) Fingerprint {
+	if who != nil && who.id == id {
+		return who.fingerprint()
+	}
+	return LeaseFingerprint(id)
+}
+
+// recordGrantIn records that lease l was granted name in space with token, to owner: from
+// the queue when w, its wait, is not nil (with how long it waited, when known).
+func (s *state) recordGrantIn(space Space, name string, l *lease, token uint64, owner string, w *waiter) {
+	if !s.recorded(space) {
+		return
+	}
+	e := HistoryEvent{Kind: kindIn[space][HistoryGranted], Lease: l.fingerprint(), Token: token, Owner: owner}
+	if w != nil {
+		e.FromQueue = true
+		if w.since > 0 {
+			e.Waited = s.time - (w.since - 1)
+		}
+	}
+	s.recordIn(space, name, l, e)
+}
+
+// recordEndIn records the end of lease id's grant (token, owner) of name in space, for
+// cause (a lock kind: released, expired, revoked, max_hold_ended); who is that lease when
+// the caller has it (it may have left the table already).
+func (s *state) recordEndIn(space Space, name string, id LeaseID, who *lease, token uint64, owner string, cause HistoryKind) {
+	if !s.recorded(space) {
+		return
+	}
+	e := HistoryEvent{Kind: kindIn[space][cause], Lease: fingerprintOf(id, who), Token: token, Owner: owner}
+	if who == nil {
+		who = s.leases[id]
+	}
+	if cause == HistoryExpired && who != nil {
+		e.Deadline, e.Renewed = who.deadline, who.deadline-who.ttl
+	}
+	s.recordIn(space, name, who, e)
+}
+
+// recordWaitEndIn records that waiter w, of lease l, left the queue of name in space
+// without a grant, for the current waitCause (abandoned when none is set).
+func (s *state) recordWaitEndIn(space Space, name string, w *waiter, l *lease) {
+	if !s.recorded(space) {
+		return
+	}
+	cause := s.hist.waitCause
+	if cause == 0 {
+		cause = HistoryWaitAbandoned
+	}
+	e := HistoryEvent{Kind: kindIn[space][cause], Lease: l.fingerprint(), Owner: w.owner}
+	if w.since > 0 {
+		e.Waited = s.time - (w.since - 1)
+	}
+	if cause == HistoryWaitTimedOut {
+		e.Deadline = w.deadline
+	}
+	s.recordIn(space, name, l, e)
+}
+
 // History returns the newest events of lock name, oldest first (nil when it has none).
-func (f *FSM) History(name string) []HistoryEvent {
+func (f *FSM) History(name string) []HistoryEvent { return f.HistoryOf(SpaceLock, name) }
+
+// HistoryOf returns the newest events of name in space, oldest first (nil when it has
+// none): a lock's from version 2, a semaphore's or an election's from version 7.
+func (f *FSM) HistoryOf(space Space, name string) []HistoryEvent {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	lh := f.s.hist.byName[name]
+	lh := f.s.hist.byName[histKey{space, name}]
 	if lh == nil {
 		return nil
 	}
@@ -419,11 +598,15 @@ func (f *FSM) HistoryCount() int {
 
 // encodeHistory writes the histories (format 2 on, the lock's first part of the snapshot)
 // in activity order, least recent first; each event is written in full so that the
-// encoding is canonical.
+// encoding is canonical. From version 7 each history says its namespace (a byte, after
+// its name): versions before it hold the locks' only, and write what they wrote.
 func (s *state) encodeHistory(e *snapEncoder) {
 	e.buf = binary.AppendUvarint(e.buf, uint64(s.hist.len()))
 	for lh := s.hist.oldest; lh != nil; lh = lh.next {
 		buf := appendString(e.buf, lh.name)
+		if s.version >= primHistorySince {
+			buf = append(buf, byte(lh.space))
+		}
 		if s.version >= 5 {
 			buf = appendString(buf, lh.owner.id)
 		}
@@ -470,6 +653,10 @@ func (s *state) decodeHistory(d *decoder) error {
 	var newest uint64 // the newest index of the previous lock: activity order
 	for i := uint64(0); i < n && d.err == nil; i++ {
 		name := d.string()
+		space := SpaceLock
+		if s.version >= primHistorySince {
+			space = Space(d.byte())
+		}
 		var owner string
 		if s.version >= 5 {
 			owner = d.string()
@@ -478,10 +665,10 @@ func (s *state) decodeHistory(d *decoder) error {
 		if d.err != nil {
 			break
 		}
-		if name == "" || m == 0 || m > HistoryLen || s.hist.byName[name] != nil {
-			return badSnapshot("history of lock %q: %d events or duplicate", name, m)
+		if name == "" || m == 0 || m > HistoryLen || s.hist.byName[histKey{space, name}] != nil || !knownSpace(space) {
+			return badSnapshot("history of %s %q: %d events, duplicate, or no such primitive", space, name, m)
 		}
-		lh := &lockHistory{name: name, events: make([]HistoryEvent, 0, m)}
+		lh := &lockHistory{name: name, space: space, events: make([]HistoryEvent, 0, m)}
 		last := uint64(0)
 		for j := uint64(0); j < m && d.err == nil; j++ {
 			e := HistoryEvent{Kind: HistoryKind(d.byte())}
@@ -499,7 +686,7 @@ func (s *state) decodeHistory(d *decoder) error {
 			if d.err == nil && e.Kind < historyKindEnd && historyKinds[e.Kind].since > s.version {
 				return badSnapshot("history of lock %q: a version %d event at version %d", name, historyKinds[e.Kind].since, s.version)
 			}
-			if d.err == nil && (e.Kind >= historyKindEnd || historyKinds[e.Kind].kind == 0 || q > 1 || e.Index < last) {
+			if d.err == nil && (e.Kind >= historyKindEnd || historyKinds[e.Kind].kind == 0 || historyKinds[e.Kind].space != space || q > 1 || e.Index < last) {
 				return badSnapshot("history of lock %q: bad event", name)
 			}
 			last = e.Index
@@ -510,9 +697,9 @@ func (s *state) decodeHistory(d *decoder) error {
 		}
 		newest = last
 		if s.hist.byName == nil {
-			s.hist.byName = make(map[string]*lockHistory)
+			s.hist.byName = make(map[histKey]*lockHistory)
 		}
-		s.hist.byName[name] = lh
+		s.hist.byName[lh.key()] = lh
 		s.hist.pushNewest(lh)
 		if s.version >= 5 {
 			s.hist.own(lh, owner)

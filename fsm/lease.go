@@ -21,6 +21,9 @@ type lease struct {
 	use *identityUse
 	// revoked marks a lease revoked but not yet swept (version 6, sweep.go).
 	revoked bool
+	// sets are the lockset groups of the locks it holds, by lock name (version 7,
+	// locksets.go); nil while it holds no lock granted by a lockset.
+	sets map[string]*heldSet
 }
 
 // leasePrims is what a lease holds and waits for among semaphores (semaphores.go) and

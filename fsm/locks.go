@@ -43,9 +43,14 @@ type lockState struct {
 	freedIndex uint64 // index of the last entry that freed a lock (dropped its state)
 	locks      map[string]*lock
 	names      *btree.BTreeG[string] // the keys of locks in order, so a list page is not a scan
-	waitExp    leases.Table          // lock waits, keyed by waitKey(name, lease)
-	holdExp    leases.Table          // grants with a maximum hold, keyed by waitKey(name, lease)
-	delayExp   leases.Table          // locks in a lock delay, keyed by name
+	// waited holds, in order, the names of the locks that had waiters since they were
+	// last created: every lock with a waiter is in it (a lock leaves it when it is
+	// deleted), so that the wait-for view (waits.go) scans the queues, not every lock.
+	// Derived state: never encoded, rebuilt on restore.
+	waited   *btree.BTreeG[string]
+	waitExp  leases.Table // lock waits, keyed by waitKey(name, lease)
+	holdExp  leases.Table // grants with a maximum hold, keyed by waitKey(name, lease)
+	delayExp leases.Table // locks in a lock delay, keyed by name
 	// admit is scratch for one entry: locks held shared whose queue lost a waiter, whose
 	// head may now be shared waiters to admit (settle).
 	admit []string
@@ -63,6 +68,7 @@ const nameIndexDegree = 32
 func (s *state) startLocks() {
 	s.locks = make(map[string]*lock)
 	s.names = btree.NewOrderedG[string](nameIndexDegree)
+	s.waited = btree.NewOrderedG[string](nameIndexDegree)
 }
 
 // The lock's hooks (its row in primitives).
@@ -270,6 +276,7 @@ func (s *state) acquire(index uint64, c *Command, r *Result) {
 			w.shared = shared
 			w.maxHold, w.lockDelay = c.MaxHold, c.LockDelay
 			lk.modify = index
+			s.waited.ReplaceOrInsert(c.Name)
 			s.notify(Event{Kind: EventLockChanged, Name: c.Name, Index: index})
 		}
 		r.Status = StatusQueued
@@ -364,7 +371,7 @@ func (s *state) releaseGrant(index uint64, name string, lk *lock, id LeaseID) {
 	}
 	lk.rw().readers.remove(id)
 	if l := s.leases[id]; l != nil {
-		s.gave(l, l.held, name)
+		s.gaveLock(l, name)
 	}
 	lk.modify = index
 	if lk.ro().readers.len() > 0 {
@@ -380,7 +387,7 @@ func (s *state) releaseGrant(index uint64, name string, lk *lock, id LeaseID) {
 // in the same entry: the new grant's token is this entry's index.
 func (s *state) releaseExclusive(index uint64, name string, lk *lock) {
 	if old := s.leases[lk.holder]; old != nil {
-		s.gave(old, old.held, name)
+		s.gaveLock(old, name)
 	}
 	s.handOver(index, name, lk)
 }
@@ -392,6 +399,7 @@ func (s *state) handOver(index uint64, name string, lk *lock) {
 	if lk.ro().queue.len == 0 {
 		delete(s.locks, name)
 		s.names.Delete(name)
+		s.waited.Delete(name)
 		s.freedIndex = index
 		s.notify(Event{Kind: EventLockChanged, Name: name, Index: index, Freed: true})
 		return
@@ -539,6 +547,12 @@ type LockView struct {
 	// DelayRemaining and MaxHoldRemaining are the same as durations from the cluster time
 	// of the read, in ms (0: none).
 	DelayRemaining, MaxHoldRemaining int64
+	// Queue is the first waiters in queue order with their owners and times, when the
+	// read asked for them (LockQueue, an overview with a queue); nil otherwise.
+	Queue []Waiting
+	// Sets are the lockset groups its holders' grants belong to, in holder order: a grant
+	// made by a lockset, with every lock the group still holds (version 7).
+	Sets []LockSetView
 }
 
 func (s *state) view(name string) LockView {
@@ -567,6 +581,13 @@ func (s *state) view(name string) LockView {
 	}
 	if s.version >= 6 {
 		s.withoutEnded(&v)
+	}
+	if s.version >= 7 {
+		for _, h := range v.Holders {
+			if sv := s.setOf(name, h.Lease, h.Token); sv != nil {
+				v.Sets = append(v.Sets, *sv)
+			}
+		}
 	}
 	return v
 }

@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"encoding/binary"
+	"slices"
 	"sort"
 
 	"github.com/raftlock/raftlock/internal/mutant"
@@ -137,6 +138,7 @@ func (s *state) lockSetAcquire(index uint64, c *Command, r *Result) {
 			r.Status, r.Held = StatusLockHeld, blocked
 			return
 		}
+		s.keepSet(l, index, need, c.Shared)
 		r.Tokens = s.setTokens(c.Names, l.id)
 		r.Token = r.Tokens[0]
 	case waitingSet != nil: // asked again: the same wait, with the new deadline
@@ -157,6 +159,7 @@ func (s *state) lockSetAcquire(index uint64, c *Command, r *Result) {
 			}
 			w, _ := s.enqueue(&lk.rw().queue, &l.waiting, &s.waitExp, name, l, c)
 			w.shared, w.set = c.Shared, set
+			s.waited.ReplaceOrInsert(name)
 			set.waiters = append(set.waiters, w)
 			lk.modify = index
 			s.notify(Event{Kind: EventLockChanged, Name: name, Index: index})
@@ -273,6 +276,7 @@ func (s *state) tryGrantSet(index uint64, set *lockSet) {
 		s.grantedFromQueue(index, name, l, w, index)
 		s.notify(Event{Kind: EventLockChanged, Name: name, Index: index})
 	}
+	s.keepSet(l, index, set.names, set.shared)
 	if set.shared { // shared requests behind the set may join it now
 		for _, name := range set.names {
 			if lk := s.locks[name]; lk.ro().queue.head != nil && lk.ro().queue.head.shared {
@@ -311,6 +315,7 @@ func (s *state) leaveSet(index uint64, l *lease, set *lockSet) {
 func (s *state) dropLock(index uint64, name string) {
 	delete(s.locks, name)
 	s.names.Delete(name)
+	s.waited.Delete(name)
 	s.freedIndex = index
 	s.notify(Event{Kind: EventLockChanged, Name: name, Index: index, Freed: true})
 }
@@ -360,6 +365,164 @@ func (s *state) lockSetRelease(index uint64, c *Command, r *Result) {
 		s.recordEnd(name, lk, l, HistoryReleased)
 		s.releaseGrant(index, name, lk, l.id)
 	}
+}
+
+// Lockset groups (protocol version 7). A lockset granted whole in one entry is kept as
+// one group: the locks the entry granted to its lease, its token (the entry's index) and
+// its mode. Matching grants on token and lease instead would be ambiguous: one revoke can
+// hand two freed locks, each waited for alone, to the same waiting lease in one entry.
+// The group belongs to its grants: a lock leaves it when its grant ends (released, its
+// lease ended, its maximum hold over), the others stay one group, and the group is gone
+// with its last lock. Locks a lockset's lease held already are not in the group its
+// entry grants (they keep their own grants).
+
+// heldSet is a lockset group: the locks its lease still holds with the grant of token, in
+// name order, and the mode they are held in.
+type heldSet struct {
+	token  uint64
+	shared bool
+	names  []string
+}
+
+// LockSetView is a lockset group as reads show it: the lease that holds it, its token,
+// its mode, and the names of the locks it still holds with that grant, in order.
+type LockSetView struct {
+	Lease  LeaseID
+	Token  uint64
+	Shared bool
+	Names  []string
+}
+
+// keepSet records, from version 7, that lease l was granted the locks names (sorted) at
+// index as one lockset.
+func (s *state) keepSet(l *lease, index uint64, names []string, shared bool) {
+	if s.version < 7 || len(names) == 0 || mutant.Is("lockset-groups-off") {
+		return
+	}
+	hs := &heldSet{token: index, shared: shared, names: append([]string(nil), names...)}
+	if l.sets == nil {
+		l.sets = make(map[string]*heldSet, len(names))
+	}
+	for _, name := range names {
+		l.sets[name] = hs
+	}
+}
+
+// gaveLock ends lease l's grant of lock name in its bookkeeping: the quota's count and,
+// from version 7, its lockset group.
+func (s *state) gaveLock(l *lease, name string) {
+	s.gave(l, l.held, name)
+	hs := l.sets[name]
+	if hs == nil {
+		return
+	}
+	delete(l.sets, name)
+	if len(l.sets) == 0 {
+		l.sets = nil
+	}
+	if i, ok := slices.BinarySearch(hs.names, name); ok {
+		hs.names = slices.Delete(hs.names, i, i+1)
+	}
+}
+
+// setOf returns the lockset group of lease id's grant of lock name with token, if that
+// grant was made by a lockset (version 7).
+func (s *state) setOf(name string, id LeaseID, token uint64) *LockSetView {
+	l := s.leases[id]
+	if l == nil || l.sets == nil {
+		return nil
+	}
+	hs := l.sets[name]
+	if hs == nil || hs.token != token {
+		return nil
+	}
+	return &LockSetView{Lease: id, Token: hs.token, Shared: hs.shared, Names: append([]string(nil), hs.names...)}
+}
+
+// The lock's part of the version 7 snapshot, after the version 6 parts:
+//
+//	lockset groups: count, then per group in (first name, grant order) order: lease,
+//	                token, mode byte, the names it holds
+
+// encodeHeldSets writes the lockset groups, each once, at the first lock it holds.
+func (s *state) encodeHeldSets(e *snapEncoder) {
+	type group struct {
+		lease LeaseID
+		hs    *heldSet
+	}
+	var groups []group
+	visit := func(name string, id LeaseID) {
+		if l := s.leases[id]; l != nil && l.sets != nil {
+			if hs := l.sets[name]; hs != nil && hs.names[0] == name {
+				groups = append(groups, group{id, hs})
+			}
+		}
+	}
+	s.names.Ascend(func(name string) bool {
+		lk := s.locks[name]
+		switch {
+		case lk.ro().v3.vacant:
+		case lk.isShared():
+			for g := lk.ro().readers.head; g != nil; g = g.next {
+				visit(name, g.lease)
+			}
+		default:
+			visit(name, lk.holder)
+		}
+		return true
+	})
+	buf := binary.AppendUvarint(e.buf, uint64(len(groups)))
+	for _, g := range groups {
+		buf = append(buf, g.lease[:]...)
+		buf = binary.AppendUvarint(buf, g.hs.token)
+		if g.hs.shared {
+			buf = append(buf, 1)
+		} else {
+			buf = append(buf, 0)
+		}
+		buf = appendStrings(buf, g.hs.names)
+		buf = e.spillAt(buf)
+	}
+	e.buf = buf
+}
+
+// decodeHeldSets reads what encodeHeldSets wrote, after the locks, and refuses a group
+// whose lease does not hold each of its locks with its token and in its mode, or a lock in
+// two groups of one lease. The canonical-form check catches order and duplicates.
+func (s *state) decodeHeldSets(d *decoder) error {
+	for i, n := 0, d.count(1); i < n && d.err == nil; i++ {
+		id, token := d.leaseID(), d.uvarint()
+		hs := &heldSet{token: token}
+		switch d.byte() {
+		case 0:
+		case 1:
+			hs.shared = true
+		default:
+			d.fail(ErrCorruptCommand)
+		}
+		hs.names = d.strings()
+		if d.err != nil {
+			break
+		}
+		l := s.leases[id]
+		if l == nil || !validSetNames(hs.names) {
+			return badSnapshot("lockset group of a missing lease or with bad names")
+		}
+		for _, name := range hs.names {
+			lk := s.locks[name]
+			if lk == nil || l.sets[name] != nil || lk.isShared() != hs.shared {
+				return badSnapshot("lockset group: lock %q missing, in two groups, or in another mode", name)
+			}
+			if t, _, ok := lk.grantOf(id); !ok || t != token {
+				return badSnapshot("lockset group: lock %q not held by its lease with token %d", name, token)
+			}
+			if l.sets == nil {
+				l.sets = make(map[string]*heldSet, len(hs.names))
+			}
+			l.sets[name] = hs
+		}
+	}
+	return nil
 }
 
 // sortSetNames sorts names and drops duplicates, as a LockSet command carries them.

@@ -70,7 +70,7 @@ func (s *state) expireHolds(index uint64) {
 // grant's lock delay: nobody holds the lock until delay later on cluster time.
 func (s *state) startDelay(index uint64, name string, lk *lock, l *lease) {
 	s.endHold(name, l.id)
-	s.gave(l, l.held, name)
+	s.gaveLock(l, name)
 	until := satAdd(s.time, lk.ro().v3.delay)
 	lk.holder, lk.token, lk.owner = LeaseID{}, 0, ""
 	lk.rw().v3 = lockV3{vacant: true, delayUntil: until}

@@ -53,10 +53,11 @@ type Overview struct {
 }
 
 // Overview returns a page of at most limit held locks whose names start with prefix and
-// sort after after (see Locks), with their holders' leases and grant times, and how many
-// leases expire within soon ms of cluster time. Its cost under the read lock is the page
-// plus the leases expiring soon, whatever the number of locks and leases.
-func (f *FSM) Overview(prefix, after string, limit int, soon int64) Overview {
+// sort after after (see Locks), with their holders' leases and grant times and each
+// lock's first queue waiters (LockView.Queue), and how many leases expire within soon ms
+// of cluster time. Its cost under the read lock is the page (with at most queue waiters
+// of each lock) plus the leases expiring soon, whatever the number of locks and leases.
+func (f *FSM) Overview(prefix, after string, limit int, soon int64, queue int) Overview {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	o := Overview{Time: f.s.time, Leases: len(f.s.leases), Expiring: f.s.leaseExp.CountUntil(f.s.time + soon)}
@@ -72,6 +73,9 @@ func (f *FSM) Overview(prefix, after string, limit int, soon int64) Overview {
 			return false
 		}
 		d := LockDetail{LockView: f.s.view(n), Granted: -1}
+		if lk := f.s.locks[n]; queue != 0 {
+			d.Queue = f.s.queueOf(&lk.ro().queue, queue)
+		}
 		if d.Held {
 			// LeaseFingerprint, not the lease's cached fingerprint: filling that cache
 			// would write under a read lock.
@@ -79,7 +83,7 @@ func (f *FSM) Overview(prefix, after string, limit int, soon int64) Overview {
 			if l := f.s.leases[d.Holder]; l != nil {
 				d.TTL, d.Deadline = l.ttl, l.deadline
 			}
-			if lh := f.s.hist.byName[n]; lh != nil {
+			if lh := f.s.hist.byName[histKey{SpaceLock, n}]; lh != nil {
 				evs := lh.ordered()
 				for i := len(evs) - 1; i >= 0; i-- {
 					if evs[i].Kind == HistoryGranted && evs[i].Token == d.Token {

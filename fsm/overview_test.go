@@ -19,7 +19,7 @@ func TestOverview_LockDetailsAndExpiringLeases(t *testing.T) {
 		t.Fatalf("RenewEntries = %d after one Renew entry of two leases, want 1", n)
 	}
 
-	o := f.Overview("jobs/", "", 10, 2000)
+	o := f.Overview("jobs/", "", 10, 2000, 0)
 	if o.Time != 400 || o.Leases != 3 || o.Expiring != 1 || o.Truncated || len(o.Locks) != 1 {
 		t.Fatalf("overview: %+v", o)
 	}
@@ -28,10 +28,10 @@ func TestOverview_LockDetailsAndExpiringLeases(t *testing.T) {
 		d.Lease != fsm.LeaseFingerprint(a) || d.TTL != 1000 || d.Deadline != 1400 || d.Granted != 200 {
 		t.Fatalf("detail: %+v", d)
 	}
-	if o := f.Overview("", "", 1, 0); !o.Truncated || len(o.Locks) != 1 || o.Expiring != 0 {
+	if o := f.Overview("", "", 1, 0, 0); !o.Truncated || len(o.Locks) != 1 || o.Expiring != 0 {
 		t.Fatalf("page of one: %+v", o)
 	}
-	if o := f.Overview("", "", 0, 100_000); len(o.Locks) != 2 || o.Expiring != 3 {
+	if o := f.Overview("", "", 0, 100_000, 0); len(o.Locks) != 2 || o.Expiring != 3 {
 		t.Fatalf("all: %+v", o)
 	}
 }

@@ -72,6 +72,10 @@ type historyKind struct {
 	kind  HistoryKind
 	name  string
 	since uint64
+	// as is the lock kind this kind is the counterpart of, in a primitive other than the
+	// lock (0: itself, or none); space is the primitive's (set by historyTable).
+	as    HistoryKind
+	space Space
 }
 
 // primitives is the table of primitives, in the order the shared code visits them. It is
@@ -80,11 +84,13 @@ type historyKind struct {
 // command registry from it.
 var primitives []primitive
 
-// snapshotSections are every primitive's snapshot parts in (since, order) order, and
-// historyKinds the history kinds by kind: both derived from primitives.
+// snapshotSections are every primitive's snapshot parts in (since, order) order,
+// historyKinds the history kinds by kind, and kindIn each primitive's kinds by the lock
+// kind they stand for (kindIn[space][as]): all derived from primitives.
 var (
 	snapshotSections []section
 	historyKinds     [historyKindEnd]historyKind
+	kindIn           map[Space]map[HistoryKind]HistoryKind
 )
 
 func init() {
@@ -108,13 +114,14 @@ func init() {
 				{since: 2, order: 1, enc: (*state).encodeShared, dec: (*state).decodeShared},
 				{since: 3, order: 0, enc: (*state).encodeHolds, dec: (*state).decodeHolds},
 				{since: 3, order: 1, enc: (*state).encodeLockSets, dec: (*state).decodeLockSets},
+				{since: 7, order: 0, enc: (*state).encodeHeldSets, dec: (*state).decodeHeldSets},
 			},
 		},
 		{
 			name:        "semaphore",
 			space:       SpaceSemaphore,
 			start:       (*state).startSems,
-			expireWaits: expireEach(semWaitTable, (*state).leaveSemQueue),
+			expireWaits: expireEach(semWaitTable, (*state).semWaitTimedOut),
 			expire:      (*state).expireSemHolds,
 			waits:       func(l *lease) []string { return primNames(l, semWaits) },
 			grants:      func(l *lease) []string { return primNames(l, permits) },
@@ -122,6 +129,7 @@ func init() {
 			dropOne:     (*state).dropPermitOf,
 			count:       semCount,
 			deadlines:   semDeadlines,
+			history:     semHistoryKinds,
 			commands:    semCommands,
 			sections: []section{
 				// Format 2 writes both freed indexes before either table.
@@ -134,13 +142,14 @@ func init() {
 			name:        "election",
 			space:       SpaceElection,
 			start:       (*state).startElections,
-			expireWaits: expireEach(campaignTable, (*state).leaveCampaign),
+			expireWaits: expireEach(campaignTable, (*state).campaignTimedOut),
 			waits:       func(l *lease) []string { return primNames(l, campaigns) },
 			grants:      func(l *lease) []string { return primNames(l, leads) },
 			leaveOne:    (*state).leaveCampaignOf,
 			dropOne:     (*state).dropLeadOf,
 			count:       electionCount,
 			deadlines:   electionDeadlines,
+			history:     electionHistoryKinds,
 			commands:    electionCommands,
 			sections: []section{
 				numberPart(2, 3, elecFreed),
@@ -160,6 +169,15 @@ func init() {
 	}
 	if historyKinds, err = historyTable(primitives); err != nil {
 		panic(err)
+	}
+	kindIn = make(map[Space]map[HistoryKind]HistoryKind)
+	for _, k := range historyKinds {
+		if k.as != 0 {
+			if kindIn[k.space] == nil {
+				kindIn[k.space] = make(map[HistoryKind]HistoryKind)
+			}
+			kindIn[k.space][k.as] = k.kind
+		}
 	}
 }
 
@@ -208,6 +226,7 @@ func historyTable(prims []primitive) (kinds [historyKindEnd]historyKind, err err
 			case kinds[k.kind].kind != 0:
 				return kinds, fmt.Errorf("fsm: history kind %d (%s) of %s: taken twice, by %s too", k.kind, k.name, p.name, kinds[k.kind].name)
 			}
+			k.space = p.space
 			kinds[k.kind] = k
 		}
 	}

@@ -38,11 +38,14 @@ type pmodel struct {
 	revoking          []string
 	budget, budgetMax int
 	limits            Limits
-	quota             string
-	tokens            []uint64 // a LockSet's tokens (Result.Tokens) from the last apply
-	acl               modelACL
-	nodes             map[string]NodeInfo
-	nodeVersions      map[string]uint64
+	// v7at is the index of the entry that activated version 7 (lockset groups and the
+	// histories of semaphores and elections are kept from it).
+	v7at         uint64
+	quota        string
+	tokens       []uint64 // a LockSet's tokens (Result.Tokens) from the last apply
+	acl          modelACL
+	nodes        map[string]NodeInfo
+	nodeVersions map[string]uint64
 }
 
 // pHold is a grant: maxUntil is when its maximum hold ends it (0: none), delay the lock
@@ -53,7 +56,13 @@ type pHold struct {
 	owner    string
 	maxUntil int64
 	delay    int64
+	// group is the lockset this grant was made by (version 7): the locks it named, of
+	// which those its lease still holds by a grant of the same group are the group.
+	group *pGroup
 }
+
+// pGroup is a lockset granted whole (version 7).
+type pGroup struct{ names []string }
 
 // pWaiter is a waiting request; one of a lockset has set, shared with the waiters of its
 // other locks.
@@ -179,19 +188,49 @@ func (m *pmodel) setReady(set *pSet) bool {
 	return true
 }
 
-// grantSet grants every lock of set at index.
+// grantSet grants every lock of set at index, as one group from version 7.
 func (m *pmodel) grantSet(index uint64, set *pSet) {
+	g := m.newGroup(set.names)
 	for _, name := range set.names {
 		lk := m.locks[name]
 		w := lk.queue[0]
 		lk.queue = lk.queue[1:]
 		w.maxHold, w.delay = set.maxHold, set.delay
+		h := m.hold(w, index, !set.shared)
+		h.group = g
 		if set.shared {
-			lk.shared, lk.holders = true, append(lk.holders, m.hold(w, index, false))
+			lk.shared, lk.holders = true, append(lk.holders, h)
 		} else {
-			lk.shared, lk.holders = false, []pHold{m.hold(w, index, true)}
+			lk.shared, lk.holders = false, []pHold{h}
 		}
 	}
+}
+
+// newGroup is the group of a lockset granted whole with names, from version 7 (nil
+// before).
+func (m *pmodel) newGroup(names []string) *pGroup {
+	if m.version < 7 {
+		return nil
+	}
+	return &pGroup{names: slices.Clone(names)}
+}
+
+// groupOf returns the lockset group the grant h of lock name belongs to, as the state
+// machine reads it: the names of the group whose locks h's lease still holds by a grant
+// of that group.
+func (m *pmodel) groupOf(h pHold) []string {
+	if h.group == nil {
+		return nil
+	}
+	var out []string
+	for _, n := range h.group.names {
+		if lk := m.locks[n]; lk != nil {
+			if i := holdsIn(lk.holders, h.lease); i >= 0 && lk.holders[i].group == h.group {
+				out = append(out, n)
+			}
+		}
+	}
+	return out
 }
 
 // dropSet takes a waiting set out of every queue.
@@ -633,6 +672,9 @@ func (m *pmodel) command(index uint64, c *Command, stamp int64) (Status, uint64)
 	case TypeSetVersion:
 		from := m.version
 		m.version = max(m.version, c.Version)
+		if from < 7 && m.version >= 7 {
+			m.v7at = index
+		}
 		if from < 4 && m.version >= 4 {
 			m.revokeWhere(func(creator string) bool { return creator != "" && !m.callerLive(creator) })
 		}
@@ -955,11 +997,14 @@ func (m *pmodel) lockSet(index uint64, c *Command, l *modelLease, stamp int64) (
 	switch {
 	case len(blocked) == 0:
 		req := pWaiter{lease: c.Lease, owner: c.Owner, maxHold: c.MaxHold, delay: c.LockDelay}
+		g := m.newGroup(need)
 		for _, name := range need {
+			h := m.hold(req, index, !c.Shared)
+			h.group = g
 			if lk := m.locks[name]; lk == nil {
-				m.locks[name] = &pLock{shared: c.Shared, holders: []pHold{m.hold(req, index, !c.Shared)}}
+				m.locks[name] = &pLock{shared: c.Shared, holders: []pHold{h}}
 			} else {
-				lk.holders = append(lk.holders, m.hold(req, index, false))
+				lk.holders = append(lk.holders, h)
 			}
 		}
 		m.tokens = m.holdingTokens(c.Names, c.Lease)
@@ -1171,6 +1216,22 @@ func checkPrims(t *testing.T, index uint64, f *FSM, m *pmodel, g *pgen) {
 				v.DelayedUntil != mk.delayUntil || v.MaxHoldUntil != maxUntil {
 				t.Fatalf("step %d: lock %q = %+v, model %+v", index, name, v, *mk)
 			}
+			// Version 7: each live grant made by a lockset reads as its group.
+			var wantSets []string
+			for _, h := range live {
+				if g := m.groupOf(h); g != nil {
+					wantSets = append(wantSets, fmt.Sprint(h.lease, h.token, mk.shared, g))
+				}
+			}
+			var gotSets []string
+			for _, sv := range v.Sets {
+				gotSets = append(gotSets, fmt.Sprint(sv.Lease, sv.Token, sv.Shared, sv.Names))
+			}
+			slices.Sort(wantSets)
+			slices.Sort(gotSets)
+			if !slices.Equal(gotSets, wantSets) {
+				t.Fatalf("step %d: lock %q lockset groups %q, model %q", index, name, gotSets, wantSets)
+			}
 		} else if len(v.Waiters) > 0 || v.DelayedUntil != 0 {
 			t.Fatalf("step %d: lock %q = %+v, model: not in use", index, name, v)
 		}
@@ -1191,6 +1252,7 @@ func checkPrims(t *testing.T, index uint64, f *FSM, m *pmodel, g *pgen) {
 			t.Fatalf("step %d: election %q = %+v, model %+v", index, name, el, *me)
 		}
 	}
+	checkHistoriesExplain(t, index, f, m, g.names)
 	for _, id := range g.ids {
 		v, ok := f.Lease(id)
 		ml := m.liveLease(id)
@@ -1199,6 +1261,39 @@ func checkPrims(t *testing.T, index uint64, f *FSM, m *pmodel, g *pgen) {
 		}
 	}
 	checkPrimsConsistent(t, index, f)
+}
+
+// checkHistoriesExplain checks that, from version 7, the history of each semaphore and
+// election says why its permits and leader are there: a grant made after version 7 was
+// activated is in its name's history (as permit_granted or elected, with the grant's token
+// and lease), while the history holds all its events (fewer than HistoryLen).
+func checkHistoriesExplain(t *testing.T, index uint64, f *FSM, m *pmodel, names []string) {
+	t.Helper()
+	if m.version < 7 {
+		return
+	}
+	explains := func(space Space, name string, kind HistoryKind, h Holding) bool {
+		evs := f.HistoryOf(space, name)
+		if h.Token <= m.v7at || len(evs) >= HistoryLen {
+			return true
+		}
+		for _, e := range evs {
+			if e.Kind == kind && e.Token == h.Token && e.Lease == LeaseFingerprint(h.Lease) && e.Owner == h.Owner {
+				return true
+			}
+		}
+		return false
+	}
+	for _, name := range names {
+		for _, p := range f.Semaphore(name).Permits {
+			if !explains(SpaceSemaphore, name, HistoryPermitGranted, p) {
+				t.Fatalf("step %d: the history of semaphore %q has no grant of its permit %+v: %+v", index, name, p, f.HistoryOf(SpaceSemaphore, name))
+			}
+		}
+		if el := f.Election(name); el.Elected && !explains(SpaceElection, name, HistoryElected, Holding{Lease: el.Leader, Token: el.Token, Owner: el.Owner}) {
+			t.Fatalf("step %d: the history of election %q has no election of its leader %+v: %+v", index, name, el, f.HistoryOf(SpaceElection, name))
+		}
+	}
 }
 
 // checkPrimsConsistent walks the state's own cross references: every grant and wait of a
@@ -1238,6 +1333,41 @@ func checkPrimsConsistent(t *testing.T, index uint64, f *FSM) {
 			}
 		}
 	}
+	// The derived name indexes: locks, semaphores and elections in use, and a superset
+	// of the locks with waiters (waits.go).
+	checkIndex := func(what string, index interface{ Len() int }, n int) {
+		t.Helper()
+		if index.Len() != n {
+			fail("the %s index holds %d names for %d", what, index.Len(), n)
+		}
+	}
+	checkIndex("lock", s.names, len(s.locks))
+	checkIndex("semaphore", s.semNames, len(s.sems))
+	checkIndex("election", s.elecNames, len(s.elections))
+	for name, lk := range s.locks {
+		if _, ok := s.names.Get(name); !ok {
+			fail("lock %q is not in the name index", name)
+		}
+		if _, ok := s.waited.Get(name); lk.ro().queue.len > 0 && !ok {
+			fail("lock %q has waiters and is not in the waited index", name)
+		}
+	}
+	for name := range s.sems {
+		if _, ok := s.semNames.Get(name); !ok {
+			fail("semaphore %q is not in the name index", name)
+		}
+	}
+	for name := range s.elections {
+		if _, ok := s.elecNames.Get(name); !ok {
+			fail("election %q is not in the name index", name)
+		}
+	}
+	s.waited.Ascend(func(name string) bool {
+		if s.locks[name] == nil {
+			fail("the waited index holds %q, which is no lock", name)
+		}
+		return true
+	})
 	for name, lk := range s.locks {
 		if lk.holder == (LeaseID{}) {
 			continue // held by nobody: reserved for a lockset or kept by a lock delay, as the model says

@@ -2,6 +2,9 @@ package fsm
 
 import (
 	"encoding/binary"
+	"strings"
+
+	"github.com/google/btree"
 
 	"github.com/raftlock/raftlock/internal/mutant"
 	"github.com/raftlock/raftlock/leases"
@@ -55,26 +58,41 @@ type semState struct {
 	// semFreed is the index of the last entry that deleted a semaphore: what a status
 	// read reports as the modify index of one not in use.
 	semFreed uint64
+	// semNames are the keys of sems in order, so that a list page is not a scan of them
+	// all (Semaphores). Derived state: never encoded, rebuilt on restore.
+	semNames *btree.BTreeG[string]
 }
 
 // The semaphore's hooks (its row in primitives).
 
-func (s *state) startSems() { s.sems = make(map[string]*semaphore) }
+func (s *state) startSems() {
+	s.sems = make(map[string]*semaphore)
+	s.semNames = btree.NewOrderedG[string](nameIndexDegree)
+}
 
 func semWaitTable(s *state) *leases.Table { return &s.semWaitExp }
 
-// dropPermitOf ends lease l's permit of semaphore name, whose lease ended.
+// dropPermitOf ends lease l's permit of semaphore name, whose lease ended (expired or
+// revoked: endCause).
 func (s *state) dropPermitOf(index uint64, name string, l *lease) {
 	if sm := s.sems[name]; sm != nil && sm.permits.get(l.id) != nil {
-		s.dropPermit(index, name, sm, l.id)
+		s.dropPermit(index, name, sm, l.id, l, s.hist.endCause)
 	}
 }
 
 // leaveSemQueueOf takes lease l, which ended, out of the queue of semaphore name.
 func (s *state) leaveSemQueueOf(index uint64, name string, l *lease) {
 	if l.prims != nil && l.prims.semWaits[name] != nil {
+		s.hist.waitCause = HistoryWaitLeaseEnded
 		s.leaveSemQueue(index, name, l)
 	}
+}
+
+// semWaitTimedOut takes lease l out of the queue of semaphore name because its wait
+// deadline passed (advance).
+func (s *state) semWaitTimedOut(index uint64, name string, l *lease) {
+	s.hist.waitCause = HistoryWaitTimedOut
+	s.leaveSemQueue(index, name, l)
 }
 
 func semCount(_ *state, l *lease) int {
@@ -135,6 +153,7 @@ func (s *state) semAcquire(index uint64, c *Command, r *Result) {
 	case sm == nil:
 		sm = &semaphore{limit: c.Limit}
 		s.sems[c.Name] = sm
+		s.semNames.ReplaceOrInsert(c.Name)
 		s.addPermit(index, c.Name, sm, l, c.Owner)
 		s.startSemHold(c.Name, l.id, c.MaxHold)
 		r.Token, r.Owner = index, c.Owner
@@ -161,6 +180,7 @@ func (s *state) addPermit(index uint64, name string, sm *semaphore, l *lease, ow
 	s.took(l, &l.usePrims().permits, name)
 	sm.modify = index
 	s.notify(Event{Kind: EventLockChanged, Space: SpaceSemaphore, Name: name, Index: index})
+	s.recordGrantIn(SpaceSemaphore, name, l, index, owner, nil)
 }
 
 // semRelease applies SemRelease: the lease must hold a permit with the token it presents.
@@ -178,11 +198,16 @@ func (s *state) semRelease(index uint64, c *Command, r *Result) {
 		r.Status = StatusNotHolder
 		return
 	}
-	s.dropPermit(index, c.Name, sm, c.Lease)
+	s.dropPermit(index, c.Name, sm, c.Lease, nil, HistoryReleased)
 }
 
-// dropPermit frees lease id's permit of sm and hands free permits to the head waiters.
-func (s *state) dropPermit(index uint64, name string, sm *semaphore, id LeaseID) {
+// dropPermit frees lease id's permit of sm, for cause (a lock kind: released, expired,
+// revoked, max_hold_ended; who is the lease when the caller has it), and hands free
+// permits to the head waiters.
+func (s *state) dropPermit(index uint64, name string, sm *semaphore, id LeaseID, who *lease, cause HistoryKind) {
+	if g := sm.permits.get(id); g != nil {
+		s.recordEndIn(SpaceSemaphore, name, id, who, g.token, g.owner, cause)
+	}
 	sm.permits.remove(id)
 	if s.semHoldExp.Len() > 0 {
 		s.semHoldExp.Delete(waitKey(name, id))
@@ -210,9 +235,11 @@ func (s *state) fillPermits(index uint64, name string, sm *semaphore) {
 		s.took(next, &next.usePrims().permits, name)
 		sm.modify = index
 		s.notify(Event{Kind: EventGranted, Space: SpaceSemaphore, Name: name, Lease: w.lease, Token: index, Owner: w.owner, Index: index})
+		s.recordGrantIn(SpaceSemaphore, name, next, index, w.owner, w)
 	}
 	if sm.permits.len() == 0 && sm.queue.len == 0 {
 		delete(s.sems, name)
+		s.semNames.Delete(name)
 		s.semFreed = index
 		s.notify(Event{Kind: EventLockChanged, Space: SpaceSemaphore, Name: name, Index: index, Freed: true})
 		return
@@ -232,14 +259,17 @@ func (s *state) semDequeue(index uint64, c *Command, r *Result) {
 			r.Token, r.Owner, r.Limit = g.token, g.owner, sm.limit
 			return
 		}
+		s.hist.waitCause = HistoryWaitAbandoned
 		s.giveUp(index, c.Name, c.Lease, semWaits, (*state).leaveSemQueue)
 	}
 	r.Status = StatusNotHolder
 }
 
-// leaveSemQueue takes lease l, which waits for semaphore name, out of its queue.
+// leaveSemQueue takes lease l, which waits for semaphore name, out of its queue, for the
+// current waitCause.
 func (s *state) leaveSemQueue(index uint64, name string, l *lease) {
 	sm := s.sems[name]
+	s.recordWaitEndIn(SpaceSemaphore, name, l.prims.semWaits[name], l)
 	s.unqueue(l.prims.semWaits, &s.semWaitExp, &sm.queue, name, l)
 	sm.modify = index
 	s.notify(Event{Kind: EventWaitEnded, Space: SpaceSemaphore, Name: name, Lease: l.id, Index: index})
@@ -266,7 +296,7 @@ func (s *state) expireSemHolds(index uint64) {
 		}
 		name, id := splitWaitKey(k)
 		if sm := s.sems[name]; sm != nil && sm.permits.get(id) != nil {
-			s.dropPermit(index, name, sm, id)
+			s.dropPermit(index, name, sm, id, nil, HistoryMaxHold)
 		}
 		s.unitDone(index)
 	}
@@ -281,21 +311,29 @@ type SemaphoreView struct {
 	Permits     []Holding
 	Waiters     []LeaseID
 	ModifyIndex uint64
+	// Queue is the first waiters in queue order with their owners and times, when the
+	// read asked for them (SemaphoreQueue); nil otherwise.
+	Queue []Waiting
 }
 
 // Semaphore returns the state of semaphore name.
 func (f *FSM) Semaphore(name string) SemaphoreView {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	sm := f.s.sems[name]
+	return f.s.semView(name, 0)
+}
+
+// semView is the view of semaphore name with its first queue waiters in Queue.
+func (s *state) semView(name string, queue int) SemaphoreView {
+	sm := s.sems[name]
 	if sm == nil {
-		return SemaphoreView{Name: name, Permits: []Holding{}, ModifyIndex: f.s.semFreed}
+		return SemaphoreView{Name: name, Permits: []Holding{}, ModifyIndex: s.semFreed}
 	}
 	v := SemaphoreView{Name: name, Limit: sm.limit, Permits: sm.permits.holdings(), ModifyIndex: sm.modify}
-	if f.s.version >= 6 { // the permits of ended leases are held by nobody (sweep.go)
+	if s.version >= 6 { // the permits of ended leases are held by nobody (sweep.go)
 		live := v.Permits[:0]
 		for _, h := range v.Permits {
-			if !f.s.deadID(h.Lease) {
+			if !s.deadID(h.Lease) {
 				live = append(live, h)
 			}
 		}
@@ -304,7 +342,41 @@ func (f *FSM) Semaphore(name string) SemaphoreView {
 	for w := sm.queue.head; w != nil; w = w.next {
 		v.Waiters = append(v.Waiters, w.lease)
 	}
+	v.Queue = s.queueOf(&sm.queue, queue)
 	return v
+}
+
+// Semaphores returns one page of the semaphores in use whose names start with prefix and
+// sort after after, in name order, each with its first queue waiters: at most limit of
+// them (truncated reports that more follow). The work under the read lock is one descent
+// of the name index plus the page.
+func (f *FSM) Semaphores(prefix, after string, limit, queue int) (views []SemaphoreView, truncated bool) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	truncated = pageNames(f.s.semNames, prefix, after, limit, func(n string) { views = append(views, f.s.semView(n, queue)) })
+	return views, truncated
+}
+
+// pageNames calls add for each name of index that starts with prefix and sorts after
+// after, in order, at most limit of them (every one when limit <= 0), and reports whether
+// more follow.
+func pageNames(index *btree.BTreeG[string], prefix, after string, limit int, add func(string)) (truncated bool) {
+	n := 0
+	index.AscendGreaterOrEqual(max(prefix, after), func(name string) bool {
+		switch {
+		case name == after:
+			return true
+		case !strings.HasPrefix(name, prefix):
+			return false
+		case limit > 0 && n == limit:
+			truncated = true
+			return false
+		}
+		add(name)
+		n++
+		return true
+	})
+	return truncated
 }
 
 // PrimCounts returns the number of semaphores in use, of permits held, and of elections
@@ -399,6 +471,7 @@ func (s *state) decodeSems(d *decoder) error {
 			return badSnapshot("semaphore %q: %d permits of %d with %d waiting", name, held, sm.limit, sm.queue.len)
 		}
 		s.sems[name] = sm
+		s.semNames.ReplaceOrInsert(name)
 	}
 	return nil
 }

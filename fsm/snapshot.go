@@ -289,7 +289,10 @@ func decodeSharing(data []byte, notify func(Event), share func(name, owner strin
 			s.waitExp.Set(waitKey(name, w.lease), w.deadline)
 		}
 		s.locks[name] = lk
-		s.names.ReplaceOrInsert(name) // the index is derived state: rebuilt, never encoded
+		s.names.ReplaceOrInsert(name) // the indexes are derived state: rebuilt, never encoded
+		if lk.ro().queue.len > 0 {
+			s.waited.ReplaceOrInsert(name)
+		}
 	}
 	if err := s.decodeSections(&d); err != nil {
 		return nil, err

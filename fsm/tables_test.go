@@ -81,12 +81,12 @@ func TestTables_InitChecks(t *testing.T) {
 		}, "snapshot part of election at version 2, place 2: taken twice, by semaphore too"},
 		{"a history kind taken twice", func() error {
 			return historyOf(withPrimitive(t, "semaphore", func(p *primitive) {
-				p.history = []historyKind{{HistoryMaxHold, "sem_max_hold", 3}}
+				p.history = []historyKind{{kind: HistoryMaxHold, name: "sem_max_hold", since: 3}}
 			}))
 		}, "history kind 9 (sem_max_hold) of semaphore: taken twice, by max_hold_ended too"},
 		{"a history kind out of range", func() error {
 			return historyOf(withPrimitive(t, "lock", func(p *primitive) {
-				p.history = append(p.history, historyKind{historyKindEnd, "beyond", 3})
+				p.history = append(p.history, historyKind{kind: historyKindEnd, name: "beyond", since: 3})
 			}))
 		}, "(beyond) of lock: out of range"},
 	}

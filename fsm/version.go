@@ -43,7 +43,13 @@ import (
 //     is dead to every command from the entry that ends it; a revoke and a token's deletion
 //     mark, and the sweep ends. Snapshot format 5: format 4 with a flags byte per lease
 //     (revoked) and the tokens whose leases are being revoked.
-const Version uint64 = 6
+//   - 7: what the operator's view needs kept (the dashboard): a lockset granted whole in one
+//     entry is kept as one group in the state (locksets.go: its token, mode and the locks
+//     its lease still holds with it), where matching grants on token and lease would be
+//     ambiguous; and the histories of semaphores and elections (history.go: their own
+//     kinds, sharing the history bound with the locks'). No new command. Snapshot format
+//     6: format 5 with a namespace byte per history and the lockset groups.
+const Version uint64 = 7
 
 // Since returns the protocol version that introduced the command type, and 0 for a type
 // this code does not know. A node that speaks an older version reads the type as unknown:
@@ -173,10 +179,16 @@ var snapshotMagicV4 = []byte("RLKS\x04")
 // more: format 4 with what version 6 adds (see Version).
 var snapshotMagicV5 = []byte("RLKS\x05")
 
+// snapshotMagicV6 starts a snapshot in format 6, written once the active version is 7 or
+// more: format 5 with what version 7 adds (see Version).
+var snapshotMagicV6 = []byte("RLKS\x06")
+
 // magic returns the header of this state's snapshot: format 1 while the active version is
 // 1, so that old and new nodes at version 1 write the same bytes, and format 2 after.
 func (s *state) magic() []byte {
 	switch {
+	case s.version >= 7:
+		return snapshotMagicV6
 	case s.version >= 6:
 		return snapshotMagicV5
 	case s.version >= 5:
@@ -227,6 +239,8 @@ func snapshotFormat(data []byte) (uint64, error) {
 		return 4, nil
 	case bytes.HasPrefix(data, snapshotMagicV5):
 		return 5, nil
+	case bytes.HasPrefix(data, snapshotMagicV6):
+		return 6, nil
 	}
 	return 0, badSnapshot("unknown header")
 }

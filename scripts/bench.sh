@@ -230,7 +230,7 @@ PEERS=("$WORK/zookeeper.json" "$WORK/redis-everysec.json" "$WORK/redis-always.js
       "$WORK/etcd.json" "$WORK/etcd-prims.json" "${PEERS[@]}" || status=1
     echo
     for store in boltdb wal; do
-      echo "== raftlock ($store) and etcd, side by side (ratio = raftlock / etcd), issue 13's $store targets"
+      echo "== raftlock ($store) and etcd, side by side (ratio = raftlock / etcd), round two's $store targets"
       echo
       bin/raftlock-bench compare --targets "$store" "$WORK/raftlock-$store.json" "$WORK/etcd.json"
       echo

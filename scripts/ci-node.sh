@@ -15,8 +15,23 @@ source "$(dirname "$0")/lib/apt.sh"
 
 node_major() { node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0; }
 
-# quiet when node >= 20 and npm are there (make test-deps runs this on every make test)
+# build_tools installs what node-gyp needs to compile better-sqlite3's native module (the
+# SQLite fencing tests' dev dependency) when no prebuilt binary can be downloaded, as on a CI
+# machine that reaches no GitHub: a C++ compiler, make and python3.
+build_tools() {
+	local tools=()
+	command -v g++ >/dev/null || tools+=(g++)
+	command -v make >/dev/null || tools+=(make)
+	command -v python3 >/dev/null || tools+=(python3)
+	if ((${#tools[@]} > 0)); then
+		apt_install "${tools[*]} (to build better-sqlite3)" "${tools[@]}"
+	fi
+}
+
+# quiet when node >= 20, npm and the build tools are there (make test-deps runs this on every
+# make test)
 if command -v npm >/dev/null && (($(node_major) >= 20)); then
+	build_tools
 	exit 0
 fi
 
@@ -61,6 +76,7 @@ command -v npm >/dev/null || missing+=(npm)
 if ((${#missing[@]} > 0)); then
 	apt_install "${missing[*]}" "${missing[@]}"
 fi
+build_tools
 major=$(node_major)
 if ((major < 20)); then
 	log "error: node $(node --version 2>/dev/null) is older than 20, which clients/typescript needs"

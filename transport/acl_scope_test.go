@@ -55,7 +55,7 @@ func TestACL_CursorsRevealNothingUnreadable(t *testing.T) {
 	applied := c.Nodes[c.Leader(10*time.Second)].Status().AppliedIndex
 	c.WaitFor(10*time.Second, "the follower to apply every acquire", func() bool { return c.Nodes[fi].Status().AppliedIndex >= applied })
 	ro := toks["a-read"]
-	// The walk of the issue: prefix secret/, one at a time.
+	// The cursor walk this test is about: prefix secret/, one at a time.
 	var page api.LockList
 	if st, code := callAs(t, ro, "GET", f+"/v1/locks?prefix=secret/&limit=1", "", &page); st != 200 {
 		t.Fatalf("list secret/: %d %s", st, code)

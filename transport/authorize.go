@@ -172,7 +172,7 @@ func callerNode(r *http.Request, m Membership) string {
 // connNode returns the ID of the current member whose verified node certificate is on
 // r's connection (the last hop), or "".
 func connNode(r *http.Request, m Membership) string {
-	if r.TLS == nil || len(r.TLS.VerifiedChains) == 0 || len(r.TLS.PeerCertificates) == 0 || m == nil {
+	if r.TLS == nil || len(r.TLS.VerifiedChains) == 0 || len(r.TLS.PeerCertificates) == 0 {
 		return ""
 	}
 	id, ok := tlsconf.NodeIDFromCert(r.TLS.PeerCertificates[0])

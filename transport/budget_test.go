@@ -55,7 +55,7 @@ func cycle(tb testing.TB, h http.Handler, token string) {
 
 func newBudgetServer(tb testing.TB, rec *budget.Recorder) http.Handler {
 	n := &instantLeader{}
-	s, err := NewServer(Config{Services: Services{Routing: n, Locks: n}, Logger: hclog.NewNullLogger(), Budget: rec})
+	s, err := NewServer(Config{Services: stubRoles(Services{Routing: n, Locks: n}), Logger: hclog.NewNullLogger(), Budget: rec})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -92,7 +92,7 @@ func TestBudget_TracesLockRequests(t *testing.T) {
 // trace in their context.
 func TestBudget_OffTracesNothing(t *testing.T) {
 	n := &tracingProbe{}
-	s, err := NewServer(Config{Services: Services{Routing: n, Locks: n}, Logger: hclog.NewNullLogger()})
+	s, err := NewServer(Config{Services: stubRoles(Services{Routing: n, Locks: n}), Logger: hclog.NewNullLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}

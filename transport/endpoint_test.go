@@ -38,11 +38,12 @@ func (f *fakeSemaphores) Acquire(_ context.Context, req cluster.SemaphoreRequest
 }
 
 // A route's test fakes only the role the route uses: the semaphore routes need a
-// SemaphoreService and nothing else (beside the Routing every server has). The reply
+// SemaphoreService and nothing else (beside the Routing every server has; stubRoles
+// fills in the roles the test does not fake). The reply
 // path turns the role's answers and errors into the API's bytes.
 func TestEndpoint_FakeRole(t *testing.T) {
 	sems := &fakeSemaphores{}
-	s, err := NewServer(Config{Services: Services{Routing: leaderRouting{}, Semaphores: sems}, Logger: hclog.NewNullLogger()})
+	s, err := NewServer(Config{Services: stubRoles(Services{Routing: leaderRouting{}, Semaphores: sems}), Logger: hclog.NewNullLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +83,7 @@ func TestEndpoint_FakeRole(t *testing.T) {
 
 // A waiting call takes a held-request slot while it is served, and gives it back.
 func TestEndpoint_WaitHoldsASlot(t *testing.T) {
-	s, err := NewServer(Config{Services: Services{Routing: leaderRouting{}}, Logger: hclog.NewNullLogger(), MaxHeldRequests: 1})
+	s, err := NewServer(Config{Services: stubRoles(Services{Routing: leaderRouting{}}), Logger: hclog.NewNullLogger(), MaxHeldRequests: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

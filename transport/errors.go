@@ -12,12 +12,11 @@ import (
 	"github.com/raftlock/raftlock/cluster"
 )
 
+// ErrMissingRole: NewServer was given a Services with a nil role; the error names it.
+var ErrMissingRole = errors.New("transport: config: a role is missing")
+
 // The server's own reasons to refuse a request; errorFor says how each is answered.
 var (
-	// errNoHistories: the node serves no EventSource, so it keeps no lock histories.
-	errNoHistories = errors.New("transport: this node does not keep lock histories")
-	// errNoOverview: the node serves no EventSource, so it has no overview to give.
-	errNoOverview = errors.New("transport: this node does not serve an overview")
 	// errNotReady: a write sent to this node now would be neither served nor forwarded.
 	errNotReady = errors.New("transport: not ready")
 )
@@ -68,14 +67,26 @@ type failure struct {
 }
 
 // errorFor is the one table of the API's errors: it maps any error a request can end in
-// (a decoding fault, the server's own refusals above, the cluster's errors) to its status,
-// code, message and Retry-After. Decoding and validation build their *api.Error where they
-// find the fault (decode.go, api.Validate*); those pass through unchanged. The errors that
-// carry values of their own (a limit, an index, a leader) are answered here; those known by
-// identity alone, by the table answers.
+// (a decoding fault, the server's own refusals above, the cluster's errors) to its code
+// and message; the code's entry of the API's catalogue of outcomes (api/outcomes.go) gives
+// the status, and Retry-After goes with the statuses 429 and 503. Decoding and validation
+// build their *api.Error where they find the fault (decode.go, api.Validate*); those pass
+// through unchanged. The errors that carry values of their own (a limit, an index, a
+// leader) are answered here; those known by identity alone, by the table answers, whose
+// lines without a message of their own answer the catalogue's.
 func errorFor(err error) failure {
+	ae, _ := apiError(err)
+	f := failure{status: api.Status(ae.Code), err: ae}
+	if f.status == http.StatusServiceUnavailable || f.status == http.StatusTooManyRequests {
+		f.retryAfter = "1"
+	}
+	return f
+}
+
+// apiError is the API's error for err, as errorFor's table says; known is false when no
+// line of the table answers err, which is then an internal error.
+func apiError(err error) (ae *api.Error, known bool) {
 	var (
-		ae  *api.Error
 		lc  *cluster.LimitConflictError
 		ce  *cluster.IndexCompactedError
 		ie  *cluster.InactiveError
@@ -85,6 +96,8 @@ func errorFor(err error) failure {
 		il  identityLimitError
 		hop hopLimitError
 		fe  forwardError
+		rh  relayedHoldable
+		rd  relayedDenial
 	)
 	switch {
 	case errors.As(err, &ae):
@@ -98,7 +111,13 @@ func errorFor(err error) failure {
 	case errors.As(err, &fe) && !fe.reached:
 		ae = api.Errorf(api.CodeNoLeader, "the leader %s at %s could not be reached (%v); nothing was applied, retry", fe.leader, fe.addr, fe.why)
 	case errors.As(err, &fe):
-		ae = api.Errorf(api.CodeUnknownOutcome, "forwarded to the leader %s, no answer: %v; the request may or may not have been applied, and is safe to retry", fe.leader, fe.why)
+		ae = api.Errorf(api.CodeUnknownOutcome, "forwarded to the leader %s, no answer: %v; the request may or may not have been applied: repeat it only with the same request_id (or on the same lease)", fe.leader, fe.why)
+	case errors.As(err, &rh):
+		// Written as the leader answered it (Server.writeFailure); answered here for the
+		// hold, which reads its retry class.
+		ae = api.NewError(api.CodeNoLeader)
+	case errors.As(err, &rd):
+		ae = api.NewError(rd.code)
 	case errors.As(err, &lc):
 		ae = api.Errorf(api.CodeLimitConflict, "the semaphore is in use with limit %d; ask with that limit, or wait until it is not in use to set another", lc.Limit)
 	case errors.As(err, &dl):
@@ -116,18 +135,21 @@ func errorFor(err error) failure {
 	case errors.Is(err, cluster.ErrQuotaExceeded):
 		ae = api.Errorf(api.CodeQuotaExceeded, "%s", quotaMessage(err))
 	default:
-		ae = answerFor(err)
+		return answerFor(err)
 	}
-	f := failure{status: api.Status(ae.Code), err: ae}
-	if f.status == http.StatusServiceUnavailable || f.status == http.StatusTooManyRequests {
-		f.retryAfter = "1"
-	}
-	return f
+	return ae, true
+}
+
+// retryOf is the retry class (api/outcomes.go) of the answer to err.
+func retryOf(err error) api.Retry {
+	ae, _ := apiError(err)
+	o, _ := api.Lookup(ae.Code)
+	return o.Retry
 }
 
 // answer is one line of answers: an error known by identity and how the API answers it. A
-// message that starts with %v quotes the error itself there (the cluster's message names
-// what was wrong).
+// message with %v quotes the error itself there (the cluster's message names what was
+// wrong); an empty message is the catalogue's for the code.
 type answer struct {
 	err     error
 	code    string
@@ -138,14 +160,12 @@ type answer struct {
 // the first that the error wraps answers it.
 var answers = []answer{
 	// The server's own.
-	{errNoHistories, api.CodeNotFound, "this node does not keep lock histories"},
-	{errNoOverview, api.CodeNotFound, "this node does not serve an overview"},
 	{errNotReady, api.CodeNoLeader, "not ready: no ready leader known yet, the leader's HTTP address is not registered, or this node is still catching up"},
 
 	// Shared locks, semaphores and elections.
-	{cluster.ErrModeConflict, api.CodeModeConflict, "this lease holds or waits for the lock in the other mode; there is no upgrade or downgrade: release it (or leave the queue) first"},
-	{cluster.ErrSemaphoreFull, api.CodeSemaphoreFull, "every permit of the semaphore is held; retry later, or ask to wait in its queue (the request's wait: wait_ms in the HTTP API, the wait option of the clients)"},
-	{cluster.ErrElectionHeld, api.CodeElectionHeld, "another lease leads the election; retry later, or ask to wait as a candidate (the request's wait: wait_ms in the HTTP API, the wait option of the clients)"},
+	{cluster.ErrModeConflict, api.CodeModeConflict, ""},
+	{cluster.ErrSemaphoreFull, api.CodeSemaphoreFull, ""},
+	{cluster.ErrElectionHeld, api.CodeElectionHeld, ""},
 	{cluster.ErrPrimsInactive, api.CodeNoLeader, "shared locks, semaphores and elections need protocol version 2, which the cluster activates once every node runs this release (a rolling upgrade is in progress); nothing was applied, retry after upgrading every node"},
 
 	// The event stream.
@@ -154,16 +174,16 @@ var answers = []answer{
 	{cluster.ErrStreamReset, api.CodeIndexCompacted, "this node restored a snapshot; the events before it are unknown here"},
 
 	// Locks, leases and the cluster.
-	{cluster.ErrLockHeld, api.CodeLockHeld, "the lock is held by another lease; retry later, or ask to wait in its queue (the request's wait: wait_ms in the HTTP API, the wait option of the clients)"},
-	{cluster.ErrWaitTimeout, api.CodeWaitTimeout, "the wait ended before the lock was granted; the lease has left the queue"},
-	{cluster.ErrNotHolder, api.CodeNotHolder, "this lease and token do not hold the lock (it was released, expired or granted again)"},
+	{cluster.ErrLockHeld, api.CodeLockHeld, ""},
+	{cluster.ErrWaitTimeout, api.CodeWaitTimeout, ""},
+	{cluster.ErrNotHolder, api.CodeNotHolder, ""},
 	{cluster.ErrTokenRevoked, api.CodeUnauthenticated, "the ACL token was revoked while the request was in flight; the leases it created were revoked with it"},
-	{cluster.ErrLeaseNotFound, api.CodeLeaseNotFound, "the lease does not exist: it expired, was revoked, or never existed; create a new one"},
+	{cluster.ErrLeaseNotFound, api.CodeLeaseNotFound, ""},
 	// Before no_leader: the cluster wraps the cause (no leader, shutdown) in it once a
 	// command may have been proposed.
-	{cluster.ErrUnknownOutcome, api.CodeUnknownOutcome, "leadership changed or the node stopped while the request was in flight; it may or may not have been applied, and is safe to retry"},
-	{cluster.ErrNoLeader, api.CodeNoLeader, noLeader},
-	{cluster.ErrNotLeader, api.CodeNoLeader, noLeader},
+	{cluster.ErrUnknownOutcome, api.CodeUnknownOutcome, ""},
+	{cluster.ErrNoLeader, api.CodeNoLeader, ""},
+	{cluster.ErrNotLeader, api.CodeNoLeader, ""},
 	{cluster.ErrShutdown, api.CodeNoLeader, "this node is shutting down; nothing was applied, retry on another node"},
 	{cluster.ErrACLConflict, api.CodeConflict, "%v"},
 	{cluster.ErrACLNotFound, api.CodeNotFound, "%v"},
@@ -172,6 +192,8 @@ var answers = []answer{
 	{cluster.ErrQuotasInactive, api.CodeVersionInactive, "%v (the cluster activates it once every node runs this release); nothing was applied"},
 	{cluster.ErrStorage, api.CodeNoLeader, "%v; nothing was applied, retry on another node"},
 	{cluster.ErrHalted, api.CodeInternal, "this node's state machine halted on a command it does not know; it serves nothing until it is upgraded (see its log); use another node"},
+	// A command the state machine refused as malformed: the encoder never writes one.
+	{cluster.ErrInvalidCommand, api.CodeInternal, "internal error: %v"},
 	{cluster.ErrInvalidMember, api.CodeInvalidArgument, "%v"},
 	{cluster.ErrMemberConflict, api.CodeConflict, "%v"},
 	{cluster.ErrNotMember, api.CodeNotFound, "no such member of the cluster"},
@@ -180,25 +202,24 @@ var answers = []answer{
 	{context.Canceled, api.CodeUnknownOutcome, endedEarly},
 }
 
-// The messages that two errors of answers share.
-const (
-	noLeader   = "no leader is available (an election is in progress); nothing was applied, retry after the Retry-After delay"
-	endedEarly = "the request ended before the cluster answered; it may or may not have been applied, and is safe to retry"
-)
+// endedEarly is the message that two errors of answers share.
+const endedEarly = "the request ended before the cluster answered; it may or may not have been applied: repeat it only with the same request_id (or on the same lease)"
 
-// answerFor answers err by the first line of answers it wraps, and as an internal error
-// when it wraps none.
-func answerFor(err error) *api.Error {
+// answerFor answers err by the first line of answers it wraps (known), and as an internal
+// error when it wraps none.
+func answerFor(err error) (ae *api.Error, known bool) {
 	for _, a := range answers {
-		if !errors.Is(err, a.err) {
+		switch {
+		case !errors.Is(err, a.err):
 			continue
+		case a.message == "":
+			return api.NewError(a.code), true
+		case strings.Contains(a.message, "%v"):
+			return api.Errorf(a.code, a.message, err), true
 		}
-		if strings.HasPrefix(a.message, "%v") {
-			return api.Errorf(a.code, a.message, err)
-		}
-		return &api.Error{Code: a.code, Message: a.message}
+		return &api.Error{Code: a.code, Message: a.message}, true
 	}
-	return api.Errorf(api.CodeInternal, "internal error: %v", err)
+	return api.Errorf(api.CodeInternal, "internal error: %v", err), false
 }
 
 // quotaMessage names the limit an ErrQuotaExceeded error reports, how far its use is, and
@@ -207,7 +228,7 @@ func answerFor(err error) *api.Error {
 func quotaMessage(err error) string {
 	var q *cluster.QuotaError
 	if !errors.As(err, &q) {
-		return "a configured limit was reached; nothing was applied. Release or revoke what you no longer need, or raise the limit on the servers"
+		return api.NewError(api.CodeQuotaExceeded).Message
 	}
 	what := "raise the limit on the servers (raftlock serve --" + strings.ReplaceAll(q.Limit, "_", "-") + ")"
 	if q.Identity != "" {

@@ -44,16 +44,62 @@ func historyEvent(name string, e cluster.HistoryEvent, may func(string) bool) ap
 	}
 }
 
-// history answers GET /v1/history/{name...}: the lock's newest events, read like a
-// lock's status (linearizable unless ?stale).
-func (h eventRoutes) history(w http.ResponseWriter, r *http.Request) (call, error) {
-	if h.events == nil {
-		return call{}, errNoHistories
+// primitives are the namespaces by the names the API gives them (?kinds=, the events'
+// primitive field).
+var primitives = []struct {
+	name  string
+	space cluster.Space
+}{{api.PrimitiveLock, cluster.SpaceLock}, {api.PrimitiveSemaphore, cluster.SpaceSemaphore}, {api.PrimitiveElection, cluster.SpaceElection}}
+
+// primitiveName is the name of space in the events' primitive field: empty for a lock,
+// so that a lock's event is what it was.
+func primitiveName(space cluster.Space) string {
+	for _, p := range primitives[1:] {
+		if p.space == space {
+			return p.name
+		}
 	}
+	return ""
+}
+
+// parseKinds reads ?kinds=lock,semaphore,election: the namespaces an event stream
+// carries (absent: locks only, what a consumer of before expects).
+func parseKinds(v string) ([]cluster.Space, error) {
+	if v == "" {
+		return nil, nil
+	}
+	var out []cluster.Space
+next:
+	for _, k := range strings.Split(v, ",") {
+		for _, p := range primitives {
+			if p.name == k {
+				out = append(out, p.space)
+				continue next
+			}
+		}
+		return nil, api.Errorf(api.CodeInvalidArgument, "query parameter kinds=%q: %q is none of lock, semaphore, election", v, k)
+	}
+	return out, nil
+}
+
+// history answers GET /v1/history/{name...}?kind=K: the newest events of the lock (or,
+// with kind, the semaphore or election) name, read like its status (linearizable unless
+// ?stale). A semaphore's or election's history is kept from protocol version 7.
+func (h eventRoutes) history(w http.ResponseWriter, r *http.Request) (call, error) {
 	name := r.PathValue("name")
 	q := r.URL.Query()
-	err := knownQuery(q, "stale")
+	err := knownQuery(q, "stale", "kind")
 	var stale bool
+	space := cluster.SpaceLock
+	if err == nil && q.Has("kind") {
+		var spaces []cluster.Space
+		if spaces, err = parseKinds(q.Get("kind")); err == nil && len(spaces) != 1 {
+			err = api.Errorf(api.CodeInvalidArgument, "query parameter kind=%q must be one of lock, semaphore, election", q.Get("kind"))
+		}
+		if err == nil {
+			space = spaces[0]
+		}
+	}
 	if e := api.ValidateName(name); err == nil && e != nil {
 		err = e // (a nil *api.Error must not become a non-nil error)
 	}
@@ -64,7 +110,7 @@ func (h eventRoutes) history(w http.ResponseWriter, r *http.Request) (call, erro
 		return call{}, err
 	}
 	return call{need: accessRead, name: name, do: func(ctx context.Context) (any, error) {
-		evs, now, err := h.events.History(ctx, name, stale)
+		evs, now, err := h.events.HistoryOf(ctx, space, name, stale)
 		if err != nil {
 			return nil, err
 		}
@@ -77,19 +123,21 @@ func (h eventRoutes) history(w http.ResponseWriter, r *http.Request) (call, erro
 	}}, nil
 }
 
-// stream serves GET /v1/events?prefix=P&from_index=N as Server-Sent Events: one
-// message per applied entry that changed a lock under P, with the entry index as its id.
+// stream serves GET /v1/events?prefix=P&from_index=N&kinds=K as Server-Sent Events: one
+// message per applied entry that changed a name under P of the kinds K (lock, semaphore,
+// election; locks only by default), with the entry index as its id.
 // A Last-Event-ID header (the last id received) resumes after it and wins over
 // from_index. The stream is this node's own (it is never forwarded: Subscribe does not
 // answer ErrNotLeader): every node applies the same entries.
 func (h eventRoutes) stream(w http.ResponseWriter, r *http.Request) (call, error) {
-	if h.events == nil {
-		return call{}, errNoHistories
-	}
 	q := r.URL.Query()
-	err := knownQuery(q, "prefix", "from_index")
+	err := knownQuery(q, "prefix", "from_index", "kinds")
 	prefix := q.Get("prefix")
 	var from uint64
+	var spaces []cluster.Space
+	if err == nil {
+		spaces, err = parseKinds(q.Get("kinds"))
+	}
 	if err == nil && prefix != "" {
 		if e := api.ValidatePrefix(prefix); e != nil {
 			err = e
@@ -119,7 +167,7 @@ func (h eventRoutes) stream(w http.ResponseWriter, r *http.Request) (call, error
 		if err != nil {
 			return nil, err
 		}
-		sub, err := h.events.Subscribe(prefix, from)
+		sub, err := h.events.Subscribe(prefix, from, spaces...)
 		if err != nil {
 			release()
 			return nil, err
@@ -212,7 +260,9 @@ func (h eventRoutes) send(w http.ResponseWriter, r *http.Request, sub *cluster.S
 				if h.auth.on && (id.Access(ev.Name) < cluster.AccessRead || id.Access(ev.Name) == cluster.AccessDeny) {
 					continue // under the prefix, but a rule denies this name
 				}
-				out.Events = append(out.Events, historyEvent(ev.Name, ev.HistoryEvent, streamReader(h.auth.on, id)))
+				he := historyEvent(ev.Name, ev.HistoryEvent, streamReader(h.auth.on, id))
+				he.Primitive = primitiveName(ev.Space)
+				out.Events = append(out.Events, he)
 			}
 			if len(out.Events) == 0 {
 				continue

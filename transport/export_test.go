@@ -24,5 +24,8 @@ func StreamCheck(acl ACLStore, r *http.Request, prefix string) func() error {
 	}
 }
 
+// StubRoles is stubRoles, for the tests outside the package.
+var StubRoles = stubRoles
+
 // APIRequest is apiRequest, for the tests outside the package.
 var APIRequest = apiRequest

@@ -15,7 +15,7 @@ import (
 func BenchmarkForwardAcquire(b *testing.B) {
 	leader := httptest.NewServer(newBudgetServer(b, nil))
 	defer leader.Close()
-	s, err := NewServer(Config{Services: newFollowerNode(strings.TrimPrefix(leader.URL, "http://")).services(), Logger: hclog.NewNullLogger()})
+	s, err := NewServer(Config{Services: stubRoles(newFollowerNode(strings.TrimPrefix(leader.URL, "http://")).services()), Logger: hclog.NewNullLogger()})
 	if err != nil {
 		b.Fatal(err)
 	}

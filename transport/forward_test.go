@@ -94,7 +94,7 @@ func (f *followerNode) Acquire(ctx context.Context, _ cluster.AcquireRequest) (c
 func newTestServer(t *testing.T, svc Services, tune func(*Config)) *httptest.Server {
 	t.Helper()
 	// The forward's own answers are what these tests check: no hold unless a test asks.
-	cfg := Config{Services: svc, Logger: hclog.NewNullLogger(), ForwardMargin: 200 * time.Millisecond, RegisterInterval: time.Hour, HoldTimeout: -1}
+	cfg := Config{Services: stubRoles(svc), Logger: hclog.NewNullLogger(), ForwardMargin: 200 * time.Millisecond, RegisterInterval: time.Hour, HoldTimeout: -1}
 	if tune != nil {
 		tune(&cfg)
 	}

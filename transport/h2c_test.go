@@ -15,10 +15,8 @@ import (
 // otherwise; an HTTP/1.1 client is answered either way.
 func TestHTTP2Cleartext_OnlyWhenConfigured(t *testing.T) {
 	for _, on := range []bool{false, true} {
-		// no Membership: the server registers nothing with a leader that does not exist
-		svc := newFollowerNode("127.0.0.1:1").services()
-		svc.Members = nil
-		s, err := NewServer(Config{Services: svc, Logger: hclog.NewNullLogger(), RegisterInterval: time.Hour, HTTP2Cleartext: on})
+		// a stub Registrar: the server registers nothing with a leader that does not exist
+		s, err := NewServer(Config{Services: stubRoles(newFollowerNode("127.0.0.1:1").services()), Logger: hclog.NewNullLogger(), RegisterInterval: time.Hour, HTTP2Cleartext: on})
 		if err != nil {
 			t.Fatal(err)
 		}

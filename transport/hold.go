@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/raftlock/raftlock/api"
 	"github.com/raftlock/raftlock/cluster"
 	"github.com/raftlock/raftlock/internal/mutant"
 )
@@ -118,34 +119,44 @@ func (h *hold) retry(err error, idempotent bool) bool {
 	}
 }
 
+// The hold decides by the retry class of the answer an error would be (the API's
+// catalogue, api/outcomes.go, through errorFor's table), and holds only what a new leader
+// ends: an error whose class allows no repeat is never held, whatever its cause.
+
 // leaderless reports an error after which the request was certainly not applied and a
-// new leader, or a reachable one, is what it waits for.
+// new leader, or a reachable one, is what it waits for: answered no_leader (retry class
+// other_node) for want of a leader, not because this node is going away or cannot write
+// (the client should try another node) nor for a protocol version not active yet.
 func leaderless(err error) bool {
 	var hop hopLimitError
 	var fe forwardError
 	var rh relayedHoldable
+	cause := false
 	switch {
 	case errors.Is(err, cluster.ErrShutdown):
 		return false // this node is going away: the client should try another
 	case errors.Is(err, cluster.ErrUnknownOutcome):
 		return false
 	case errors.Is(err, cluster.ErrNoLeader), errors.Is(err, cluster.ErrNotLeader):
-		return true
+		cause = true
 	case errors.As(err, &hop), errors.As(err, &rh):
-		return true
+		cause = true
 	case errors.As(err, &fe):
-		return !fe.reached
+		cause = !fe.reached
 	}
-	return false
+	return cause && retryOf(err) == api.RetryOtherNode
 }
 
-// ambiguous reports an error after which the request may or may not have been applied.
+// ambiguous reports an error after which the request may or may not have been applied:
+// answered unknown_outcome (retry class ambiguous) because a command was in flight as
+// leadership moved, or a forward may have reached the leader.
 func ambiguous(err error) bool {
 	var fe forwardError
+	cause := errors.Is(err, cluster.ErrUnknownOutcome)
 	if errors.As(err, &fe) {
-		return fe.reached
+		cause = fe.reached
 	}
-	return errors.Is(err, cluster.ErrUnknownOutcome)
+	return cause && retryOf(err) == api.RetryAmbiguous
 }
 
 // relayedHoldable is the answer of a node this request was forwarded to, which said (with

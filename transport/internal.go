@@ -32,7 +32,7 @@ func (s *Server) onlyNodesSpeakForNodes(next http.Handler) http.Handler {
 // fromMember reports whether the connection r came on carries the verified node
 // certificate of a current member.
 func (s *Server) fromMember(r *http.Request) bool {
-	if r.TLS == nil || len(r.TLS.VerifiedChains) == 0 || len(r.TLS.PeerCertificates) == 0 || s.svc.Members == nil {
+	if r.TLS == nil || len(r.TLS.VerifiedChains) == 0 || len(r.TLS.PeerCertificates) == 0 {
 		return false
 	}
 	id, ok := tlsconf.NodeIDFromCert(r.TLS.PeerCertificates[0])

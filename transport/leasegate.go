@@ -62,8 +62,8 @@ type leaseUse struct {
 
 // leaseGate decides, on a node, whether a caller may act on the leases a call names.
 type leaseGate struct {
-	leases LeaseService // nil: a server without leases (some tests); nothing is checked
-	acl    bool         // Config.ACL: leases are bound to their creator
+	leases LeaseService
+	acl    bool // Config.ACL: leases are bound to their creator
 }
 
 // admit is the gate of a call that needs every lease it names: nil to go on, or
@@ -87,12 +87,6 @@ func (g leaseGate) admit(ctx context.Context, id cluster.ACLIdentity, uses []lea
 // may, from this node's applied state; otherwise after the read barrier (see above).
 func (g leaseGate) check(ctx context.Context, id cluster.ACLIdentity, uses []leaseUse, stale bool) ([]bool, error) {
 	ok := make([]bool, len(uses))
-	if g.leases == nil {
-		for i := range ok {
-			ok[i] = true
-		}
-		return ok, nil
-	}
 	all := true
 	for i, u := range uses {
 		ok[i] = g.usable(id, u)
@@ -139,7 +133,7 @@ func (g leaseGate) leaseUses(ctx context.Context, c call) []leaseUse {
 	for _, l := range c.leases {
 		uses = append(uses, leaseUse{id: l})
 	}
-	if c.requestID != "" && g.leases != nil {
+	if c.requestID != "" {
 		uses = append(uses, leaseUse{id: g.leases.ImplicitLease(ctx, c.requestID), create: true})
 	}
 	return uses

@@ -128,10 +128,10 @@ func releaseCall(w http.ResponseWriter, r *http.Request, kind string, release fu
 	}}, nil
 }
 
-// statusQuery reads the query of a status route: stale, wait_index and wait_ms.
+// statusQuery reads the query of a status route: stale, wait_index, wait_ms and queue.
 func statusQuery(r *http.Request, kind, name string) (cluster.Query, error) {
 	q := r.URL.Query()
-	err := knownQuery(q, "stale", "wait_index", "wait_ms")
+	err := knownQuery(q, "stale", "wait_index", "wait_ms", "queue")
 	if err == nil {
 		if e := api.ValidateNameOf(kind, name); e != nil {
 			err = e
@@ -144,11 +144,15 @@ func statusQuery(r *http.Request, kind, name string) (cluster.Query, error) {
 	if err == nil {
 		out.WaitIndex, err = queryUint(q, "wait_index", 1<<63-1)
 	}
-	var waitMs uint64
+	var waitMs, queue uint64
 	if err == nil {
 		waitMs, err = queryUint(q, "wait_ms", api.MaxWaitMs)
 	}
+	if err == nil {
+		queue, err = queryUint(q, "queue", api.MaxQueueList)
+	}
 	out.Wait = time.Duration(waitMs) * time.Millisecond
+	out.Queue = int(queue)
 	return out, err
 }
 
@@ -170,11 +174,14 @@ func statusCall[V any](r *http.Request, kind string, status func(ctx context.Con
 }
 
 func (h lockRoutes) status(w http.ResponseWriter, r *http.Request) (call, error) {
-	return statusCall(r, "lock", h.locks.Status, func(v cluster.LockView) any { return lockStatus(v) })
+	return statusCall(r, "lock", h.locks.Status, func(v cluster.LockView) any { return lockStatus(v, h.auth.reader(r)) })
 }
 
-func lockStatus(v cluster.LockView) api.LockStatus {
+// lockStatus is a lock's view as the API answers it to a caller that may read the names
+// canRead accepts: a lockset group names only those (lockSetsFor).
+func lockStatus(v cluster.LockView, canRead func(string) bool) api.LockStatus {
 	out := api.LockStatus{Name: v.Name, Held: v.Held, Token: v.Token, Owner: v.Owner, Holders: holders(v.Holders), Waiters: len(v.Waiters), ModifyIndex: v.ModifyIndex}
+	lockSetsFor(out.Holders, v.Holders, v.Sets, canRead)
 	switch {
 	case v.Shared:
 		out.Mode = api.ModeShared
@@ -183,7 +190,29 @@ func lockStatus(v cluster.LockView) api.LockStatus {
 	}
 	out.HolderCount = len(out.Holders)
 	out.LockDelayRemainingMs, out.MaxHoldRemainingMs = v.DelayRemaining, v.MaxHoldRemaining
+	out.Queue = waiters(v.Queue, true)
 	return out
+}
+
+// lockSetsFor gives each holder out[i] (of hs[i]) whose grant was made by a lockset the
+// names of its group (protocol version 7) that canRead accepts, and counts the others: a
+// lockset may span prefixes, and its other names are not the caller's to see.
+func lockSetsFor(out []api.Holder, hs []cluster.Holding, sets []cluster.LockSetView, canRead func(string) bool) {
+	for _, sv := range sets {
+		for i, h := range hs {
+			if h.Lease != sv.Lease || h.Token != sv.Token {
+				continue
+			}
+			out[i].LockSet = []string{}
+			for _, n := range sv.Names {
+				if canRead(n) {
+					out[i].LockSet = append(out[i].LockSet, n)
+				} else {
+					out[i].LockSetHidden++
+				}
+			}
+		}
+	}
 }
 
 func (h lockRoutes) list(w http.ResponseWriter, r *http.Request) (call, error) {
@@ -221,7 +250,7 @@ func (h lockRoutes) list(w http.ResponseWriter, r *http.Request) (call, error) {
 		}
 		out := api.LockList{Locks: make([]api.LockStatus, 0, len(views)), Truncated: truncated}
 		for _, v := range views {
-			out.Locks = append(out.Locks, lockStatus(v))
+			out.Locks = append(out.Locks, lockStatus(v, canRead))
 		}
 		if truncated {
 			out.Next = views[len(views)-1].Name

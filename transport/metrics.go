@@ -53,10 +53,8 @@ func newMetrics(status StatusReporter) *metrics {
 		reg.MustRegister(m.latency, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}
 	m.reg.MustRegister(m.requests, m.forwarded)
-	if status != nil {
-		m.reg.MustRegister(nodeCollector{status: status})
-		m.open.MustRegister(nodeCollector{status: status, withoutUsage: true})
-	}
+	m.reg.MustRegister(nodeCollector{status: status})
+	m.open.MustRegister(nodeCollector{status: status, withoutUsage: true})
 	return m
 }
 

@@ -107,7 +107,7 @@ func TestMembers_NodeSpeaksOnlyForItself(t *testing.T) {
 			if acl {
 				svc.ACL = noTokensACL{}
 			}
-			s, err := NewServer(Config{Services: svc, TLS: rl, ACL: acl, Logger: hclog.NewNullLogger()})
+			s, err := NewServer(Config{Services: stubRoles(svc), TLS: rl, ACL: acl, Logger: hclog.NewNullLogger()})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -86,7 +86,7 @@ func (h semaphoreRoutes) release(w http.ResponseWriter, r *http.Request) (call, 
 
 func (h semaphoreRoutes) status(w http.ResponseWriter, r *http.Request) (call, error) {
 	return statusCall(r, "semaphore", h.semaphores.Status, func(v cluster.SemaphoreView) any {
-		return api.SemaphoreStatus{Name: v.Name, Limit: int64(v.Limit), Permits: holders(v.Permits), Waiters: len(v.Waiters), ModifyIndex: v.ModifyIndex}
+		return semaphoreStatus(v)
 	})
 }
 
@@ -107,15 +107,59 @@ func (h electionRoutes) resign(w http.ResponseWriter, r *http.Request) (call, er
 
 func (h electionRoutes) status(w http.ResponseWriter, r *http.Request) (call, error) {
 	return statusCall(r, "election", h.elections.Status, func(v cluster.ElectionView) any {
-		return api.ElectionStatus{Name: v.Name, Elected: v.Elected, Owner: v.Owner, Value: v.Value, Token: v.Token, ModifyIndex: v.ModifyIndex, Candidates: len(v.Candidates)}
+		return electionStatus(v)
 	})
 }
 
-// holders turns the holders of a lock or the permits of a semaphore into the API's.
+// semaphoreStatus is a semaphore's view as the API answers it.
+func semaphoreStatus(v cluster.SemaphoreView) api.SemaphoreStatus {
+	return api.SemaphoreStatus{Name: v.Name, Limit: int64(v.Limit), Permits: holders(v.Permits), Waiters: len(v.Waiters), ModifyIndex: v.ModifyIndex, Queue: waiters(v.Queue, false)}
+}
+
+// electionStatus is an election's view as the API answers it.
+func electionStatus(v cluster.ElectionView) api.ElectionStatus {
+	out := api.ElectionStatus{Name: v.Name, Elected: v.Elected, Owner: v.Owner, Value: v.Value, Token: v.Token, ModifyIndex: v.ModifyIndex, Candidates: len(v.Candidates), Queue: waiters(v.Queue, false)}
+	if v.Elected {
+		out.LeaseFingerprint = cluster.LeaseFingerprint(v.Leader).String()
+	}
+	return out
+}
+
+// holders turns the holders of a lock or the permits of a semaphore into the API's, each
+// lease by its fingerprint.
 func holders(hs []cluster.Holding) []api.Holder {
 	out := make([]api.Holder, 0, len(hs))
 	for _, h := range hs {
-		out = append(out, api.Holder{Owner: h.Owner, Token: h.Token})
+		out = append(out, api.Holder{Owner: h.Owner, Token: h.Token, LeaseFingerprint: cluster.LeaseFingerprint(h.Lease).String()})
 	}
 	return out
+}
+
+// waiters turns a queue into the API's, each lease by its fingerprint; modes are shown
+// for a lock's queue only. nil stays nil (omitted: the read did not ask for it).
+func waiters(q []cluster.Waiting, lock bool) []api.Waiter {
+	if q == nil {
+		return nil
+	}
+	out := make([]api.Waiter, 0, len(q))
+	for _, w := range q {
+		aw := api.Waiter{Owner: w.Owner, LeaseFingerprint: cluster.LeaseFingerprint(w.Lease).String(), DeadlineMs: w.Deadline}
+		if w.Since >= 0 {
+			since := w.Since
+			aw.SinceMs = &since
+		}
+		if lock {
+			aw.Mode, aw.LockSet = modeName(w.Shared), w.LockSet
+		}
+		out = append(out, aw)
+	}
+	return out
+}
+
+// modeName is a request's mode as the API spells it.
+func modeName(shared bool) string {
+	if shared {
+		return api.ModeShared
+	}
+	return api.ModeExclusive
 }

@@ -25,9 +25,6 @@ import (
 // leader of a fresh cluster waits for the versions before it serves.
 func (s *Server) registerLoop(ctx context.Context) {
 	members, routing := s.svc.Registrar, s.svc.Routing
-	if members == nil {
-		return // a server without a Registrar has nothing to register
-	}
 	const firstRetry = 10 * time.Millisecond
 	retry := firstRetry
 	for {

@@ -2,6 +2,7 @@ package transport
 
 import (
 	"context"
+	"reflect"
 	"time"
 
 	"github.com/raftlock/raftlock/cluster"
@@ -11,7 +12,9 @@ import (
 // the API, in the server's words. Each method keeps the node's behaviour and errors
 // (transport maps them in errors.go); a method that proposes nothing on a follower
 // returns cluster.ErrNotLeader, and the server then forwards the request to the leader.
-// NodeServices wires them to a *cluster.Node; a test fakes only the role it uses.
+// NodeServices wires them to a *cluster.Node. NewServer refuses to build a server that
+// lacks one; a handler's test fakes only the role it uses and stubs the others
+// (roles_test.go, stubRoles).
 
 // LeaseService creates, renews, reads and revokes leases.
 type LeaseService interface {
@@ -173,16 +176,32 @@ type ACLStore interface {
 // EventSource serves what this node applied: the event stream, lock histories and the
 // dashboard's overview.
 type EventSource interface {
-	// Subscribe starts this node's stream of lock events under prefix at index from.
-	Subscribe(prefix string, from uint64) (*cluster.Subscription, error)
+	// Subscribe starts this node's stream of the events of spaces (none: locks) under
+	// prefix at index from.
+	Subscribe(prefix string, from uint64, spaces ...cluster.Space) (*cluster.Subscription, error)
 	// Subscribers returns the number of event stream subscribers.
 	Subscribers() int
-	// History returns a lock's recorded events and the cluster time of the read,
-	// linearizably unless stale.
-	History(ctx context.Context, name string, stale bool) ([]cluster.HistoryEvent, time.Duration, error)
-	// Overview reads a page of the held locks under prefix and the lease counts (leases
-	// expiring within soon) from this node's applied state.
-	Overview(prefix, after string, limit int, soon time.Duration) cluster.Overview
+	// HistoryOf returns the recorded events of name in space (a lock's, a semaphore's or
+	// an election's) and the cluster time of the read, linearizably unless stale.
+	HistoryOf(ctx context.Context, space cluster.Space, name string, stale bool) ([]cluster.HistoryEvent, time.Duration, error)
+	// Overview reads a page of the held locks under prefix, each with its first queue
+	// waiters, and the lease counts (leases expiring within soon) from this node's
+	// applied state.
+	Overview(prefix, after string, limit int, soon time.Duration, queue int) cluster.Overview
+	// WaitsFor reads the wait-for edges of a page of the locks with waiters under
+	// prefix (at most perLock edges each) from this node's applied state.
+	WaitsFor(prefix, after string, limit, perLock int) ([]cluster.LockWaits, bool)
+	// Refusals reads the newest refusals of the deadlock detector on locks under prefix
+	// from this node's lock histories.
+	Refusals(prefix string, limit int) []cluster.Refusal
+	// Semaphores and Elections read a page of those in use under prefix, each with its
+	// first queue waiters, from this node's applied state.
+	Semaphores(prefix, after string, limit, queue int) ([]cluster.SemaphoreView, bool)
+	Elections(prefix, after string, limit, queue int) ([]cluster.ElectionView, bool)
+	// WaitChange waits until a name under prefix changes in an entry after index after,
+	// the leader changes (or is not leader, unless that is cluster.LeaderUnknown), or
+	// wait passes (the blocking form of the overview).
+	WaitChange(ctx context.Context, prefix string, after uint64, leader string, wait time.Duration) error
 	// Watches returns the number of registered blocking-query watches.
 	Watches() int
 }
@@ -193,9 +212,10 @@ type Backups interface {
 	Backup(ctx context.Context) ([]byte, cluster.BackupSummary, error)
 }
 
-// Services are the roles a Server serves, one field per role. NewServer needs Routing.
-// A route whose role is nil answers 500 (its handler panics and is recovered), except
-// where a field says otherwise.
+// Services are the roles a Server serves, one field per role. Every role is required:
+// NewServer refuses a Services with a nil role (or a nil pointer in one), naming it
+// (ErrMissingRole), so that a role left unwired fails the start, not a request.
+// NodeServices sets them all.
 type Services struct {
 	// Leases serves /v1/leases, and tells whose a lease is for the ACL checks of every
 	// route that names one.
@@ -207,24 +227,36 @@ type Services struct {
 	// Elections serves /v1/elections (protocol version 2).
 	Elections ElectionService
 	// Members serves /v1/cluster/nodes and /v1/cluster/transfer-leader, and tells which
-	// callers are member nodes; without it no caller is taken for a node.
+	// callers are member nodes.
 	Members Membership
-	// Registrar is what the server registers with the leader; without it the server
-	// registers nothing.
+	// Registrar is what the server registers with the leader.
 	Registrar Registrar
 	// Routing is this node's identity, its leader and whether it serves: the forwarding
-	// of every write and the readiness checks. Required.
+	// of every write and the readiness checks.
 	Routing Routing
-	// Status serves GET /v1/cluster and the overview's cluster part; without it /metrics
-	// exports no node metrics.
+	// Status serves GET /v1/cluster, the overview's cluster part and the node's metrics.
 	Status StatusReporter
 	// ACL serves /v1/acl and resolves the callers' tokens (Config.ACL).
 	ACL ACLStore
-	// Events serves /v1/events, /v1/history and /v1/overview; without it those routes
-	// answer 404.
+	// Events serves /v1/events, /v1/history and /v1/overview.
 	Events EventSource
 	// Backups serves /v1/backup (and its older name, /v1/snapshot).
 	Backups Backups
 	// LockSets serves /v1/locksets (protocol version 3).
 	LockSets LockSetService
+}
+
+// missing returns the names of the roles svc lacks, in field order: a nil interface, or
+// a nil pointer in one (the accessor of a node whose role was never built). It reads the
+// fields by reflection, so that a role added to Services is checked without a line here.
+func (svc Services) missing() []string {
+	v := reflect.ValueOf(svc)
+	var out []string
+	for i := range v.NumField() {
+		f := v.Field(i)
+		if f.IsNil() || (f.Elem().Kind() == reflect.Pointer && f.Elem().IsNil()) {
+			out = append(out, "Services."+v.Type().Field(i).Name)
+		}
+	}
+	return out
 }

@@ -95,5 +95,8 @@ func (s *Server) routes() {
 	for _, r := range s.apiRoutes() {
 		s.mux.HandleFunc(r.pattern, r.handler)
 	}
+	// The node's root is the dashboard's door, not an API route (it is not in the OpenAPI
+	// document): an operator who types the node's address lands on /ui/.
+	s.mux.HandleFunc("GET /{$}", redirectToUI)
 	s.mux.HandleFunc("/", s.handleUnknown)
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -20,7 +22,7 @@ type Config struct {
 	// Addr is the listen address (host:port). Required unless a listener is passed to Serve.
 	Addr string
 	// Services are the node's roles the server serves (NodeServices(node) for a
-	// *cluster.Node). Routing is required; see Services for what a nil role means.
+	// *cluster.Node). Every role is required: NewServer names a missing one.
 	Services Services
 	// Logger receives the server's logs; nil means hclog's default.
 	Logger hclog.Logger
@@ -101,8 +103,12 @@ type Server struct {
 	// Config.MaxStreamsPerIdentity).
 	heldByID    *perIdentity
 	streamsByID *perIdentity
-	cancel      context.CancelFunc
-	done        chan struct{}
+	// life guards the registration loop's start and stop: Serve and Shutdown run on
+	// different goroutines (a test stops a node while its Serve is starting).
+	life    sync.Mutex
+	cancel  context.CancelFunc // set by Serve; nil until then
+	stopped bool               // Shutdown ran: a later Serve starts no loop
+	done    chan struct{}
 }
 
 // scheme is the URL scheme other nodes' APIs speak.
@@ -115,8 +121,8 @@ func (s *Server) scheme() string {
 
 // NewServer builds a server; call Serve or ListenAndServe to start it.
 func NewServer(cfg Config) (*Server, error) {
-	if cfg.Services.Routing == nil {
-		return nil, errors.New("transport: config: Services.Routing is required")
+	if missing := cfg.Services.missing(); len(missing) > 0 {
+		return nil, fmt.Errorf("%w: %s (every role is required; NodeServices sets them all)", ErrMissingRole, strings.Join(missing, ", "))
 	}
 	if cfg.MaxHops == 0 {
 		cfg.MaxHops = 2
@@ -160,9 +166,7 @@ func NewServer(cfg Config) (*Server, error) {
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
 	s.met = newMetrics(cfg.Services.Status)
-	if cfg.Services.ACL != nil {
-		s.met.reg.MustRegister(usageCollector{acl: cfg.Services.ACL}) // with the usage counts: admin only
-	}
+	s.met.reg.MustRegister(usageCollector{acl: cfg.Services.ACL}) // with the usage counts: admin only
 	s.routes()
 	browser := &BrowserPolicy{AllowedHosts: cfg.AllowedHosts, AllowedOrigins: cfg.AllowedOrigins, Names: s.ownNames, RequireJSON: true}
 	handler := s.met.instrument(s.recoverer(browser.Wrap(s.onlyNodesSpeakForNodes(s.checkNames(s.forwardUnknownTokens(s.mux))))))
@@ -194,12 +198,16 @@ func (s *Server) Handler() http.Handler { return s.http.Handler }
 
 // Serve serves on l and runs the follower registration loop until Shutdown.
 func (s *Server) Serve(l net.Listener) error {
-	ctx, cancel := context.WithCancel(context.Background())
-	s.cancel = cancel
-	go func() {
-		defer close(s.done)
-		s.registerLoop(ctx)
-	}()
+	s.life.Lock()
+	if !s.stopped && s.cancel == nil {
+		ctx, cancel := context.WithCancel(context.Background())
+		s.cancel = cancel
+		go func() {
+			defer close(s.done)
+			s.registerLoop(ctx)
+		}()
+	}
+	s.life.Unlock()
 	var err error
 	if s.cfg.TLS != nil {
 		s.http.TLSConfig = s.cfg.TLS.ServerConfig()
@@ -227,8 +235,12 @@ func (s *Server) ListenAndServe() error {
 // Shutdown stops accepting requests and waits for in-flight ones until ctx ends; waiting
 // acquires still open then are cut off (their clients retry elsewhere).
 func (s *Server) Shutdown(ctx context.Context) error {
-	if s.cancel != nil {
-		s.cancel()
+	s.life.Lock()
+	s.stopped = true
+	cancel := s.cancel
+	s.life.Unlock()
+	if cancel != nil {
+		cancel()
 		<-s.done
 	}
 	err := s.http.Shutdown(ctx)

@@ -34,6 +34,18 @@ const uiCSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 
 // UIFile returns the embedded dashboard file at name (e.g. "index.html"), for tests.
 func UIFile(name string) ([]byte, error) { return uiFiles.ReadFile("ui/" + name) }
 
+// redirectToUI answers GET / and HEAD / (ServeMux's GET pattern takes HEAD too) with 302
+// Found to /ui/: the dashboard, which needs no token to load. 302 rather than a permanent
+// redirect, so that a later release may serve something else at the root without
+// browsers having cached the move.
+func redirectToUI(w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
+	h.Set("Location", "/ui/")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("Content-Length", "0")
+	w.WriteHeader(http.StatusFound)
+}
+
 // uiFile serves GET /ui/ and the dashboard's files under it. The files hold nothing
 // secret and need no token; the page asks for one when the API answers 401 or 403.
 func uiFile(w http.ResponseWriter, r *http.Request) (call, error) {

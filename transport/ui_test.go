@@ -305,3 +305,43 @@ func TestOverview_ACL(t *testing.T) {
 		}
 	}
 }
+
+// GET / and HEAD / send the operator who types the node's address to the dashboard, as
+// curl sees it (no redirect followed, over a real connection); other methods on / are
+// 405 and other paths keep their 404.
+func TestUI_RootRedirectsToUI(t *testing.T) {
+	srv := httptest.NewServer(oaServer(t).Handler())
+	defer srv.Close()
+	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	for _, method := range []string{"GET", "HEAD"} {
+		req, _ := http.NewRequest(method, srv.URL+"/", nil)
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusFound || resp.Header.Get("Location") != "/ui/" || len(body) != 0 {
+			t.Errorf("%s /: %d Location %q body %q, want 302 to /ui/ without a body", method, resp.StatusCode, resp.Header.Get("Location"), body)
+		}
+	}
+	// The redirect leads to the page.
+	resp, err := http.Get(srv.URL + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 || resp.Request.URL.Path != "/ui/" || resp.Header.Get("Content-Type") != "text/html; charset=utf-8" {
+		t.Errorf("following GET /: %d at %s (%s)", resp.StatusCode, resp.Request.URL.Path, resp.Header.Get("Content-Type"))
+	}
+	for _, c := range []struct {
+		method, path string
+		want         int
+	}{{"POST", "/", 405}, {"DELETE", "/", 405}, {"GET", "/nope", 404}, {"GET", "/index.html", 404}} {
+		rec := httptest.NewRecorder()
+		oaServer(t).Handler().ServeHTTP(rec, transport.APIRequest(c.method, c.path, nil))
+		if rec.Code != c.want || rec.Header().Get("Location") != "" {
+			t.Errorf("%s %s: %d (Location %q), want %d", c.method, c.path, rec.Code, rec.Header().Get("Location"), c.want)
+		}
+	}
+}

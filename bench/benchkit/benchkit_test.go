@@ -218,3 +218,16 @@ func TestPrintSystems(t *testing.T) {
 		t.Errorf("redis UNSAFE in %d rows, want %d:\n%s", n, len(SystemWorkloads), out)
 	}
 }
+
+// TestTargetsFor_Names: the target sets are named by round and store, and round one's old
+// name, "issue5", still selects it, as "round1" and any other name do.
+func TestTargetsFor_Names(t *testing.T) {
+	for store, want := range map[string]string{"boltdb": "round two, boltdb", "wal": "round two, wal", "round1": "round one", "issue5": "round one", "": "round one"} {
+		if got := TargetsFor(store).Name; got != want {
+			t.Errorf("TargetsFor(%q).Name = %q, want %q", store, got, want)
+		}
+	}
+	if TargetsFor("issue5") != TargetsFor("round1") {
+		t.Errorf("issue5 selects %+v, round1 %+v: want the same targets", TargetsFor("issue5"), TargetsFor("round1"))
+	}
+}

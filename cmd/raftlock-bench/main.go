@@ -155,7 +155,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 				Usage:     "print two systems' results side by side, with the ratio and the targets of --targets",
 				ArgsUsage: "A.json B.json",
 				Flags: []cli.Flag{
-					&cli.StringFlag{Name: "targets", Value: "boltdb", Usage: "whose targets to check: 'boltdb' or 'wal' (issue 13, by raftlock's log store), or 'issue5'"},
+					&cli.StringFlag{Name: "targets", Value: "boltdb", Usage: "whose targets to check: 'boltdb' or 'wal' (round two's, by raftlock's log store), or 'round1' (round one's, either store; docs/PERFORMANCE.md, \"Rounds\")"},
 				},
 				Action: func(c *cli.Context) error {
 					if c.NArg() != 2 {

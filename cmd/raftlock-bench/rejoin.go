@@ -20,8 +20,9 @@ import (
 	"github.com/raftlock/raftlock/bench/benchkit"
 )
 
-// rejoinTarget is issue 45's bound on a returning member: ready within 2 s of its
-// process starting, with under 10,000 locks, after 30 s down.
+// rejoinTarget is round five's bound on a returning member (docs/PERFORMANCE.md, "A
+// returning member"): ready within 2 s of its process starting, with under 10,000 locks,
+// after 30 s down.
 const rejoinTarget = 2.0 // seconds
 
 // runRejoin measures how soon a member that was down is ready again. It fills

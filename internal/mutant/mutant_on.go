@@ -72,6 +72,7 @@ var registry = []Mutant{
 	{"identity-quota-ignored", "the state machine grants past an identity's quotas and the cluster-wide limits of version 5"},
 	{"history-shares-off", "one identity's churn of new names evicts another identity's lock history (one pool, as before version 5)"},
 	{"sweep-in-one-entry", "an entry ends everything that expired, was revoked or lost its token, however much (no budget, as before version 6)"},
+	{"lockset-groups-off", "a lockset granted whole is not kept as one group (as before version 7): its locks read as unrelated grants"},
 	// primitives (§10)
 	{"shared-beside-exclusive", "a shared lock request is granted beside an exclusive holder"},
 	{"semaphore-extra-permit", "a semaphore grants one permit more than its limit"},

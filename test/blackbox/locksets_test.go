@@ -1,6 +1,7 @@
 package blackbox_test
 
 import (
+	"crypto/rand"
 	"fmt"
 	"strings"
 	"sync"
@@ -137,7 +138,10 @@ func TestBlackbox_LockSetsDeadlockMaxHoldLockDelay(t *testing.T) {
 			}
 		}
 	}()
-	w := do("PUT", url(1)+"/locks/mh", `{"ttl_ms":10000,"wait_ms":20000}`)
+	// The waits name a request_id, as a client that waits through a follower should: a
+	// leader that moves meanwhile leaves the first attempt's outcome unknown, and the node
+	// repeats only a request that a repeat cannot apply twice (else: 503 unknown_outcome).
+	w := do("PUT", url(1)+"/locks/mh", `{"ttl_ms":10000,"wait_ms":20000,"request_id":"`+rand.Text()+`"}`)
 	after := time.Since(granted)
 	close(stop)
 	kw.Wait()
@@ -159,7 +163,7 @@ func TestBlackbox_LockSetsDeadlockMaxHoldLockDelay(t *testing.T) {
 	if a := do("PUT", url(0)+"/locks/ld", `{"ttl_ms":1000,"lock_delay_ms":2000}`); a.Status != 200 {
 		t.Fatalf("lock delay grant: %v", a)
 	}
-	ld := do("PUT", url(1)+"/locks/ld", `{"ttl_ms":10000,"wait_ms":20000}`)
+	ld := do("PUT", url(1)+"/locks/ld", `{"ttl_ms":10000,"wait_ms":20000,"request_id":"`+rand.Text()+`"}`)
 	waited := time.Since(start)
 	if ld.Status != 200 {
 		t.Fatalf("waiter after the lock delay: %v", ld)

@@ -1,6 +1,7 @@
 package browser
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -78,6 +79,31 @@ func TestDashboard_ACLReadToken(t *testing.T) {
 		`parseFloat(document.querySelector('#chart-p99 .value').textContent) > 0 && `+dash("chart-grants")+` && `+dash("chart-handovers")+` && `+dash("chart-renews"), panelWait)
 	s.shot("2-with-read-token.png")
 
+	// Use per identity: the read token sees its own use only, as GET /v1/usage answers it.
+	waitUsageAgrees(t, s, func() []api.Usage {
+		var own api.Usage
+		if err := (rawhttp.Client{Token: ro.SecretID}).Get(base+"/v1/usage", &own); err != nil {
+			t.Fatal(err)
+		}
+		return []api.Usage{own}
+	})
+
+	// An admin token sees every identity's use against its quotas, and the cluster's.
+	s.step("entering the management token", 10*time.Second,
+		chromedp.Click(chromedp.CSS("#token-button")),
+		chromedp.SendKeys(chromedp.CSS("#token-input"), m),
+		chromedp.Click(chromedp.CSS("#token-save")))
+	waitUsageAgrees(t, s, func() []api.Usage {
+		var all api.UsageList
+		if err := admin.Get(base+"/v1/usage?all", &all); err != nil {
+			t.Fatal(err)
+		}
+		if len(all.Identities) == 0 {
+			t.Fatalf("GET /v1/usage?all: %+v", all)
+		}
+		return append(all.Identities, all.Cluster)
+	})
+	s.shot("3-usage-admin.png")
 	if strings.Contains(eval[string](s, `document.documentElement.outerHTML + document.getElementById('token-input').value`), ro.SecretID) {
 		t.Fatal("the token is on the page")
 	}
@@ -98,4 +124,15 @@ func TestDashboard_ACLReadToken(t *testing.T) {
 	// Before the token was given the API answered 401, and the stream of every name 403:
 	// Chromium logs each such answer.
 	s.noErrors("status of 401", "status of 403")
+}
+
+// useText writes an identity's use as the page's usage row carries it.
+func useText(u api.Usage) string {
+	return fmt.Sprintf("leases %d/%d locks %d/%d waiters %d/%d", u.Leases.Used, u.Leases.Limit, u.Locks.Used, u.Locks.Limit, u.Waiters.Used, u.Waiters.Limit)
+}
+
+// usageShown reads the usage row of identity as useText writes it ("" without one).
+func usageShown(s *session, identity string) string {
+	return eval[string](s, `(() => { const r = [...document.querySelectorAll('#usage tbody tr')].find(r => r.dataset.identity === `+jsQuote(identity)+`);
+		return r ? [...r.querySelectorAll('td.use')].map(c => c.dataset.key + ' ' + c.dataset.used + '/' + c.dataset.limit).join(' ') : ''; })()`)
 }

@@ -25,16 +25,13 @@ from .errors import (
     CrossCluster,
     InvalidRequest,
     LeaseLost,
-    NoLeader,
     NoRoute,
     PermissionDenied,
     RaftlockError,
     ServerError,
     TLSError,
-    TooManyRequests,
     Unauthenticated,
     Unavailable,
-    UnknownOutcome,
     Unreachable,
     error_for,
 )
@@ -562,8 +559,10 @@ def interpret(req: Request, ep: Endpoint, status: int, headers: dict[str, str], 
     try:
         eb = json.loads(body)
         code, message = eb["error"]["code"], eb["error"].get("message", "")
-    except (ValueError, KeyError, TypeError):
+    except (ValueError, KeyError, TypeError, AttributeError):
         pass
+    if not isinstance(code, str):
+        code = ""  # not the API's body: judged by the status
     if not code:
         if status in (502, 503, 504):
             return_err: RaftlockError = Unavailable(f"{req.op}: {ep.base} answered {status}")
@@ -620,14 +619,16 @@ def parse_retry_after(v: str | None) -> float | None:
 
 
 def retryable(err: RaftlockError) -> bool:
-    """Whether another endpoint, or a later attempt, may answer differently."""
-    return isinstance(err, (Unavailable, NoLeader, UnknownOutcome, TooManyRequests, TLSError))
+    """Whether another endpoint, or a later attempt, may answer differently: the error's
+    retry class (the API's for its code) is not "never"."""
+    return err.retry_class != "never"
 
 
 def may_have_applied(err: RaftlockError) -> bool:
-    """Whether a retryable failure may hide an applied request: an unknown_outcome answer,
-    or a connection that failed after the request could have been sent."""
-    if isinstance(err, UnknownOutcome):
+    """Whether a retryable failure may hide an applied request: an answer of retry class
+    "ambiguous" (unknown_outcome), or a connection that failed after the request could have
+    been sent."""
+    if err.retry_class == "ambiguous":
         return True
     return isinstance(err, Unavailable) and not getattr(err, "dialed", False)
 
@@ -747,7 +748,7 @@ def retry_policy(
                 raise unreachable(err)
             if isinstance(err, TLSError):
                 tls_fails += 1
-            if isinstance(err, TooManyRequests):
+            if err.retry_class == "after_delay":
                 throttled = max(err.retry_after or 0.0, 0.001)
                 break
             eps.set_preferred((ep + 1) % n)

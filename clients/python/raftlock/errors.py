@@ -3,6 +3,16 @@
 Every error the server answers is raised as a subclass of :class:`RaftlockError` carrying
 the API's ``code`` and ``message`` (and the answer's ``Retry-After`` delay in seconds, when
 it had one). Catch the subclass (``except LockHeld``) or compare ``err.code``.
+
+Each error has its ``retry_class``, the API's for its code (api/outcomes.json, the server's
+catalogue of outcomes; tests/test_outcomes.py checks this module against it), which is what
+the client's retries go by: ``"never"`` (raised at once), ``"other_node"`` (nothing was
+applied: tried again on the next endpoint, with backoff between rounds), ``"after_delay"``
+(tried again after the answer's Retry-After) and ``"ambiguous"`` (it may have been applied:
+tried again only as the same request, with the same request_id).
+
+A code this client does not know (a newer server's) raises :class:`ServerError` with that
+code and the server's message kept, and is not retried: it never crashes the client.
 """
 
 from __future__ import annotations
@@ -16,9 +26,11 @@ class RaftlockError(Exception):
             ``"unavailable"`` or ``"lease_lost"``.
         message: a human-readable explanation (never a lease ID or a token secret).
         retry_after: the server's suggested pause in seconds (``Retry-After``), or None.
+        retry_class: how the client retries it (see the module's documentation).
     """
 
     code: str = "error"
+    retry_class: str = "never"
 
     def __init__(self, message: str = "", *, code: str | None = None, retry_after: float | None = None) -> None:
         super().__init__(message)
@@ -107,18 +119,21 @@ class TooManyRequests(RaftlockError):
     """429 too_many_requests: the node holds its limit of open requests. Retried after Retry-After."""
 
     code = "too_many_requests"
+    retry_class = "after_delay"
 
 
 class NoLeader(RaftlockError):
     """503 no_leader: no leader for the whole hold; nothing was applied. Retried."""
 
     code = "no_leader"
+    retry_class = "other_node"
 
 
 class UnknownOutcome(RaftlockError):
     """503 unknown_outcome: the request may or may not have been applied. Retried with the same request_id."""
 
     code = "unknown_outcome"
+    retry_class = "ambiguous"
 
 
 class Unauthenticated(RaftlockError):
@@ -134,7 +149,8 @@ class PermissionDenied(RaftlockError):
 
 
 class ServerError(RaftlockError):
-    """The server failed (500) or answered something that is not the API's JSON."""
+    """The server failed (500) or answered something that is not the API's JSON, or an error
+    code this client does not know (a newer server's; ``code`` is the server's). Not retried."""
 
     code = "internal"
 
@@ -143,6 +159,7 @@ class Unavailable(RaftlockError):
     """No endpoint could be reached or answered in time before the call's deadline."""
 
     code = "unavailable"
+    retry_class = "other_node"
 
 
 class Unreachable(Unavailable):
@@ -162,9 +179,11 @@ class Unreachable(Unavailable):
 
 
 class TLSError(RaftlockError):
-    """The TLS handshake failed in a way retrying cannot fix (an untrusted certificate...)."""
+    """The TLS handshake failed in a way retrying cannot fix (an untrusted certificate...):
+    the other endpoints are tried, until a whole round failed this way."""
 
     code = "tls"
+    retry_class = "other_node"
 
 
 class LeaseLost(RaftlockError):
@@ -208,6 +227,7 @@ class NoRoute(InvalidRequest):
     code = "no_route"
 
 
+#: The exception of each API error code: every code of api/outcomes.json (tests/test_outcomes.py).
 _BY_CODE: dict[str, type[RaftlockError]] = {
     "index_compacted": IndexCompacted,
     "version_inactive": VersionInactive,
@@ -236,10 +256,12 @@ _BY_CODE: dict[str, type[RaftlockError]] = {
     "body_too_large": InvalidRequest,
     "unsupported_media_type": InvalidRequest,
     "misdirected_request": InvalidRequest,
+    "internal": ServerError,
 }
 
 
 def error_for(code: str, message: str, retry_after: float | None = None) -> RaftlockError:
-    """Return the exception for an API error answer with ``code``."""
-    cls = _BY_CODE.get(code, ServerError)
+    """Return the exception for an API error answer with ``code``: ServerError, not retried,
+    for a code this client does not know."""
+    cls = _BY_CODE.get(code, ServerError) if isinstance(code, str) else ServerError
     return cls(message, code=code, retry_after=retry_after)

@@ -8,7 +8,20 @@
  * if (err instanceof LockHeldError) ...
  * if (err instanceof RaftlockError && err.code === "lock_held") ...
  * ```
+ *
+ * Each error has its `retryClass`, the API's for its code (api/outcomes.json, the server's
+ * catalogue of outcomes; test/outcomes.test.ts checks this module against it), which is
+ * what the client's retries go by. A code this client does not know (a newer server's) is
+ * a {@link ServerError} with that code and the server's message, not retried: never a crash.
  */
+
+/**
+ * What may be done with a request that failed: `never` (thrown at once), `other_node`
+ * (nothing was applied: tried again on the next endpoint, with backoff between rounds),
+ * `after_delay` (tried again after the answer's Retry-After), `ambiguous` (it may have been
+ * applied: tried again only as the same request, with the same request_id).
+ */
+export type RetryClass = "never" | "other_node" | "after_delay" | "ambiguous";
 
 /** Options common to every client error. */
 export interface ErrorOptions {
@@ -35,6 +48,11 @@ export class RaftlockError extends Error {
     this.status = opts.status;
     this.retryAfterMs = opts.retryAfterMs;
     this.name = new.target.name;
+  }
+
+  /** How the client retries this error: its code's retry class ("never" for a code it does not know). */
+  get retryClass(): RetryClass {
+    return Object.hasOwn(byCode, this.code) ? byCode[this.code].retry : "never";
   }
 }
 
@@ -127,46 +145,53 @@ export class NoRouteError extends InvalidError {}
 
 type ErrorClass = new (code: string, message: string, opts?: ErrorOptions) => RaftlockError;
 
-const byCode: Record<string, ErrorClass> = {
-  lock_held: LockHeldError,
-  wait_timeout: WaitTimeoutError,
-  not_holder: NotHolderError,
-  lease_not_found: LeaseNotFoundError,
-  no_leader: NoLeaderError,
-  unknown_outcome: UnknownOutcomeError,
-  quota_exceeded: QuotaExceededError,
-  too_many_requests: TooManyRequestsError,
-  unauthenticated: UnauthenticatedError,
-  permission_denied: PermissionDeniedError,
-  conflict: ConflictError,
-  mode_conflict: ModeConflictError,
-  semaphore_full: SemaphoreFullError,
-  limit_conflict: LimitConflictError,
-  election_held: ElectionHeldError,
-  deadlock: DeadlockError,
-  index_compacted: IndexCompactedError,
-  version_inactive: VersionInactiveError,
-  cross_cluster: CrossClusterError,
-  no_route: NoRouteError,
-  invalid_json: InvalidError,
-  invalid_name: InvalidError,
-  invalid_ttl: InvalidError,
-  invalid_argument: InvalidError,
-  not_found: InvalidError,
-  method_not_allowed: InvalidError,
-  body_too_large: InvalidError,
-  unsupported_media_type: InvalidError,
-  misdirected_request: InvalidError,
-  unavailable: UnavailableError,
-  tls: TLSError,
-  lease_lost: LeaseLostError,
-  aborted: AbortedError,
-  not_locked: NotLockedError,
+/**
+ * Each code's error class and retry class: every code of the API's catalogue
+ * (api/outcomes.json; test/outcomes.test.ts checks both columns against it), then the
+ * client's own codes.
+ */
+const byCode: Record<string, { cls: ErrorClass; retry: RetryClass }> = {
+  lock_held: { cls: LockHeldError, retry: "never" },
+  wait_timeout: { cls: WaitTimeoutError, retry: "never" },
+  not_holder: { cls: NotHolderError, retry: "never" },
+  lease_not_found: { cls: LeaseNotFoundError, retry: "never" },
+  no_leader: { cls: NoLeaderError, retry: "other_node" },
+  unknown_outcome: { cls: UnknownOutcomeError, retry: "ambiguous" },
+  quota_exceeded: { cls: QuotaExceededError, retry: "never" },
+  too_many_requests: { cls: TooManyRequestsError, retry: "after_delay" },
+  unauthenticated: { cls: UnauthenticatedError, retry: "never" },
+  permission_denied: { cls: PermissionDeniedError, retry: "never" },
+  conflict: { cls: ConflictError, retry: "never" },
+  mode_conflict: { cls: ModeConflictError, retry: "never" },
+  semaphore_full: { cls: SemaphoreFullError, retry: "never" },
+  limit_conflict: { cls: LimitConflictError, retry: "never" },
+  election_held: { cls: ElectionHeldError, retry: "never" },
+  deadlock: { cls: DeadlockError, retry: "never" },
+  index_compacted: { cls: IndexCompactedError, retry: "never" },
+  version_inactive: { cls: VersionInactiveError, retry: "never" },
+  invalid_json: { cls: InvalidError, retry: "never" },
+  invalid_name: { cls: InvalidError, retry: "never" },
+  invalid_ttl: { cls: InvalidError, retry: "never" },
+  invalid_argument: { cls: InvalidError, retry: "never" },
+  not_found: { cls: InvalidError, retry: "never" },
+  method_not_allowed: { cls: InvalidError, retry: "never" },
+  body_too_large: { cls: InvalidError, retry: "never" },
+  unsupported_media_type: { cls: InvalidError, retry: "never" },
+  misdirected_request: { cls: InvalidError, retry: "never" },
+  internal: { cls: ServerError, retry: "never" },
+  // The client's own codes.
+  unavailable: { cls: UnavailableError, retry: "other_node" },
+  tls: { cls: TLSError, retry: "other_node" },
+  lease_lost: { cls: LeaseLostError, retry: "never" },
+  aborted: { cls: AbortedError, retry: "never" },
+  not_locked: { cls: NotLockedError, retry: "never" },
+  cross_cluster: { cls: CrossClusterError, retry: "never" },
+  no_route: { cls: NoRouteError, retry: "never" },
 };
 
-/** The error of class matching code (ServerError for a code the client does not know). */
+/** The error of class matching code (ServerError, not retried, for a code the client does not know). */
 export function errorFor(code: string, message: string, opts: ErrorOptions = {}): RaftlockError {
-  const cls = byCode[code] ?? ServerError;
+  const cls = Object.hasOwn(byCode, code) ? byCode[code].cls : ServerError;
   return new cls(code, message, opts);
 }
 

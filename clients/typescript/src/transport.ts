@@ -22,7 +22,6 @@ import {
   RaftlockError,
   ServerError,
   TLSError,
-  TooManyRequestsError,
   UnauthenticatedError,
   UnavailableError,
   UnreachableError,
@@ -348,9 +347,9 @@ export function sleep(d: number, signal: AbortSignal): Promise<boolean> {
   });
 }
 
-/** @internal Whether another endpoint, or a later attempt, may answer differently. */
+/** @internal Whether another endpoint, or a later attempt, may answer differently: the error's retry class is not "never". */
 export function retryable(err: RaftlockError): boolean {
-  return ["unavailable", "no_leader", "unknown_outcome", "too_many_requests", "tls"].includes(err.code);
+  return err.retryClass !== "never";
 }
 
 /** @internal A secret shortened for messages: its first six characters. */
@@ -453,7 +452,7 @@ export class Transport {
         seen[this.endpoints[ep]] = err.message.startsWith(`${r.op}: `) ? err.message.slice(r.op.length + 2) : err.message;
         if (scope.signal.aborted) return failed(this.abortErr(r.op, scope, last, seen), a.sent);
         if (err instanceof TLSError) tlsFails++;
-        if (err instanceof TooManyRequestsError) {
+        if (err.retryClass === "after_delay") {
           // The node is busy, not gone: wait as it asked before asking again.
           throttled = Math.max(err.retryAfterMs ?? 0, 1);
           this.log("debug", `${r.op}: throttled by ${this.endpoints[ep]}, retrying after ${throttled} ms`);
@@ -510,9 +509,10 @@ export class Transport {
     let code: string | undefined;
     let message = "";
     try {
-      const eb = JSON.parse(ans.body) as { error?: { code?: string; message?: string } };
-      code = eb?.error?.code || undefined;
-      message = eb?.error?.message ?? "";
+      const eb = JSON.parse(ans.body) as { error?: { code?: unknown; message?: unknown } } | null;
+      // A code that is no string is no API answer: judged by the status below.
+      code = typeof eb?.error?.code === "string" && eb.error.code !== "" ? eb.error.code : undefined;
+      message = typeof eb?.error?.message === "string" ? eb.error.message : "";
     } catch {
       // not the API's error body: a proxy's page
     }

@@ -20,7 +20,15 @@ if [ -f "$cache" ]; then
 	loads && exit 0
 fi
 echo "native-deps: building better-sqlite3 $ver for node ABI $key (kept in $cache)" >&2
-npm rebuild better-sqlite3 --loglevel=error
+# node-gyp downloads node's headers from nodejs.org unless told where the installed ones are
+# (Debian's and NodeSource's nodejs put them in <prefix>/include/node): a CI machine reaches
+# no nodejs.org.
+prefix=$(dirname "$(dirname "$(node -p process.execPath)")")
+if [ -f "$prefix/include/node/node.h" ]; then
+	npm rebuild better-sqlite3 --loglevel=error --nodedir="$prefix"
+else
+	npm rebuild better-sqlite3 --loglevel=error
+fi
 loads
 mkdir -p "$(dirname "$cache")"
 cp "$out" "$cache.tmp.$$" && mv "$cache.tmp.$$" "$cache"

@@ -1,6 +1,7 @@
 package io.raftlock;
 
 import java.time.Duration;
+import java.util.Map;
 import java.util.Optional;
 
 /**
@@ -8,7 +9,11 @@ import java.util.Optional;
  * ({@code "lock_held"}, {@code "unknown_outcome"}...) or a client-side code
  * ({@code "unavailable"}, {@code "tls"}, {@code "lease_lost"}, {@code "not_locked"},
  * {@code "stale_token"}). Each API code has its own subclass ({@link LockHeldException}...),
- * made by {@link #forCode}. Messages never contain a lease ID, a request ID or an ACL token.
+ * made by {@link #forCode}, and its {@link #retryClass()}, which the client's retries go by;
+ * both are checked against the server's catalogue of outcomes (api/outcomes.json) by
+ * {@code OutcomesTest}. A code this client does not know (a newer server's) is a plain
+ * RaftLockException with that code and the server's message, never retried. Messages never
+ * contain a lease ID, a request ID or an ACL token.
  */
 public class RaftLockException extends RuntimeException {
     private static final long serialVersionUID = 1L;
@@ -39,12 +44,32 @@ public class RaftLockException extends RuntimeException {
         return code;
     }
 
+    /**
+     * The retry classes of the codes that are retried: the API's (api/outcomes.json), then
+     * the client's own. Every other code's is {@link RetryClass#NEVER}.
+     */
+    private static final Map<String, RetryClass> RETRIED = Map.of(
+            "no_leader", RetryClass.OTHER_NODE,
+            "unknown_outcome", RetryClass.AMBIGUOUS,
+            "too_many_requests", RetryClass.AFTER_DELAY,
+            "unavailable", RetryClass.OTHER_NODE,
+            "tls", RetryClass.OTHER_NODE);
+
+    /** How the client retries this exception: its code's retry class (NEVER for a code it does not know). */
+    public RetryClass retryClass() {
+        return code == null ? RetryClass.NEVER : RETRIED.getOrDefault(code, RetryClass.NEVER);
+    }
+
     /** The server's Retry-After delay, when its answer had one. */
     public Optional<Duration> retryAfter() {
         return Optional.ofNullable(retryAfter);
     }
 
-    /** The exception for an API error answer with {@code code}; unknown codes give a plain RaftLockException with the code kept. */
+    /**
+     * The exception for an API error answer with {@code code}: one subclass per code of the
+     * catalogue; a code this client does not know gives a plain RaftLockException with the
+     * code kept (retry class NEVER).
+     */
     public static RaftLockException forCode(String code, String message, Duration retryAfter) {
         switch (code) {
             case "invalid_json": return new InvalidJsonException(message, retryAfter, null);

@@ -392,8 +392,7 @@ final class Transport {
         if (e instanceof InterruptedCallException) {
             return false; // the caller asked to stop
         }
-        return e instanceof UnavailableException || e instanceof NoLeaderException || e instanceof UnknownOutcomeException
-                || e instanceof TooManyRequestsException || e instanceof TlsException;
+        return e.retryClass() != RetryClass.NEVER;
     }
 
     private static long upperHalf(long backoff) {
@@ -476,7 +475,7 @@ final class Transport {
                     if (e instanceof TlsException) {
                         tlsFails++;
                     }
-                    if (e instanceof TooManyRequestsException) {
+                    if (e.retryClass() == RetryClass.AFTER_DELAY) {
                         throttled = Math.max(e.retryAfter().map(Duration::toNanos).orElse(0L), 1_000_000L);
                         break;
                     }
