@@ -80,8 +80,9 @@ func traced(p place) place {
 }
 
 // routesToLeader reports whether request r, of a route at p, is forwarded before its
-// endpoint runs: p needs the leader, r does not ask for this node's own state, and
-// another node leads at a registered HTTP address this node can send it to.
+// endpoint runs: p needs the leader, r does not ask for this node's own state, this node
+// can write its data directory, and another node leads at a registered HTTP address this
+// node can send it to.
 func (s *Server) routesToLeader(p place, r *http.Request) bool {
 	if !p.leader || mutant.Is("grant-without-commit") || mutant.Is("follower-local-read") {
 		// Those mutants make a follower answer what it should forward: the request must
@@ -93,6 +94,12 @@ func (s *Server) routesToLeader(p place, r *http.Request) bool {
 	}
 	rt := s.svc.Routing
 	if rt.IsLeader() {
+		return false
+	}
+	if rt.StorageErr() != nil {
+		// A node that cannot write its data directory takes no part, not even as a relay
+		// (cluster refuses it every write with ErrStorage, 503 no_leader): its client goes
+		// to a healthy node, as /readyz tells a load balancer to.
 		return false
 	}
 	id, _ := rt.LeaderWatch()
