@@ -79,7 +79,7 @@ fuzz:
 ## 8-15 min each), the seed's own terms (>= 100,000 competitions with whole worker processes of
 ## 12 workers frozen 10 s, longer than the 2 s TTL, on both ledgers, and the same without
 ## fencing; about 25 min), a cluster of mixed releases (the last release that forwarded after
-## the cluster's work beside this one, built from git history; a few minutes), then the
+## the cluster's work beside this one, built from git history; about a minute), then the
 ## GC-pause demo with its outcome asserted. The short versions run in
 ## `make test`. Both campaigns run until their target, failing with their rate at a maximum
 ## (RAFTLOCK_VERIFY_MAX 45m, RAFTLOCK_BANK_MAX 30m per ledger; docs/VERIFICATION.md).
