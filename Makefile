@@ -78,7 +78,9 @@ fuzz:
 ## worker processes, SQLite then PostgreSQL when RAFTLOCK_TEST_POSTGRES_DSN is set; about
 ## 8-15 min each), the seed's own terms (>= 100,000 competitions with whole worker processes of
 ## 12 workers frozen 10 s, longer than the 2 s TTL, on both ledgers, and the same without
-## fencing; about 25 min), then the GC-pause demo with its outcome asserted. The short versions run in
+## fencing; about 25 min), a cluster of mixed releases (the last release that forwarded after
+## the cluster's work beside this one, built from git history; about a minute), then the
+## GC-pause demo with its outcome asserted. The short versions run in
 ## `make test`. Both campaigns run until their target, failing with their rate at a maximum
 ## (RAFTLOCK_VERIFY_MAX 45m, RAFTLOCK_BANK_MAX 30m per ledger; docs/VERIFICATION.md).
 verify: build
@@ -86,6 +88,7 @@ verify: build
 	$(GO) test -tags verify -count=1 -timeout 75m -run '^TestBankCampaign$$' -v ./test/verify/
 	$(GO) test -tags verify -count=1 -timeout 90m -run '^TestSeedCampaign$$' -v ./test/verify/
 	RAFTLOCK_EXHAUSTIVE_DEPTH=4 $(GO) test -count=1 -timeout 60m -run '^TestFSM_ExhaustiveSmallBounds$$' -v ./fsm
+	$(GO) test -tags verify -count=1 -timeout 15m -run '^TestBlackbox_MixedReleases' -v ./test/blackbox/
 	scripts/mutants.sh
 	scripts/gc-pause-demo.sh
 

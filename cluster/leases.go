@@ -116,10 +116,11 @@ func callerLeaseID(caller, requestID string) LeaseID {
 // leaseOf fills in the lease of a request: derived from the request ID (and from the
 // caller, with ACLs on from version 4), or drawn.
 func (n *Node) leaseOf(ctx context.Context, newLease bool, requestID string, lease LeaseID) LeaseID {
-	switch {
-	case !newLease:
+	if !newLease {
 		return lease
-	case requestID != "":
+	}
+	n.leaseIDs.Add(1)
+	if requestID != "" {
 		return n.implicitLease(ctx, requestID)
 	}
 	return newLeaseID()

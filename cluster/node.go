@@ -6,6 +6,7 @@ import (
 	"net"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -57,6 +58,11 @@ type Node struct {
 
 	stagger *snapStagger         // keeps this node's snapshots at its own phase
 	peers   *tlsconf.StreamLayer // the Raft port's TLS layer; nil without TLS
+
+	// leaseIDs counts the IDs this node settled for requests that create their lease
+	// (drawn, or derived from a request_id): work of a request served here, which a
+	// follower never does for a request it forwards (transport/place.go). Metrics.
+	leaseIDs atomic.Uint64
 }
 
 // New opens (or creates) the node's stores under cfg.DataDir, starts raft, and

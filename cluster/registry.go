@@ -3,6 +3,7 @@ package cluster
 import (
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/raftlock/raftlock/fsm"
 )
@@ -21,6 +22,8 @@ type registry struct {
 	// tokens holds the watches of ACL tokens, by accessor: woken when the token is
 	// deleted (and at a restore, when anything may have changed).
 	tokens map[string][]*watcher
+	// registered counts the waits ever registered (waitFor), for Metrics.
+	registered atomic.Uint64
 }
 
 type waitKey struct {
@@ -65,6 +68,7 @@ const waitBuffer = 8
 // entries before the wait's own proposal are stale (see queuedWait.awaitOutcome). cancel
 // unregisters.
 func (r *registry) waitFor(space fsm.Space, name string, lease fsm.LeaseID) (<-chan fsm.Event, func()) {
+	r.registered.Add(1)
 	ch := make(chan fsm.Event, waitBuffer)
 	k := waitKey{space, name, lease}
 	r.mu.Lock()

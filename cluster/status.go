@@ -64,6 +64,9 @@ func (n *Node) Metrics() Metrics {
 		RenewEntriesTotal:  n.fsm.RenewEntries(),
 		LogVerifyRanges:    n.verify.ranges.Load(),
 		LogVerifyFailures:  n.verify.failures.Load(),
+
+		LeaseIDsTotal:        n.leaseIDs.Load(),
+		WaitsRegisteredTotal: n.registry.registered.Load(),
 	}
 }
 

@@ -133,6 +133,13 @@ type Metrics struct {
 	// since it started, and those whose checksums differed from the leader's (verify.go).
 	LogVerifyRanges   uint64
 	LogVerifyFailures uint64
+	// LeaseIDsTotal counts the lease IDs this node settled since it started for requests
+	// that create their lease (drawn at random, or derived from a request_id), and
+	// WaitsRegisteredTotal the waits it registered for requests that may queue: work of
+	// the requests this node serves, none of which a follower does for a request it
+	// forwards to the leader.
+	LeaseIDsTotal        uint64
+	WaitsRegisteredTotal uint64
 }
 
 // Member describes one server of the Raft configuration.

@@ -2,8 +2,12 @@
 //
 // Any node answers any request. A write, or a linearizable read, that reaches a follower
 // is forwarded to the leader's HTTP address (registered in the state machine) with a hop
-// limit, and the leader's answer is relayed unchanged. While no leader is known the answer
-// is 503 no_leader with Retry-After, never a 500 or a hang.
+// limit, before the follower decodes it or does any cluster work for it: where a request
+// is served is decided first, from its method, route and query (place.go). The leader's
+// answer is relayed as it came, with X-Raftlock-Leader added; the follower reads it only
+// to hold a request the leader could not serve for want of a leader either, and to keep a
+// repeat's denial of its own first attempt (hold.go). While no leader is known the request
+// is held, then answered 503 no_leader with Retry-After, never a 500 or a hang.
 //
 // Decoding is strict: unknown fields, trailing data, wrong types, out-of-range values and
 // bodies over 64 KiB get the documented 4xx codes. Every error is
@@ -16,10 +20,15 @@
 //	server.go     Config, Server, NewServer, Serve, Shutdown; the middleware chain
 //	              (metrics.go instrument, recoverer, authorize.go forwardUnknownTokens,
 //	              budget.go traced) and the 404/405 answer for unknown routes
-//	routes.go     the route table: every pattern and its endpoint (the OpenAPI check reads it)
-//	endpoint.go   the one reply path: an endpoint decodes a request into a call; serve
-//	              authorizes it, holds it (held.go), makes it, forwards it to the leader
-//	              on cluster.ErrNotLeader (forward.go), and writes the answer or the error
+//	routes.go     the route table: every pattern, its place and its endpoint (the OpenAPI
+//	              check reads it)
+//	place.go      where a route's requests are served: a request that needs the leader
+//	              and reaches a follower that knows it is forwarded before its endpoint runs
+//	endpoint.go   the one reply path: serve routes the request first; an endpoint decodes
+//	              one served here into a call; serve authorizes it, holds it (held.go,
+//	              hold.go), makes it, forwards it to the leader (forward.go) when it was
+//	              routed there or the node answers cluster.ErrNotLeader (leadership moved
+//	              in flight), and writes the answer or the error
 //	errors.go     the one table that maps every error to status, code, message and
 //	              Retry-After (errorFor), and writeError / writeJSON
 //

@@ -1,8 +1,10 @@
 package transport
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"time"
 
@@ -61,22 +63,36 @@ type created struct{ v any }
 // rawAnswer is an answer that writes itself (a backup file, an event stream, a file).
 type rawAnswer func(w http.ResponseWriter)
 
-// serve turns an endpoint into the route's handler: decode, authorize, hold, serve here
-// or forward, answer.
-func (s *Server) serve(ep endpoint) http.HandlerFunc {
+// serve turns an endpoint into the handler of a route at p: route, then decode and
+// authorize (only what is served here), hold, serve here or forward, answer.
+//
+// Routing comes first (place.go): a request that needs the leader and reaches a follower
+// that knows it is forwarded as it came, its endpoint never run here. The route is
+// decided again before every further try of a held request, so a request held through an
+// election goes to whichever node then leads, this one included.
+func (s *Server) serve(p place, ep endpoint) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		c, err := ep(w, r)
-		ctx := r.Context()
-		var id cluster.ACLIdentity
-		if err == nil && c.need != 0 {
-			id, err = s.auth.authorized(r, c.need, c.name, c.more...)
-			if err == nil && s.cfg.ACL {
-				ctx = cluster.WithLeaseCreator(ctx, id.Accessor)
+		var (
+			c       call
+			id      cluster.ACLIdentity
+			ctx     = r.Context()
+			err     error
+			decoded bool
+		)
+		toLeader := s.routesToLeader(p, r)
+		if toLeader {
+			var body []byte
+			if body, err = readBodyFor(w, r, p); err != nil {
+				writeError(w, err)
+				return
 			}
-		}
-		if err != nil {
-			writeError(w, err)
-			return
+			c = undecoded(p, r, body)
+		} else {
+			if c, id, ctx, err = s.decode(w, r, ep); err != nil {
+				writeError(w, err)
+				return
+			}
+			decoded = true
 		}
 		if c.traced && s.cfg.Budget != nil {
 			markDecoded(r)
@@ -98,19 +114,38 @@ func (s *Server) serve(ep endpoint) http.HandlerFunc {
 		// have happened would be false; the call answers maybe's unknown_outcome instead.
 		var maybe error
 		for {
-			v, err := s.attempt(ctx, id, c)
-			// The node returns ErrNotLeader only when it proposed nothing, so a request is
-			// forwarded at most once per attempt and never after any part of it may have
-			// been applied.
-			if errors.Is(err, cluster.ErrNotLeader) {
+			var v any
+			if toLeader {
 				err = s.forward(w, r, c.body, c.wait+c.slow, h.end(c), maybe != nil)
-				if err == nil || errors.Is(err, errCallerGone) {
-					return // relayed, or nobody to answer
+			} else {
+				if !decoded {
+					// First served here after a hold that began with a forward: decode the
+					// body as read. A refusal now (the leader would have given it too) must
+					// not deny an effect an earlier attempt may have had.
+					r.Body = io.NopCloser(bytes.NewReader(c.body))
+					if c, id, ctx, err = s.decode(w, r, ep); err != nil {
+						if maybe != nil {
+							err = maybe
+						}
+						s.writeFailure(w, r, err)
+						return
+					}
+					decoded = true
+					idempotent = c.idempotent || r.Method == http.MethodGet
+				}
+				v, err = s.attempt(ctx, id, c)
+				// The node returns ErrNotLeader only when it proposed nothing (leadership
+				// moved after the request was routed here), so a request is forwarded at
+				// most once per attempt and never after any part of it may have been applied.
+				if errors.Is(err, cluster.ErrNotLeader) {
+					err = s.forward(w, r, c.body, c.wait+c.slow, h.end(c), maybe != nil)
+				} else if err == nil {
+					writeAnswer(w, v)
+					return
 				}
 			}
-			if err == nil {
-				writeAnswer(w, v)
-				return
+			if err == nil || errors.Is(err, errCallerGone) {
+				return // relayed, or nobody to answer
 			}
 			if maybe != nil && deniesEffect(err) {
 				s.writeFailure(w, r, maybe)
@@ -120,12 +155,28 @@ func (s *Server) serve(ep endpoint) http.HandlerFunc {
 				if ambiguous(err) {
 					maybe = err
 				}
+				toLeader = s.routesToLeader(p, r)
 				continue
 			}
 			s.writeFailure(w, r, err)
 			return
 		}
 	}
+}
+
+// decode runs the endpoint of a request served here, and authorizes the caller for the
+// call: the call, the caller's identity, and the context to make the call with.
+func (s *Server) decode(w http.ResponseWriter, r *http.Request, ep endpoint) (call, cluster.ACLIdentity, context.Context, error) {
+	ctx := r.Context()
+	c, err := ep(w, r)
+	var id cluster.ACLIdentity
+	if err == nil && c.need != 0 {
+		id, err = s.auth.authorized(r, c.need, c.name, c.more...)
+		if err == nil && s.cfg.ACL {
+			ctx = cluster.WithLeaseCreator(ctx, id.Accessor)
+		}
+	}
+	return c, id, ctx, err
 }
 
 // attempt makes call c once for the caller id: behind the lease gate when it acts on

@@ -88,7 +88,7 @@ func TestEndpoint_WaitHoldsASlot(t *testing.T) {
 		t.Fatal(err)
 	}
 	var during int64
-	h := s.serve(func(http.ResponseWriter, *http.Request) (call, error) {
+	h := s.serve(here, func(http.ResponseWriter, *http.Request) (call, error) {
 		return call{wait: time.Second, do: func(context.Context) (any, error) {
 			during = s.held.held.Load()
 			return created{map[string]int{"n": 1}}, nil

@@ -53,6 +53,7 @@ func (f *followerNode) HTTPAddr() string {
 func (f *followerNode) LeaderHTTPAddr() string         { return f.leaderAddr }
 func (f *followerNode) ElectionTimeout() time.Duration { return 100 * time.Millisecond }
 func (f *followerNode) IsLeader() bool                 { return false }
+func (f *followerNode) StorageErr() error              { return nil }
 func (f *followerNode) Serving() string {
 	f.mu.Lock()
 	defer f.mu.Unlock()

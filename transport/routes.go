@@ -2,15 +2,25 @@ package transport
 
 import "net/http"
 
-// route is one API route: a ServeMux pattern and its handler.
+// route is one API route: a ServeMux pattern and its handler, which serve makes of its
+// place and endpoint (both zero for /metrics, which has its own handler).
 type route struct {
 	pattern string
 	handler http.HandlerFunc
+	place   place
+	ep      endpoint
+}
+
+// at is the route of pattern, served by serve at p with ep.
+func (s *Server) at(pattern string, p place, ep endpoint) route {
+	return route{pattern: pattern, handler: s.serve(p, ep), place: p, ep: ep}
 }
 
 // apiRoutes lists every route the server registers, in one place, so that the OpenAPI
 // document can be checked against it (Routes). Each route's endpoint lives with its area
-// (leases.go, locks.go, ...); serve gives them all the same reply path.
+// (leases.go, locks.go, ...); its place says which node serves it (place.go: here, or the
+// leader, to which a follower forwards it before the endpoint runs); serve gives them all
+// the same reply path.
 func (s *Server) apiRoutes() []route {
 	svc := s.svc
 	leases := leaseRoutes{svc.Leases, s.auth, s.gate}
@@ -23,51 +33,51 @@ func (s *Server) apiRoutes() []route {
 	overview := overviewRoutes{svc.Events, svc.Status, svc.Routing, s.auth, s.fwd, s.scheme()}
 	backups := backupRoutes{svc.Backups, s.log}
 	return []route{
-		{"POST /v1/leases", s.serve(leases.create)},
-		{"POST /v1/leases/{id}/keepalive", s.serve(leases.keepAlive)},
-		{"POST /v1/leases/keepalive", s.serve(leases.keepAliveBody)},
-		{"POST /v1/leases/lookup", s.serve(leases.lookupBody)},
-		{"POST /v1/leases/revoke", s.serve(leases.revokeBody)},
-		{"GET /v1/leases/{id}", s.serve(leases.get)},
-		{"DELETE /v1/leases/{id}", s.serve(leases.revoke)},
-		{"PUT /v1/locks/{name...}", s.serve(locks.acquire)},
-		{"DELETE /v1/locks/{name...}", s.serve(locks.release)},
-		{"GET /v1/locks/{name...}", s.serve(locks.status)},
-		{"GET /v1/locks", s.serve(locks.list)},
-		{"POST /v1/locksets", s.serve(lockSetRoutes{svc.LockSets}.acquire)},
-		{"DELETE /v1/locksets", s.serve(lockSetRoutes{svc.LockSets}.release)},
-		{"PUT /v1/semaphores/{name...}", s.serve(semaphores.acquire)},
-		{"DELETE /v1/semaphores/{name...}", s.serve(semaphores.release)},
-		{"GET /v1/semaphores/{name...}", s.serve(semaphores.status)},
-		{"PUT /v1/elections/{name...}", s.serve(elections.campaign)},
-		{"DELETE /v1/elections/{name...}", s.serve(elections.resign)},
-		{"GET /v1/elections/{name...}", s.serve(elections.status)},
-		{"GET /v1/cluster", s.serve(members.cluster)},
-		{"POST /v1/cluster/nodes", s.serve(members.add)},
-		{"DELETE /v1/cluster/nodes/{id}", s.serve(members.remove)},
-		{"PUT /v1/cluster/nodes/{id}/version", s.serve(members.version)},
-		{"POST /v1/cluster/transfer-leader", s.serve(members.transferLeader)},
-		{"GET /v1/backup", s.serve(backups.backup)},
-		{"GET /v1/snapshot", s.serve(backups.backup)}, // the older name of /v1/backup
-		{"POST /v1/acl/bootstrap", s.serve(acl.bootstrap)},
-		{"PUT /v1/acl/policies/{name}", s.serve(acl.setPolicy)},
-		{"GET /v1/acl/policies", s.serve(acl.listPolicies)},
-		{"GET /v1/acl/policies/{name}", s.serve(acl.getPolicy)},
-		{"DELETE /v1/acl/policies/{name}", s.serve(acl.deletePolicy)},
-		{"POST /v1/acl/tokens", s.serve(acl.createToken)},
-		{"GET /v1/acl/tokens", s.serve(acl.listTokens)},
-		{"DELETE /v1/acl/tokens/{accessor}", s.serve(acl.deleteToken)},
-		{"PUT /v1/acl/tokens/{accessor}", s.serve(acl.updateToken)},
-		{"GET /v1/usage", s.serve(acl.usage)},
-		{"GET /v1/acl/token/self", s.serve(acl.tokenSelf)},
-		{"GET /healthz", s.serve(members.healthz)},
-		{"GET /readyz", s.serve(members.readyz)},
-		{"GET /metrics", s.met.handler(s.auth)},
-		{"GET /v1/openapi.json", s.serve(openAPIDoc)},
-		{"GET /v1/history/{name...}", s.serve(events.history)},
-		{"GET /v1/events", s.serve(events.stream)},
-		{"GET /v1/overview", s.serve(overview.overview)},
-		{"GET /ui/", s.serve(uiFile)},
+		s.at("POST /v1/leases", atLeader, leases.create),
+		s.at("POST /v1/leases/{id}/keepalive", atLeaderOnce, leases.keepAlive),
+		s.at("POST /v1/leases/keepalive", keepAlives, leases.keepAliveBody),
+		s.at("POST /v1/leases/lookup", atLeaderRead, leases.lookupBody),
+		s.at("POST /v1/leases/revoke", atLeaderOnce, leases.revokeBody),
+		s.at("GET /v1/leases/{id}", atLeaderRead, leases.get),
+		s.at("DELETE /v1/leases/{id}", atLeaderOnce, leases.revoke),
+		s.at("PUT /v1/locks/{name...}", traced(atLeaderHolder), locks.acquire),
+		s.at("DELETE /v1/locks/{name...}", traced(atLeaderOnce), locks.release),
+		s.at("GET /v1/locks/{name...}", atLeaderRead, locks.status),
+		s.at("GET /v1/locks", atLeaderRead, locks.list),
+		s.at("POST /v1/locksets", traced(atLeaderHolder), lockSetRoutes{svc.LockSets}.acquire),
+		s.at("DELETE /v1/locksets", atLeaderOnce, lockSetRoutes{svc.LockSets}.release),
+		s.at("PUT /v1/semaphores/{name...}", atLeaderHolder, semaphores.acquire),
+		s.at("DELETE /v1/semaphores/{name...}", atLeaderOnce, semaphores.release),
+		s.at("GET /v1/semaphores/{name...}", atLeaderRead, semaphores.status),
+		s.at("PUT /v1/elections/{name...}", atLeaderHolder, elections.campaign),
+		s.at("DELETE /v1/elections/{name...}", atLeaderOnce, elections.resign),
+		s.at("GET /v1/elections/{name...}", atLeaderRead, elections.status),
+		s.at("GET /v1/cluster", here, members.cluster),
+		s.at("POST /v1/cluster/nodes", here, members.add),
+		s.at("DELETE /v1/cluster/nodes/{id}", here, members.remove),
+		s.at("PUT /v1/cluster/nodes/{id}/version", here, members.version),
+		s.at("POST /v1/cluster/transfer-leader", here, members.transferLeader),
+		s.at("GET /v1/backup", here, backups.backup),
+		s.at("GET /v1/snapshot", here, backups.backup), // the older name of /v1/backup
+		s.at("POST /v1/acl/bootstrap", here, acl.bootstrap),
+		s.at("PUT /v1/acl/policies/{name}", here, acl.setPolicy),
+		s.at("GET /v1/acl/policies", here, acl.listPolicies),
+		s.at("GET /v1/acl/policies/{name}", here, acl.getPolicy),
+		s.at("DELETE /v1/acl/policies/{name}", here, acl.deletePolicy),
+		s.at("POST /v1/acl/tokens", here, acl.createToken),
+		s.at("GET /v1/acl/tokens", here, acl.listTokens),
+		s.at("DELETE /v1/acl/tokens/{accessor}", here, acl.deleteToken),
+		s.at("PUT /v1/acl/tokens/{accessor}", here, acl.updateToken),
+		s.at("GET /v1/usage", here, acl.usage),
+		s.at("GET /v1/acl/token/self", here, acl.tokenSelf),
+		s.at("GET /healthz", here, members.healthz),
+		s.at("GET /readyz", here, members.readyz),
+		{pattern: "GET /metrics", handler: s.met.handler(s.auth)},
+		s.at("GET /v1/openapi.json", here, openAPIDoc),
+		s.at("GET /v1/history/{name...}", atLeaderRead, events.history),
+		s.at("GET /v1/events", here, events.stream),
+		s.at("GET /v1/overview", here, overview.overview),
+		s.at("GET /ui/", here, uiFile),
 	}
 }
 

@@ -1,6 +1,7 @@
 package testcluster
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"net/http"
@@ -90,6 +91,38 @@ func BuildBinary(t testing.TB, flags ...string) string {
 	out := filepath.Join(t.TempDir(), "raftlock")
 	if err := GoBuild(out, "./cmd/raftlock", append(serverFlags(), flags...)...); err != nil {
 		t.Fatal(err)
+	}
+	return out
+}
+
+// BuildBinaryAt builds cmd/raftlock as it was at commit of this repository (another
+// release, for a cluster of mixed releases) into a new file and returns its path: the
+// commit's tree, taken with git archive, built with the test's server flags. It needs git
+// and the commit in the repository's history, which a shallow clone lacks: without them
+// the test cannot run (testkit.Unavailable: skipped, or failed under CI), so a test that
+// calls this belongs behind the verify build tag, not in `make test`.
+func BuildBinaryAt(t testing.TB, commit string) string {
+	t.Helper()
+	_, file, _, _ := runtime.Caller(0)
+	root := filepath.Join(filepath.Dir(file), "..", "..")
+	if out, err := exec.Command("git", "-C", root, "cat-file", "-e", commit+"^{commit}").CombinedOutput(); err != nil {
+		testkit.Unavailable(t, "commit %s is not in this repository's history (git: %v %s)", commit, err, out)
+	}
+	src := t.TempDir()
+	tree, err := exec.Command("git", "-C", root, "archive", "--format=tar", commit).Output()
+	if err != nil {
+		t.Fatalf("git archive %s: %v", commit, err)
+	}
+	extract := exec.Command("tar", "-x", "-C", src)
+	extract.Stdin = bytes.NewReader(tree)
+	if out, err := extract.CombinedOutput(); err != nil {
+		testkit.Unavailable(t, "extracting commit %s with tar: %v %s", commit, err, out)
+	}
+	out := filepath.Join(t.TempDir(), "raftlock-"+commit[:min(len(commit), 12)])
+	cmd := exec.Command("go", append(append([]string{"build", "-o", out}, serverFlags()...), "./cmd/raftlock")...)
+	cmd.Dir = src
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("building commit %s: %v\n%s", commit, err, b)
 	}
 	return out
 }
