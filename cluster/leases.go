@@ -178,8 +178,7 @@ func (n *Node) leaseCaller(ctx context.Context) string {
 // whether the lease exists, from this node's applied state: a lease's creator never
 // changes, so a lagging node is wrong only about a lease it has not seen yet.
 func (l *Leases) Creator(id LeaseID) (string, bool) {
-	v, ok := l.n.fsm.Lease(id)
-	return v.Creator, ok
+	return l.n.fsm.LeaseCreator(id)
 }
 
 // ReadBarrier makes the Creator answers that follow linearizable, as a lease lookup's

@@ -300,3 +300,26 @@ func BenchmarkRestore(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkLeaseCreator_BigLease reads the creator of a lease holding 8,000 locks (1/64 of
+// the 512,000 held), the read the API's lease gate makes for every request that names a
+// lease: LeaseCreator in constant time, and Lease, which lists and sorts the lease's
+// locks, for comparison (what the gate called before).
+func BenchmarkLeaseCreator_BigLease(b *testing.B) {
+	f := held(b, 512_000)
+	id := lease(7)
+	b.Run("LeaseCreator", func(b *testing.B) {
+		for b.Loop() {
+			if _, ok := f.LeaseCreator(id); !ok {
+				b.Fatal("the lease is gone")
+			}
+		}
+	})
+	b.Run("Lease", func(b *testing.B) {
+		for b.Loop() {
+			if _, ok := f.Lease(id); !ok {
+				b.Fatal("the lease is gone")
+			}
+		}
+	})
+}

@@ -215,6 +215,20 @@ func (f *FSM) Lease(id LeaseID) (LeaseView, bool) {
 	return LeaseView{ID: id, TTL: l.ttl, Deadline: l.deadline, Locks: sortedNames(l.held), Waiting: sortedNames(l.waiting), Creator: l.creator}, true
 }
 
+// LeaseCreator returns the identity that created live lease id, as Lease's Creator, in
+// constant time: the API's lease gate asks it on every request that names a lease, and
+// Lease lists (and sorts) every lock the lease holds, which made a request's cost grow with
+// its lease's locks (a lease holding 8,000 locks sorted 8,000 names per acquire).
+func (f *FSM) LeaseCreator(id LeaseID) (string, bool) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	l := f.s.live(id)
+	if l == nil {
+		return "", false
+	}
+	return l.creator, true
+}
+
 // LeaseCount returns the number of live leases.
 func (f *FSM) LeaseCount() int {
 	f.mu.RLock()

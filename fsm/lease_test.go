@@ -14,7 +14,7 @@ import (
 // hold the same bytes (determinism); before version 3 the third holds them too, so a
 // version 2 cluster writes exactly what it wrote before; a snapshot restores to the same
 // bytes and the same creators; from version 3 on each live lease reports the creator of
-// the command that created it, and before it none.
+// the command that created it, and before it none; LeaseCreator answers as Lease does.
 func TestFSM_LeaseCreatorProperty(t *testing.T) {
 	for seed := int64(1); seed <= 40; seed++ {
 		rng := rand.New(rand.NewSource(seed))
@@ -103,6 +103,10 @@ func TestFSM_LeaseCreatorProperty(t *testing.T) {
 			}
 			for _, id := range ids {
 				la, ok := a.Lease(id)
+				// LeaseCreator, the lease gate's constant-time read, says what Lease says.
+				if c, cok := a.LeaseCreator(id); cok != ok || c != la.Creator {
+					t.Fatalf("seed %d step %d: LeaseCreator answers %q, %v; Lease %q, %v", seed, step, c, cok, la.Creator, ok)
+				}
 				if !ok {
 					continue
 				}
