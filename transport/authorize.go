@@ -203,6 +203,11 @@ func selfNode(r *http.Request, m Membership) string {
 // instead of refusing it, when another node leads: a token created a moment ago through
 // the leader may not have reached this follower yet, and the leader's state is the one
 // that decides. The leader answers 401 if it does not know the token either.
+//
+// A request that serve routes to the leader anyway (place.go) is left to serve, which
+// forwards it before authorizing anything and holds it: forwarded from here, it would have
+// no hold, and an acquire whose answer was lost on the way back would be answered 503
+// unknown_outcome where serve repeats it on its request_id or lease (hold.go).
 func (s *Server) forwardUnknownTokens(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// An event stream is never forwarded (a forward buffers the whole answer): a node
@@ -222,6 +227,10 @@ func (s *Server) forwardUnknownTokens(next http.Handler) http.Handler {
 		}
 		if id, _ := s.svc.Routing.LeaderWatch(); id == "" || s.svc.Routing.LeaderHTTPAddr() == "" {
 			next.ServeHTTP(w, r) // nobody to ask: refuse here
+			return
+		}
+		if _, pattern := s.mux.Handler(r); s.routesToLeader(s.places[pattern], r) {
+			next.ServeHTTP(w, r) // serve forwards it, with its hold
 			return
 		}
 		body, err := readBody(w, r)

@@ -16,6 +16,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/raftlock/raftlock/api"
+	"github.com/raftlock/raftlock/cluster"
 	"github.com/raftlock/raftlock/test/rawhttp"
 	"github.com/raftlock/raftlock/test/testcluster"
 	"github.com/raftlock/raftlock/test/testkit"
@@ -125,75 +126,42 @@ func TestPlace_ImplicitLeaseSameAcrossAFollowersRetries(t *testing.T) {
 			leader := c.Leader(10 * time.Second)
 			fi := c.Follower()
 			et := c.Nodes[fi].ElectionTimeout()
-			type answer struct {
-				lease string
-				token float64
-			}
-			var hits atomic.Int64
-			first := make(chan answer, 1)
-			proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				body, _ := io.ReadAll(r.Body)
-				req, _ := http.NewRequestWithContext(context.Background(), r.Method, c.URL(leader)+r.URL.RequestURI(), bytes.NewReader(body))
-				req.Header = r.Header.Clone()
-				resp, err := http.DefaultClient.Do(req)
-				if err != nil {
-					t.Errorf("proxy to the leader: %v", err)
-					return
-				}
-				out, _ := io.ReadAll(resp.Body)
-				resp.Body.Close()
-				if hits.Add(1) == 1 {
-					var g api.Grant
-					if resp.StatusCode != 200 || json.Unmarshal(out, &g) != nil {
-						t.Errorf("the first try, at the leader: %d %s", resp.StatusCode, out)
+			var handOver func()
+			if tc.followerLeads {
+				handOver = func() {
+					ctx, cancel := context.WithTimeout(context.Background(), 20*et)
+					defer cancel()
+					if _, err := c.Nodes[leader].Members().TransferLeadership(ctx, c.Nodes[fi].ID()); err != nil {
+						t.Errorf("hand leadership to the follower: %v", err)
 					}
-					first <- answer{g.LeaseID, float64(g.Token)}
-					if tc.followerLeads {
-						ctx, cancel := context.WithTimeout(context.Background(), 20*et)
-						defer cancel()
-						if _, err := c.Nodes[leader].Members().TransferLeadership(ctx, c.Nodes[fi].ID()); err != nil {
-							t.Errorf("hand leadership to the follower: %v", err)
-						}
-						if !testkit.Poll(20*et, testkit.WaitInterval, c.Nodes[fi].IsLeader) {
-							t.Errorf("the follower n%d does not lead %v after the hand-over", fi+1, 20*et)
-						}
+					if !testkit.Poll(20*et, testkit.WaitInterval, c.Nodes[fi].IsLeader) {
+						t.Errorf("the follower n%d does not lead %v after the hand-over", fi+1, 20*et)
 					}
-					// The answer is lost: the connection drops without it.
-					conn, _, _ := w.(http.Hijacker).Hijack()
-					conn.Close()
-					return
 				}
-				for k, vs := range resp.Header {
-					w.Header()[k] = vs
-				}
-				w.WriteHeader(resp.StatusCode)
-				w.Write(out)
-			}))
-			t.Cleanup(proxy.Close)
-			// A second HTTP server of the follower's node, which finds the leader behind the
-			// proxy while the old leader leads.
-			svc := transport.NodeServices(c.Nodes[fi])
-			svc.Routing = viaProxy{Routing: svc.Routing, leader: c.Nodes[leader].ID(), proxy: strings.TrimPrefix(proxy.URL, "http://")}
-			s, err := transport.NewServer(transport.Config{Services: svc, ACL: true, Logger: hclog.NewNullLogger(), RegisterInterval: time.Hour, HoldTimeout: 40 * et})
-			if err != nil {
-				t.Fatal(err)
 			}
-			front := httptest.NewServer(s.Handler())
-			t.Cleanup(front.Close)
+			p := dropFirstAnswer(t, c.URL(leader), handOver)
+			front := viaProxyFront(t, c, fi, leader, p.URL, nil)
 
 			name := "jobs/implicit-" + strings.ReplaceAll(tc.name, " ", "-")
 			leasesBefore := c.Nodes[leader].FSM().LeaseCount()
 			idsBefore := c.Nodes[fi].Metrics().LeaseIDsTotal
-			a := rawhttp.Client{Token: token}.Do("PUT", front.URL+"/v1/locks/"+name, `{"request_id":"`+strings.Repeat("r", 24)+tc.name[:4]+`","ttl_ms":60000}`)
+			a := rawhttp.Client{Token: token}.Do("PUT", front+"/v1/locks/"+name, `{"request_id":"`+strings.Repeat("r", 24)+tc.name[:4]+`","ttl_ms":60000}`)
 			var got api.Grant
 			if a.Status != 200 || a.Decode(&got) != nil {
 				t.Fatalf("the acquire through the follower: %d %s", a.Status, a.Raw)
 			}
-			want := <-first
-			if got.LeaseID != want.lease || float64(got.Token) != want.token {
-				t.Fatalf("the retry answered lease %s token %d; the first try was granted lease %s token %v", got.LeaseID, got.Token, want.lease, want.token)
+			want := <-p.first
+			if got.LeaseID != want.LeaseID || got.Token != want.Token {
+				t.Fatalf("the retry answered lease %s token %d; the first try was granted lease %s token %d", got.LeaseID, got.Token, want.LeaseID, want.Token)
 			}
-			if n := hits.Load(); n != map[bool]int64{false: 2, true: 1}[tc.followerLeads] {
+			// Forwarded again: the retry goes through the proxy, a second try. Served by the
+			// follower: the retry may still pass the proxy once more before the follower
+			// leads, because raft can name the old leader again to the node a transfer made a
+			// candidate (a heartbeat of the old term, handled on raft's fast path after
+			// timeoutNow cleared the leader and before the candidate raised its term, sets it
+			// back). That try reaches the follower all the same, relayed by the old leader,
+			// and the follower serves it with the first try's lease and token.
+			if n := p.hits.Load(); tc.followerLeads && n < 1 || !tc.followerLeads && n != 2 {
 				t.Fatalf("the proxy saw %d tries", n)
 			}
 			ids := c.Nodes[fi].Metrics().LeaseIDsTotal - idsBefore
@@ -210,6 +178,105 @@ func TestPlace_ImplicitLeaseSameAcrossAFollowersRetries(t *testing.T) {
 			t.Logf("first try granted lease %s… token %d; the retry (%s) answered the same", got.LeaseID[:8], got.Token, tc.name)
 		})
 	}
+}
+
+// A follower that does not know the caller's token yet (created through the leader a
+// moment ago) still holds an acquire it forwards, and repeats it after an ambiguous
+// outcome: the token check that sends unknown tokens to the leader (forwardUnknownTokens)
+// leaves a request that serve routes to the leader to serve and its hold. Without that,
+// the check forwarded the acquire itself, without a hold, and a first try whose answer
+// was lost was answered 503 unknown_outcome (seen as a flaky failure of the test above
+// when the tokens had not reached the follower). Made certain here by a follower whose
+// ACL store knows no token.
+func TestPlace_UnknownTokenForwardIsHeld(t *testing.T) {
+	c, _, token, _ := leaseGateCluster(t, 0)
+	leader := c.Leader(10 * time.Second)
+	fi := c.Follower()
+	p := dropFirstAnswer(t, c.URL(leader), nil)
+	front := viaProxyFront(t, c, fi, leader, p.URL, func(svc *transport.Services) { svc.ACL = knowsNoToken{svc.ACL} })
+	a := rawhttp.Client{Token: token}.Do("PUT", front+"/v1/locks/jobs/unknown-token", `{"request_id":"`+strings.Repeat("u", 24)+`","ttl_ms":60000}`)
+	var got api.Grant
+	if a.Status != 200 || a.Decode(&got) != nil {
+		t.Fatalf("the acquire through a follower that does not know the token: %d %s", a.Status, a.Raw)
+	}
+	if want := <-p.first; got.LeaseID != want.LeaseID || got.Token != want.Token {
+		t.Fatalf("the retry answered lease %s token %d; the first try was granted lease %s token %d", got.LeaseID, got.Token, want.LeaseID, want.Token)
+	}
+	if n := p.hits.Load(); n != 2 {
+		t.Fatalf("the proxy saw %d tries, want 2 (the first, whose answer it dropped, and the hold's repeat)", n)
+	}
+}
+
+// knowsNoToken is an ACL store of a follower that has not applied any token yet.
+type knowsNoToken struct{ transport.ACLStore }
+
+func (knowsNoToken) Resolve(string) (cluster.ACLIdentity, bool) { return cluster.ACLIdentity{}, false }
+
+// droppingProxy stands in front of the leader and loses the answer to the first request
+// it relays: the connection drops after the leader has answered it.
+type droppingProxy struct {
+	URL   string
+	hits  *atomic.Int64  // requests relayed, counted once the leader has answered
+	first chan api.Grant // the leader's answer to the first request
+}
+
+// dropFirstAnswer starts a droppingProxy for the leader at leaderURL; onFirst, when not
+// nil, runs after the leader has answered the first request and before its answer is
+// lost.
+func dropFirstAnswer(t *testing.T, leaderURL string, onFirst func()) droppingProxy {
+	p := droppingProxy{hits: new(atomic.Int64), first: make(chan api.Grant, 1)}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		req, _ := http.NewRequestWithContext(context.Background(), r.Method, leaderURL+r.URL.RequestURI(), bytes.NewReader(body))
+		req.Header = r.Header.Clone()
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Errorf("proxy to the leader: %v", err)
+			return
+		}
+		out, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if p.hits.Add(1) == 1 {
+			var g api.Grant
+			if resp.StatusCode != 200 || json.Unmarshal(out, &g) != nil {
+				t.Errorf("the first try, at the leader: %d %s", resp.StatusCode, out)
+			}
+			p.first <- g
+			if onFirst != nil {
+				onFirst()
+			}
+			// The answer is lost: the connection drops without it.
+			conn, _, _ := w.(http.Hijacker).Hijack()
+			conn.Close()
+			return
+		}
+		for k, vs := range resp.Header {
+			w.Header()[k] = vs
+		}
+		w.WriteHeader(resp.StatusCode)
+		w.Write(out)
+	}))
+	t.Cleanup(srv.Close)
+	p.URL = srv.URL
+	return p
+}
+
+// viaProxyFront starts a second HTTP server of node fi, with ACLs on, which finds the
+// leader (node leader) behind proxyURL while that node leads, and returns its URL; edit,
+// when not nil, changes the node's services first.
+func viaProxyFront(t *testing.T, c *testcluster.InProcess, fi, leader int, proxyURL string, edit func(*transport.Services)) string {
+	svc := transport.NodeServices(c.Nodes[fi])
+	svc.Routing = viaProxy{Routing: svc.Routing, leader: c.Nodes[leader].ID(), proxy: strings.TrimPrefix(proxyURL, "http://")}
+	if edit != nil {
+		edit(&svc)
+	}
+	s, err := transport.NewServer(transport.Config{Services: svc, ACL: true, Logger: hclog.NewNullLogger(), RegisterInterval: time.Hour, HoldTimeout: 40 * c.Nodes[fi].ElectionTimeout()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	front := httptest.NewServer(s.Handler())
+	t.Cleanup(front.Close)
+	return front.URL
 }
 
 // viaProxy is a node's Routing that finds the leader leader behind proxy.

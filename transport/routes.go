@@ -92,8 +92,10 @@ func (s *Server) Routes() []string {
 }
 
 func (s *Server) routes() {
+	s.places = make(map[string]place)
 	for _, r := range s.apiRoutes() {
 		s.mux.HandleFunc(r.pattern, r.handler)
+		s.places[r.pattern] = r.place
 	}
 	// The node's root is the dashboard's door, not an API route (it is not in the OpenAPI
 	// document): an operator who types the node's address lands on /ui/.

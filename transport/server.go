@@ -96,9 +96,12 @@ type Server struct {
 	log  hclog.Logger
 	http *http.Server
 	mux  *http.ServeMux
-	fwd  *http.Client
-	met  *metrics
-	held *limiter
+	// places are the routes' places by ServeMux pattern, for what runs before the mux
+	// (forwardUnknownTokens) and must know whether serve will forward a request itself.
+	places map[string]place
+	fwd    *http.Client
+	met    *metrics
+	held   *limiter
 	// heldByID and streamsByID are the per-caller caps (Config.MaxHeldPerIdentity,
 	// Config.MaxStreamsPerIdentity).
 	heldByID    *perIdentity
