@@ -1,6 +1,10 @@
 package fsm
 
-import "github.com/raftlock/raftlock/internal/mutant"
+import (
+	"sort"
+
+	"github.com/raftlock/raftlock/internal/mutant"
+)
 
 // lease is one live lease. held and waiting are nil until used, so a lease that holds
 // nothing costs a map entry and this struct. waiting maps each lock the lease waits for
@@ -207,12 +211,18 @@ type LeaseView struct {
 // Lease returns the state of a lease and whether it exists.
 func (f *FSM) Lease(id LeaseID) (LeaseView, bool) {
 	f.mu.RLock()
-	defer f.mu.RUnlock()
 	l := f.s.live(id)
 	if l == nil {
+		f.mu.RUnlock()
 		return LeaseView{}, false
 	}
-	return LeaseView{ID: id, TTL: l.ttl, Deadline: l.deadline, Locks: sortedNames(l.held), Waiting: sortedNames(l.waiting), Creator: l.creator}, true
+	v := LeaseView{ID: id, TTL: l.ttl, Deadline: l.deadline, Locks: namesOf(l.held), Waiting: namesOf(l.waiting), Creator: l.creator}
+	f.mu.RUnlock()
+	// Sorted after the state's lock is let go: a lease may hold MaxLocksPerLease locks, and
+	// sorting that many names under the read lock would hold up the next apply as long.
+	sort.Strings(v.Locks)
+	sort.Strings(v.Waiting)
+	return v, true
 }
 
 // LeaseCreator returns the identity that created live lease id, as Lease's Creator, in

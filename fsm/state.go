@@ -84,6 +84,13 @@ func addWaiter(m *map[string]*waiter, name string, w *waiter) {
 // sortedNames returns the keys of m in order, or nil when m is empty: the order in which
 // every node visits a map.
 func sortedNames[V any](m map[string]V) []string {
+	out := namesOf(m)
+	sort.Strings(out)
+	return out
+}
+
+// namesOf returns the keys of m in no order, nil when there are none.
+func namesOf[V any](m map[string]V) []string {
 	if len(m) == 0 {
 		return nil
 	}
@@ -91,7 +98,6 @@ func sortedNames[V any](m map[string]V) []string {
 	for n := range m {
 		out = append(out, n)
 	}
-	sort.Strings(out)
 	return out
 }
 
