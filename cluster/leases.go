@@ -121,15 +121,15 @@ func (n *Node) leaseOf(ctx context.Context, newLease bool, requestID string, lea
 	}
 	n.leaseIDs.Add(1)
 	if requestID != "" {
-		return n.implicitLease(ctx, requestID)
+		return implicitLease(ctx, n.fsm.Version(), requestID)
 	}
 	return newLeaseID()
 }
 
 // implicitLease is the lease a request with requestID and no lease acts on, for ctx's
-// caller.
-func (n *Node) implicitLease(ctx context.Context, requestID string) LeaseID {
-	if caller := n.leaseCaller(ctx); caller != "" {
+// caller at protocol version v.
+func implicitLease(ctx context.Context, v uint64, requestID string) LeaseID {
+	if caller := leaseCaller(ctx, v); caller != "" {
 		return callerLeaseID(caller, requestID)
 	}
 	return requestLeaseID(requestID)
@@ -152,7 +152,7 @@ func WithLeaseCreator(ctx context.Context, accessor string) context.Context {
 func (n *Node) callerOf(ctx context.Context, c *fsm.Command) string {
 	switch v := n.fsm.Version(); {
 	case v >= 4 && c.UsesLease():
-		return n.leaseCaller(ctx)
+		return leaseCaller(ctx, v)
 	case v == 3 && c.CreatesLease():
 		s, _ := ctx.Value(creatorKey{}).(string)
 		return s
@@ -163,8 +163,8 @@ func (n *Node) callerOf(ctx context.Context, c *fsm.Command) string {
 // leaseCaller is ctx's caller from version 4 on: the accessor WithLeaseCreator set,
 // fsm.CallerAnonymous when it set none (ACLs on, no token), and "" without it (ACLs off,
 // or the node's own request), which the state machine lets use any lease.
-func (n *Node) leaseCaller(ctx context.Context) string {
-	if n.fsm.Version() < 4 {
+func leaseCaller(ctx context.Context, v uint64) string {
+	if v < 4 {
 		return ""
 	}
 	s, ok := ctx.Value(creatorKey{}).(string)
@@ -192,5 +192,5 @@ func (l *Leases) ReadBarrier(ctx context.Context) error { return l.n.ReadBarrier
 // ctx's caller (see implicitLease), so that the API can check whose it is before the
 // acquire.
 func (l *Leases) ImplicitLease(ctx context.Context, requestID string) LeaseID {
-	return l.n.implicitLease(ctx, requestID)
+	return implicitLease(ctx, l.n.fsm.Version(), requestID)
 }

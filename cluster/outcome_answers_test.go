@@ -46,7 +46,8 @@ func TestOutcomes_AnsweredAsCatalogued(t *testing.T) {
 		Leases: struct{ transport.LeaseService }{}, Semaphores: struct{ transport.SemaphoreService }{},
 		Elections: struct{ transport.ElectionService }{}, Members: struct{ transport.Membership }{},
 		Registrar: struct{ transport.Registrar }{}, Status: struct{ transport.StatusReporter }{},
-		ACL: struct{ transport.ACLStore }{}, Events: struct{ transport.EventSource }{},
+		ACL: struct{ transport.ACLStore }{}, Identities: struct{ transport.Identities }{},
+		Usage: struct{ transport.UsageReader }{}, Events: struct{ transport.EventSource }{},
 		Backups: struct{ transport.Backups }{}, LockSets: struct{ transport.LockSetService }{},
 	}, Logger: hclog.NewNullLogger(), HoldTimeout: -1})
 	if err != nil {

@@ -72,7 +72,7 @@ func (rn *renewer) renew(ctx context.Context, ids []fsm.LeaseID) (ttls []time.Du
 	if term == nil {
 		return nil, nil, notLeader(n.raft)
 	}
-	req := &renewReq{ids: ids, caller: n.leaseCaller(ctx), resp: make(chan renewResp, 1)}
+	req := &renewReq{ids: ids, caller: leaseCaller(ctx, n.fsm.Version()), resp: make(chan renewResp, 1)}
 	t := time.NewTimer(n.cfg.RenewWindow + 2*n.cfg.ApplyTimeout)
 	defer t.Stop()
 	select {

@@ -40,7 +40,7 @@ const anyName = "\x00any"
 
 // guard decides what a request may do, from its bearer token and the ACL store.
 type guard struct {
-	acl ACLStore
+	ids Identities
 	on  bool // Config.ACL: with ACLs off everything is allowed
 }
 
@@ -49,13 +49,13 @@ type guard struct {
 func (g *guard) identity(r *http.Request) (id cluster.ACLIdentity, hasToken bool, err error) {
 	h := r.Header.Get(api.AuthorizationHeader)
 	if h == "" {
-		return g.acl.Anonymous(), false, nil
+		return g.ids.Anonymous(), false, nil
 	}
 	secret, ok := strings.CutPrefix(h, "Bearer ")
 	if !ok || secret == "" {
 		return id, true, api.Errorf(api.CodeUnauthenticated, "the Authorization header must be \"Bearer <secret_id>\"")
 	}
-	id, ok = g.acl.Resolve(strings.TrimSpace(secret))
+	id, ok = g.ids.Resolve(strings.TrimSpace(secret))
 	if !ok {
 		return id, true, api.Errorf(api.CodeUnauthenticated, "the ACL token is not known to the cluster (revoked, mistyped, or from another cluster)")
 	}
@@ -76,7 +76,7 @@ func (g *guard) authorized(r *http.Request, need access, name string, more ...st
 	if !g.on {
 		return cluster.ACLIdentity{}, nil
 	}
-	if !g.acl.Bootstrapped() {
+	if !g.ids.Bootstrapped() {
 		return cluster.ACLIdentity{}, api.Errorf(api.CodeUnauthenticated, "ACLs are on but not bootstrapped yet: run `raftlock acl bootstrap` once to get the management token")
 	}
 	id, hasToken, err := g.identity(r)
@@ -126,7 +126,7 @@ func (g *guard) reader(r *http.Request) func(name string) bool {
 	if !g.on {
 		return func(string) bool { return true }
 	}
-	if !g.acl.Bootstrapped() {
+	if !g.ids.Bootstrapped() {
 		return func(string) bool { return false }
 	}
 	id, _, err := g.identity(r)
@@ -221,7 +221,7 @@ func (s *Server) forwardUnknownTokens(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		if _, known := s.svc.ACL.Resolve(strings.TrimSpace(secret)); known {
+		if _, known := s.svc.Identities.Resolve(strings.TrimSpace(secret)); known {
 			next.ServeHTTP(w, r)
 			return
 		}

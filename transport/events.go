@@ -225,7 +225,7 @@ func (h eventRoutes) send(w http.ResponseWriter, r *http.Request, sub *cluster.S
 	var gone <-chan struct{}
 	stopGone := func() {}
 	if h.auth.on {
-		gone, stopGone = h.auth.acl.Revoked(id.Accessor)
+		gone, stopGone = h.auth.ids.Revoked(id.Accessor)
 	}
 	defer func() { stopGone() }()
 	for {

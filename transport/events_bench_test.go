@@ -16,7 +16,7 @@ func BenchmarkStreamCheck(b *testing.B) {
 	_, toks := aclSetup(b, c, map[string]string{"jobs-read": `{"rules":[{"prefix":"jobs/","access":"read"},{"prefix":"jobs/secret/","access":"deny"}]}`})
 	r, _ := http.NewRequest("GET", "http://x/v1/events?prefix=jobs/", nil)
 	r.Header.Set("Authorization", "Bearer "+toks["jobs-read"])
-	var acl transport.ACLStore = c.Nodes[c.Follower()].ACL()
+	var acl transport.Identities = c.Nodes[c.Follower()].ACL()
 	c.WaitFor(10e9, "the token on the follower", func() bool {
 		_, ok := acl.Resolve(toks["jobs-read"])
 		return ok

@@ -16,8 +16,8 @@ func SetStreamPing(d time.Duration) (restore func()) {
 
 // StreamCheck returns the check an event stream opened by r on prefix makes before each
 // event and ping (eventRoutes.streamCheck), with ACLs on, for benchmarks.
-func StreamCheck(acl ACLStore, r *http.Request, prefix string) func() error {
-	check := eventRoutes{auth: &guard{acl: acl, on: true}}.streamCheck(r, prefix)
+func StreamCheck(ids Identities, r *http.Request, prefix string) func() error {
+	check := eventRoutes{auth: &guard{ids: ids, on: true}}.streamCheck(r, prefix)
 	return func() error {
 		_, err := check()
 		return err

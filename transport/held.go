@@ -79,7 +79,7 @@ func (s *Server) callerKey(r *http.Request) string {
 		return ""
 	}
 	if secret, ok := strings.CutPrefix(r.Header.Get(api.AuthorizationHeader), "Bearer "); ok && secret != "" {
-		if id, known := s.svc.ACL.Resolve(strings.TrimSpace(secret)); known {
+		if id, known := s.svc.Identities.Resolve(strings.TrimSpace(secret)); known {
 			return "token:" + id.Accessor
 		}
 	}

@@ -58,9 +58,12 @@ func (f *fakeMembers) took() (added, versions []string) {
 	return added, versions
 }
 
-// noTokensACL is an ACL store that is bootstrapped and knows no token: every caller is
-// the anonymous identity, which has no rights.
-type noTokensACL struct{ ACLStore }
+// noTokensACL is an ACL store (and the identities of its tokens) that is bootstrapped and
+// knows no token: every caller is the anonymous identity, which has no rights.
+type noTokensACL struct {
+	ACLStore
+	Identities
+}
 
 func (noTokensACL) Bootstrapped() bool                         { return true }
 func (noTokensACL) Resolve(string) (cluster.ACLIdentity, bool) { return cluster.ACLIdentity{}, false }
@@ -105,7 +108,7 @@ func TestMembers_NodeSpeaksOnlyForItself(t *testing.T) {
 			members := &fakeMembers{}
 			svc := Services{Routing: leaderRouting{}, Members: members}
 			if acl {
-				svc.ACL = noTokensACL{}
+				svc.ACL, svc.Identities = noTokensACL{}, noTokensACL{}
 			}
 			s, err := NewServer(Config{Services: stubRoles(svc), TLS: rl, ACL: acl, Logger: hclog.NewNullLogger()})
 			if err != nil {

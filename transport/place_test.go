@@ -193,7 +193,7 @@ func TestPlace_UnknownTokenForwardIsHeld(t *testing.T) {
 	leader := c.Leader(10 * time.Second)
 	fi := c.Follower()
 	p := dropFirstAnswer(t, c.URL(leader), nil)
-	front := viaProxyFront(t, c, fi, leader, p.URL, func(svc *transport.Services) { svc.ACL = knowsNoToken{svc.ACL} })
+	front := viaProxyFront(t, c, fi, leader, p.URL, func(svc *transport.Services) { svc.Identities = knowsNoToken{svc.Identities} })
 	a := rawhttp.Client{Token: token}.Do("PUT", front+"/v1/locks/jobs/unknown-token", `{"request_id":"`+strings.Repeat("u", 24)+`","ttl_ms":60000}`)
 	var got api.Grant
 	if a.Status != 200 || a.Decode(&got) != nil {
@@ -207,8 +207,8 @@ func TestPlace_UnknownTokenForwardIsHeld(t *testing.T) {
 	}
 }
 
-// knowsNoToken is an ACL store of a follower that has not applied any token yet.
-type knowsNoToken struct{ transport.ACLStore }
+// knowsNoToken are the identities of a follower that has not applied any token yet.
+type knowsNoToken struct{ transport.Identities }
 
 func (knowsNoToken) Resolve(string) (cluster.ACLIdentity, bool) { return cluster.ACLIdentity{}, false }
 

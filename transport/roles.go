@@ -137,7 +137,7 @@ type StatusReporter interface {
 	Metrics() cluster.Metrics
 }
 
-// ACLStore holds the ACL policies and tokens and resolves secrets.
+// ACLStore holds the ACL policies and tokens: the administration of /v1/acl.
 type ACLStore interface {
 	// Bootstrap creates the management token, once in the cluster's life.
 	Bootstrap(ctx context.Context) (cluster.ACLToken, error)
@@ -150,27 +150,38 @@ type ACLStore interface {
 	CreateToken(ctx context.Context, description string, policies []string, quotas cluster.Quotas) (cluster.ACLToken, error)
 	// UpdateToken replaces a token's description, policies and quotas; its secret stays.
 	UpdateToken(ctx context.Context, accessor, description string, policies []string, quotas cluster.Quotas) (cluster.ACLToken, error)
-	// Usage returns an identity's use and quotas ("" for leases made without ACLs).
-	Usage(identity string) cluster.UsageView
-	// Usages returns every identity's use, and the cluster's leases, grants and waits.
-	Usages() (ids []cluster.UsageView, leases, locks, waiters uint64)
 	// DeleteToken revokes the token with accessor.
 	DeleteToken(ctx context.Context, accessor string) error
-	// Resolve returns the identity of a token's secret, and whether it is known.
-	Resolve(secret string) (cluster.ACLIdentity, bool)
-	// Anonymous returns the identity of a caller without a token.
-	Anonymous() cluster.ACLIdentity
-	// Bootstrapped reports whether the management token exists.
-	Bootstrapped() bool
 	// Policies returns every policy.
 	Policies() []cluster.ACLPolicyView
 	// Tokens returns every token, without secrets.
 	Tokens() []cluster.ACLTokenView
 	// Token returns the token with accessor, and whether it exists.
 	Token(accessor string) (cluster.ACLTokenView, bool)
+}
+
+// Identities tells who a caller is: every request's token check (Config.ACL), and an
+// event stream's end when its token is deleted.
+type Identities interface {
+	// Resolve returns the identity of a token's secret, and whether it is known.
+	Resolve(secret string) (cluster.ACLIdentity, bool)
+	// Anonymous returns the identity of a caller without a token.
+	Anonymous() cluster.ACLIdentity
+	// Bootstrapped reports whether the management token exists: until it does, ACLs on
+	// refuse every caller but the bootstrap.
+	Bootstrapped() bool
 	// Revoked returns a channel closed once the token with accessor is deleted (never
 	// for ""), and the func that stops watching.
 	Revoked(accessor string) (<-chan struct{}, func())
+}
+
+// UsageReader reads each identity's use of the cluster against its quotas: /v1/usage and
+// the admin's gauges on /metrics.
+type UsageReader interface {
+	// Usage returns an identity's use and quotas ("" for leases made without ACLs).
+	Usage(identity string) cluster.UsageView
+	// Usages returns every identity's use, and the cluster's leases, grants and waits.
+	Usages() (ids []cluster.UsageView, leases, locks, waiters uint64)
 }
 
 // EventSource serves what this node applied: the event stream, lock histories and the
@@ -236,8 +247,12 @@ type Services struct {
 	Routing Routing
 	// Status serves GET /v1/cluster, the overview's cluster part and the node's metrics.
 	Status StatusReporter
-	// ACL serves /v1/acl and resolves the callers' tokens (Config.ACL).
+	// ACL serves /v1/acl.
 	ACL ACLStore
+	// Identities resolves the callers' tokens (Config.ACL).
+	Identities Identities
+	// Usage serves /v1/usage and the use gauges of /metrics.
+	Usage UsageReader
 	// Events serves /v1/events, /v1/history and /v1/overview.
 	Events EventSource
 	// Backups serves /v1/backup (and its older name, /v1/snapshot).

@@ -24,7 +24,7 @@ func stubRoles(svc Services) Services {
 	stubs := reflect.ValueOf(Services{
 		Leases: stubLeases{}, Locks: stubLocks{}, Semaphores: stubSemaphores{}, Elections: stubElections{},
 		Members: stubMembers{}, Registrar: stubRegistrar{}, Routing: stubRouting{}, Status: stubStatus{},
-		ACL: stubACL{}, Events: stubEvents{}, Backups: stubBackups{}, LockSets: stubLockSets{},
+		ACL: stubACL{}, Identities: stubIdentities{}, Usage: stubUsage{}, Events: stubEvents{}, Backups: stubBackups{}, LockSets: stubLockSets{},
 	})
 	for i := range v.NumField() {
 		if v.Field(i).IsNil() {
@@ -66,8 +66,10 @@ func (stubStatus) Status() cluster.Status   { return cluster.Status{} }
 func (stubStatus) Metrics() cluster.Metrics { return cluster.Metrics{} }
 
 type stubACL struct{ ACLStore }
+type stubIdentities struct{ Identities }
+type stubUsage struct{ UsageReader }
 
-func (stubACL) Usages() ([]cluster.UsageView, uint64, uint64, uint64) { return nil, 0, 0, 0 }
+func (stubUsage) Usages() ([]cluster.UsageView, uint64, uint64, uint64) { return nil, 0, 0, 0 }
 
 // TestNewServer_RefusesAMissingRole: NewServer builds a server over every role, and
 // refuses a Services that lacks any one of them (nil, or a nil pointer in the role) with
@@ -98,7 +100,7 @@ func TestNodeServices_ARoleNeverBuiltIsMissing(t *testing.T) {
 		t.Fatalf("NewServer over a node without roles: %v; want ErrMissingRole", err)
 	}
 	// Routing, Status and Backups are the node itself.
-	want := "Services.Leases, Services.Locks, Services.Semaphores, Services.Elections, Services.Members, Services.Registrar, Services.ACL, Services.Events, Services.LockSets"
+	want := "Services.Leases, Services.Locks, Services.Semaphores, Services.Elections, Services.Members, Services.Registrar, Services.ACL, Services.Identities, Services.Usage, Services.Events, Services.LockSets"
 	if got := strings.TrimPrefix(strings.SplitN(err.Error(), " (", 2)[0], ErrMissingRole.Error()+": "); got != want {
 		t.Errorf("the error names %s; want %s", got, want)
 	}

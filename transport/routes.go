@@ -29,6 +29,7 @@ func (s *Server) apiRoutes() []route {
 	elections := electionRoutes{svc.Elections}
 	members := memberRoutes{svc.Members, svc.Status, svc.Routing, s.auth, s.cfg.TLS != nil}
 	acl := aclRoutes{svc.ACL, s.auth, s.log}
+	usage := usageRoutes{svc.Usage, s.auth}
 	events := eventRoutes{svc.Events, s.auth, s.done, s.streamSlot}
 	overview := overviewRoutes{svc.Events, svc.Status, svc.Routing, s.auth, s.fwd, s.scheme()}
 	backups := backupRoutes{svc.Backups, s.log}
@@ -68,7 +69,7 @@ func (s *Server) apiRoutes() []route {
 		s.at("GET /v1/acl/tokens", here, acl.listTokens),
 		s.at("DELETE /v1/acl/tokens/{accessor}", here, acl.deleteToken),
 		s.at("PUT /v1/acl/tokens/{accessor}", here, acl.updateToken),
-		s.at("GET /v1/usage", here, acl.usage),
+		s.at("GET /v1/usage", here, usage.usage),
 		s.at("GET /v1/acl/token/self", here, acl.tokenSelf),
 		s.at("GET /healthz", here, members.healthz),
 		s.at("GET /readyz", here, members.readyz),

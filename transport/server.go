@@ -151,7 +151,7 @@ func NewServer(cfg Config) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = hclog.Default()
 	}
-	s := &Server{cfg: cfg, svc: cfg.Services, auth: &guard{acl: cfg.Services.ACL, on: cfg.ACL}, gate: leaseGate{leases: cfg.Services.Leases, acl: cfg.ACL}, log: cfg.Logger.Named("http"), mux: http.NewServeMux(), done: make(chan struct{}), held: newLimiter(cfg.MaxHeldRequests),
+	s := &Server{cfg: cfg, svc: cfg.Services, auth: &guard{ids: cfg.Services.Identities, on: cfg.ACL}, gate: leaseGate{leases: cfg.Services.Leases, acl: cfg.ACL}, log: cfg.Logger.Named("http"), mux: http.NewServeMux(), done: make(chan struct{}), held: newLimiter(cfg.MaxHeldRequests),
 		heldByID: newPerIdentity(cfg.MaxHeldPerIdentity), streamsByID: newPerIdentity(cfg.MaxStreamsPerIdentity)}
 	ht := &http.Transport{
 		DialContext:         (&net.Dialer{Timeout: 2 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
@@ -169,7 +169,7 @@ func NewServer(cfg Config) (*Server, error) {
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
 	s.met = newMetrics(cfg.Services.Status)
-	s.met.reg.MustRegister(usageCollector{acl: cfg.Services.ACL}) // with the usage counts: admin only
+	s.met.reg.MustRegister(usageCollector{usage: cfg.Services.Usage}) // with the usage counts: admin only
 	s.routes()
 	browser := &BrowserPolicy{AllowedHosts: cfg.AllowedHosts, AllowedOrigins: cfg.AllowedOrigins, Names: s.ownNames, RequireJSON: true}
 	handler := s.met.instrument(s.recoverer(browser.Wrap(s.onlyNodesSpeakForNodes(s.checkNames(s.forwardUnknownTokens(s.mux))))))

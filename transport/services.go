@@ -19,6 +19,8 @@ func NodeServices(n *cluster.Node) Services {
 		Routing:    n,
 		Status:     n,
 		ACL:        n.ACL(),
+		Identities: n.ACL(),
+		Usage:      n.ACL(),
 		Events:     n.Events(),
 		Backups:    n,
 		LockSets:   n.Locks(),

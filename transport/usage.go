@@ -14,6 +14,12 @@ import (
 // set on policies and tokens (acl.go) and by serve's flags; the state machine decides them
 // (fsm/quotas.go).
 
+// usageRoutes serves /v1/usage.
+type usageRoutes struct {
+	reader UsageReader
+	auth   *guard
+}
+
 // usageJSON is identity v's use against its quotas, under the name the API gives it.
 func usageJSON(name string, v cluster.UsageView) api.Usage {
 	return api.Usage{Identity: name,
@@ -26,11 +32,11 @@ func usageJSON(name string, v cluster.UsageView) api.Usage {
 // from this node's applied state; with ?all, for a token with admin on the empty prefix,
 // every identity's and the whole cluster's against its limits. With ACLs off every caller
 // is one identity, anonymous, whose quotas are the cluster's limits.
-func (h aclRoutes) usage(w http.ResponseWriter, r *http.Request) (call, error) {
+func (h usageRoutes) usage(w http.ResponseWriter, r *http.Request) (call, error) {
 	if r.URL.Query().Has("all") {
 		return call{need: accessAdmin, do: func(context.Context) (any, error) {
-			ids, leases, locks, waiters := h.acl.Usages()
-			none := h.acl.Usage("") // its quotas are the cluster's limits
+			ids, leases, locks, waiters := h.reader.Usages()
+			none := h.reader.Usage("") // its quotas are the cluster's limits
 			out := api.UsageList{Identities: []api.Usage{}, Cluster: api.Usage{Identity: "cluster",
 				Leases:  api.Use{Used: leases, Limit: none.Quotas.MaxLeases},
 				Locks:   api.Use{Used: locks, Limit: none.Quotas.MaxLocks},
@@ -42,9 +48,9 @@ func (h aclRoutes) usage(w http.ResponseWriter, r *http.Request) (call, error) {
 		}}, nil
 	}
 	if !h.auth.on {
-		return call{do: func(context.Context) (any, error) { return usageJSON(cluster.CallerAnonymous, h.acl.Usage("")), nil }}, nil
+		return call{do: func(context.Context) (any, error) { return usageJSON(cluster.CallerAnonymous, h.reader.Usage("")), nil }}, nil
 	}
-	if !h.auth.acl.Bootstrapped() {
+	if !h.auth.ids.Bootstrapped() {
 		return call{}, api.Errorf(api.CodeUnauthenticated, "ACLs are on but not bootstrapped yet: run `raftlock acl bootstrap` once to get the management token")
 	}
 	id, hasToken, err := h.auth.identity(r)
@@ -58,7 +64,7 @@ func (h aclRoutes) usage(w http.ResponseWriter, r *http.Request) (call, error) {
 	if !hasToken {
 		self = cluster.CallerAnonymous
 	}
-	return call{do: func(context.Context) (any, error) { return usageJSON(self, h.acl.Usage(self)), nil }}, nil
+	return call{do: func(context.Context) (any, error) { return usageJSON(self, h.reader.Usage(self)), nil }}, nil
 }
 
 func (h aclRoutes) listTokens(w http.ResponseWriter, r *http.Request) (call, error) {
@@ -94,7 +100,7 @@ var (
 
 // usageCollector reports each identity's use at scrape time, from this node's applied
 // state.
-type usageCollector struct{ acl ACLStore }
+type usageCollector struct{ usage UsageReader }
 
 func (c usageCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- identityLeasesDesc
@@ -104,7 +110,7 @@ func (c usageCollector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (c usageCollector) Collect(ch chan<- prometheus.Metric) {
-	ids, _, _, _ := c.acl.Usages()
+	ids, _, _, _ := c.usage.Usages()
 	for _, v := range ids {
 		ch <- prometheus.MustNewConstMetric(identityLeasesDesc, prometheus.GaugeValue, float64(v.Leases), v.Identity)
 		ch <- prometheus.MustNewConstMetric(identityLocksDesc, prometheus.GaugeValue, float64(v.Locks), v.Identity)
