@@ -118,6 +118,7 @@ done
 echo "== building" >&2
 go build -o bin/raftlock ./cmd/raftlock
 go build -o bin/raftlock-bench ./cmd/raftlock-bench
+go build -o bin/budget ./bench/budget
 # -mod=mod: bench/etcd takes benchkit from this checkout (replace ../..), so a dependency
 # added to the main module may need a go.sum line here; let the build add it.
 (cd bench/etcd && go build -mod=mod -o ../../bin/etcd-bench .)
@@ -135,6 +136,11 @@ fi
   echo "load average at the start: $(cut -d' ' -f1-3 /proc/loadavg) (a quiet machine reads below 0.5)"
   ((QUICK)) && echo "mode: --quick (short runs, small sizes: figures are indicative only)"
 } >"$WORK/report.txt"
+# The physical floors of this sitting, beside the figures: a commit cannot beat two
+# fdatasyncs in series (leader, then follower) plus a loopback round trip.
+mkdir -p "$WORK/floors"
+bin/budget --floors-only --data-dir "$WORK/floors" >>"$WORK/report.txt" || echo "bench.sh: the floors could not be measured" >&2
+rm -rf "$WORK/floors"
 cat "$WORK/report.txt" >&2
 
 status=0

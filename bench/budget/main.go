@@ -54,6 +54,9 @@ type options struct {
 	dir            string
 	floorSamples   int
 	logLevel       string
+	// floorsOnly prints the floors and measures no cluster: make bench puts them beside
+	// its figures (scripts/bench.sh), in the same sitting.
+	floorsOnly bool
 }
 
 func parse(args []string, stderr io.Writer) (options, error) {
@@ -65,6 +68,7 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	stores := fs.String("stores", "boltdb,wal", "log stores to measure, comma-separated")
 	fs.StringVar(&o.dir, "data-dir", "", "parent of the nodes' data directories (default: a new temporary directory, removed at exit)")
 	fs.IntVar(&o.floorSamples, "floor-samples", 500, "fdatasync samples for the floor (ten times as many of the cheaper floors)")
+	fs.BoolVar(&o.floorsOnly, "floors-only", false, "print the floors (fdatasync, loopback round trip, ...) and stop: no cluster is started")
 	fs.StringVar(&o.logLevel, "log-level", "off", "the nodes' log level (off by default: stopping a cluster logs connection errors)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -114,6 +118,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fl, err := measureFloors(o.dir, o.floorSamples)
 	if err != nil {
 		return fmt.Errorf("floors: %w", err)
+	}
+	if o.floorsOnly {
+		fmt.Fprintf(stdout, "floors, %s, %s\n", machine(), time.Now().UTC().Format("2006-01-02 15:04 UTC"))
+		printFloors(stdout, fl)
+		return nil
 	}
 	var results []*result
 	for _, store := range o.stores {

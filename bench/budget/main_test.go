@@ -27,3 +27,18 @@ func TestBudget_OneCycle(t *testing.T) {
 		}
 	}
 }
+
+// TestBudget_FloorsOnly: --floors-only prints the floors, the fdatasync one among them,
+// and starts no cluster (no store's table).
+func TestBudget_FloorsOnly(t *testing.T) {
+	var out, errb bytes.Buffer
+	if err := run(context.Background(), []string{"--floors-only", "--floor-samples", "5", "--data-dir", t.TempDir()}, &out, &errb); err != nil {
+		t.Fatalf("%v\n%s", err, errb.String())
+	}
+	if !strings.Contains(out.String(), "pwrite 4 KiB in place + fdatasync") {
+		t.Errorf("output lacks the fdatasync floor:\n%s", out.String())
+	}
+	if strings.Contains(out.String(), "log store") {
+		t.Errorf("--floors-only measured a cluster:\n%s", out.String())
+	}
+}
