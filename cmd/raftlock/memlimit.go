@@ -41,14 +41,37 @@ func parseMemoryLimit(s string) (int64, error) {
 }
 
 // applyMemoryLimit sets the Go runtime's soft memory limit when limit > 0 and returns the
-// limit in force afterwards. Why a soft limit: at the default GOGC the heap grows to about
-// twice the live heap before a collection, so a node whose live state is 600 MiB reaches
-// 1.2 GiB; under a limit the collector runs earlier instead (docs/OPERATIONS.md, sizing).
+// limit in force afterwards. Why a soft limit: between collections the heap grows by the
+// GC percent over the live heap (by half at serve's 50, to twice it at Go's 100), so a
+// node's peak follows its state; under a limit the collector runs earlier instead, to
+// hold a budget whatever the state (docs/OPERATIONS.md, sizing).
 func applyMemoryLimit(limit int64) int64 {
 	if limit > 0 {
 		debug.SetMemoryLimit(limit)
 	}
 	return debug.SetMemoryLimit(-1)
+}
+
+// serveGCPercent is the collector's target percent in raftlock serve when GOGC is not set,
+// in place of Go's 100. A node's heap is mostly its live state, which lives as long as the
+// locks do, and at GOGC=100 the heap grows to twice it between collections: 1.2 GiB on the
+// leader at 1,000,000 locks against a live state of about 500 MB. At 50 it grows by half:
+// 844 MiB on that leader, for a fill about a tenth slower (docs/PERFORMANCE.md, round
+// five, "The collector's target"). Prometheus sets its own default (75) for the same
+// reason. A node holding little state is not touched: --gc-headroom keeps its percent high.
+const serveGCPercent = 50
+
+// applyGCPercent sets serveGCPercent as the collector's target unless the environment
+// sets GOGC, which then rules as it does for any Go program, and returns the percent in
+// force and whether it was GOGC's.
+func applyGCPercent(lookupEnv func(string) (string, bool)) (percent int, fromEnv bool) {
+	if _, set := lookupEnv("GOGC"); set {
+		p := debug.SetGCPercent(100)
+		debug.SetGCPercent(p)
+		return p, true
+	}
+	debug.SetGCPercent(serveGCPercent)
+	return serveGCPercent, false
 }
 
 // formatBytes renders a byte count the way --memory-limit reads it, for the start-up log.
@@ -69,10 +92,10 @@ func formatBytes(n int64) string {
 const gcHeadroomMaxPercent = 2000
 
 // headroomPercent is the GC percent that lets the heap grow by at least headroom bytes
-// over live before the next collection, never below base (GOGC, 100 by default). A
-// small live heap otherwise makes the collector run after every few MiB allocated, which
-// under request load is many cycles a second; a large one is left at base, so the heap's
-// peak (and a node's RSS at 1,000,000 locks) does not change.
+// over live before the next collection, never below base (the percent in force: GOGC's, or
+// serveGCPercent). A small live heap otherwise makes the collector run after every few MiB
+// allocated, which under request load is many cycles a second; a large one is left at
+// base, so the heap's peak (and a node's RSS at 1,000,000 locks) follows base alone.
 func headroomPercent(live, headroom uint64, base int) int {
 	if base < 0 || headroom == 0 {
 		return base
@@ -92,8 +115,8 @@ func headroomPercent(live, headroom uint64, base int) int {
 // the percent at once also moves the goal of the cycle just begun. A timer would not do: a
 // node restoring 1,000,000 locks grows its live heap a hundredfold between two ticks, and a
 // percent chosen for an empty heap would let the heap reach twenty times the state before
-// the next one. It returns at once when headroom is 0 or GOGC is off; base is GOGC's
-// percent, restored at the end.
+// the next one. It returns at once when headroom is 0 or GOGC is off; base is the percent in
+// force when it starts (GOGC's, or serveGCPercent), restored at the end.
 func gcHeadroom(headroom uint64, stop <-chan struct{}) {
 	base := debug.SetGCPercent(100)
 	debug.SetGCPercent(base)

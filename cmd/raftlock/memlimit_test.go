@@ -139,3 +139,29 @@ func TestGCHeadroom_FollowsCollections(t *testing.T) {
 		t.Fatalf("GC percent %d after gcHeadroom stopped; want GOGC's %d", p, base)
 	}
 }
+
+// TestApplyGCPercent: without GOGC in the environment serve collects at serveGCPercent;
+// with GOGC set, the percent it gave the runtime stays in force.
+func TestApplyGCPercent(t *testing.T) {
+	current := func() int {
+		p := debug.SetGCPercent(100)
+		debug.SetGCPercent(p)
+		return p
+	}
+	before := debug.SetGCPercent(77) // as GOGC=77 would have set it at start
+	t.Cleanup(func() { debug.SetGCPercent(before) })
+	gogc := func(v string, set bool) func(string) (string, bool) {
+		return func(name string) (string, bool) {
+			if name != "GOGC" {
+				return "", false
+			}
+			return v, set
+		}
+	}
+	if p, fromEnv := applyGCPercent(gogc("77", true)); p != 77 || !fromEnv || current() != 77 {
+		t.Errorf("GOGC=77: applyGCPercent answered %d (from GOGC %v), percent in force %d; want GOGC's 77 left alone", p, fromEnv, current())
+	}
+	if p, fromEnv := applyGCPercent(gogc("", false)); p != serveGCPercent || fromEnv || current() != serveGCPercent {
+		t.Errorf("no GOGC: applyGCPercent answered %d (from GOGC %v), percent in force %d; want serve's %d", p, fromEnv, current(), serveGCPercent)
+	}
+}

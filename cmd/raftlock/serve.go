@@ -81,7 +81,7 @@ func serveFlags() []cli.Flag {
 		str("allowed-hosts", "further names clients may send in Host, comma-separated (a load balancer's, a Kubernetes Service's); IP addresses, localhost, the --http-advertise host and the certificate's DNS names are always allowed, any other name is refused with 421 (DNS rebinding)", ""),
 		str("allowed-origins", "web origins (scheme://host[:port]), comma-separated, whose pages may call the API and the pprof listener besides the node's own dashboard; a request with any other Origin is refused with 403", ""),
 		str("pprof-addr", "serve Go's /debug/pprof profiles on this loopback address (127.0.0.1:6060), apart from the API and without its ACLs; off when empty", ""),
-		str("gc-headroom", "let the Go heap grow at least this much over the live state between collections (0: GOGC alone): a node holding little state otherwise collects several times a second under load; from a live state of headroom*100/GOGC up (64 MiB at the defaults) GOGC alone rules, so the heap's peak at a large state is unchanged", "64MiB"),
+		str("gc-headroom", "let the Go heap grow at least this much over the live state between collections (0: GOGC alone): a node holding little state otherwise collects several times a second under load; from a live state of headroom*100/percent up (128 MiB at the defaults: serve's percent is 50 unless GOGC is set) the percent alone rules", "64MiB"),
 		altsrc.NewBoolFlag(&cli.BoolFlag{Name: "http2-cleartext", Usage: "also serve HTTP/2 without TLS (prior knowledge, h2c) on the API, for clients that hold many requests open on one connection", EnvVars: env("http2-cleartext")}),
 		str("memory-limit", "soft limit on this process's Go heap (900MiB, 2GiB; 0: none beyond GOMEMLIMIT): the collector runs sooner near it instead of letting the heap reach twice the live state; give about 90% of the memory the node may use (docs/OPERATIONS.md, sizing)", "0"),
 		altsrc.NewDurationFlag(&cli.DurationFlag{Name: "hold-timeout", Usage: "how long a request that finds no leader is held, waiting for one, before it answers 503 (0 answers at once)", Value: transport.DefaultHoldTimeout, EnvVars: env("hold-timeout")}),
@@ -305,6 +305,11 @@ var secretFlags = map[string]bool{}
 func runServe(ctx context.Context, cfg cluster.Config, opts serveOptions, logger hclog.Logger) error {
 	join := opts.join
 	// Before the node restores its state: the restore is where the heap first grows.
+	if p, fromEnv := applyGCPercent(os.LookupEnv); fromEnv {
+		logger.Info("GC percent from GOGC", "percent", p)
+	} else {
+		logger.Debug("GC percent", "percent", p, "why", "GOGC is not set")
+	}
 	if limit := applyMemoryLimit(opts.memoryLimit); limit != math.MaxInt64 {
 		logger.Info("soft memory limit", "limit", formatBytes(limit))
 	}
@@ -406,7 +411,8 @@ type serveOptions struct {
 	nodeToken   string // never logged, never in argv: read from a file or the environment
 	// memoryLimit is --memory-limit in bytes; 0 leaves the runtime's (GOMEMLIMIT's) alone.
 	memoryLimit int64
-	// gcHeadroom is --gc-headroom in bytes; 0 leaves the GC percent at GOGC's.
+	// gcHeadroom is --gc-headroom in bytes; 0 leaves the GC percent as it is (GOGC's, or
+	// serveGCPercent).
 	gcHeadroom uint64
 	// http2Cleartext is --http2-cleartext.
 	http2Cleartext bool
