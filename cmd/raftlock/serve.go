@@ -83,7 +83,7 @@ func serveFlags() []cli.Flag {
 		str("pprof-addr", "serve Go's /debug/pprof profiles on this loopback address (127.0.0.1:6060), apart from the API and without its ACLs; off when empty", ""),
 		str("gc-headroom", "let the Go heap grow at least this much over the live state between collections (0: GOGC alone): a node holding little state otherwise collects several times a second under load; from a live state of headroom*100/percent up (128 MiB at the defaults: serve's percent is 50 unless GOGC is set) the percent alone rules", "64MiB"),
 		altsrc.NewBoolFlag(&cli.BoolFlag{Name: "http2-cleartext", Usage: "also serve HTTP/2 without TLS (prior knowledge, h2c) on the API, for clients that hold many requests open on one connection", EnvVars: env("http2-cleartext")}),
-		str("memory-limit", "soft limit on this process's Go heap (900MiB, 2GiB; 0: none beyond GOMEMLIMIT): the collector runs sooner near it instead of letting the heap reach twice the live state; give about 90% of the memory the node may use (docs/OPERATIONS.md, sizing)", "0"),
+		str("memory-limit", "soft limit on this process's Go heap (900MiB, 2GiB; 0: none beyond GOMEMLIMIT): the collector runs sooner near it instead of letting the heap grow by the GC percent over the live state; give about 90% of the memory the node may use (docs/OPERATIONS.md, sizing)", "0"),
 		altsrc.NewDurationFlag(&cli.DurationFlag{Name: "hold-timeout", Usage: "how long a request that finds no leader is held, waiting for one, before it answers 503 (0 answers at once)", Value: transport.DefaultHoldTimeout, EnvVars: env("hold-timeout")}),
 	}
 }
