@@ -79,6 +79,10 @@ var (
 type Raft struct {
 	raftState
 
+	// pendingLogs is the batch the leader is writing to its own log store, readable by
+	// the replicators meanwhile (raftlock; see pending_logs.go and RAFTLOCK.md).
+	pendingLogs pendingLogs
+
 	// protocolVersion is used to inter-operate with Raft servers running
 	// different versions of the library. See comments in config.go for more
 	// details.

@@ -494,6 +494,10 @@ func (r *Raft) runLeader() {
 	// leaderloop.
 	r.setupLeaderState()
 
+	// raftlock: a batch left over from an earlier term whose write failed may be
+	// overwritten in the log by now; the replicators of this term must not see it.
+	r.pendingLogs.clear()
+
 	// Run a background go-routine to emit metrics on log age
 	stopCh := make(chan struct{})
 	go emitLogStoreMetrics(r.logs, []string{"raft", "leader"}, oldestLogGaugeInterval, stopCh)
@@ -1262,24 +1266,36 @@ func (r *Raft) dispatchLogs(applyLogs []*logFuture) {
 		r.leaderState.inflight.PushBack(applyLog)
 	}
 
+	// raftlock: the replicators send the batch while the leader writes it (see
+	// pending_logs.go). In v1.7.3 the leader wrote first and notified them after, so
+	// every commit waited for two log writes in series, the leader's and then a
+	// follower's. The leader still counts itself toward the quorum only after its write.
+	prevIndex, prevTerm := r.getLastLog()
+	r.pendingLogs.set(logs)
+	r.setLastLog(lastIndex, term)
+	for _, f := range r.leaderState.replState {
+		asyncNotifyCh(f.triggerCh)
+	}
+
 	// Write the log entry locally
 	if err := r.logs.StoreLogs(logs); err != nil {
 		r.logger.Error("failed to commit logs", "error", err)
+		// raftlock: the followers may hold the batch already, so a later leader may
+		// commit it: the proposers' answer is an error either way (as in v1.7.3, where a
+		// store that failed half-way left the same doubt). The batch stays readable to
+		// the replicators until this term's leader loop has stopped them (runLeader
+		// clears it when this node leads again); this node's own last log goes back to
+		// what its store holds. It steps down and never proposes again in this term, so
+		// no other entry can take an index of this batch with the same term.
+		r.setLastLog(prevIndex, prevTerm)
 		for _, applyLog := range applyLogs {
 			applyLog.respond(err)
 		}
 		r.setState(Follower)
 		return
 	}
+	r.pendingLogs.clear()
 	r.leaderState.commitment.match(r.localID, lastIndex)
-
-	// Update the last log since it's on disk now
-	r.setLastLog(lastIndex, term)
-
-	// Notify the replicators of the new log
-	for _, f := range r.leaderState.replState {
-		asyncNotifyCh(f.triggerCh)
-	}
 }
 
 // processLogs is used to apply all the committed entries that haven't been
