@@ -193,7 +193,7 @@ func openStores(cfg Config, h *storageHealth, cl *closers, written func(index ui
 	if cfg.VerifyInterval > 0 {
 		v := verifier.NewLogStore(watched, isCheckpoint, report, &walmetrics.NoOpCollector{})
 		cl.add(v.Close) // stops its goroutine; the store below is closed on its own
-		watched = v
+		watched = verifiedLogs{v}
 	}
 	logs, err := raft.NewLogCache(512, watched)
 	if err != nil {

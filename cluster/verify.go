@@ -33,6 +33,19 @@ func isCheckpoint(l *raft.Log) (bool, error) {
 	return l.Type == raft.LogCommand && len(l.Data) > 0 && fsm.Type(l.Data[0]) == checkpointType, nil
 }
 
+// verifiedLogs is the verifier's log store as raft sees it. The verifier writes the
+// leader's checksum into every checkpoint the leader stores, so a checkpoint must reach the
+// followers only after the leader's own write of it has returned: raftlock's raft
+// (third_party/raft) sends every other batch while the leader writes it, and asks the
+// store through raft.EarlyReplicationFilter.
+type verifiedLogs struct{ *verifier.LogStore }
+
+// SendBeforeStored says no for a checkpoint (see verifiedLogs).
+func (verifiedLogs) SendBeforeStored(l *raft.Log) bool {
+	cp, _ := isCheckpoint(l)
+	return !cp
+}
+
 // verifyCounters counts the verifier's reports on this node.
 type verifyCounters struct {
 	ranges   atomic.Uint64 // checkpoint ranges verified (a report without error)

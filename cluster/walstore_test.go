@@ -41,6 +41,7 @@ func (d *diskFaults) fault(dir, op string) error {
 func grantSomewhere(t *testing.T, c *clustertest.Cluster, name string, deadline time.Duration) cluster.Grant {
 	t.Helper()
 	var g cluster.Grant
+	try := 0
 	c.WaitFor(deadline, "a grant of "+name, func() bool {
 		i := c.LeaderIndex()
 		if i < 0 || c.Nodes[i] == nil {
@@ -49,7 +50,12 @@ func grantSomewhere(t *testing.T, c *clustertest.Cluster, name string, deadline 
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
 		var err error
-		g, err = c.Nodes[i].Locks().Acquire(ctx, cluster.AcquireRequest{Name: name, Holder: cluster.Holder{NewLease: true, TTL: 120 * time.Second, Owner: "w"}})
+		// Each try takes a lock of its own: a try that failed may still have been
+		// committed (a leader whose own write fails has sent the entry to the followers
+		// already, and the next leader commits it; the answer was unknown_outcome), and
+		// then its fresh lease holds the lock.
+		try++
+		g, err = c.Nodes[i].Locks().Acquire(ctx, cluster.AcquireRequest{Name: fmt.Sprintf("%s/try%d", name, try), Holder: cluster.Holder{NewLease: true, TTL: 120 * time.Second, Owner: "w"}})
 		return err == nil
 	})
 	return g

@@ -46,6 +46,36 @@ func (p *pendingLogs) get(index uint64, out *Log) bool {
 	return true
 }
 
+// EarlyReplicationFilter may be implemented by the LogStore given to NewRaft (directly or
+// under a LogCache). The leader sends a batch to the followers before its own write of it
+// has returned only when SendBeforeStored is true for every entry of the batch; otherwise
+// it writes first and sends after, as v1.7.3 always did. A store that writes into entries
+// as it stores them must say no for those: raft-wal's verifier stamps every checkpoint it
+// stores on the leader with its checksum, and a follower sent the entry earlier would get
+// it unstamped (and the stamp would race with the send).
+type EarlyReplicationFilter interface {
+	SendBeforeStored(*Log) bool
+}
+
+// sendBeforeStored says whether the replicators may send this batch while the leader
+// writes it (see EarlyReplicationFilter).
+func (r *Raft) sendBeforeStored(logs []*Log) bool {
+	store := r.logs
+	if c, ok := store.(*LogCache); ok {
+		store = c.store
+	}
+	f, ok := store.(EarlyReplicationFilter)
+	if !ok {
+		return true
+	}
+	for _, l := range logs {
+		if !f.SendBeforeStored(l) {
+			return false
+		}
+	}
+	return true
+}
+
 // getLogForReplication reads the entry at index for an AppendEntries request: from the
 // batch being written when it is there, otherwise from the log store. Only the
 // replicators read through it; every other reader reads the log store, which holds

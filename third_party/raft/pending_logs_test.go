@@ -19,7 +19,15 @@ type gatedStore struct {
 	hold    chan struct{} // non-nil: StoreLogs waits for it to close
 	entered chan struct{} // closed when a held StoreLogs starts
 	failErr error         // non-nil: the next StoreLogs fails with it, storing nothing
+	name    string        // written into a stamped entry's Extensions
 }
+
+// stamped is the command a gatedStore writes into as it stores it (as raft-wal's verifier
+// does to a checkpoint), once its write was released, when the entry has no stamp yet.
+const stamped = "stamp me"
+
+// SendBeforeStored says that a stamped entry is written before it is sent.
+func (g *gatedStore) SendBeforeStored(l *Log) bool { return string(l.Data) != stamped }
 
 func (g *gatedStore) StoreLogs(logs []*Log) error {
 	g.mu.Lock()
@@ -32,6 +40,11 @@ func (g *gatedStore) StoreLogs(logs []*Log) error {
 	if hold != nil {
 		close(entered)
 		<-hold
+	}
+	for _, l := range logs {
+		if string(l.Data) == stamped && len(l.Extensions) == 0 {
+			l.Extensions = []byte(g.name)
+		}
 	}
 	return g.InmemStore.StoreLogs(logs)
 }
@@ -82,7 +95,7 @@ func makePendingCluster(t *testing.T) *pendingCluster {
 		conf := *c.conf
 		conf.LocalID = cfg.Servers[i].ID
 		conf.Logger = newTestLoggerWithPrefix(t, string(conf.LocalID))
-		store := &gatedStore{InmemStore: NewInmemStore()}
+		store := &gatedStore{InmemStore: NewInmemStore(), name: string(conf.LocalID)}
 		snaps := NewInmemSnapshotStore()
 		if err := BootstrapCluster(&conf, store, store, snaps, trans[i], cfg); err != nil {
 			t.Fatalf("bootstrap: %v", err)
@@ -195,6 +208,36 @@ func TestPendingLogs_FollowersStoreWhileTheLeaderWrites(t *testing.T) {
 		t.Fatalf("applied at %d, want %d", f.Index(), want)
 	}
 	c.waitFor(t, "every state machine to apply the entry", func() bool { return sameFSMs(c.fsms, 1) })
+}
+
+// An entry the log store writes into (EarlyReplicationFilter says no) is sent only once the
+// leader's write of it has returned, so every follower gets the leader's stamp.
+func TestPendingLogs_FilteredEntryIsSentAfterTheWrite(t *testing.T) {
+	c := makePendingCluster(t)
+	li, leader := c.leader(t)
+	want := leader.LastIndex() + 1
+	entered, release := c.stores[li].holdNext()
+	t.Cleanup(release)
+	f := leader.Apply([]byte(stamped), c.within())
+	select {
+	case <-entered:
+	case <-time.After(c.within()):
+		t.Fatalf("the leader's write did not start within %v", c.within())
+	}
+	release()
+	if err := c.answer(t, f); err != nil {
+		t.Fatalf("apply: %v", err)
+	}
+	for i := range c.rafts {
+		c.waitFor(t, fmt.Sprintf("node %d to store index %d", i, want), func() bool { return c.storeLast(i) >= want })
+		var l Log
+		if err := c.stores[i].GetLog(want, &l); err != nil {
+			t.Fatalf("node %d: %v", i, err)
+		}
+		if got, lead := string(l.Extensions), c.stores[li].name; got != lead {
+			t.Errorf("node %d holds the entry stamped %q, want the leader's stamp %q", i, got, lead)
+		}
+	}
 }
 
 // A leader whose own write fails answers the proposal with the error and steps down; the

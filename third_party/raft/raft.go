@@ -1270,11 +1270,15 @@ func (r *Raft) dispatchLogs(applyLogs []*logFuture) {
 	// pending_logs.go). In v1.7.3 the leader wrote first and notified them after, so
 	// every commit waited for two log writes in series, the leader's and then a
 	// follower's. The leader still counts itself toward the quorum only after its write.
+	// A batch the log store writes into is still written first (EarlyReplicationFilter).
 	prevIndex, prevTerm := r.getLastLog()
-	r.pendingLogs.set(logs)
-	r.setLastLog(lastIndex, term)
-	for _, f := range r.leaderState.replState {
-		asyncNotifyCh(f.triggerCh)
+	early := r.sendBeforeStored(logs)
+	if early {
+		r.pendingLogs.set(logs)
+		r.setLastLog(lastIndex, term)
+		for _, f := range r.leaderState.replState {
+			asyncNotifyCh(f.triggerCh)
+		}
 	}
 
 	// Write the log entry locally
@@ -1294,8 +1298,19 @@ func (r *Raft) dispatchLogs(applyLogs []*logFuture) {
 		r.setState(Follower)
 		return
 	}
-	r.pendingLogs.clear()
 	r.leaderState.commitment.match(r.localID, lastIndex)
+	if early {
+		r.pendingLogs.clear()
+		return
+	}
+
+	// Update the last log since it's on disk now
+	r.setLastLog(lastIndex, term)
+
+	// Notify the replicators of the new log
+	for _, f := range r.leaderState.replState {
+		asyncNotifyCh(f.triggerCh)
+	}
 }
 
 // processLogs is used to apply all the committed entries that haven't been
