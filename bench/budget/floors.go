@@ -45,11 +45,13 @@ func (f *floors) floorOf(s budget.Stage) (time.Duration, string) {
 	switch s {
 	case budget.HTTPIn:
 		return f.Decode.P50, "JSON decode of the request"
-	case budget.Forward, budget.Replication:
+	case budget.Forward:
 		return f.RTT.P50, "1 loopback TCP round trip"
+	case budget.QuorumWait:
+		return f.RTT.P50, "1 loopback TCP round trip (the follower writes beside the leader)"
 	case budget.Propose, budget.Commit:
 		return f.Handoff.P50, "1 goroutine hand-off"
-	case budget.LeaderWrite, budget.FollowerWrite:
+	case budget.LeaderWrite:
 		return f.Fsync.P50, "1 pwrite + fdatasync (4 KiB)"
 	case budget.Apply:
 		return f.Apply.P50, "state machine apply, called directly"

@@ -21,7 +21,7 @@ func TestBudget_OneCycle(t *testing.T) {
 	}
 	t.Log("\n" + out.String())
 	for _, want := range []string{"log store boltdb: 2 commits through the leader, 2 through a follower",
-		"log store wal: 2 commits through the leader, 2 through a follower", "fdatasync", "leader log write", "replication send"} {
+		"log store wal: 2 commits through the leader, 2 through a follower", "fdatasync", "leader log write", "quorum wait", "follower: its log write"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q", want)
 		}

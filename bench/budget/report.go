@@ -43,12 +43,13 @@ type column struct {
 	total  []time.Duration
 	client []time.Duration
 	out    []time.Duration // client round trip minus the entry node's total
-	parts  [8][]time.Duration
+	parts  [9][]time.Duration
 }
 
-// partNames name the parts of the forward and replication stages (budget.Budget).
-var partNames = [8]string{"  forward: out to the leader's handler", "  forward: leader reads + decodes", "  forward: back + relay",
-	"  replication: leader write end to send", "  replication: send to follower's write", "  replication: follower write end to ack",
+// partNames name the parts of the forward and answer stages and the follower's path,
+// which runs beside the leader's write (budget.Budget).
+var partNames = [9]string{"  forward: out to the leader's handler", "  forward: leader reads + decodes", "  forward: back + relay",
+	"  follower: leader write start to send", "  follower: send to its write", "  follower: its log write", "  follower: its write end to ack",
 	"  answer: apply end to proposer woken", "  answer: result to JSON written"}
 
 func printTable(w io.Writer, r *result, f *floors) {
@@ -63,7 +64,7 @@ func printTable(w io.Writer, r *result, f *floors) {
 			c.stages[s] = append(c.stages[s], b.Stages[s])
 		}
 		c.total = append(c.total, b.Total)
-		for i, d := range [8]time.Duration{b.ForwardOut, b.LeaderIn, b.ForwardBack, b.ReplicationWake, b.ReplicationOut, b.ReplicationBack, b.AnswerWake, b.AnswerWrite} {
+		for i, d := range [9]time.Duration{b.ForwardOut, b.LeaderIn, b.ForwardBack, b.FollowerSend, b.FollowerOut, b.FollowerWrite, b.FollowerBack, b.AnswerWake, b.AnswerWrite} {
 			c.parts[i] = append(c.parts[i], d)
 		}
 		if rtt, ok := r.client[b.Tag]; ok {
@@ -109,11 +110,19 @@ func printTable(w io.Writer, r *result, f *floors) {
 				return nil
 			}
 			return c.parts[i]
-		}, "part of the stage above")
+		}, partWhat(i))
 	}
 	line("entry node total", func(c *column) []time.Duration { return c.total }, "handler start to answer written")
 	line("client round trip", func(c *column) []time.Duration { return c.client }, "as the client saw it")
 	line("outside the handler", func(c *column) []time.Duration { return c.out }, "client, kernel, net/http: round trip minus total")
 	tw.Flush()
 	fmt.Fprintln(w, strings.Repeat("-", 20))
+}
+
+// partWhat says what part i of partNames belongs to.
+func partWhat(i int) string {
+	if i >= 3 && i <= 6 {
+		return "beside the leader's write; what outlasts it is the quorum wait"
+	}
+	return "part of the stage above"
 }

@@ -32,8 +32,8 @@ func TestBudgets_JoinsForwardedCommit(t *testing.T) {
 		t.Fatalf("%d budgets, want 1: %+v", len(bs), bs)
 	}
 	b := bs[0]
-	want := map[Stage]int{HTTPIn: 10, Forward: 990 - 850, Propose: 10, LeaderWrite: 240, Replication: 350 - 250,
-		FollowerWrite: 250, Commit: 30, Apply: 10, Answer: 210}
+	want := map[Stage]int{HTTPIn: 10, Forward: 990 - 850, Propose: 10, LeaderWrite: 240, QuorumWait: 650 - 300,
+		Commit: 30, Apply: 10, Answer: 210}
 	for s, us := range want {
 		if got := b.Stages[s]; got != time.Duration(us)*time.Microsecond {
 			t.Errorf("%s = %v, want %dµs", s, got, us)
@@ -41,8 +41,8 @@ func TestBudgets_JoinsForwardedCommit(t *testing.T) {
 	}
 	if b.ForwardOut != 30*time.Microsecond || b.LeaderIn != 10*time.Microsecond || b.ForwardBack != 100*time.Microsecond ||
 		b.AnswerWake != 160*time.Microsecond || b.AnswerWrite != 50*time.Microsecond ||
-		b.ReplicationWake != 5*time.Microsecond || b.ReplicationOut != 45*time.Microsecond || b.ReplicationBack != 50*time.Microsecond {
-		t.Errorf("parts: forward %v + %v + %v, replication %v + %v + %v", b.ForwardOut, b.LeaderIn, b.ForwardBack, b.ReplicationWake, b.ReplicationOut, b.ReplicationBack)
+		b.FollowerSend != 245*time.Microsecond || b.FollowerOut != 45*time.Microsecond || b.FollowerWrite != 250*time.Microsecond || b.FollowerBack != 50*time.Microsecond {
+		t.Errorf("parts: forward %v + %v + %v, follower %v + %v + %v + %v", b.ForwardOut, b.LeaderIn, b.ForwardBack, b.FollowerSend, b.FollowerOut, b.FollowerWrite, b.FollowerBack)
 	}
 	var sum time.Duration
 	for _, d := range b.Stages {
@@ -50,6 +50,40 @@ func TestBudgets_JoinsForwardedCommit(t *testing.T) {
 	}
 	if !b.Forwarded || b.Index != 7 || b.Tag != "x" || b.Total != time.Millisecond || sum != b.Total {
 		t.Errorf("budget = %+v (stages sum to %v)", b, sum)
+	}
+}
+
+// TestBudgets_FollowerAnswersBeforeTheLeaderWrote: the follower's path ran beside the
+// leader's write and ended first, so the commit waited for the leader's write alone (no
+// quorum wait), and the stages still add up to the total.
+func TestBudgets_FollowerAnswersBeforeTheLeaderWrote(t *testing.T) {
+	r := New()
+	t0 := time.Now()
+	l := &Trace{ID: 1, Node: "n1", Start: at(t0, 0), Decoded: at(t0, 10), End: at(t0, 500), Index: 4, Returned: at(t0, 480), rec: r}
+	r.Stored("n1", 4, 4, at(t0, 20), at(t0, 400))   // leader write, the longer
+	r.Stored("n2", 4, 4, at(t0, 60), at(t0, 300))   // follower write, beside it
+	r.Replicated("n2", at(t0, 30), at(t0, 340))     // answered before the leader's write ended
+	r.Applied("n1", 4, 4, at(t0, 410), at(t0, 420)) // leader apply
+	r.traces = append(r.traces, l)
+
+	bs := r.Budgets()
+	if len(bs) != 1 {
+		t.Fatalf("%d budgets, want 1: %+v", len(bs), bs)
+	}
+	b := bs[0]
+	want := map[Stage]int{HTTPIn: 10, Propose: 10, LeaderWrite: 380, QuorumWait: 0, Commit: 10, Apply: 10, Answer: 80}
+	var sum time.Duration
+	for s := Stage(0); s < NumStages; s++ {
+		sum += b.Stages[s]
+		if got := b.Stages[s]; got != time.Duration(want[s])*time.Microsecond {
+			t.Errorf("%s = %v, want %dµs", s, got, want[s])
+		}
+	}
+	if sum != b.Total {
+		t.Errorf("stages sum to %v, total %v", sum, b.Total)
+	}
+	if b.FollowerSend != 10*time.Microsecond || b.FollowerOut != 30*time.Microsecond || b.FollowerWrite != 240*time.Microsecond || b.FollowerBack != 40*time.Microsecond {
+		t.Errorf("follower path %v + %v + %v + %v", b.FollowerSend, b.FollowerOut, b.FollowerWrite, b.FollowerBack)
 	}
 }
 

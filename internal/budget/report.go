@@ -22,16 +22,18 @@ const (
 	// Propose: on the leader, from the decoded request to the start of its log write
 	// (checks, command encoding, raft.Apply, raft's queue and leader loop).
 	Propose
-	// LeaderWrite: the leader's log store writing the entry, fsync included.
+	// LeaderWrite: the leader's log store writing the entry, fsync included. The
+	// followers receive the entry meanwhile (raftlock's raft sends a batch while the
+	// leader writes it: third_party/raft/RAFTLOCK.md).
 	LeaderWrite
-	// Replication: from the end of the leader's write to the first follower's
-	// AppendEntries answer, minus that follower's log write: waking the replicator, the
-	// request and response on the wire and their encoding, and the follower's raft work.
-	Replication
-	// FollowerWrite: that follower's log store writing the entry, fsync included.
-	FollowerWrite
-	// Commit: from the answer that made a quorum to the leader's state machine starting
-	// to apply the entry (commit index update, raft's leader loop and FSM goroutine).
+	// QuorumWait: how long after the end of the leader's write the first follower's
+	// AppendEntries answer arrived (zero when it arrived first): what the follower's path
+	// (waking the replicator, the request on the wire, the follower's log write, the
+	// answer) added to the commit beyond the leader's write. Its parts are in Budget.
+	QuorumWait
+	// Commit: from the quorum (the later of the leader's write ending and the first
+	// follower's answer) to the leader's state machine starting to apply the entry
+	// (commit index update, raft's leader loop and FSM goroutine).
 	Commit
 	// Apply: the leader's state machine applying the batch that holds the entry.
 	Apply
@@ -42,8 +44,8 @@ const (
 	NumStages
 )
 
-var stageNames = [NumStages]string{"HTTP in", "forward", "propose", "leader log write", "replication send",
-	"follower log write", "commit", "apply", "answer"}
+var stageNames = [NumStages]string{"HTTP in", "forward", "propose", "leader log write", "quorum wait",
+	"commit", "apply", "answer"}
 
 // String returns the stage's name as the budget table prints it.
 func (s Stage) String() string {
@@ -73,12 +75,14 @@ type Budget struct {
 	// decoding the body; ForwardBack from the leader's answer written to the follower's
 	// relay written.
 	ForwardOut, LeaderIn, ForwardBack time.Duration
-	// Parts of Replication: ReplicationWake from the leader's write ending to raft's
-	// replicator starting the AppendEntries request; ReplicationOut from there to the
-	// follower's write starting (encoding and sending the request, the follower reading it
-	// and reaching its log store); ReplicationBack from the follower's write ending to its
-	// answer processed on the leader.
-	ReplicationWake, ReplicationOut, ReplicationBack time.Duration
+	// The follower's path, which runs beside the leader's write: FollowerSend from the
+	// leader's write starting to raft's replicator starting the AppendEntries request
+	// that carried the entry; FollowerOut from there to the follower's write starting
+	// (encoding and sending the request, the follower reading it and reaching its log
+	// store); FollowerWrite, the follower's log write, fsync included; FollowerBack from
+	// its end to the answer processed on the leader. They add up to the follower's path,
+	// of which QuorumWait is the part that outlasted the leader's write.
+	FollowerSend, FollowerOut, FollowerWrite, FollowerBack time.Duration
 	// Parts of Answer: AnswerWake from the end of the apply to the proposer getting raft's
 	// answer (raft's future, the node's waiting goroutine, the handler's goroutine);
 	// AnswerWrite from there to the answer written (the result turned into JSON and
@@ -187,11 +191,14 @@ func commitOf(e, l *Trace, nodes []string, stores, applies map[key]Span, rpcs ma
 	if c.Forwarded {
 		c.Stages[Forward] = e.End.Sub(e.Decoded) - l.End.Sub(l.Decoded)
 	}
+	quorum := lw.End
+	if ack.After(quorum) {
+		quorum = ack
+	}
 	c.Stages[Propose] = lw.Start.Sub(l.Decoded)
 	c.Stages[LeaderWrite] = lw.End.Sub(lw.Start)
-	c.Stages[FollowerWrite] = fw.End.Sub(fw.Start)
-	c.Stages[Replication] = ack.Sub(lw.End) - c.Stages[FollowerWrite]
-	c.Stages[Commit] = ap.Start.Sub(ack)
+	c.Stages[QuorumWait] = quorum.Sub(lw.End)
+	c.Stages[Commit] = ap.Start.Sub(quorum)
 	c.Stages[Apply] = ap.End.Sub(ap.Start)
 	c.Stages[Answer] = l.End.Sub(ap.End)
 	if !l.Returned.IsZero() {
@@ -200,7 +207,7 @@ func commitOf(e, l *Trace, nodes []string, stores, applies map[key]Span, rpcs ma
 	if c.Forwarded {
 		c.ForwardOut, c.LeaderIn, c.ForwardBack = l.Start.Sub(e.Decoded), l.Decoded.Sub(l.Start), e.End.Sub(l.End)
 	}
-	c.ReplicationWake, c.ReplicationOut, c.ReplicationBack = sent.Sub(lw.End), fw.Start.Sub(sent), ack.Sub(fw.End)
+	c.FollowerSend, c.FollowerOut, c.FollowerWrite, c.FollowerBack = sent.Sub(lw.Start), fw.Start.Sub(sent), fw.End.Sub(fw.Start), ack.Sub(fw.End)
 	return c, true
 }
 

@@ -91,14 +91,18 @@ func TestBlackbox_FullDisk(t *testing.T) {
 	// merely for the leader to move: on a loaded machine n3 may also lose its office for
 	// a late heartbeat, and win it back, before its segment is full.
 	start := time.Now()
-	created, after := 0, 0
+	created, after, try := 0, 0, 0
 	long := strings.Repeat("x", 250)
 	full := func() bool {
 		a := do("GET", p.URL(2)+"/readyz", "")
 		return a.Status == 503 && strings.Contains(a.String(), "cannot write its data directory")
 	}
 	testkit.WaitFor(t, 120*time.Second, "n3 to report its full disk while writes through n1 go on", func() bool {
-		a := do("PUT", fmt.Sprintf("%s/v1/locks/fill/%s/%d", p.URL(0), long+long, created), `{"ttl_ms":600000,"owner":"`+long+`"}`)
+		// Every try takes a lock of its own: a try answered with an error may still be
+		// committed (n3 sends an entry to the followers while it writes it, and the next
+		// leader commits what they hold), and its implicit lease then holds that lock.
+		try++
+		a := do("PUT", fmt.Sprintf("%s/v1/locks/fill/%s/%d", p.URL(0), long+long, try), `{"ttl_ms":600000,"owner":"`+long+`"}`)
 		if a.Status == 200 {
 			created++
 			if full() {
