@@ -46,11 +46,28 @@ type column struct {
 	parts  [9][]time.Duration
 }
 
-// partNames name the parts of the forward and answer stages and the follower's path,
-// which runs beside the leader's write (budget.Budget).
-var partNames = [9]string{"  forward: out to the leader's handler", "  forward: leader reads + decodes", "  forward: back + relay",
-	"  follower: leader write start to send", "  follower: send to its write", "  follower: its log write", "  follower: its write end to ack",
-	"  answer: apply end to proposer woken", "  answer: result to JSON written"}
+// parts name the parts of the forward and answer stages and the follower's path (which runs
+// beside the leader's write), in the order of column.parts, each with what it belongs to;
+// forwardOnly parts are empty for requests sent to the leader.
+var parts = [9]struct {
+	name, what  string
+	forwardOnly bool
+}{
+	{"  forward: out to the leader's handler", ofStage, true},
+	{"  forward: leader reads + decodes", ofStage, true},
+	{"  forward: back + relay", ofStage, true},
+	{"  follower: leader write start to send", besideWrite, false},
+	{"  follower: send to its write", besideWrite, false},
+	{"  follower: its log write", besideWrite, false},
+	{"  follower: its write end to ack", besideWrite, false},
+	{"  answer: apply end to proposer woken", ofStage, false},
+	{"  answer: result to JSON written", ofStage, false},
+}
+
+const (
+	ofStage     = "part of the stage above"
+	besideWrite = "beside the leader's write; what outlasts it is the quorum wait"
+)
 
 func printTable(w io.Writer, r *result, f *floors) {
 	var cols [2]column // via the leader, via a follower
@@ -104,25 +121,17 @@ func printTable(w io.Writer, r *result, f *floors) {
 		}
 		fmt.Fprintf(tw, "%s\t\n", what)
 	}
-	for i, name := range partNames {
-		line(name, func(c *column) []time.Duration {
-			if i < 3 && c == &cols[0] {
+	for i, p := range parts {
+		line(p.name, func(c *column) []time.Duration {
+			if p.forwardOnly && c == &cols[0] {
 				return nil
 			}
 			return c.parts[i]
-		}, partWhat(i))
+		}, p.what)
 	}
 	line("entry node total", func(c *column) []time.Duration { return c.total }, "handler start to answer written")
 	line("client round trip", func(c *column) []time.Duration { return c.client }, "as the client saw it")
 	line("outside the handler", func(c *column) []time.Duration { return c.out }, "client, kernel, net/http: round trip minus total")
 	tw.Flush()
 	fmt.Fprintln(w, strings.Repeat("-", 20))
-}
-
-// partWhat says what part i of partNames belongs to.
-func partWhat(i int) string {
-	if i >= 3 && i <= 6 {
-		return "beside the leader's write; what outlasts it is the quorum wait"
-	}
-	return "part of the stage above"
 }
