@@ -160,6 +160,8 @@ type stores struct {
 	logs   raft.LogStore      // log, cached and watched
 	stable raft.StableStore   // stable store, watched
 	snaps  raft.SnapshotStore // file snapshots, private to the node's user
+
+	mayStand func() error // raft's CandidacyCheck: storageHealth.mayStand
 }
 
 // openStores takes the data directory's lock and opens the log, stable and snapshot
@@ -207,7 +209,13 @@ func openStores(cfg Config, h *storageHealth, cl *closers, written func(index ui
 	if err := restrictTree(snaps.dir); err != nil { // also snapshots written by older versions
 		return stores{}, fmt.Errorf("cluster: making snapshots private: %w", err)
 	}
-	return stores{log: store, logs: logs, stable: watchedStable{StableStore: store, h: h, gate: gate}, snaps: snaps}, nil
+	need := uint64(1 << 20)
+	if w, ok := store.(*walStore); ok {
+		need = w.roomNeeded()
+	}
+	probe := func() error { return probeDataDir(cfg.DataDir, need) }
+	return stores{log: store, logs: logs, stable: watchedStable{StableStore: store, h: h, gate: gate}, snaps: snaps,
+		mayStand: func() error { return h.mayStand(probe) }}, nil
 }
 
 // openRaftTransport listens on cfg.RaftBind, with TLS when cfg.TLS is set (and then
@@ -260,6 +268,7 @@ func startRaft(cfg Config, machine raft.FSM, st stores, trans raft.Transport, no
 	rc.TrailingLogs = cfg.TrailingLogs
 	rc.BatchApplyCh = true
 	rc.NotifyCh = notify
+	rc.CandidacyCheck = st.mayStand
 	rc.Logger = cfg.Logger.Named("raft")
 	r, err := raft.NewRaft(rc, machine, st.logs, st.stable, st.snaps, trans)
 	if err != nil {

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"fmt"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -69,6 +70,45 @@ func (h *storageHealth) check() error {
 	return nil
 }
 
+// mayStand is raft's CandidacyCheck (third_party/raft, candidacy.go): while the node's
+// last write failed, it stands for election only once probe shows that its data directory
+// takes a write again. Without it, a node on a full disk kept winning elections: it
+// stands first after it steps down (the others wait for their own heartbeat timeout), its
+// log is as long as theirs, its no-op fits the page it already holds, and the next write
+// fails again; every write of the cluster waited on it (TestBlackbox_FullDisk, in CI).
+// A node that does not stand still follows, and a write that succeeds clears the failure.
+func (h *storageHealth) mayStand(probe func() error) error {
+	err := h.check()
+	if err == nil || h.fatal.Load() != nil {
+		return err
+	}
+	if perr := probe(); perr != nil {
+		return fmt.Errorf("%w (and a test write still fails: %v)", err, perr)
+	}
+	return nil
+}
+
+// probeDataDir tells whether dir takes a write: at least need bytes free (where the file
+// system says), and a small file written, synced and removed.
+func probeDataDir(dir string, need uint64) error {
+	if free, ok := freeBytes(dir); ok && free < need {
+		return fmt.Errorf("%d bytes free in %s, the log needs %d", free, dir, need)
+	}
+	f, err := os.CreateTemp(dir, ".probe-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name())
+	_, err = f.Write(make([]byte, 4096))
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
 // watchedLogs is the node's log store with every write's outcome recorded (and, with a
 // budget recorder, its timing).
 type watchedLogs struct {
@@ -93,6 +133,17 @@ func (w watchedLogs) StoreLogs(ls []*raft.Log) error {
 		return w.h.record(err)
 	}
 	return w.h.record(w.LogStore.StoreLogs(ls))
+}
+
+// DeleteRange records a failed truncation as well: a follower deletes a conflicting suffix
+// before it stores the leader's entries, and on a full disk that is the write that fails.
+// Its success clears nothing: a compaction (deleting old segments) succeeds on a full disk.
+func (w watchedLogs) DeleteRange(min, max uint64) error {
+	err := w.LogStore.DeleteRange(min, max)
+	if err != nil {
+		w.h.record(err)
+	}
+	return err
 }
 
 // IsMonotonic passes the wrapped store's raft.MonotonicLogStore answer through: raft-wal

@@ -136,6 +136,16 @@ func (s *walStore) current() (*wal.WAL, func(), error) {
 	return s.w, s.mu.RUnlock, nil
 }
 
+// roomNeeded is the free space the WAL needs to be sure of its next append: a new segment
+// file, and a mebibyte for its meta database.
+func (s *walStore) roomNeeded() uint64 {
+	seg := uint64(s.segment)
+	if seg == 0 {
+		seg = uint64(wal.DefaultSegmentSize)
+	}
+	return seg + 1<<20
+}
+
 // recover reopens the WAL after a failed rotation, once, before the next append.
 func (s *walStore) recover() error {
 	s.mu.Lock()
@@ -150,12 +160,9 @@ func (s *walStore) recover() error {
 	// could not). Without it the open would fail after the close, and the node would have no
 	// log to read from (raft panics when a committed entry cannot be read): keep the old
 	// WAL, which still reads, until there is room.
-	need := uint64(s.segment)
-	if need == 0 {
-		need = uint64(wal.DefaultSegmentSize)
-	}
-	if free, ok := freeBytes(s.dir); ok && free < need+1<<20 {
-		return fmt.Errorf("%w (%d bytes free in %s, the WAL reopens once %d are)", s.broken, free, s.dir, need+1<<20)
+	need := s.roomNeeded()
+	if free, ok := freeBytes(s.dir); ok && free < need {
+		return fmt.Errorf("%w (%d bytes free in %s, the WAL reopens once %d are)", s.broken, free, s.dir, need)
 	}
 	_ = s.closeLocked()
 	if err := s.open(); err != nil {
@@ -306,6 +313,13 @@ func (f *walFS) Create(dir, name string, size uint64) (types.WritableFile, error
 	}
 	w, err := f.VFS.Create(dir, name, size)
 	if err != nil {
+		// raft-wal's file system creates the file and then reserves its size (through
+		// v0.4.2, fs.go), and leaves the file behind when the reservation fails: no space
+		// for it. Every later Create of that segment would then fail with "file exists",
+		// the reopen included. The file holds nothing yet; it goes.
+		if !errors.Is(err, os.ErrExist) {
+			_ = os.Remove(filepath.Join(dir, name))
+		}
 		return nil, err
 	}
 	return &walFile{WritableFile: w, fs: f}, nil

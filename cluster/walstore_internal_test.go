@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
+	"github.com/hashicorp/raft-wal/fs"
 	"github.com/hashicorp/raft-wal/metadb"
 	"github.com/hashicorp/raft-wal/segment"
 	"github.com/hashicorp/raft-wal/types"
@@ -172,4 +174,76 @@ func TestWALStore_AppendsAgainAfterAFailedRotation(t *testing.T) {
 	}
 	mustRead(t, s, 1, failed+2)
 	storeRange(t, s, failed+3, failed+3)
+}
+
+// A truncation of the log's end that could not create its new segment (no space) is done
+// again once there is room, and the log appends and reopens after it: raft deletes a
+// follower's conflicting suffix before it appends the leader's entries, and retries with
+// the leader's next AppendEntries. raft-wal (v0.4.2) retries correctly when the failed
+// create left no file; walFS.Create sees to that (TestWALFS_FailedCreateLeavesNoFile).
+// Without it a follower on a full disk failed every retry with "file exists", space or
+// not (seen in TestBlackbox_FullDisk).
+func TestWALStore_TruncatesAgainAfterAFailedTruncation(t *testing.T) {
+	dir := t.TempDir()
+	s, err := openWAL(dir, 0, hclog.NewNullLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { s.Close() }()
+	storeRange(t, s, 1, 10)
+	var noSpace error = syscall.ENOSPC
+	walFaults = func(string, op string) error {
+		if op == "create" {
+			return noSpace
+		}
+		return nil
+	}
+	t.Cleanup(func() { walFaults = nil })
+	if err := s.DeleteRange(8, 10); err == nil {
+		t.Fatal("a tail truncation succeeded with no room for the segment it creates")
+	}
+	walFaults = nil
+	if err := s.DeleteRange(8, 10); err != nil {
+		t.Fatalf("the truncation again, with room: %v", err)
+	}
+	storeRange(t, s, 8, 12) // the new leader's entries
+	mustRead(t, s, 1, 12)
+	s.Close()
+	if s, err = openWAL(dir, 0, hclog.NewNullLogger()); err != nil {
+		t.Fatal(err)
+	}
+	mustRead(t, s, 1, 12)
+	storeRange(t, s, 13, 13)
+}
+
+// failingReserveFS creates a segment file and then fails to reserve its size, as raft-wal's
+// file system does on a full disk.
+type failingReserveFS struct{ types.VFS }
+
+func (f failingReserveFS) Create(dir, name string, size uint64) (types.WritableFile, error) {
+	w, err := f.VFS.Create(dir, name, 0)
+	if err != nil {
+		return nil, err
+	}
+	w.Close()
+	return nil, syscall.ENOSPC
+}
+
+// A segment file whose creation failed half-way is gone afterwards, so the next Create of
+// it (the retry, or the reopen's) does not fail with "file exists".
+func TestWALFS_FailedCreateLeavesNoFile(t *testing.T) {
+	dir := t.TempDir()
+	f := &walFS{VFS: failingReserveFS{fs.New()}, dir: dir}
+	if _, err := f.Create(dir, "seg.wal", 1<<20); !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("create: %v, want ENOSPC", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "seg.wal")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the file of the failed create: %v, want it gone", err)
+	}
+	good := &walFS{VFS: fs.New(), dir: dir}
+	w, err := good.Create(dir, "seg.wal", 1<<20)
+	if err != nil {
+		t.Fatalf("create again: %v", err)
+	}
+	w.Close()
 }

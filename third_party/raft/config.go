@@ -240,6 +240,11 @@ type Config struct {
 	// e.g: raft_replication_heartbeat_peer0
 	NoLegacyTelemetry bool
 
+	// CandidacyCheck, when set, is asked by a follower whose heartbeat timeout has
+	// passed, before it stands for election; a non-nil error keeps it a follower until
+	// its next heartbeat timeout, when it is asked again (raftlock; see candidacy.go).
+	CandidacyCheck func() error
+
 	// skipStartup allows NewRaft() to bypass all background work goroutines
 	skipStartup bool
 }

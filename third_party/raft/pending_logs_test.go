@@ -75,8 +75,9 @@ type pendingCluster struct {
 	conf   *Config
 }
 
-// makePendingCluster starts three voters on in-memory transports with gated log stores.
-func makePendingCluster(t *testing.T) *pendingCluster {
+// makePendingCluster starts three voters on in-memory transports with gated log stores;
+// each of configure may change a node's configuration before it starts.
+func makePendingCluster(t *testing.T, configure ...func(i int, c *Config)) *pendingCluster {
 	t.Helper()
 	c := &pendingCluster{conf: inmemConfig(t)}
 	var cfg Configuration
@@ -95,6 +96,9 @@ func makePendingCluster(t *testing.T) *pendingCluster {
 		conf := *c.conf
 		conf.LocalID = cfg.Servers[i].ID
 		conf.Logger = newTestLoggerWithPrefix(t, string(conf.LocalID))
+		for _, f := range configure {
+			f(i, &conf)
+		}
 		store := &gatedStore{InmemStore: NewInmemStore(), name: string(conf.LocalID)}
 		snaps := NewInmemSnapshotStore()
 		if err := BootstrapCluster(&conf, store, store, snaps, trans[i], cfg); err != nil {

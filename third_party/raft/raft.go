@@ -240,6 +240,11 @@ func (r *Raft) runFollower() {
 			} else {
 				metrics.IncrCounter([]string{"raft", "transition", "heartbeat_timeout"}, 1)
 				if hasVote(r.configurations.latest, r.localID) {
+					// raftlock: a node that says it cannot stand stays a follower (candidacy.go).
+					if err := r.mayStand(); err != nil {
+						r.logger.Warn("heartbeat timeout reached, not standing for election", "error", err)
+						continue
+					}
 					r.logger.Warn("heartbeat timeout reached, starting election", "last-leader-addr", lastLeaderAddr, "last-leader-id", lastLeaderID)
 					r.setState(Candidate)
 					return
