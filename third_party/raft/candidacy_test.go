@@ -36,13 +36,13 @@ func TestCandidacyCheck_AFollowerThatMayNotStandStaysAFollower(t *testing.T) {
 			s, ok := o.Data.(RaftState)
 			return ok && s != Follower
 		}))
-		go func() {
+		go func(i int) {
 			for o := range ch {
 				mu.Lock()
 				stood = append(stood, fmt.Sprintf("node %d became %v", i, o.Data))
 				mu.Unlock()
 			}
-		}()
+		}(i)
 	}
 
 	// Every node's heartbeat timeout passes several times; none stands.

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -20,6 +21,7 @@ type gatedStore struct {
 	entered chan struct{} // closed when a held StoreLogs starts
 	failErr error         // non-nil: the next StoreLogs fails with it, storing nothing
 	name    string        // written into a stamped entry's Extensions
+	noEarly atomic.Bool   // SendBeforeStored says no for every entry
 }
 
 // stamped is the command a gatedStore writes into as it stores it (as raft-wal's verifier
@@ -27,7 +29,9 @@ type gatedStore struct {
 const stamped = "stamp me"
 
 // SendBeforeStored says that a stamped entry is written before it is sent.
-func (g *gatedStore) SendBeforeStored(l *Log) bool { return string(l.Data) != stamped }
+func (g *gatedStore) SendBeforeStored(l *Log) bool {
+	return string(l.Data) != stamped && !g.noEarly.Load()
+}
 
 func (g *gatedStore) StoreLogs(logs []*Log) error {
 	g.mu.Lock()
@@ -69,6 +73,7 @@ func (g *gatedStore) failNext(err error) {
 }
 
 type pendingCluster struct {
+	trans  []*InmemTransport
 	rafts  []*Raft
 	stores []*gatedStore
 	fsms   []*MockFSM
@@ -92,6 +97,7 @@ func makePendingCluster(t *testing.T, configure ...func(i int, c *Config)) *pend
 			a.Connect(b.LocalAddr(), b)
 		}
 	}
+	c.trans = trans
 	for i := 0; i < 3; i++ {
 		conf := *c.conf
 		conf.LocalID = cfg.Servers[i].ID
@@ -271,6 +277,71 @@ func TestPendingLogs_LeaderWriteFailsLogsStayConsistent(t *testing.T) {
 	}
 	c.waitFor(t, "the three logs to agree", func() bool { return sameLogs(c.stores) })
 	c.waitFor(t, "the three state machines to agree", func() bool { return sameFSMs(c.fsms, 3) })
+}
+
+// cut disconnects node i from node j both ways; mend connects them again.
+func (c *pendingCluster) cut(i, j int) {
+	c.trans[i].Disconnect(c.trans[j].LocalAddr())
+	c.trans[j].Disconnect(c.trans[i].LocalAddr())
+}
+
+func (c *pendingCluster) mend(i, j int) {
+	c.trans[i].Connect(c.trans[j].LocalAddr(), c.trans[j])
+	c.trans[j].Connect(c.trans[i].LocalAddr(), c.trans[i])
+}
+
+// A batch whose write failed is never sent in a later term, when the index it held holds
+// another entry: runLeader forgets it. Built so that nothing else replaces it first: the
+// failed batch reaches nobody (its leader is cut off), the other two commit an entry of
+// their own at its index, the store then sends nothing early (so no later dispatch
+// replaces the batch), the failed node leads again, and the third node, behind until
+// then, is caught up from it.
+func TestPendingLogs_FailedBatchIsNotSentInALaterTerm(t *testing.T) {
+	c := makePendingCluster(t)
+	a, leader := c.leader(t)
+	b, lag := (a+1)%3, (a+2)%3
+	c.cut(lag, a)
+	c.cut(lag, b) // behind from here on
+	c.cut(a, b)   // the failed batch reaches nobody
+	failed := errors.New("disk full")
+	c.stores[a].failNext(failed)
+	at := leader.LastIndex() + 1
+	if err := c.answer(t, leader.Apply([]byte("lost"), c.within())); !errors.Is(err, failed) {
+		t.Fatalf("apply on a failed write: %v, want %v", err, failed)
+	}
+	c.waitFor(t, "the failed leader to step down", func() bool { return leader.State() != Leader })
+	for _, s := range c.stores {
+		s.noEarly.Store(true)
+	}
+	c.mend(a, b)
+	// a and b elect one of them; a must lead in the end, with b's or its own entry at the
+	// failed batch's index.
+	c.waitFor(t, "node a to lead", func() bool {
+		for i, r := range c.rafts {
+			if r.State() == Leader && i != a {
+				_ = r.LeadershipTransferToServer(ServerID(fmt.Sprintf("node-%d", a)), c.trans[a].LocalAddr()).Error()
+			}
+		}
+		return c.rafts[a].State() == Leader
+	})
+	if err := c.answer(t, c.rafts[a].Apply([]byte("after"), c.within())); err != nil {
+		t.Fatalf("apply after a leads again: %v", err)
+	}
+	var l Log
+	if err := c.stores[a].GetLog(at, &l); err != nil || string(l.Data) == "lost" {
+		t.Fatalf("node a's store at the failed index %d: %q, %v", at, l.Data, err)
+	}
+	c.mend(lag, a)
+	c.mend(lag, b)
+	c.waitFor(t, "the three logs to agree", func() bool { return sameLogs(c.stores) })
+	c.waitFor(t, "the three state machines to agree", func() bool { return sameFSMs(c.fsms, 1) })
+	for i, f := range c.fsms {
+		for _, cmd := range f.Logs() {
+			if string(cmd) == "lost" {
+				t.Fatalf("node %d applied the batch whose write failed", i)
+			}
+		}
+	}
 }
 
 // sameLogs says whether the three stores hold the same entries at the same indexes.
