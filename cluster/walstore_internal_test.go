@@ -28,6 +28,18 @@ func storeRange(t *testing.T, s *walStore, from, to uint64) {
 	}
 }
 
+// failCreates makes every segment file creation fail with ENOSPC, as on a full disk, until
+// walFaults is set to nil (or the test ends).
+func failCreates(t *testing.T) {
+	walFaults = func(string, op string) error {
+		if op == "create" {
+			return syscall.ENOSPC
+		}
+		return nil
+	}
+	t.Cleanup(func() { walFaults = nil })
+}
+
 func mustRead(t *testing.T, s *walStore, from, to uint64) {
 	t.Helper()
 	for i := from; i <= to; i++ {
@@ -146,14 +158,7 @@ func TestWALStore_AppendsAgainAfterAFailedRotation(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { s.Close() }()
-	var noSpace error = syscall.ENOSPC
-	walFaults = func(string, op string) error {
-		if op == "create" {
-			return noSpace
-		}
-		return nil
-	}
-	t.Cleanup(func() { walFaults = nil })
+	failCreates(t)
 	var failed uint64
 	for i := uint64(1); i < 10_000; i++ {
 		if err := s.StoreLogs([]*raft.Log{{Index: i, Term: 1, Type: raft.LogCommand, Data: []byte(fmt.Sprintf("entry %d", i))}}); err != nil {
@@ -191,14 +196,7 @@ func TestWALStore_TruncatesAgainAfterAFailedTruncation(t *testing.T) {
 	}
 	defer func() { s.Close() }()
 	storeRange(t, s, 1, 10)
-	var noSpace error = syscall.ENOSPC
-	walFaults = func(string, op string) error {
-		if op == "create" {
-			return noSpace
-		}
-		return nil
-	}
-	t.Cleanup(func() { walFaults = nil })
+	failCreates(t)
 	if err := s.DeleteRange(8, 10); err == nil {
 		t.Fatal("a tail truncation succeeded with no room for the segment it creates")
 	}
