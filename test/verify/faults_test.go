@@ -37,3 +37,17 @@ func TestCampaignResult_FaultProblems(t *testing.T) {
 		t.Fatalf("the table hides the kind that never ran:\n%s", tab)
 	}
 }
+
+// A snapshot-install fault that installed no snapshot did not test what it is for (the
+// campaign of 2026-12-07 on raft-wal's 64 MiB segments: three injected, none installed).
+func TestCampaignResult_SnapshotInstallThatInstalledNothing(t *testing.T) {
+	res := &campaignResult{Asked: []nemesis.Kind{nemesis.SnapshotInstall},
+		Faults: map[nemesis.Kind]int{nemesis.SnapshotInstall: 3}}
+	if p := strings.Join(res.faultProblems(), "\n"); !strings.Contains(p, "snapshot-install ran 3 times but no node installed a snapshot") {
+		t.Fatalf("problems of a campaign whose snapshot-install faults installed nothing: %q", p)
+	}
+	res.Snapshots = 1
+	if p := res.faultProblems(); len(p) != 0 {
+		t.Fatalf("a campaign that installed a snapshot reports %v", p)
+	}
+}

@@ -560,7 +560,8 @@ func (res *campaignResult) faultCounts() string {
 
 // faultProblems lists why the campaign did not test what it was asked to: every harness
 // error (a fault that could not be injected or healed, a node that would not restart, a
-// round without a leader), and every fault kind asked for that never ran.
+// round without a leader), every fault kind asked for that never ran, and a
+// snapshot-install fault after which no node installed a snapshot.
 func (res *campaignResult) faultProblems() []string {
 	out := append([]string(nil), res.FaultErrors...)
 	seen := map[nemesis.Kind]bool{}
@@ -569,6 +570,12 @@ func (res *campaignResult) faultProblems() []string {
 			seen[k] = true
 			out = append(out, fmt.Sprintf("fault kind %s was asked for but never ran", k))
 		}
+	}
+	if n := res.Faults[nemesis.SnapshotInstall]; n > 0 && res.Snapshots == 0 {
+		// raft-wal serves a compacted entry while its segment is on disk, so a leader sends
+		// a snapshot only once the follower's next entry is in a deleted segment: the
+		// campaign's nodes need segments small enough to be sealed and deleted meanwhile.
+		out = append(out, fmt.Sprintf("snapshot-install ran %d times but no node installed a snapshot (segments too large for the hold? --raft-wal-segment-size)", n))
 	}
 	return out
 }
