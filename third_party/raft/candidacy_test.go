@@ -71,3 +71,50 @@ func TestCandidacyCheck_AFollowerThatMayNotStandStaysAFollower(t *testing.T) {
 		t.Fatalf("node %d leads; only node 1 may stand", li)
 	}
 }
+
+// A node that may not stand refuses a leadership transfer: the transfer fails and the
+// node never becomes a candidate.
+func TestCandidacyCheck_ANodeThatMayNotStandRefusesALeadershipTransfer(t *testing.T) {
+	var blocked atomic.Bool
+	blocked.Store(true)
+	const target = 2
+	c := makePendingCluster(t, func(i int, conf *Config) {
+		if i == target {
+			conf.CandidacyCheck = func() error {
+				if blocked.Load() {
+					return errors.New("this node's log store cannot write")
+				}
+				return nil
+			}
+		}
+	})
+	var stood atomic.Bool
+	ch := make(chan Observation, 64)
+	c.rafts[target].RegisterObserver(NewObserver(ch, false, func(o *Observation) bool {
+		s, ok := o.Data.(RaftState)
+		return ok && s != Follower
+	}))
+	go func() {
+		for range ch {
+			stood.Store(true)
+		}
+	}()
+	li, leader := c.leader(t)
+	if li == target {
+		t.Fatalf("node %d leads although it may not stand", li)
+	}
+	err := c.answer(t, leader.LeadershipTransferToServer(ServerID(fmt.Sprintf("node-%d", target)), c.trans[target].LocalAddr()))
+	if err == nil {
+		t.Fatal("a leadership transfer to a node that may not stand succeeded")
+	}
+	t.Logf("transfer: %v", err)
+	if stood.Load() || c.rafts[target].State() != Follower {
+		t.Fatalf("node %d stood (now %v) although it may not", target, c.rafts[target].State())
+	}
+	// It may again: the transfer succeeds.
+	blocked.Store(false)
+	if err := c.answer(t, leader.LeadershipTransferToServer(ServerID(fmt.Sprintf("node-%d", target)), c.trans[target].LocalAddr())); err != nil {
+		t.Fatalf("transfer once the node may stand: %v", err)
+	}
+	c.waitFor(t, "the target to lead", func() bool { return c.rafts[target].State() == Leader })
+}

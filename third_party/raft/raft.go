@@ -2243,6 +2243,13 @@ func (r *Raft) initiateLeadershipTransfer(id *ServerID, address *ServerAddress) 
 
 // timeoutNow is what happens when a server receives a TimeoutNowRequest.
 func (r *Raft) timeoutNow(rpc RPC, req *TimeoutNowRequest) {
+	// raftlock: a node that says it cannot stand refuses a leadership transfer too
+	// (candidacy.go); the leader's transfer then fails and it stays leader.
+	if err := r.mayStand(); err != nil {
+		r.logger.Warn("refusing a leadership transfer: not standing for election", "error", err)
+		rpc.Respond(&TimeoutNowResponse{}, fmt.Errorf("not standing for election: %w", err))
+		return
+	}
 	r.setLeader("", "")
 	r.setState(Candidate)
 	r.candidateFromLeadershipTransfer.Store(true)
