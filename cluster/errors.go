@@ -84,6 +84,11 @@ func (e *QuotaError) Is(target error) bool { return target == ErrQuotaExceeded }
 // ErrNotMember: the request names a node that is not in the Raft configuration.
 var ErrNotMember = errors.New("cluster: not a member of the cluster")
 
+// ErrTransferFailed: a leadership transfer did not happen (the target could not be
+// reached, or refused because it cannot write its data directory); leadership stays
+// where it was.
+var ErrTransferFailed = errors.New("cluster: the leadership transfer failed")
+
 // ErrInvalidMember: a membership request names an ID or address that is not valid.
 var ErrInvalidMember = errors.New("cluster: invalid member")
 

@@ -132,7 +132,10 @@ func (m *Members) TransferLeadership(ctx context.Context, to string) (string, er
 		f = n.raft.LeadershipTransferToServer(raft.ServerID(to), raft.ServerAddress(addr))
 	}
 	if err := n.wait(f); err != nil {
-		return "", raftError(n.raft, err, false)
+		if mapped := raftError(n.raft, err, false); mapped != err {
+			return "", mapped
+		}
+		return "", fmt.Errorf("%w: %v", ErrTransferFailed, err)
 	}
 	// The transfer is done once the target has been told to campaign; wait (briefly) until
 	// this node hears of the new leader, so the answer names it.

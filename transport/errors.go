@@ -197,6 +197,7 @@ var answers = []answer{
 	{cluster.ErrInvalidMember, api.CodeInvalidArgument, "%v"},
 	{cluster.ErrMemberConflict, api.CodeConflict, "%v"},
 	{cluster.ErrNotMember, api.CodeNotFound, "no such member of the cluster"},
+	{cluster.ErrTransferFailed, api.CodeConflict, "%v; leadership stays where it was"},
 	// Only reached when the cluster did not say that nothing was proposed.
 	{context.DeadlineExceeded, api.CodeUnknownOutcome, endedEarly},
 	{context.Canceled, api.CodeUnknownOutcome, endedEarly},

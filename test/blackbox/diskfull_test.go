@@ -117,6 +117,17 @@ func TestBlackbox_FullDisk(t *testing.T) {
 		t.Fatalf("a write sent to the node with the full disk: %v", a)
 	}
 	t.Logf("n3 answers: %v", a)
+	// Nor does it take over when told to: the transfer fails, with a 409 that says so (here
+	// n3 never catches up, so the leader gives up before it asks; a node that caught up
+	// refuses, third_party/raft's TestCandidacyCheck_ANodeThatMayNotStandRefusesALeadershipTransfer).
+	tr := do("POST", p.URL(0)+"/v1/cluster/transfer-leader", `{"to":"n3"}`)
+	if tr.Status != 409 || !strings.Contains(tr.String(), "leadership transfer failed") {
+		t.Fatalf("a leadership transfer to the node with the full disk: %v", tr)
+	}
+	if p.LeaderIndex() == 2 {
+		t.Fatal("n3 leads after the refused transfer")
+	}
+	t.Logf("transfer to n3: %v", tr)
 
 	// Space returns: n3 catches up and is ready again.
 	if err := os.Remove(filler); err != nil {
