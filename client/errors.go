@@ -68,8 +68,9 @@ var (
 	// (403 permission_denied). Not retried.
 	ErrPermissionDenied = errors.New("client: permission denied")
 	// ErrConflict: the request contradicts the cluster's state and was refused (409
-	// conflict): ACLs are bootstrapped already, or a member ID would be re-pointed at a new
-	// address without AddNodeRequest.Replace. Not retried.
+	// conflict): ACLs are bootstrapped already, a member ID would be re-pointed at a new
+	// address without AddNodeRequest.Replace, or a leadership transfer did not happen (the
+	// target could not be reached or cannot write its data directory). Not retried.
 	ErrConflict = errors.New("client: conflict")
 	// ErrTLS: the TLS handshake failed in a way waiting cannot fix: the server's
 	// certificate does not verify against the CA (or names another host), the server
