@@ -147,6 +147,7 @@ var clusterErrors = map[string]error{
 	"ErrQuotaExceeded":      &cluster.QuotaError{Limit: "max_leases", Value: 3},
 	"QuotaError":            &cluster.QuotaError{Limit: "max_locks_per_identity", Value: 3, Used: 3, Identity: "a1"},
 	"ErrNotMember":          cluster.ErrNotMember,
+	"ErrTransferFailed":     fmt.Errorf("%w: leadership transfer timeout", cluster.ErrTransferFailed),
 	"ErrInvalidMember":      fmt.Errorf("%w: no address", cluster.ErrInvalidMember),
 	"ErrMemberConflict":     cluster.ErrMemberConflict,
 	"ErrDeadlock":           &cluster.DeadlockError{Described: "lease ab waits for lock a"},
