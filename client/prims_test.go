@@ -292,6 +292,79 @@ func testPrimitives(t *testing.T, eps []string) {
 		for range obs {
 		}
 	})
+
+	t.Run("EventsAndHistoryOfEveryKind", func(t *testing.T) {
+		c := newClient(t, eps)
+		ctx := ctxFor(t, 30*time.Second)
+		const prefix = "kinds/"
+		all, err := c.Watch(ctx, prefix, client.WatchOptions{Kinds: []string{api.PrimitiveSemaphore, api.PrimitiveElection, api.PrimitiveLock}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer all.Stop()
+		locksOnly, err := c.Watch(ctx, prefix, client.WatchOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer locksOnly.Stop()
+		sem := c.NewSemaphore(prefix+"pool", 2, client.WithOwner("worker"), client.WithLeaseTTL(5*time.Second))
+		if err := sem.Acquire(ctx); err != nil {
+			t.Fatal(err)
+		}
+		el := c.NewElection(prefix+"leader", client.WithOwner("candidate"), client.WithLeaseTTL(5*time.Second))
+		if err := el.Campaign(ctx, "v1"); err != nil {
+			t.Fatal(err)
+		}
+		m := lockedMutex(t, c, prefix+"lock")
+		next := func(w *client.Watcher, what string) api.HistoryEvent {
+			t.Helper()
+			select {
+			case ev, ok := <-w.Events():
+				if !ok {
+					t.Fatalf("the watch ended before %s: %v", what, w.Err())
+				}
+				return ev
+			case <-ctx.Done():
+				t.Fatalf("no event for %s", what)
+			}
+			return api.HistoryEvent{}
+		}
+		for _, want := range []struct{ primitive, name, kind string }{
+			{api.PrimitiveSemaphore, prefix + "pool", "permit_granted"},
+			{api.PrimitiveElection, prefix + "leader", "elected"},
+			{"", prefix + "lock", "granted"},
+		} {
+			ev := next(all, want.name)
+			if ev.Primitive != want.primitive || ev.Name != want.name || ev.Kind != want.kind || ev.Token == 0 {
+				t.Fatalf("the watch of every kind got %+v; want a %s event %q of %q", ev, want.primitive, want.kind, want.name)
+			}
+		}
+		// Without Kinds the stream is the locks' alone: its first event is the lock's,
+		// although the semaphore's and the election's came first.
+		if ev := next(locksOnly, "the lock"); ev.Primitive != "" || ev.Name != prefix+"lock" || ev.Token != m.Token() {
+			t.Fatalf("the watch of locks got %+v first; want the grant of %s", ev, prefix+"lock")
+		}
+		h, err := c.HistoryOf(ctx, api.PrimitiveSemaphore, prefix+"pool", false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(h.Events) == 0 || h.Events[len(h.Events)-1].Kind != "permit_granted" || h.Events[len(h.Events)-1].Owner != "worker" {
+			t.Fatalf("the semaphore's history: %+v; want its permit granted to worker last", h)
+		}
+		if h, err = c.HistoryOf(ctx, api.PrimitiveElection, prefix+"leader", true); err != nil || len(h.Events) == 0 || h.Events[len(h.Events)-1].Kind != "elected" {
+			t.Fatalf("the election's history: %+v, %v; want its election last", h, err)
+		}
+		// A lock of that name has no history: the kinds are apart.
+		if h, err = c.History(ctx, prefix+"pool", false); err != nil || len(h.Events) != 0 {
+			t.Fatalf("the history of a lock named like the semaphore: %+v, %v; want none", h, err)
+		}
+		if _, err := c.HistoryOf(ctx, "mutex", prefix+"pool", false); !errors.Is(err, client.ErrInvalid) {
+			t.Fatalf("HistoryOf an unknown kind = %v; want ErrInvalid", err)
+		}
+		if _, err := c.Watch(ctx, prefix, client.WatchOptions{Kinds: []string{"locks"}}); !errors.Is(err, client.ErrInvalid) {
+			t.Fatalf("Watch of an unknown kind = %v; want ErrInvalid", err)
+		}
+	})
 }
 
 // TestElection_ObserveStopsOnInvalidName: a read that can never succeed closes the

@@ -22,27 +22,62 @@ import (
 var ErrIndexCompacted = errors.New("client: events before the index asked for are no longer retained")
 
 // History returns the newest recorded events of lock name, oldest first. It is a
-// linearizable read unless stale is true.
+// linearizable read unless stale is true. HistoryOf reads a semaphore's or an election's.
 func (c *Client) History(ctx context.Context, name string, stale bool) (api.History, error) {
-	op := fmt.Sprintf("history %q", name)
-	if err := checkNameAt(op, locksRoute, name); err != nil {
+	return c.HistoryOf(ctx, api.PrimitiveLock, name, stale)
+}
+
+// HistoryOf returns the newest recorded events of the primitive of that kind
+// (api.PrimitiveLock, api.PrimitiveSemaphore or api.PrimitiveElection) called name, oldest
+// first, like History. A cluster keeps the history of semaphores and elections from
+// protocol version 7; an older one answers a lock's history of that name, or refuses the
+// parameter.
+func (c *Client) HistoryOf(ctx context.Context, kind, name string, stale bool) (api.History, error) {
+	op := fmt.Sprintf("history of %s %q", kind, name)
+	route, ok := primitiveRoutes[kind]
+	if !ok {
+		return api.History{}, wrap(ErrInvalid, nil, "history %q: kind %q is none of %s", name, kind, primitiveKinds)
+	}
+	if err := checkNameAt(op, route, name); err != nil {
 		return api.History{}, err
 	}
 	q := url.Values{}
+	if kind != api.PrimitiveLock {
+		// Sent only when it is not the default, so that a lock's history is asked for
+		// exactly as before the parameter existed.
+		q.Set("kind", kind)
+	}
 	if stale {
 		q.Set("stale", "true")
 	}
 	return call[api.History](ctx, c, &request{op: op, method: http.MethodGet, path: namePath(historyRoute, name), query: q})
 }
 
+// primitiveRoutes maps each kind of primitive (as the event stream and histories name it)
+// to its route, which says how its names are checked.
+var primitiveRoutes = map[string]string{
+	api.PrimitiveLock:      locksRoute,
+	api.PrimitiveSemaphore: semaphoresRoute,
+	api.PrimitiveElection:  electionsRoute,
+}
+
+// primitiveKinds lists the kinds for errors.
+var primitiveKinds = strings.Join([]string{api.PrimitiveLock, api.PrimitiveSemaphore, api.PrimitiveElection}, ", ")
+
 // WatchOptions configure Watch. The zero value follows new events from now on.
 type WatchOptions struct {
 	// FromIndex, when non-zero, starts at the first entry at or after this index that a
 	// node still holds; older than that fails with ErrIndexCompacted.
 	FromIndex uint64
+	// Kinds are the primitives whose events to follow: api.PrimitiveLock,
+	// api.PrimitiveSemaphore, api.PrimitiveElection (the stream's ?kinds=). Empty follows
+	// locks only, as before semaphores and elections had events. An event of a semaphore or
+	// an election has its Primitive set; a lock's has it empty.
+	Kinds []string
 }
 
-// Watcher follows the lock events of a prefix over GET /v1/events. It reconnects by
+// Watcher follows the events of a prefix over GET /v1/events (of locks, or of the kinds of
+// primitive WatchOptions.Kinds names). It reconnects by
 // itself (to any endpoint, resuming after the last entry index it received), so that no
 // event is lost or repeated across a disconnect or a node's restart, as long as some
 // node still holds the events since.
@@ -56,8 +91,8 @@ type Watcher struct {
 	known  bool // last is set: a reconnection sends it as Last-Event-ID
 }
 
-// Events returns the channel of events, in log order, each with its lock's Name and its
-// entry Index. It is closed when the watch ends: Err then says why.
+// Events returns the channel of events, in log order, each with its primitive's Name (and
+// Primitive, unless a lock) and its entry Index. It is closed when the watch ends: Err then says why.
 func (w *Watcher) Events() <-chan api.HistoryEvent { return w.ch }
 
 // Err returns why the watch ended (nil while it runs, the context's error after Stop or
@@ -82,8 +117,8 @@ func (w *Watcher) Stop() {
 	<-w.done
 }
 
-// Watch starts following the events of the locks whose names start with prefix (every
-// lock when prefix is ""). The first connection is made before Watch returns, so an
+// Watch starts following the events of the locks (or of the kinds opts.Kinds names) whose
+// names start with prefix (every name when prefix is ""). The first connection is made before Watch returns, so an
 // unknown index, a refused token or a node at its subscriber limit is reported here.
 //
 // Each node streams the entries it has applied itself; requests are not forwarded. With
@@ -91,13 +126,19 @@ func (w *Watcher) Stop() {
 // retry, or use the leader's endpoint.
 func (c *Client) Watch(ctx context.Context, prefix string, opts WatchOptions) (*Watcher, error) {
 	op := fmt.Sprintf("watch %q", prefix)
+	for _, k := range opts.Kinds {
+		if _, ok := primitiveRoutes[k]; !ok {
+			return nil, wrap(ErrInvalid, nil, "%s: kind %q is none of %s", op, k, primitiveKinds)
+		}
+	}
+	kinds := strings.Join(opts.Kinds, ",")
 	ctx, cancel := context.WithCancel(ctx)
 	w := &Watcher{ch: make(chan api.HistoryEvent, 64), cancel: cancel, done: make(chan struct{})}
 	if opts.FromIndex > 0 {
 		w.last, w.known = opts.FromIndex-1, true
 	}
 	ep := c.getPreferred()
-	body, err := c.openStream(ctx, op, ep, prefix, opts.FromIndex, 0, false)
+	body, err := c.openStream(ctx, op, ep, prefix, kinds, opts.FromIndex, 0, false)
 	if err != nil {
 		cancel()
 		return nil, err
@@ -130,7 +171,7 @@ func (c *Client) Watch(ctx context.Context, prefix string, opts WatchOptions) (*
 				}
 				backoff = min(2*backoff, c.maxBackoff)
 				ep = (ep + 1) % len(c.endpoints)
-				body, err = c.openStream(ctx, op, ep, prefix, 0, resume, known)
+				body, err = c.openStream(ctx, op, ep, prefix, kinds, 0, resume, known)
 				if err == nil {
 					break
 				}
@@ -150,12 +191,16 @@ func (w *Watcher) finish(err error) {
 	w.mu.Unlock()
 }
 
-// openStream connects to endpoint ep; resume, when known, is sent as Last-Event-ID.
-func (c *Client) openStream(ctx context.Context, op string, ep int, prefix string, from, resume uint64, known bool) (io.ReadCloser, error) {
+// openStream connects to endpoint ep for the events of kinds (comma-separated, "" for
+// locks); resume, when known, is sent as Last-Event-ID.
+func (c *Client) openStream(ctx context.Context, op string, ep int, prefix, kinds string, from, resume uint64, known bool) (io.ReadCloser, error) {
 	base := c.endpoints[ep]
 	q := url.Values{}
 	if prefix != "" {
 		q.Set("prefix", prefix)
+	}
+	if kinds != "" {
+		q.Set("kinds", kinds)
 	}
 	if from > 0 {
 		q.Set("from_index", strconv.FormatUint(from, 10))
