@@ -15,6 +15,14 @@ func InjectTickFaults(n *Node, count int, err error) {
 	n.prop.faults.Store(&faults{failTicks: count, err: err})
 }
 
+// SetSweepPace sets how long the tick loop pauses after a tick that left sweep work over,
+// as a multiple of the tick's commit time, and returns the function that restores it.
+func SetSweepPace(f float64) (restore func()) {
+	old := sweepPace
+	sweepPace = f
+	return func() { sweepPace = old }
+}
+
 // AppliedEverythingCommitted reports whether node n's state machine has applied every
 // committed entry raft will hand it: the entries after its applied index up to raft's
 // commit index are all ones raft keeps from the FSM (no-ops, barriers). A follower cut off

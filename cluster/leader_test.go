@@ -2,6 +2,7 @@ package cluster_test
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -188,4 +189,80 @@ func TestNode_RequestIDMakesImplicitAcquireIdempotent(t *testing.T) {
 		}
 	}
 	var _ fsm.LeaseID
+}
+
+// A sweep that carries work over is paced: after each tick that leaves work, the tick loop
+// waits as long as the tick took (stretched here to the TickInterval cap) before proposing
+// the next. A lease holding four entries' worth of locks expires: the tick at its deadline
+// and four more sweep it (each ends at most SweepBudget units: a grant is one, the lease
+// one more), with a pause after each of the first four, so its locks cannot all be gone
+// sooner than four pauses after the first went. Without the pause the ticks follow each
+// other as fast as they commit (milliseconds on one node).
+func TestLeader_PacesASweepThatCarriesOver(t *testing.T) {
+	t.Cleanup(cluster.SetSweepPace(1e6)) // registered first, so it runs after the shutdown
+	const tick = 400 * time.Millisecond
+	c := clustertest.Start(t, 1, func(i int, cfg *cluster.Config) { cfg.TickInterval = tick })
+	ctx := clustertest.Ctx(t, 120*time.Second)
+	l := c.Nodes[c.Leader(15*time.Second)]
+	const ttl = 2 * time.Second
+	first, err := l.Locks().Acquire(ctx, cluster.AcquireRequest{Name: "pace/0", Holder: cluster.Holder{NewLease: true, TTL: ttl}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Kept alive while its locks are taken, however slow the machine.
+	stopRenewing := make(chan struct{})
+	renewed := make(chan error, 1)
+	go func() {
+		tk := time.NewTicker(ttl / 5)
+		defer tk.Stop()
+		for {
+			select {
+			case <-stopRenewing:
+				renewed <- nil
+				return
+			case <-tk.C:
+				if _, err := l.Leases().KeepAlive(ctx, first.Lease); err != nil {
+					renewed <- err
+					return
+				}
+			}
+		}
+	}()
+	const locks = 4 * fsm.SweepBudget
+	names := make(chan string, locks)
+	for i := 1; i < locks; i++ {
+		names <- fmt.Sprintf("pace/%d", i)
+	}
+	close(names)
+	errs := make(chan error, 8)
+	for w := 0; w < cap(errs); w++ {
+		go func() {
+			for name := range names {
+				if _, err := l.Locks().Acquire(ctx, cluster.AcquireRequest{Name: name, Holder: cluster.Holder{Lease: first.Lease}}); err != nil {
+					errs <- fmt.Errorf("%s: %w", name, err)
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for w := 0; w < cap(errs); w++ {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(stopRenewing)
+	if err := <-renewed; err != nil {
+		t.Fatalf("keeping the lease alive: %v", err)
+	}
+	if n := l.FSM().LockCount(); n != locks {
+		t.Fatalf("%d locks held before the expiry, want %d", n, locks)
+	}
+	c.WaitFor(3*ttl+10*time.Second, "the lease's first locks to end", func() bool { return l.FSM().LockCount() < locks })
+	started := time.Now() // at most one poll after the first sweep entry
+	c.WaitFor(60*time.Second, "the sweep to end every lock of the lease", func() bool { return l.FSM().LockCount() == 0 })
+	// One of the four pauses is left as the margin for the poll that saw the first entry.
+	if took := time.Since(started); took < 3*tick {
+		t.Fatalf("the sweep of %d locks ended %v after its first entry; with a pause of %v after each of its first four ticks it cannot end before %v", locks, took.Round(time.Millisecond), tick, 3*tick)
+	}
 }
