@@ -20,7 +20,10 @@ import (
 var fc = rawhttp.Client{HTTP: &http.Client{Timeout: 3 * time.Second}}
 
 // keeper keeps a lease alive through whichever endpoint answers, recording the send time
-// of the last answered keepalive, as a client must.
+// of the last answered keepalive, as a client must. Like the Go client's leases, it gives
+// each attempt half the interval (at least 250 ms): an attempt left hanging on a paused
+// node for the shared client's 3 s would outlast the TTL, and no client keeps a lease that
+// way.
 type keeper struct {
 	endpoints []string
 	lease     string
@@ -32,13 +35,14 @@ type keeper struct {
 
 func keepAlive(endpoints []string, lease string, every time.Duration) *keeper {
 	k := &keeper{endpoints: endpoints, lease: lease, stop: make(chan struct{})}
+	kc := rawhttp.Client{HTTP: &http.Client{Timeout: max(every/2, 250*time.Millisecond)}}
 	k.lastSent.Store(time.Now().UnixNano())
 	k.done.Add(1)
 	go func() {
 		defer k.done.Done()
 		for i := 0; ; i++ {
 			sent := time.Now()
-			a := fc.Do("POST", k.endpoints[i%len(k.endpoints)]+"/v1/leases/"+lease+"/keepalive", "")
+			a := kc.Do("POST", k.endpoints[i%len(k.endpoints)]+"/v1/leases/"+lease+"/keepalive", "")
 			wait := every
 			switch {
 			case a.Status == 200:
