@@ -258,13 +258,11 @@ func (l *leader) paceSweep(ctx context.Context, took time.Duration) bool {
 	if !has || next > n.fsm.Time() {
 		return true // nothing carried over: the next tick waits for its deadline
 	}
-	t := time.NewTimer(min(time.Duration(sweepPace*float64(took)), n.cfg.TickInterval))
-	defer t.Stop()
 	select {
 	case <-ctx.Done():
 		return false
-	case <-t.C:
-		return true
+	case <-time.After(min(time.Duration(sweepPace*float64(took)), n.cfg.TickInterval)):
+		return true // (since Go 1.23 an unfired time.After timer is collected with its channel)
 	}
 }
 
