@@ -8,6 +8,7 @@ package testkit
 
 import (
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net"
 	"sync"
@@ -34,26 +35,40 @@ const (
 // free again once it returns, and until its server binds it a second pick may choose it:
 // two nodes of one test cluster were once given the same Raft address ("found duplicate
 // address in configuration") on a loaded machine. Picking each port once per process
-// rules that out; other processes still bind for themselves and fail on a taken port.
+// rules that out. Other processes are kept off them too (reserve): go test runs several
+// packages' test binaries at once, and a node a test stops and starts again on its port
+// once found that port taken by another package's server meanwhile ("bind: address
+// already in use").
 var handedOut = struct {
 	sync.Mutex
-	ports map[int]bool
-}{ports: map[int]bool{}}
+	ports map[int]io.Closer // a port's reservation; nil when none could be made
+}{ports: map[int]io.Closer{}}
 
-// pick chooses a port not handed out before, forgetting them all once half the range has
-// been (a process that starts that many servers has closed most of them).
+// pick chooses a port not handed out before, here or by another process still running,
+// forgetting (and releasing) them all once half the range has been (a process that starts
+// that many servers has closed most of them).
 func pick() int {
 	handedOut.Lock()
 	defer handedOut.Unlock()
 	if len(handedOut.ports) >= ports/2 {
+		for _, r := range handedOut.ports {
+			if r != nil {
+				r.Close()
+			}
+		}
 		clear(handedOut.ports)
 	}
 	for {
 		p := firstPort + rand.IntN(ports)
-		if !handedOut.ports[p] {
-			handedOut.ports[p] = true
-			return p
+		if _, taken := handedOut.ports[p]; taken {
+			continue
 		}
+		r, ok := reserve(p)
+		if !ok {
+			continue // another process has it
+		}
+		handedOut.ports[p] = r
+		return p
 	}
 }
 
