@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -34,11 +35,10 @@ func (c *Client) History(ctx context.Context, name string, stale bool) (api.Hist
 // parameter.
 func (c *Client) HistoryOf(ctx context.Context, kind, name string, stale bool) (api.History, error) {
 	op := fmt.Sprintf("history of %s %q", kind, name)
-	route, ok := primitiveRoutes[kind]
-	if !ok {
-		return api.History{}, wrap(ErrInvalid, nil, "history %q: kind %q is none of %s", name, kind, primitiveKinds)
+	if err := checkKind(op, kind); err != nil {
+		return api.History{}, err
 	}
-	if err := checkNameAt(op, route, name); err != nil {
+	if err := checkNameOf(op, kind, name); err != nil {
 		return api.History{}, err
 	}
 	q := url.Values{}
@@ -53,16 +53,16 @@ func (c *Client) HistoryOf(ctx context.Context, kind, name string, stale bool) (
 	return call[api.History](ctx, c, &request{op: op, method: http.MethodGet, path: namePath(historyRoute, name), query: q})
 }
 
-// primitiveRoutes maps each kind of primitive (as the event stream and histories name it)
-// to its route, which says how its names are checked.
-var primitiveRoutes = map[string]string{
-	api.PrimitiveLock:      locksRoute,
-	api.PrimitiveSemaphore: semaphoresRoute,
-	api.PrimitiveElection:  electionsRoute,
-}
+// primitiveKinds are the kinds of primitive, as the event stream and histories name them.
+var primitiveKinds = []string{api.PrimitiveLock, api.PrimitiveSemaphore, api.PrimitiveElection}
 
-// primitiveKinds lists the kinds for errors.
-var primitiveKinds = strings.Join([]string{api.PrimitiveLock, api.PrimitiveSemaphore, api.PrimitiveElection}, ", ")
+// checkKind refuses a kind of primitive the server does not know, before anything is sent.
+func checkKind(op, kind string) error {
+	if !slices.Contains(primitiveKinds, kind) {
+		return wrap(ErrInvalid, nil, "%s: kind %q is none of %s", op, kind, strings.Join(primitiveKinds, ", "))
+	}
+	return nil
+}
 
 // WatchOptions configure Watch. The zero value follows new events from now on.
 type WatchOptions struct {
@@ -77,8 +77,8 @@ type WatchOptions struct {
 }
 
 // Watcher follows the events of a prefix over GET /v1/events (of locks, or of the kinds of
-// primitive WatchOptions.Kinds names). It reconnects by
-// itself (to any endpoint, resuming after the last entry index it received), so that no
+// primitive WatchOptions.Kinds names). It reconnects by itself (to any endpoint, resuming
+// after the last entry index it received), so that no
 // event is lost or repeated across a disconnect or a node's restart, as long as some
 // node still holds the events since.
 type Watcher struct {
@@ -92,7 +92,8 @@ type Watcher struct {
 }
 
 // Events returns the channel of events, in log order, each with its primitive's Name (and
-// Primitive, unless a lock) and its entry Index. It is closed when the watch ends: Err then says why.
+// Primitive, unless a lock) and its entry Index. It is closed when the watch ends: Err
+// then says why.
 func (w *Watcher) Events() <-chan api.HistoryEvent { return w.ch }
 
 // Err returns why the watch ended (nil while it runs, the context's error after Stop or
@@ -127,8 +128,8 @@ func (w *Watcher) Stop() {
 func (c *Client) Watch(ctx context.Context, prefix string, opts WatchOptions) (*Watcher, error) {
 	op := fmt.Sprintf("watch %q", prefix)
 	for _, k := range opts.Kinds {
-		if _, ok := primitiveRoutes[k]; !ok {
-			return nil, wrap(ErrInvalid, nil, "%s: kind %q is none of %s", op, k, primitiveKinds)
+		if err := checkKind(op, k); err != nil {
+			return nil, err
 		}
 	}
 	kinds := strings.Join(opts.Kinds, ",")
