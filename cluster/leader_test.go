@@ -197,7 +197,9 @@ func TestNode_RequestIDMakesImplicitAcquireIdempotent(t *testing.T) {
 // and four more sweep it (each ends at most SweepBudget units: a grant is one, the lease
 // one more), with a pause after each of the first four, so its locks cannot all be gone
 // sooner than four pauses after the first went. Without the pause the ticks follow each
-// other as fast as they commit (milliseconds on one node).
+// other as fast as they commit (milliseconds on one node). The cap is asserted too: the pace
+// asks for a million times the tick's commit time, and only the cap lets the sweep end
+// within the 60 s wait.
 func TestLeader_PacesASweepThatCarriesOver(t *testing.T) {
 	t.Cleanup(cluster.SetSweepPace(1e6)) // registered first, so it runs after the shutdown
 	const tick = 400 * time.Millisecond

@@ -205,9 +205,11 @@ type EventSource interface {
 	// Refusals reads the newest refusals of the deadlock detector on locks under prefix
 	// from this node's lock histories.
 	Refusals(prefix string, limit int) []cluster.Refusal
-	// Semaphores and Elections read a page of those in use under prefix, each with its
-	// first queue waiters, from this node's applied state.
+	// Semaphores reads a page of the semaphores in use under prefix, each with its first
+	// queue waiters, from this node's applied state.
 	Semaphores(prefix, after string, limit, queue int) ([]cluster.SemaphoreView, bool)
+	// Elections reads a page of the elections in use under prefix, each with its first
+	// queue candidates, from this node's applied state.
 	Elections(prefix, after string, limit, queue int) ([]cluster.ElectionView, bool)
 	// WaitChange waits until a name under prefix changes in an entry after index after,
 	// the leader changes (or is not leader, unless that is cluster.LeaderUnknown), or
