@@ -36,7 +36,7 @@ func TestCampaign(t *testing.T) {
 		EdgePairs: 1, Edges: edgesConfig,
 		BankTTLMs: 1000, BankWaitMs: 1500, PauseProb: 0.2,
 		Fenced: true, LivenessSlack: 1500 * time.Millisecond,
-		Extra: []string{"--snapshot-threshold", "1024", "--trailing-logs", "256", "--raft-wal-segment-size", "256KiB"},
+		Extra: campaignServeFlags,
 		Knobs: "RAFTLOCK_VERIFY_MAX",
 	}
 	three, five := splitCampaign(base, target, max)

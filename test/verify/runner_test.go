@@ -558,6 +558,12 @@ func (res *campaignResult) faultCounts() string {
 	return strings.Join(parts, " ")
 }
 
+// campaignServeFlags are the serve flags of every campaign's nodes: snapshots every 1,024
+// entries with 256 kept behind, so that the campaigns take snapshots and install them, and
+// WAL segments small enough to be sealed and deleted within a snapshot-install fault's hold
+// (faultProblems says why a campaign needs that).
+var campaignServeFlags = []string{"--snapshot-threshold", "1024", "--trailing-logs", "256", "--raft-wal-segment-size", "256KiB"}
+
 // faultProblems lists why the campaign did not test what it was asked to: every harness
 // error (a fault that could not be injected or healed, a node that would not restart, a
 // round without a leader), every fault kind asked for that never ran, and a

@@ -36,7 +36,7 @@ func shortConfig(t *testing.T) campaignConfig {
 		EdgePairs: 1, Edges: edgesConfig,
 		BankTTLMs: 1000, BankWaitMs: 1500, PauseProb: 0.3,
 		Fenced: true, LivenessSlack: 1500 * time.Millisecond,
-		Extra: []string{"--snapshot-threshold", "1024", "--trailing-logs", "256", "--raft-wal-segment-size", "256KiB"},
+		Extra: campaignServeFlags,
 	}
 }
 

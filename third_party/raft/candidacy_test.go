@@ -103,7 +103,8 @@ func TestCandidacyCheck_ANodeThatMayNotStandRefusesALeadershipTransfer(t *testin
 	if li == target {
 		t.Fatalf("node %d leads although it may not stand", li)
 	}
-	err := c.answer(t, leader.LeadershipTransferToServer(ServerID(fmt.Sprintf("node-%d", target)), c.trans[target].LocalAddr()))
+	targetID := ServerID(fmt.Sprintf("node-%d", target))
+	err := c.answer(t, leader.LeadershipTransferToServer(targetID, c.trans[target].LocalAddr()))
 	if err == nil {
 		t.Fatal("a leadership transfer to a node that may not stand succeeded")
 	}
@@ -113,7 +114,7 @@ func TestCandidacyCheck_ANodeThatMayNotStandRefusesALeadershipTransfer(t *testin
 	}
 	// It may again: the transfer succeeds.
 	blocked.Store(false)
-	if err := c.answer(t, leader.LeadershipTransferToServer(ServerID(fmt.Sprintf("node-%d", target)), c.trans[target].LocalAddr())); err != nil {
+	if err := c.answer(t, leader.LeadershipTransferToServer(targetID, c.trans[target].LocalAddr())); err != nil {
 		t.Fatalf("transfer once the node may stand: %v", err)
 	}
 	c.waitFor(t, "the target to lead", func() bool { return c.rafts[target].State() == Leader })
