@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"syscall"
 )
 
@@ -17,12 +18,15 @@ import (
 // a file whose process is gone is stale and taken over.
 var reserveDir = filepath.Join(os.TempDir(), "raftlock-test-ports")
 
+// reserveDirMade makes reserveDir once per process and reports whether it exists.
+var reserveDirMade = sync.OnceValue(func() bool { return os.MkdirAll(reserveDir, 0o777) == nil })
+
 // reserve claims port p for this process. It reports false when a live process other than
 // this one holds it; when no claim can be made at all (no writable temporary directory)
 // it answers true with nothing to release, and the process's own record is all that
 // guards the port.
 func reserve(p int) (io.Closer, bool) {
-	if err := os.MkdirAll(reserveDir, 0o777); err != nil {
+	if !reserveDirMade() {
 		return nil, true
 	}
 	name := filepath.Join(reserveDir, strconv.Itoa(p))
