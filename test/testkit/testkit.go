@@ -51,12 +51,7 @@ func pick() int {
 	handedOut.Lock()
 	defer handedOut.Unlock()
 	if len(handedOut.ports) >= ports/2 {
-		for _, r := range handedOut.ports {
-			if r != nil {
-				r.Close()
-			}
-		}
-		clear(handedOut.ports)
+		forgetLocked()
 	}
 	for {
 		p := firstPort + rand.IntN(ports)
@@ -70,6 +65,16 @@ func pick() int {
 		handedOut.ports[p] = r
 		return p
 	}
+}
+
+// forgetLocked forgets and releases every port handed out; handedOut is locked.
+func forgetLocked() {
+	for _, r := range handedOut.ports {
+		if r != nil {
+			r.Close()
+		}
+	}
+	clear(handedOut.ports)
 }
 
 // ListenLoopback opens a listener on 127.0.0.1 at a random port in 20000-32767 that this
