@@ -311,11 +311,16 @@ func testPrimitives(t *testing.T, eps []string) {
 		if err := sem.Acquire(ctx); err != nil {
 			t.Fatal(err)
 		}
+		// Each hold ends with the subtest, so that no lease of it outlives the test and logs
+		// through it.
+		defer sem.Release(context.Background())
 		el := c.NewElection(prefix+"leader", client.WithOwner("candidate"), client.WithLeaseTTL(5*time.Second))
 		if err := el.Campaign(ctx, "v1"); err != nil {
 			t.Fatal(err)
 		}
+		defer el.Resign(context.Background())
 		m := lockedMutex(t, c, prefix+"lock")
+		defer m.Unlock(context.Background())
 		next := func(w *client.Watcher, what string) api.HistoryEvent {
 			t.Helper()
 			select {
