@@ -193,7 +193,23 @@ func TestCluster_SnapshotInstallOnLaggingFollower(t *testing.T) {
 func TestCluster_ReadsAreLinearizable(t *testing.T) {
 	c := clustertest.Start(t, 3, nil)
 	ctx := clustertest.Ctx(t, 60*time.Second)
-	l := leaderNode(c)
+	// A leader every node knows of: beside CPU hogs a follower's first heartbeat timeout
+	// once fired 8 ms after the first election, before any heartbeat, and the follower
+	// asked next knew no leader ("no leader") while the one found here stepped down.
+	var l *cluster.Node
+	c.WaitFor(30*time.Second, "a leader every node knows of", func() bool {
+		i := c.LeaderIndex()
+		if i < 0 {
+			return false
+		}
+		for _, n := range c.Nodes {
+			if addr, _ := n.Raft().LeaderWithID(); string(addr) != c.Nodes[i].RaftAddr() {
+				return false
+			}
+		}
+		l = c.Nodes[i]
+		return true
+	})
 	for i := 0; i < 30; i++ {
 		name := fmt.Sprintf("r/%d", i)
 		g, err := l.Locks().Acquire(ctx, cluster.AcquireRequest{Name: name, Holder: cluster.Holder{NewLease: true, TTL: 60_000 * time.Millisecond}})
